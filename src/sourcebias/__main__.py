@@ -1,0 +1,3 @@
+from sourcebias.cli.main import main
+
+main()

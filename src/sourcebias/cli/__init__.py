@@ -1,0 +1,1 @@
+"""The ``sourcebias`` command line (typer); the only module that knows every capability."""

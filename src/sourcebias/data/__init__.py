@@ -1,0 +1,22 @@
+"""Mixed-source datasets: documents as ``(doc_id, source)``, qrels on originals, validated loading."""
+
+from sourcebias.data.corpus import Corpus, Document, join_title_text
+from sourcebias.data.dataset import HUMAN, Dataset, DatasetLayout, detect_layout, load_dataset
+from sourcebias.data.qrels import Qrels
+from sourcebias.data.readers import LoadReport, read_corpus, read_qrels, read_queries
+
+__all__ = [
+    "HUMAN",
+    "Corpus",
+    "Dataset",
+    "DatasetLayout",
+    "Document",
+    "LoadReport",
+    "Qrels",
+    "detect_layout",
+    "join_title_text",
+    "load_dataset",
+    "read_corpus",
+    "read_qrels",
+    "read_queries",
+]

@@ -1,0 +1,251 @@
+"""Documents of one or more sources.
+
+A document is identified by the pair ``(doc_id, source)``. An LLM-written twin keeps the
+``doc_id`` of the human document it rewrites and differs in ``source``; the source is a field
+of the document, never a part of its id string.
+
+A :class:`Corpus` stores its documents column-wise (ids, source codes, titles, texts) so that
+retrievers can work on positions ``0 .. len(corpus) - 1``; positions are internal to one
+corpus object and never written to disk as document identifiers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from sourcebias.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class Document:
+    """One document: its id, its source (e.g. ``human`` or ``llama-2-7b-chat-tmp0.2``) and text."""
+
+    doc_id: str
+    source: str
+    title: str
+    text: str
+    metadata: dict[str, Any] | None = field(default=None, compare=False)
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.doc_id, self.source)
+
+    def retrieval_text(self) -> str:
+        return join_title_text(self.title, self.text)
+
+
+def join_title_text(title: str, text: str) -> str:
+    """The text a retriever sees: ``title + " " + text`` (just the text when the title is empty)."""
+    title = title.strip()
+    return f"{title} {text}" if title else text
+
+
+class Corpus:
+    """An ordered, immutable collection of documents from one or more sources.
+
+    Parameters
+    ----------
+    doc_ids, sources, titles, texts:
+        Parallel sequences, one entry per document.
+    metadata:
+        Optional parallel sequence of per-document metadata dicts (or ``None``).
+    source_order:
+        The order in which sources are listed (default: order of first appearance).
+
+    ``(doc_id, source)`` pairs must be unique.
+    """
+
+    def __init__(
+        self,
+        doc_ids: Sequence[str],
+        sources: Sequence[str],
+        titles: Sequence[str],
+        texts: Sequence[str],
+        metadata: Sequence[dict[str, Any] | None] | None = None,
+        source_order: Sequence[str] | None = None,
+    ):
+        n = len(doc_ids)
+        if not (len(sources) == len(titles) == len(texts) == n):
+            raise ValueError("doc_ids, sources, titles and texts must have the same length")
+        if metadata is not None and len(metadata) != n:
+            raise ValueError("metadata must have one entry per document")
+        names = list(dict.fromkeys(source_order or [])) if source_order else []
+        for s in sources:
+            if s not in names:
+                names.append(s)
+        code_of = {s: i for i, s in enumerate(names)}
+        self._source_names: tuple[str, ...] = tuple(names)
+        self._codes = np.fromiter((code_of[s] for s in sources), dtype=np.int32, count=n)
+        self._doc_ids = list(doc_ids)
+        self._titles = list(titles)
+        self._texts = list(texts)
+        self._metadata = list(metadata) if metadata is not None else None
+        self._position: dict[tuple[str, str], int] | None = None
+        self._key_hashes: np.ndarray | None = None
+        if len(set(zip(self._doc_ids, self._codes.tolist()))) != n:
+            dup = _first_duplicate(zip(self._doc_ids, sources))
+            raise ValueError(f"duplicate document (doc_id, source) = {dup}")
+
+    # -- construction -----------------------------------------------------------------------
+    @classmethod
+    def from_documents(cls, documents: Iterable[Document], source_order: Sequence[str] | None = None) -> Corpus:
+        docs = list(documents)
+        return cls(
+            [d.doc_id for d in docs],
+            [d.source for d in docs],
+            [d.title for d in docs],
+            [d.text for d in docs],
+            metadata=[d.metadata for d in docs] if any(d.metadata for d in docs) else None,
+            source_order=source_order,
+        )
+
+    @classmethod
+    def concat(cls, parts: Sequence[Corpus]) -> Corpus:
+        """Concatenate corpora (typically one per source) into one mixed corpus."""
+        doc_ids: list[str] = []
+        sources: list[str] = []
+        titles: list[str] = []
+        texts: list[str] = []
+        metadata: list[dict[str, Any] | None] = []
+        order: list[str] = []
+        has_meta = any(p._metadata is not None for p in parts)
+        for p in parts:
+            doc_ids += p._doc_ids
+            sources += p.source_list()
+            titles += p._titles
+            texts += p._texts
+            metadata += p._metadata if p._metadata is not None else [None] * len(p)
+            order += [s for s in p.sources if s not in order]
+        return cls(doc_ids, sources, titles, texts, metadata if has_meta else None, source_order=order)
+
+    # -- basic access -----------------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self._doc_ids)
+
+    def __iter__(self) -> Iterator[Document]:
+        for i in range(len(self)):
+            yield self[i]
+
+    def __getitem__(self, i: int) -> Document:
+        return Document(
+            self._doc_ids[i],
+            self._source_names[self._codes[i]],
+            self._titles[i],
+            self._texts[i],
+            self._metadata[i] if self._metadata is not None else None,
+        )
+
+    def __repr__(self) -> str:
+        counts = ", ".join(f"{s}={n}" for s, n in self.source_counts().items())
+        return f"Corpus({len(self)} documents: {counts})"
+
+    @property
+    def sources(self) -> tuple[str, ...]:
+        """Names of the sources present, in listing order."""
+        return self._source_names
+
+    @property
+    def doc_ids(self) -> list[str]:
+        return self._doc_ids
+
+    @property
+    def titles(self) -> list[str]:
+        return self._titles
+
+    @property
+    def texts(self) -> list[str]:
+        return self._texts
+
+    @property
+    def source_codes(self) -> np.ndarray:
+        """Integer code of each document's source (an index into :attr:`sources`)."""
+        return self._codes
+
+    def source_of(self, i: int) -> str:
+        return self._source_names[self._codes[i]]
+
+    def source_list(self) -> list[str]:
+        names = self._source_names
+        return [names[c] for c in self._codes.tolist()]
+
+    def metadata_of(self, i: int) -> dict[str, Any] | None:
+        return self._metadata[i] if self._metadata is not None else None
+
+    def source_counts(self) -> dict[str, int]:
+        counts = np.bincount(self._codes, minlength=len(self._source_names))
+        return {s: int(counts[i]) for i, s in enumerate(self._source_names)}
+
+    def positions_of_source(self, source: str) -> np.ndarray:
+        return np.flatnonzero(self._codes == self._code(source))
+
+    def _code(self, source: str) -> int:
+        try:
+            return self._source_names.index(source)
+        except ValueError:
+            raise ConfigError(f"unknown source '{source}'; this corpus has: {', '.join(self._source_names)}") from None
+
+    def position(self, doc_id: str, source: str) -> int | None:
+        """Position of the document ``(doc_id, source)``, or ``None`` if absent."""
+        if self._position is None:
+            names = self._source_names
+            self._position = {(d, names[c]): i for i, (d, c) in enumerate(zip(self._doc_ids, self._codes.tolist()))}
+        return self._position.get((doc_id, source))
+
+    def retrieval_texts(self) -> list[str]:
+        """Per document, the text retrievers index: title and text joined."""
+        return [join_title_text(t, x) for t, x in zip(self._titles, self._texts)]
+
+    # -- derived corpora --------------------------------------------------------------------
+    def take(self, positions: Sequence[int] | np.ndarray) -> Corpus:
+        pos = np.asarray(positions, dtype=np.int64)
+        names = self._source_names
+        out = Corpus(
+            [self._doc_ids[i] for i in pos],
+            [names[self._codes[i]] for i in pos],
+            [self._titles[i] for i in pos],
+            [self._texts[i] for i in pos],
+            [self._metadata[i] for i in pos] if self._metadata is not None else None,
+            source_order=[s for s in names if s in {names[self._codes[i]] for i in pos}],
+        )
+        return out
+
+    def subset(self, sources: Iterable[str]) -> Corpus:
+        """The documents of the given sources only (e.g. the human-only "sole" corpus)."""
+        wanted = [self._code(s) for s in sources]
+        return self.take(np.flatnonzero(np.isin(self._codes, wanted)))
+
+    # -- tie-breaking support ---------------------------------------------------------------
+    def key_hashes(self) -> np.ndarray:
+        """A 64-bit hash of each document's ``(source, doc_id)``; see :mod:`sourcebias.retrieval.ties`."""
+        if self._key_hashes is None:
+            names = self._source_names
+            self._key_hashes = np.fromiter(
+                (hash64(names[c], d) for d, c in zip(self._doc_ids, self._codes.tolist())),
+                dtype=np.uint64,
+                count=len(self),
+            )
+        return self._key_hashes
+
+
+def hash64(*parts: str) -> int:
+    """A stable (process- and platform-independent) 64-bit hash of a tuple of strings."""
+    h = hashlib.blake2b(digest_size=8)
+    for p in parts:
+        b = p.encode("utf-8")
+        h.update(len(b).to_bytes(4, "little"))
+        h.update(b)
+    return int.from_bytes(h.digest(), "little")
+
+
+def _first_duplicate(pairs: Iterable[tuple[str, str]]) -> tuple[str, str] | None:
+    seen: set[tuple[str, str]] = set()
+    for p in pairs:
+        if p in seen:
+            return p
+        seen.add(p)
+    return None

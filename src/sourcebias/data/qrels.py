@@ -1,0 +1,44 @@
+"""Relevance judgements (qrels) on original documents.
+
+Qrels name a query and a ``doc_id`` and hold for every source's copy of that document: the
+labels of ``(q, d^H)`` are copied to each twin ``(q, d^G)``. Which copies count as relevant in
+an evaluation (one target source, or all) is decided by the evaluation protocol, not here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+
+
+class Qrels(Mapping[str, Mapping[str, int]]):
+    """``query_id -> {doc_id: grade}``; a grade > 0 means relevant."""
+
+    def __init__(self, labels: Mapping[str, Mapping[str, int]]):
+        self._labels: dict[str, dict[str, int]] = {q: dict(d) for q, d in labels.items()}
+
+    def __getitem__(self, query_id: str) -> Mapping[str, int]:
+        return self._labels[query_id]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._labels)
+
+    def __len__(self) -> int:
+        return len(self._labels)
+
+    def __repr__(self) -> str:
+        return f"Qrels({len(self)} queries, {self.n_judgements} judgements)"
+
+    @property
+    def n_judgements(self) -> int:
+        return sum(len(d) for d in self._labels.values())
+
+    def queries_with_relevant(self) -> list[str]:
+        """Query ids with at least one document of grade > 0 (the queries that can be evaluated)."""
+        return [q for q, docs in self._labels.items() if any(g > 0 for g in docs.values())]
+
+    def relevant(self, query_id: str) -> dict[str, int]:
+        return {d: g for d, g in self._labels.get(query_id, {}).items() if g > 0}
+
+    def restrict(self, query_ids: set[str] | list[str]) -> Qrels:
+        keep = set(query_ids)
+        return Qrels({q: d for q, d in self._labels.items() if q in keep})

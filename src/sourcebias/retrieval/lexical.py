@@ -1,0 +1,220 @@
+"""Lexical retrievers, embedded (no search server): BM25 on bm25s, TF-IDF on scikit-learn.
+
+Both share one analyzer, :class:`EnglishAnalyzer`, which reproduces Elasticsearch's
+``english`` analyzer — the analyzer of the papers' BM25 (Cocktail ran BEIR's Elasticsearch
+BM25 with ``language="english"``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from sourcebias import progress
+from sourcebias.data.corpus import Corpus
+from sourcebias.retrieval.base import Retriever, self_matches
+from sourcebias.retrieval.run import Run, rank_rows
+
+# Lucene's EnglishAnalyzer.ENGLISH_STOP_WORDS_SET (also bm25s's "en" list).
+LUCENE_ENGLISH_STOP_WORDS = frozenset(
+    "a an and are as at be but by for if in into is it no not of on or such that the their then there these "
+    "they this to was will with".split()
+)
+
+
+class EnglishAnalyzer:
+    """Text to index terms, as Elasticsearch's ``english`` analyzer does.
+
+    Steps: Unicode (UAX #29) word segmentation, as Lucene's StandardTokenizer (numbers such as
+    ``4,997`` and ``3.5`` stay whole; one-letter words are kept); English possessive removal
+    (``Xiaomi's`` -> ``Xiaomi``); lower-casing; Lucene's 33 English stop words; Porter stemming.
+
+    Written here because no maintained Python package offers this chain: bm25s's tokenizer is
+    one ``re`` pattern that drops one-character tokens, splits ``4,997`` and has no possessive
+    filter. The segmentation is the ``regex`` module's Unicode word boundaries and the stemmer
+    is PyStemmer; this class only chains them and caches the result per distinct token.
+
+    Parameters
+    ----------
+    stemmer:
+        A Snowball algorithm name for PyStemmer (``"porter"``, as Elasticsearch's ``english``
+        analyzer; ``"english"`` for Porter2), or ``None`` for no stemming.
+    stopwords:
+        A set of words to drop (default: Lucene's English list), or ``None`` to keep all.
+    """
+
+    def __init__(self, stemmer: str | None = "porter", stopwords: Iterable[str] | None = LUCENE_ENGLISH_STOP_WORDS):
+        import regex
+
+        self.stemmer_name = stemmer
+        self.stopwords = frozenset(stopwords) if stopwords is not None else frozenset()
+        # A segment between two Unicode word boundaries (punctuation segments are dropped in _term).
+        self._word = regex.compile(r"(?wV1)\b\S.*?\b", regex.DOTALL)
+        self._has_word = regex.compile(r"\w").search
+        self._stemmer = None
+        if stemmer:
+            import Stemmer
+
+            self._stemmer = Stemmer.Stemmer(stemmer)
+        self._term_of: dict[str, str | None] = {}
+
+    def config(self) -> dict[str, Any]:
+        return {
+            "tokenizer": "unicode-word-boundaries (UAX#29)",
+            "possessive": True,
+            "lowercase": True,
+            "stopwords": len(self.stopwords),
+            "stemmer": self.stemmer_name,
+        }
+
+    def _term(self, token: str) -> str | None:
+        # UAX #29 breaks between a leading apostrophe and a letter; the regex module keeps them
+        # together, so the apostrophe is stripped here (Lucene yields "organic" for "'organic").
+        t = token.lstrip("'\u2019\uff07")
+        if not t or not self._has_word(t):
+            self._term_of[token] = None
+            return None
+        if len(t) > 2 and t[-1] == "s" and t[-2] in "'\u2019\uff07":
+            t = t[:-2]
+        if t in self.stopwords or not t:
+            term = None
+        else:
+            term = self._stemmer.stemWord(t) if self._stemmer is not None else t
+        self._term_of[token] = term
+        return term
+
+    def __call__(self, text: str) -> list[str]:
+        """The index terms of ``text``, in order."""
+        cache = self._term_of
+        out = []
+        for tok in self._word.findall(text.lower()):
+            term = cache[tok] if tok in cache else self._term(tok)
+            if term is not None:
+                out.append(term)
+        return out
+
+    def to_ids(self, texts: Sequence[str], vocab: dict[str, int], *, grow: bool) -> list[list[int]]:
+        """Term ids of each text; with ``grow`` new terms are added to ``vocab``, else dropped."""
+        cache = self._term_of
+        findall = self._word.findall
+        out: list[list[int]] = []
+        for text in texts:
+            ids = []
+            for tok in findall(text.lower()):
+                term = cache[tok] if tok in cache else self._term(tok)
+                if term is None:
+                    continue
+                tid = vocab.get(term)
+                if tid is None:
+                    if not grow:
+                        continue
+                    tid = vocab[term] = len(vocab)
+                ids.append(tid)
+            out.append(ids)
+        return out
+
+
+class _LexicalRetriever(Retriever):
+    """Shared driver: analyze the corpus, score each query against all documents, rank."""
+
+    def __init__(self, analyzer: EnglishAnalyzer | None = None, batch_size: int = 256):
+        self.analyzer = analyzer or EnglishAnalyzer()
+        self.batch_size = batch_size
+
+    def retrieve(self, corpus: Corpus, queries: Mapping[str, str], depth: int = 1000, *, seed: int = 0, exclude_self: bool = False) -> Run:
+        qids = list(queries)
+        texts = corpus.retrieval_texts()
+        vocab: dict[str, int] = {}
+        with progress.task(f"{self.name}: indexing {len(corpus):,} documents", total=1) as t:
+            doc_ids = self.analyzer.to_ids(texts, vocab, grow=True)
+            self._index(doc_ids, vocab)
+            t.advance()
+        q_ids = self.analyzer.to_ids([queries[q] for q in qids], vocab, grow=False)
+        exclude = self_matches(corpus, qids) if exclude_self else None
+        positions: dict[str, np.ndarray] = {}
+        scores: dict[str, np.ndarray] = {}
+        with progress.task(f"{self.name}: ranking", total=len(qids), unit="queries") as t:
+            for start in range(0, len(qids), self.batch_size):
+                batch = qids[start : start + self.batch_size]
+                rows = self._score(q_ids[start : start + self.batch_size])
+                p, s = rank_rows(corpus, batch, rows, depth, seed=seed, exclude=exclude, keep="positive")
+                positions.update(p)
+                scores.update(s)
+                t.advance(len(batch))
+        info = {"vocabulary": len(vocab)}
+        if exclude is not None:
+            info["self_matches_removed"] = int(sum(len(v) for v in exclude.values()))
+        return Run(corpus, self.name, positions, scores, info)
+
+    def _index(self, doc_ids: list[list[int]], vocab: dict[str, int]) -> None:
+        raise NotImplementedError
+
+    def _score(self, query_ids: list[list[int]]) -> Sequence[np.ndarray]:
+        raise NotImplementedError
+
+
+class BM25(_LexicalRetriever):
+    """Okapi BM25 on `bm25s <https://github.com/xhluca/bm25s>`_, with Lucene's scoring
+    (``method="lucene"``) and Elasticsearch's defaults ``k1=1.2, b=0.75``.
+
+    A document is its title and text joined; only documents sharing at least one term with
+    the query are returned (as a search engine does).
+    """
+
+    def __init__(self, k1: float = 1.2, b: float = 0.75, method: str = "lucene", analyzer: EnglishAnalyzer | None = None, name: str = "bm25"):
+        super().__init__(analyzer)
+        self.k1, self.b, self.method, self.name = k1, b, method, name
+
+    def config(self) -> dict[str, Any]:
+        import bm25s
+
+        return {"name": self.name, "class": "BM25", "library": f"bm25s {bm25s.__version__}", "k1": self.k1, "b": self.b, "method": self.method, "analyzer": self.analyzer.config()}
+
+    def _index(self, doc_ids, vocab):
+        import bm25s
+
+        self._model = bm25s.BM25(k1=self.k1, b=self.b, method=self.method)
+        self._model.index((doc_ids, dict(vocab)), show_progress=False)
+        self._n = len(doc_ids)
+
+    def _score(self, query_ids):
+        get = self._model.get_scores
+        return [get(ids) if ids else np.zeros(self._n, dtype=np.float32) for ids in query_ids]
+
+
+class TfIdf(_LexicalRetriever):
+    """TF-IDF cosine similarity on scikit-learn's ``TfidfTransformer`` (smoothed idf, l2 norm),
+    over the same analyzer as BM25."""
+
+    def __init__(self, sublinear_tf: bool = False, analyzer: EnglishAnalyzer | None = None, name: str = "tfidf"):
+        super().__init__(analyzer)
+        self.sublinear_tf = sublinear_tf
+        self.name = name
+
+    def config(self) -> dict[str, Any]:
+        import sklearn
+
+        return {"name": self.name, "class": "TfIdf", "library": f"scikit-learn {sklearn.__version__}", "sublinear_tf": self.sublinear_tf, "smooth_idf": True, "norm": "l2", "analyzer": self.analyzer.config()}
+
+    def _counts(self, ids: list[list[int]], n_terms: int):
+        from scipy.sparse import csr_matrix
+
+        indptr = np.zeros(len(ids) + 1, dtype=np.int64)
+        indptr[1:] = np.cumsum([len(x) for x in ids])
+        indices = np.fromiter((t for x in ids for t in x), dtype=np.int64, count=int(indptr[-1]))
+        m = csr_matrix((np.ones_like(indices, dtype=np.float64), indices, indptr), shape=(len(ids), n_terms))
+        m.sum_duplicates()
+        return m
+
+    def _index(self, doc_ids, vocab):
+        from sklearn.feature_extraction.text import TfidfTransformer
+
+        self._n_terms = max(len(vocab), 1)
+        self._tf = TfidfTransformer(norm="l2", use_idf=True, smooth_idf=True, sublinear_tf=self.sublinear_tf)
+        self._docs_t = self._tf.fit_transform(self._counts(doc_ids, self._n_terms)).T.tocsr()
+
+    def _score(self, query_ids):
+        q = self._tf.transform(self._counts(query_ids, self._n_terms))
+        return np.asarray((q @ self._docs_t).todense(), dtype=np.float32)

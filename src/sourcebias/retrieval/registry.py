@@ -1,0 +1,112 @@
+"""Build retrievers from short specifications, as used on the command line.
+
+Grammar::
+
+    spec    := stage (">>" stage)*
+    stage   := kind [":" argument]
+
+First stages: ``bm25``, ``tfidf`` (argument: ``key=value`` parameters, e.g.
+``bm25:k1=0.9,b=0.4``). Further kinds (dense encoders, re-rankers) register themselves
+with :func:`register_first_stage` and :func:`register_reranker`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from sourcebias.errors import ConfigError
+from sourcebias.retrieval.base import Reranker, Retriever
+
+FirstStageFactory = Callable[[str | None, dict[str, Any]], Retriever]
+RerankerFactory = Callable[[str | None, dict[str, Any]], Reranker]
+
+_FIRST: dict[str, tuple[FirstStageFactory, str]] = {}
+_RERANK: dict[str, tuple[RerankerFactory, str]] = {}
+
+
+def register_first_stage(kind: str, factory: FirstStageFactory, help: str) -> None:
+    _FIRST[kind] = (factory, help)
+
+
+def register_reranker(kind: str, factory: RerankerFactory, help: str) -> None:
+    _RERANK[kind] = (factory, help)
+
+
+def parse_params(arg: str | None, allowed: dict[str, type]) -> dict[str, Any]:
+    """``"k1=0.9,b=0.4"`` -> ``{"k1": 0.9, "b": 0.4}``, checked against ``allowed`` names/types."""
+    out: dict[str, Any] = {}
+    if not arg:
+        return out
+    for part in arg.split(","):
+        if "=" not in part:
+            raise ConfigError(f"expected key=value in '{arg}', got '{part}'")
+        k, v = (x.strip() for x in part.split("=", 1))
+        if k not in allowed:
+            raise ConfigError(f"unknown parameter '{k}'; allowed: {', '.join(allowed)}")
+        typ = allowed[k]
+        try:
+            if typ is bool:
+                out[k] = v.lower() in ("1", "true", "yes", "on")
+            elif typ is type(None):
+                out[k] = None
+            else:
+                out[k] = typ(v)
+        except ValueError:
+            raise ConfigError(f"parameter '{k}' expects {typ.__name__}, got '{v}'") from None
+    return out
+
+
+def _split_stage(stage: str) -> tuple[str, str | None]:
+    stage = stage.strip()
+    if not stage:
+        raise ConfigError("empty retrieval stage (check the '>>' in the specification)")
+    kind, sep, arg = stage.partition(":")
+    return kind.strip().lower(), (arg.strip() if sep else None)
+
+
+def build_retriever(spec: str, **options: Any) -> Retriever:
+    """Build a retriever (or a pipeline) from a specification such as ``"bm25"``,
+    ``"bm25:k1=0.9"`` or ``"bm25>>ce:cross-encoder/ms-marco-MiniLM-L-6-v2"``.
+
+    ``options`` (device, batch size, cache folder, ...) go to the stages that take them.
+    """
+    stages = spec.split(">>")
+    kind, arg = _split_stage(stages[0])
+    if kind not in _FIRST:
+        hint = f" ('{kind}' is a re-ranker: put a first stage before it, e.g. bm25>>{stages[0].strip()})" if kind in _RERANK else ""
+        raise ConfigError(f"unknown retriever '{kind}'{hint}; available: {', '.join(sorted(_FIRST))}")
+    retriever = _FIRST[kind][0](arg, options)
+    for stage in stages[1:]:
+        rkind, rarg = _split_stage(stage)
+        if rkind not in _RERANK:
+            raise ConfigError(f"unknown re-ranker '{rkind}'; available: {', '.join(sorted(_RERANK)) or 'none'}")
+        retriever = retriever >> _RERANK[rkind][0](rarg, options)
+    return retriever
+
+
+def available_retrievers() -> dict[str, dict[str, str]]:
+    """``{"first_stage": {kind: help}, "rerankers": {kind: help}}``."""
+    return {"first_stage": {k: h for k, (_, h) in sorted(_FIRST.items())}, "rerankers": {k: h for k, (_, h) in sorted(_RERANK.items())}}
+
+
+def _bm25(arg: str | None, options: dict[str, Any]) -> Retriever:
+    from sourcebias.retrieval.lexical import BM25, EnglishAnalyzer
+
+    p = parse_params(arg, {"k1": float, "b": float, "method": str, "stemmer": str})
+    analyzer = EnglishAnalyzer(stemmer=p.pop("stemmer")) if "stemmer" in p else None
+    name = "bm25" if not arg else f"bm25:{arg}"
+    return BM25(analyzer=analyzer, name=name, **p)
+
+
+def _tfidf(arg: str | None, options: dict[str, Any]) -> Retriever:
+    from sourcebias.retrieval.lexical import EnglishAnalyzer, TfIdf
+
+    p = parse_params(arg, {"sublinear_tf": bool, "stemmer": str})
+    analyzer = EnglishAnalyzer(stemmer=p.pop("stemmer")) if "stemmer" in p else None
+    name = "tfidf" if not arg else f"tfidf:{arg}"
+    return TfIdf(analyzer=analyzer, name=name, **p)
+
+
+register_first_stage("bm25", _bm25, "BM25 (bm25s, Lucene scoring, k1=1.2 b=0.75, Elasticsearch english analyzer); bm25:k1=0.9,b=0.4")
+register_first_stage("tfidf", _tfidf, "TF-IDF cosine (scikit-learn, same analyzer); tfidf:sublinear_tf=true")

@@ -1,0 +1,87 @@
+"""The tie-breaking rule, used by every retriever and re-ranker in sourcebias.
+
+A document and its LLM twin often receive the same score (identical texts, identical
+embeddings, a re-ranker's saturated score). How such ties are ordered decides which source
+is ranked first, so the rule must not favour a source. Corpus order (human file first) or
+document-id order — what search engines and ``trec_eval`` do — would.
+
+**Rule.** Documents are ordered by score, highest first. Documents with exactly equal scores
+are ordered by a key ``splitmix64(h(source, doc_id) XOR h(seed, query_id))``, smallest first,
+where ``h`` is a 64-bit BLAKE2b hash. The key is a pseudo-random function of the query, the
+document and its source, so:
+
+* it is deterministic (same seed, same order, on any machine and in any corpus order);
+* for any tied pair, each source wins with probability 1/2 over queries and seeds (it depends
+  on neither the position of a document in the corpus, nor the order or names of sources);
+* a different ``seed`` gives an independent draw, so a result's sensitivity to ties can be
+  measured by rerunning with other seeds.
+
+If two keys were equal (probability about 2^-64) the corpus position decides, which keeps the
+order total.
+
+Only exact ties are broken this way; retrievers that could produce *spurious* near-ties for
+identical texts (e.g. encoders fed different batch paddings) avoid them by encoding each
+distinct text once.
+
+Because external tools (``trec_eval``) re-sort tied scores by document name, sourcebias passes
+the final rank, not the raw score, to the metric library.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sourcebias.data.corpus import hash64
+
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
+_G = np.uint64(0x9E3779B97F4A7C15)
+
+
+def splitmix64(x: np.ndarray) -> np.ndarray:
+    """The SplitMix64 finaliser, vectorised (wrapping uint64 arithmetic)."""
+    with np.errstate(over="ignore"):
+        z = x.astype(np.uint64, copy=True) + _G
+        z = (z ^ (z >> np.uint64(30))) * _M1
+        z = (z ^ (z >> np.uint64(27))) * _M2
+        return z ^ (z >> np.uint64(31))
+
+
+def query_hash(query_id: str, seed: int = 0) -> np.uint64:
+    return np.uint64(hash64("query", str(seed), query_id))
+
+
+def tie_keys(doc_hashes: np.ndarray, query_id: str, seed: int = 0) -> np.ndarray:
+    """Per-document tie-break keys for one query (see the module docstring)."""
+    return splitmix64(doc_hashes ^ query_hash(query_id, seed))
+
+
+def rank_order(scores: np.ndarray, keys: np.ndarray, positions: np.ndarray) -> np.ndarray:
+    """Indices that sort ``(score desc, key asc, position asc)``."""
+    return np.lexsort((positions, keys, -scores))
+
+
+def select_top(
+    scores: np.ndarray,
+    keys: np.ndarray,
+    positions: np.ndarray,
+    k: int,
+) -> np.ndarray:
+    """Indices (into the given arrays) of the top ``k`` under the total order of :func:`rank_order`,
+    in rank order.
+
+    Runs in O(n) for the selection plus O(m log m) for the m candidates whose score is at least
+    the k-th largest (all documents tied at the cut-off are candidates, so the rule decides
+    which of them make the list).
+    """
+    n = scores.shape[0]
+    if k <= 0 or n == 0:
+        return np.empty(0, dtype=np.int64)
+    scores = np.where(np.isnan(scores), -np.inf, scores)
+    if k < n:
+        kth = np.partition(scores, n - k)[n - k]
+        cand = np.flatnonzero(scores >= kth)
+    else:
+        cand = np.arange(n)
+    order = rank_order(scores[cand], keys[cand], positions[cand])[:k]
+    return cand[order]

@@ -1,0 +1,145 @@
+"""`sourcebias evaluate`: the papers' BM25 figures on nq-utd, the output folder, clear errors."""
+
+import csv
+import json
+
+import pytest
+
+from conftest import LLAMA
+from sourcebias.cli.main import expand_greedy_options, main
+from sourcebias.reporting import read_trec_run
+
+# Cocktail (Dai et al., 2024), BM25 on NQ-UTD, mixed corpus (Elasticsearch).
+PAPER = {"NDCG@1": 76.9, "NDCG@3": 70.5, "NDCG@5": 68.7, "delta@1": 37.2, "delta@3": 9.0, "delta@5": 4.4}
+
+
+def run_cli(args, capsys):
+    with pytest.raises(SystemExit) as info:
+        main(args)
+    out = capsys.readouterr()
+    return info.value.code, out.out, out.err
+
+
+def test_greedy_k_option():
+    assert expand_greedy_options(["evaluate", "d", "--k", "1", "3", "5", "-o", "x"]) == [
+        "evaluate", "d", "--k", "1", "--k", "3", "--k", "5", "-o", "x"
+    ]
+    assert expand_greedy_options(["--metric", "NDCG", "MAP@3", "data"]) == ["--metric", "NDCG", "--metric", "MAP@3", "data"]
+
+
+@pytest.fixture(scope="module")
+def nq_out(nq_utd, tmp_path_factory):
+    out = tmp_path_factory.mktemp("nq") / "out"
+    with pytest.raises(SystemExit) as info:
+        main([
+            "evaluate", str(nq_utd), "--retriever", "bm25", "--retriever", "tfidf", "--split", "test",
+            "--k", "1", "3", "5", "--output", str(out), "--resamples", "1000",
+        ])
+    assert info.value.code in (0, None)
+    return out
+
+
+def read_metrics(out):
+    with (out / "metrics.csv").open() as fh:
+        rows = list(csv.DictReader(fh))
+    return {(r["retriever"], r["corpus"], r["target"], r["metric"]): float(r["value"]) for r in rows}, rows
+
+
+def test_bm25_reproduces_cocktail_figures(nq_out):
+    m, _ = read_metrics(nq_out)
+    for k in (1, 3, 5):
+        assert m[("bm25", "mixed", "all", f"NDCG@{k}")] * 100 == pytest.approx(PAPER[f"NDCG@{k}"], abs=2.5)
+    assert m[("bm25", "mixed", "relative_delta", "NDCG@1")] > 0
+    assert m[("bm25", "mixed", "relative_delta", "NDCG@3")] == pytest.approx(PAPER["delta@3"], abs=2.5)
+    assert m[("bm25", "mixed", "relative_delta", "NDCG@5")] == pytest.approx(PAPER["delta@5"], abs=2.5)
+    # Sole corpora (paper: 71.9 human-only, 73.1 LLM-only).
+    assert m[("bm25", "human", "human", "NDCG@1")] * 100 == pytest.approx(71.9, abs=2.5)
+    assert m[("bm25", LLAMA, LLAMA, "NDCG@1")] * 100 == pytest.approx(73.1, abs=2.5)
+
+
+def test_metrics_csv_is_tidy_and_consistent(nq_out):
+    m, rows = read_metrics(nq_out)
+    assert list(rows[0]) == ["retriever", "corpus", "target", "metric", "value"]
+    assert {r["corpus"] for r in rows} == {"mixed", "human", LLAMA}
+    assert {r["target"] for r in rows} == {"human", LLAMA, "all", "relative_delta"}
+    for r in rows:
+        if r["target"] != "relative_delta":
+            assert 0.0 <= float(r["value"]) <= 1.0
+    h, g = m[("bm25", "mixed", "human", "NDCG@3")], m[("bm25", "mixed", LLAMA, "NDCG@3")]
+    assert m[("bm25", "mixed", "relative_delta", "NDCG@3")] == pytest.approx((h - g) / ((h + g) / 2) * 100)
+    # Shares of the two sources in the top k add up to 1.
+    for k in (1, 3, 5):
+        assert m[("bm25", "mixed", "human", f"Share@{k}")] + m[("bm25", "mixed", LLAMA, f"Share@{k}")] == pytest.approx(1.0)
+
+
+def test_runs_per_query_and_manifest(nq_out):
+    runs = nq_out / "runs"
+    names = sorted(p.name for p in runs.iterdir())
+    assert "bm25.mixed.trec" in names and f"bm25.{LLAMA}.trec" in names and "docnos.tsv" in names
+    run = read_trec_run(runs / "bm25.mixed.trec", runs / "docnos.tsv")
+    assert len(run) == 80
+    first = run["Sports_q1"]
+    assert {s for _, s, _, _ in first} == {"human", LLAMA}
+    assert [r for _, _, r, _ in first] == list(range(1, len(first) + 1))
+    with (nq_out / "per_query.csv").open() as fh:
+        pq = list(csv.DictReader(fh))
+    assert {r["query_id"] for r in pq} == set(run)
+    manifest = json.loads((nq_out / "manifest.json").read_text())
+    assert manifest["inputs"]["dataset"]["split"] == "test"
+    assert set(manifest["inputs"]["dataset"]["sources"]) == {"human", LLAMA}
+    assert manifest["parameters"]["depth"] == 1000 and manifest["parameters"]["seed"] == 0
+    assert "bm25s" in manifest["versions"] and "pytrec-eval-terrier" in manifest["versions"]
+    assert len(manifest["inputs"]["files"]["qrels"]["sha256"]) == 64
+    assert manifest["models"]["bm25"]["k1"] == 1.2
+    with (nq_out / "significance.csv").open() as fh:
+        sig = list(csv.DictReader(fh))
+    assert all(0 <= float(r["p_randomization"]) <= 1 for r in sig)
+
+
+def test_reruns_are_identical(nq_utd, nq_out, tmp_path):
+    out = tmp_path / "again"
+    with pytest.raises(SystemExit):
+        main(["evaluate", str(nq_utd), "-r", "bm25", "-r", "tfidf", "--k", "1", "3", "5", "-o", str(out), "--resamples", "1000"])
+    assert (out / "metrics.csv").read_text() == (nq_out / "metrics.csv").read_text()
+    assert (out / "runs" / "bm25.mixed.trec").read_text() == (nq_out / "runs" / "bm25.mixed.trec").read_text()
+
+
+@pytest.mark.parametrize(
+    "setup, args, fragments",
+    [
+        (lambda d: (d / "qrels" / "test.tsv").unlink(), [], ["Error:", "split 'test' not found"]),
+        (lambda d: (d / "corpus" / "llm.jsonl").write_text('{"_id": "d1", "text": "x"}\n{"_id": "d2", "text": \n'), [], ["llm.jsonl:2:", "malformed JSON"]),
+        (lambda d: None, ["--retriever", "bm99"], ["unknown retriever 'bm99'"]),
+        (lambda d: None, ["--source", "gpt-4"], ["unknown source(s) gpt-4"]),
+        (lambda d: None, ["--metric", "NDGC"], ["unknown measure 'NDGC'"]),
+    ],
+)
+def test_bad_inputs_give_a_message_not_a_traceback(cocktail_dir, capsys, setup, args, fragments):
+    setup(cocktail_dir)
+    code, out, err = run_cli(["evaluate", str(cocktail_dir)] + args, capsys)
+    assert code == 2
+    assert "Traceback" not in err + out
+    for f in fragments:
+        assert f in err.replace("\n", "")
+
+
+def test_missing_dataset_folder(tmp_path, capsys):
+    code, _, err = run_cli(["evaluate", str(tmp_path / "nope")], capsys)
+    assert code == 2 and "dataset folder not found" in err
+
+
+def test_help_and_retrievers_listing(capsys):
+    code, out, _ = run_cli(["evaluate", "--help"], capsys)
+    assert code == 0 and "--retriever" in out and "Relative" in out
+    code, out, _ = run_cli(["retrievers"], capsys)
+    assert code in (0, None) and "bm25" in out and "tfidf" in out
+
+
+def test_tiny_dataset_end_to_end(cocktail_dir, tmp_path, capsys):
+    code, out, _ = run_cli(["evaluate", str(cocktail_dir), "--k", "1", "--metric", "NDCG", "-o", str(tmp_path / "o")], capsys)
+    assert code in (0, None)
+    assert "Rel Δ" in out
+    m, _ = read_metrics(tmp_path / "o")
+    # q1 "cat on a mat": BM25 ranks the human d1 ("The cat sat on the mat") first; q2 "barking
+    # dogs" stems to "bark dog", both d2 copies match; all targets: NDCG@1 = 1 for both queries.
+    assert m[("bm25", "mixed", "all", "NDCG@1")] == 1.0
