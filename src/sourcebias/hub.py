@@ -1,0 +1,76 @@
+"""Finding models: a local path, the Hugging Face cache, or a download — never a silent hang.
+
+:func:`resolve_model` turns a Hugging Face name or a local path into something a loader can
+open. A local folder or file is used as is. A Hugging Face name is looked up in the local
+cache first; if it is not there and the Hub cannot be reached (``HF_HUB_OFFLINE=1``, no
+network, or a connection that does not answer within a few seconds), it raises
+:class:`~sourcebias.errors.ModelUnavailableError` saying how to get the model and pass its
+local path, instead of waiting on the network.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from functools import lru_cache
+from pathlib import Path
+
+from sourcebias.errors import ModelUnavailableError
+
+HUB_HOST = "huggingface.co"
+
+
+def _offline_flag() -> bool:
+    return any(os.environ.get(v, "").lower() in ("1", "true", "yes", "on") for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "SOURCEBIAS_OFFLINE"))
+
+
+@lru_cache(maxsize=1)
+def hub_reachable(timeout: float = 3.0) -> bool:
+    """Whether the Hugging Face Hub answers a TCP connection within ``timeout`` seconds."""
+    if _offline_flag():
+        return False
+    endpoint = os.environ.get("HF_ENDPOINT", f"https://{HUB_HOST}")
+    host = endpoint.split("://", 1)[-1].split("/", 1)[0].split(":")[0]
+    try:
+        with socket.create_connection((host, 443), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def resolve_model(name_or_path: str, *, what: str = "model", flag: str | None = None) -> str:
+    """A local path for ``name_or_path`` (or the Hub name when it can be downloaded).
+
+    ``what`` and ``flag`` only shape the error message (e.g. ``flag="--retriever st:PATH"``).
+    """
+    p = Path(name_or_path).expanduser()
+    if p.exists():
+        return str(p)
+    if name_or_path.startswith((".", "/", "~")):
+        raise ModelUnavailableError(f"{what} path '{name_or_path}' does not exist")
+    try:
+        from huggingface_hub import snapshot_download
+
+        return snapshot_download(name_or_path, local_files_only=True)
+    except Exception:  # not in the cache (or no huggingface_hub): try the network below
+        pass
+    if hub_reachable():
+        return name_or_path
+    how = f" and pass that folder ({flag})" if flag else " and pass that folder instead of the name"
+    raise ModelUnavailableError(
+        f"{what} '{name_or_path}' is not in the local Hugging Face cache and the Hub cannot be reached "
+        f"(offline). On a machine with network, run `huggingface-cli download {name_or_path} --local-dir DIR`, "
+        f"copy DIR here{how}."
+    )
+
+
+def resolve_device(device: str | None) -> str:
+    """``None`` -> ``"cuda"`` when a GPU is visible, else ``"cpu"``; other values pass through."""
+    if device:
+        return device
+    try:
+        import torch
+
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    except ImportError:
+        return "cpu"
