@@ -33,7 +33,7 @@ def nq_out(nq_utd, tmp_path_factory):
     with pytest.raises(SystemExit) as info:
         main([
             "evaluate", str(nq_utd), "--retriever", "bm25", "--retriever", "tfidf", "--split", "test",
-            "--k", "1", "3", "5", "--output", str(out), "--resamples", "1000",
+            "--k", "1", "3", "5", "--output", str(out), "--significance", "--resamples", "1000",
         ])
     assert info.value.code in (0, None)
     return out
@@ -99,7 +99,7 @@ def test_runs_per_query_and_manifest(nq_out):
 def test_reruns_are_identical(nq_utd, nq_out, tmp_path):
     out = tmp_path / "again"
     with pytest.raises(SystemExit):
-        main(["evaluate", str(nq_utd), "-r", "bm25", "-r", "tfidf", "--k", "1", "3", "5", "-o", str(out), "--resamples", "1000"])
+        main(["evaluate", str(nq_utd), "-r", "bm25", "-r", "tfidf", "--k", "1", "3", "5", "-o", str(out)])
     assert (out / "metrics.csv").read_text() == (nq_out / "metrics.csv").read_text()
     assert (out / "runs" / "bm25.mixed.trec").read_text() == (nq_out / "runs" / "bm25.mixed.trec").read_text()
 

@@ -92,3 +92,23 @@ def test_graded_relevance_uses_grades_as_gains():
     run = Run(corpus, "t", {"q": np.array([0, 1])}, {"q": np.array([2.0, 1.0])})
     v = score_run(run, Qrels({"q": {"a": 1, "b": 2}}), ["q"], measure_grid(["NDCG"], [2]), [H])
     assert v[(H, "NDCG@2")][0] == pytest.approx((1 + 2 / math.log2(3)) / (2 + 1 / math.log2(3)))
+
+
+def test_paired_tests_on_hand_checkable_samples():
+    from sourcebias.evaluation import paired_randomization_test, paired_t_test
+
+    a = np.array([1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0])
+    b = np.zeros(12)
+    # All 12 differences are +1: only the all-positive sign pattern (and its mirror) is as
+    # extreme, so the exact two-sided p is 2 / 2^12; resampling estimates (k + 1) / (n + 1).
+    p = paired_randomization_test(a, b, n_resamples=20000, seed=0)
+    assert p < 0.002
+    assert paired_randomization_test(a, a) == 1.0 and paired_t_test(a, a) == 1.0
+    assert paired_randomization_test(a, b, seed=1) == paired_randomization_test(a, b, seed=1)  # seeded
+    x = np.array([0.2, 0.5, 0.3, 0.9, 0.4])
+    y = np.array([0.1, 0.55, 0.1, 0.6, 0.45])
+    d = x - y
+    t = d.mean() / (d.std(ddof=1) / np.sqrt(len(d)))
+    from scipy import stats
+
+    assert paired_t_test(x, y) == pytest.approx(2 * stats.t.sf(abs(t), df=len(d) - 1))

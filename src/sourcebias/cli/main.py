@@ -84,6 +84,7 @@ def evaluate(
     cache_dir: Annotated[Path | None, typer.Option(help="Embedding cache folder (default: ~/.cache/sourcebias or $SOURCEBIAS_CACHE).")] = None,
     rerank_depth: Annotated[int, typer.Option(help="How many first-stage documents a re-ranker re-scores.", min=1)] = 100,
     runs: Annotated[bool, typer.Option("--runs/--no-runs", help="Write the TREC runs to OUTPUT/runs.")] = True,
+    significance: Annotated[bool, typer.Option(help="Write significance.csv: human vs LLM target per measure, paired randomization and t-tests (SciPy; a few seconds).")] = False,
     resamples: Annotated[int, typer.Option(help="Resamples of the paired randomization test.", min=100)] = 10_000,
 ) -> None:
     """Measure the source bias of retrievers on a mixed human/LLM corpus.
@@ -135,7 +136,7 @@ def evaluate(
             console.print(f"[yellow]Note:[/yellow] {key}: removed {info['self_matches_removed']} self-matches (document id = query id)")
     console.print(rich_table(result, title=f"Source bias on {dataset.name} ({split})"))
     if output is not None:
-        paths = write_evaluation(result, output, write_runs=runs, significance_resamples=resamples, timings={"load_s": round(t_load, 3), "total_s": round(time.perf_counter() - t_start, 3)})
+        paths = write_evaluation(result, output, write_runs=runs, significance_resamples=resamples if significance else 0, timings={"load_s": round(t_load, 3), "total_s": round(time.perf_counter() - t_start, 3)})
         console.print(f"Wrote {', '.join(p.name for p in paths.values())} to [bold]{output}[/bold]")
     else:
         console.print("[dim]Add --output DIR to save runs, metrics.csv, per-query values and a manifest.[/dim]")

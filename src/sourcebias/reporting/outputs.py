@@ -6,7 +6,8 @@ Layout::
                                package versions, timings
     OUT/metrics.csv            retriever,corpus,target,metric,value (tidy; see EvaluationResult)
     OUT/per_query.csv          retriever,corpus,target,query_id,metric,value
-    OUT/significance.csv       paired tests, human vs each LLM target, per retriever and measure
+    OUT/significance.csv       (with significance_resamples > 0) paired tests, human vs each
+                               LLM target, per retriever and measure
     OUT/summary.md, summary.tex   the printed table
     OUT/runs/<retriever>.<corpus>.trec   TREC runs (qid Q0 docno rank score tag)
     OUT/runs/docnos.tsv        docno -> doc_id, source: how to read a run's documents
@@ -79,7 +80,7 @@ def write_evaluation(
     out: str | Path,
     *,
     write_runs: bool = True,
-    significance_resamples: int = 10_000,
+    significance_resamples: int = 0,
     timings: dict[str, Any] | None = None,
     command: str = "evaluate",
 ) -> dict[str, Path]:
@@ -89,7 +90,7 @@ def write_evaluation(
     paths: dict[str, Path] = {}
     result.write_metrics_csv(paths.setdefault("metrics", out / "metrics.csv"))
     result.write_per_query_csv(paths.setdefault("per_query", out / "per_query.csv"))
-    tests = list(source_bias_tests(result, n_resamples=significance_resamples, seed=int(result.parameters.get("seed", 0))))
+    tests = list(source_bias_tests(result, n_resamples=significance_resamples, seed=int(result.parameters.get("seed", 0)))) if significance_resamples else []
     if tests:
         p = paths.setdefault("significance", out / "significance.csv")
         with p.open("w", newline="", encoding="utf-8") as fh:
@@ -137,7 +138,7 @@ def write_evaluation(
             **result.parameters,
             "measures": [str(m) for m in result.measures],
             "share_cutoffs": result.share_cutoffs,
-            "significance": {"test": "paired randomization (scipy.stats.permutation_test) and paired t-test", "n_resamples": significance_resamples},
+            "significance": {"test": "paired randomization (scipy.stats.permutation_test) and paired t-test", "n_resamples": significance_resamples} if tests else None,
             "tie_breaking": "score desc, then splitmix64(blake2b(source, doc_id) ^ blake2b(seed, query_id)) asc (sourcebias.retrieval.ties)",
         },
         models=result.retrievers,

@@ -59,6 +59,7 @@ class EnglishAnalyzer:
 
             self._stemmer = Stemmer.Stemmer(stemmer)
         self._term_of: dict[str, str | None] = {}
+        self._chunk_cache: dict[str, tuple[str, ...]] = {}
 
     def config(self) -> dict[str, Any]:
         return {
@@ -81,32 +82,45 @@ class EnglishAnalyzer:
         if t in self.stopwords or not t:
             term = None
         else:
-            term = self._stemmer.stemWord(t) if self._stemmer is not None else t
+            # Lucene's PorterStemmer leaves words of one or two letters alone (Snowball's would
+            # turn "s" into "").
+            term = self._stemmer.stemWord(t) if self._stemmer is not None and len(t) > 2 else t
         self._term_of[token] = term
         return term
 
-    def __call__(self, text: str) -> list[str]:
-        """The index terms of ``text``, in order."""
+    def _chunk_terms(self, chunk: str) -> tuple[str, ...]:
+        """Index terms of one whitespace-free chunk (cached: corpora reuse chunks heavily)."""
         cache = self._term_of
-        out = []
-        for tok in self._word.findall(text.lower()):
+        terms = []
+        for tok in self._word.findall(chunk):
             term = cache[tok] if tok in cache else self._term(tok)
             if term is not None:
-                out.append(term)
+                terms.append(term)
+        out = tuple(terms)
+        self._chunk_cache[chunk] = out
+        return out
+
+    def __call__(self, text: str) -> list[str]:
+        """The index terms of ``text``, in order."""
+        # Whitespace always separates words (UAX #29), so each whitespace-delimited chunk is
+        # segmented on its own and its terms cached: most chunks of a corpus repeat.
+        chunks = self._chunk_cache
+        out: list[str] = []
+        for chunk in text.lower().split():
+            terms = chunks.get(chunk)
+            if terms is None:
+                terms = self._chunk_terms(chunk)
+            out.extend(terms)
         return out
 
     def to_ids(self, texts: Sequence[str], vocab: dict[str, int], *, grow: bool) -> list[list[int]]:
         """Term ids of each text; with ``grow`` new terms are added to ``vocab``, else dropped."""
-        cache = self._term_of
-        findall = self._word.findall
         out: list[list[int]] = []
+        get = vocab.get
         for text in texts:
             ids = []
-            for tok in findall(text.lower()):
-                term = cache[tok] if tok in cache else self._term(tok)
-                if term is None:
-                    continue
-                tid = vocab.get(term)
+            for term in self(text):
+                tid = get(term)
                 if tid is None:
                     if not grow:
                         continue

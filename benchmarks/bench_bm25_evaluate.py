@@ -1,0 +1,98 @@
+"""Benchmark: `sourcebias evaluate --retriever bm25` vs raw bm25s + pytrec-eval-terrier.
+
+Both sides do the same work on the same machine in the same run, each in a fresh Python
+process (so both pay their imports):
+
+* load the human and LLM corpora, the queries and the split's qrels;
+* BM25 (k1=1.2, b=0.75, Lucene scoring, English stop words, Porter stemming): index and rank
+  the mixed corpus and each sole corpus, top 1000 per query;
+* score NDCG/MAP/Recall/P at 1, 3, 5, 10 with trec_eval for the human, LLM and all targets on
+  the mixed corpus and for each sole corpus;
+* write the TREC runs and a metrics table.
+
+sourcebias additionally validates the input, applies the tie rule, writes per-query values,
+significance tests and a manifest with SHA-256 of the inputs. The printed ratio is
+ours / raw (lower is better).
+
+    python benchmarks/bench_bm25_evaluate.py [--dataset ../shared/data/nfcorpus] [--split dev] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+RAW = r'''
+import csv, json, sys
+import numpy as np, bm25s, Stemmer, pytrec_eval
+root, split, out = sys.argv[1], sys.argv[2], sys.argv[3]
+import pathlib; out = pathlib.Path(out); out.mkdir(parents=True, exist_ok=True)
+sources = ["human", "llama-2-7b-chat-tmp0.2"]
+docs = {s: [json.loads(l) for l in open(f"{root}/corpus/{s}.jsonl", encoding="utf-8")] for s in sources}
+queries = {(q := json.loads(l))["_id"]: q["text"] for l in open(f"{root}/queries.jsonl", encoding="utf-8")}
+qrels = {}
+for row in list(csv.reader(open(f"{root}/qrels/{split}.tsv", encoding="utf-8"), delimiter="\t"))[1:]:
+    qrels.setdefault(row[0], {})[row[1]] = int(row[2])
+qids = [q for q, d in qrels.items() if any(g > 0 for g in d.values())]
+stemmer = Stemmer.Stemmer("porter")
+spec = {"ndcg_cut.1,3,5,10", "map_cut.1,3,5,10", "recall.1,3,5,10", "P.1,3,5,10"}
+rows = []
+def rank(corpus):
+    tok = bm25s.tokenize([(d.get("title") or "") + " " + d["text"] for _, d in corpus], stopwords="en", stemmer=stemmer, show_progress=False)
+    model = bm25s.BM25(k1=1.2, b=0.75, method="lucene")
+    model.index(tok, show_progress=False)
+    qtok = bm25s.tokenize([queries[q] for q in qids], stopwords="en", stemmer=stemmer, show_progress=False)
+    ids, scores = model.retrieve(qtok, k=min(1000, len(corpus)), show_progress=False)
+    return {q: {f"{corpus[j][0]}|{corpus[j][1]['_id']}": float(s) for j, s in zip(ids[i], scores[i])} for i, q in enumerate(qids)}
+def score(name, run, targets, corpus_sources):
+    with open(out / f"bm25.{name}.trec", "w") as fh:
+        for q, docs_ in run.items():
+            for r, (d, s) in enumerate(sorted(docs_.items(), key=lambda x: -x[1]), 1):
+                fh.write(f"{q} Q0 {d} {r} {s:.6g} bm25\n")
+    for t in targets:
+        tq = {q: {f"{s}|{d}": (g if t in ("all", s) else 0) for d, g in qrels[q].items() for s in corpus_sources} for q in qids}
+        res = pytrec_eval.RelevanceEvaluator(tq, spec).evaluate(run)
+        for m in next(iter(res.values())):
+            rows.append(("bm25", name, t, m, float(np.mean([res[q][m] if q in res else 0.0 for q in qids]))))
+mixed = [(s, d) for s in sources for d in docs[s]]
+score("mixed", rank(mixed), sources + ["all"], sources)
+for s in sources:
+    score(s, rank([(s, d) for d in docs[s]]), [s], [s])
+with open(out / "metrics.csv", "w", newline="") as fh:
+    csv.writer(fh).writerows([("retriever", "corpus", "target", "metric", "value")] + rows)
+'''
+
+
+def timed(cmd: list[str]) -> float:
+    t = time.perf_counter()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.perf_counter() - t
+
+
+def main() -> None:
+    here = Path(__file__).resolve().parents[1]
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--dataset", default=str(here.parent / "shared" / "data" / "nfcorpus"))
+    ap.add_argument("--split", default="dev")
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        ours_cmd = [sys.executable, "-m", "sourcebias", "evaluate", args.dataset, "--retriever", "bm25", "--split", args.split, "--output", f"{tmp}/ours"]
+        raw_cmd = [sys.executable, "-c", RAW, args.dataset, args.split, f"{tmp}/raw"]
+        ours, raw = [], []
+        for i in range(args.repeat):  # interleaved, so both see the same machine load
+            ours.append(timed(ours_cmd))
+            raw.append(timed(raw_cmd))
+            print(f"run {i + 1}: sourcebias {ours[-1]:.2f} s   raw bm25s+pytrec_eval {raw[-1]:.2f} s", flush=True)
+    o, r = statistics.median(ours), statistics.median(raw)
+    print(f"\nmedian over {args.repeat}: sourcebias evaluate {o:.2f} s, raw libraries {r:.2f} s")
+    print(f"ratio ours / raw = {o / r:.2f}")
+
+
+if __name__ == "__main__":
+    main()
