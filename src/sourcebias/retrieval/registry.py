@@ -110,3 +110,82 @@ def _tfidf(arg: str | None, options: dict[str, Any]) -> Retriever:
 
 register_first_stage("bm25", _bm25, "BM25 (bm25s, Lucene scoring, k1=1.2 b=0.75, Elasticsearch english analyzer); bm25:k1=0.9,b=0.4")
 register_first_stage("tfidf", _tfidf, "TF-IDF cosine (scikit-learn, same analyzer); tfidf:sublinear_tf=true")
+
+
+_DENSE_PARAMS = {
+    "path": str,
+    "query_path": str,
+    "query_model": str,
+    "pooling": str,
+    "score": str,
+    "max_length": int,
+    "query_prefix": str,
+    "doc_prefix": str,
+    "index": str,
+    "name": str,
+}
+
+
+def _dense(kind: str, arg: str | None, options: dict[str, Any]) -> Retriever:
+    """``st:NAME_OR_PATH[,key=value...]`` or a preset ``tas-b[:key=value,...]``."""
+    from sourcebias.retrieval.dense import DenseRetriever
+    from sourcebias.retrieval.encoders import PRESETS, SentenceTransformerEncoder
+
+    if kind == "st":
+        if not arg:
+            raise ConfigError("st needs a model: --retriever st:NAME_OR_PATH (e.g. st:sentence-transformers/all-MiniLM-L6-v2)")
+        model, _, rest = arg.partition(",")
+        p = parse_params(rest, _DENSE_PARAMS)
+        preset = None
+        model = p.pop("path", model)
+        default_name = f"st:{model.rstrip('/').split('/')[-1]}" if model.startswith((".", "/", "~")) else f"st:{model}"
+        similarity, pooling, max_length, query_model = p.pop("score", "cos"), p.pop("pooling", None), p.pop("max_length", None), p.pop("query_model", p.pop("query_path", None))
+    else:
+        preset = PRESETS[kind]
+        p = parse_params(arg, _DENSE_PARAMS)
+        model = p.pop("path", preset.model)
+        default_name = kind if not arg else f"{kind}:{arg}"
+        similarity = p.pop("score", preset.similarity)
+        pooling = p.pop("pooling", preset.pooling)
+        max_length = p.pop("max_length", preset.max_length)
+        query_model = p.pop("query_path", p.pop("query_model", preset.query_model))
+        preset = kind
+    if options.get("max_length"):
+        max_length = options["max_length"]
+    encoder = SentenceTransformerEncoder(
+        model=model,
+        query_model=query_model,
+        pooling=pooling,
+        similarity=similarity,
+        max_length=max_length,
+        query_prefix=p.pop("query_prefix", ""),
+        document_prefix=p.pop("doc_prefix", ""),
+        device=options.get("device"),
+        batch_size=options.get("batch_size") or 32,
+        name=p.get("name") or default_name,
+        preset=preset,
+    )
+    cache_dir = options.get("cache_dir")
+    return DenseRetriever(encoder, name=p.pop("name", default_name), cache_dir=False if cache_dir == "off" else cache_dir, index=p.pop("index", "exact"))
+
+
+def _register_dense() -> None:
+    from sourcebias.retrieval.encoders import PRESETS
+
+    register_first_stage(
+        "st",
+        lambda arg, opts: _dense("st", arg, opts),
+        "any sentence-transformers / Hugging Face encoder: st:NAME_OR_PATH[,pooling=cls|mean|max|last|weightedmean,score=dot|cos,max_length=N,query_model=Q,query_prefix=..,doc_prefix=..,index=exact|faiss|faiss-hnsw]",
+    )
+    for kind, preset in PRESETS.items():
+        two = f" + {preset.query_model} (queries)" if preset.query_model else ""
+        pool = f", {preset.pooling} pooling" if preset.pooling else ""
+        register_first_stage(
+            kind,
+            lambda arg, opts, kind=kind: _dense(kind, arg, opts),
+            f"{preset.model}{two}: {preset.similarity}{pool}{', max length ' + str(preset.max_length) if preset.max_length else ''}"
+            f"{'; ' + preset.notes if preset.notes else ''}; {kind}:path=LOCAL_DIR to use a local copy",
+        )
+
+
+_register_dense()

@@ -108,8 +108,7 @@ def rank_rows(
         if exclude is not None and qid in exclude and len(exclude[qid]):
             cand = np.setdiff1d(cand, exclude[qid], assume_unique=True)
         sub = row[cand]
-        keys = tie_keys(doc_hashes[cand], qid, seed)
-        top = select_top(sub, keys, cand, depth)
+        top = select_top(sub, lambda p, q=qid: tie_keys(doc_hashes[p], q, seed), cand, depth)
         positions[qid] = cand[top]
         scores[qid] = sub[top]
     return positions, scores

@@ -29,6 +29,8 @@ the final rank, not the raw score, to the metric library.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from sourcebias.data.corpus import hash64
@@ -63,25 +65,29 @@ def rank_order(scores: np.ndarray, keys: np.ndarray, positions: np.ndarray) -> n
 
 def select_top(
     scores: np.ndarray,
-    keys: np.ndarray,
+    keys: np.ndarray | Callable[[np.ndarray], np.ndarray],
     positions: np.ndarray,
     k: int,
 ) -> np.ndarray:
     """Indices (into the given arrays) of the top ``k`` under the total order of :func:`rank_order`,
     in rank order.
 
-    Runs in O(n) for the selection plus O(m log m) for the m candidates whose score is at least
-    the k-th largest (all documents tied at the cut-off are candidates, so the rule decides
-    which of them make the list).
+    ``keys`` is the array of tie keys, or a function from the candidates' ``positions`` to
+    their keys (so keys are computed only for the few candidates). Runs in O(n) for the
+    selection plus O(m log m) for the m candidates whose score is at least the k-th largest
+    (all documents tied at the cut-off are candidates, so the rule decides which make the list).
     """
     n = scores.shape[0]
     if k <= 0 or n == 0:
         return np.empty(0, dtype=np.int64)
-    scores = np.where(np.isnan(scores), -np.inf, scores)
+    if np.issubdtype(scores.dtype, np.floating) and np.isnan(scores).any():
+        scores = np.where(np.isnan(scores), -np.inf, scores)
     if k < n:
         kth = np.partition(scores, n - k)[n - k]
         cand = np.flatnonzero(scores >= kth)
     else:
         cand = np.arange(n)
-    order = rank_order(scores[cand], keys[cand], positions[cand])[:k]
+    cand_pos = positions[cand]
+    cand_keys = keys(cand_pos) if callable(keys) else keys[cand]
+    order = rank_order(scores[cand], cand_keys, cand_pos)[:k]
     return cand[order]

