@@ -143,3 +143,26 @@ def test_tiny_dataset_end_to_end(cocktail_dir, tmp_path, capsys):
     # q1 "cat on a mat": BM25 ranks the human d1 ("The cat sat on the mat") first; q2 "barking
     # dogs" stems to "bark dog", both d2 copies match; all targets: NDCG@1 = 1 for both queries.
     assert m[("bm25", "mixed", "all", "NDCG@1")] == 1.0
+
+
+@pytest.mark.parametrize("layout", ["kdd", "beir"])
+def test_evaluate_other_layouts(tmp_path, capsys, layout):
+    from conftest import HUMAN_DOCS, LLM_DOCS, QRELS, QUERIES, write_jsonl, write_qrels
+
+    root = tmp_path / layout
+    if layout == "kdd":
+        write_jsonl(root / "corpus-human.jsonl", HUMAN_DOCS)
+        write_jsonl(root / "0.2" / "corpus-llama-2-7b-chat.jsonl", LLM_DOCS)
+    else:
+        write_jsonl(root / "corpus.jsonl", HUMAN_DOCS)
+    write_jsonl(root / "queries.jsonl", QUERIES)
+    write_qrels(root / "qrels" / "test.tsv", QRELS)
+    code, out, err = run_cli(["evaluate", str(root), "-r", "bm25", "-r", "tfidf", "--k", "1", "3", "-o", str(tmp_path / "o")], capsys)
+    assert code in (0, None), err
+    m, rows = read_metrics(tmp_path / "o")
+    if layout == "kdd":
+        assert ("bm25", "mixed", "relative_delta", "NDCG@1") in m
+        assert ("tfidf", "llama-2-7b-chat-tmp0.2", "llama-2-7b-chat-tmp0.2", "NDCG@3") in m
+    else:
+        assert {r["corpus"] for r in rows} == {"human"} and {r["target"] for r in rows} == {"human"}
+        assert m[("bm25", "human", "human", "NDCG@1")] == 1.0

@@ -81,7 +81,8 @@ def evaluate(
     device: Annotated[str | None, typer.Option(help="Device for neural models: cpu, cuda, cuda:1 (default: cuda if available).")] = None,
     batch_size: Annotated[int, typer.Option(help="Batch size for neural models.", min=1)] = 32,
     max_length: Annotated[int | None, typer.Option(help="Maximum tokens per text for neural models (default: the model's, 512 for the papers' presets).")] = None,
-    cache_dir: Annotated[Path | None, typer.Option(help="Embedding cache folder (default: ~/.cache/sourcebias or $SOURCEBIAS_CACHE).")] = None,
+    cache_dir: Annotated[Path | None, typer.Option(help="Embedding cache folder (default: $SOURCEBIAS_CACHE or ~/.cache/sourcebias).")] = None,
+    cache: Annotated[bool, typer.Option("--cache/--no-cache", help="Keep document and query embeddings on disk, keyed by model and text, for reuse by later runs.")] = True,
     rerank_depth: Annotated[int, typer.Option(help="How many first-stage documents a re-ranker re-scores.", min=1)] = 100,
     runs: Annotated[bool, typer.Option("--runs/--no-runs", help="Write the TREC runs to OUTPUT/runs.")] = True,
     significance: Annotated[bool, typer.Option(help="Write significance.csv: human vs LLM target per measure, paired randomization and t-tests (SciPy; a few seconds).")] = False,
@@ -107,7 +108,7 @@ def evaluate(
     measures = measure_grid(metric, sorted(set(k)))
     if depth < max(k):
         fail(f"--depth {depth} is smaller than the largest cut-off {max(k)}")
-    options = {"device": device, "batch_size": batch_size, "max_length": max_length, "cache_dir": cache_dir, "rerank_depth": rerank_depth}
+    options = {"device": device, "batch_size": batch_size, "max_length": max_length, "cache_dir": cache_dir if cache else False, "rerank_depth": rerank_depth}
     retrievers = [build_retriever(spec, **options) for spec in dict.fromkeys(retriever)]
     names = [r.name for r in retrievers]
     if len(set(names)) != len(names):

@@ -138,7 +138,7 @@ def _dense(kind: str, arg: str | None, options: dict[str, Any]) -> Retriever:
         p = parse_params(rest, _DENSE_PARAMS)
         preset = None
         model = p.pop("path", model)
-        default_name = f"st:{model.rstrip('/').split('/')[-1]}" if model.startswith((".", "/", "~")) else f"st:{model}"
+        default_name = f"st:{'/'.join(model.rstrip('/').split('/')[-2:])}" if model.startswith((".", "/", "~")) else f"st:{model}"
         similarity, pooling, max_length, query_model = p.pop("score", "cos"), p.pop("pooling", None), p.pop("max_length", None), p.pop("query_model", p.pop("query_path", None))
     else:
         preset = PRESETS[kind]
@@ -165,8 +165,7 @@ def _dense(kind: str, arg: str | None, options: dict[str, Any]) -> Retriever:
         name=p.get("name") or default_name,
         preset=preset,
     )
-    cache_dir = options.get("cache_dir")
-    return DenseRetriever(encoder, name=p.pop("name", default_name), cache_dir=False if cache_dir == "off" else cache_dir, index=p.pop("index", "exact"))
+    return DenseRetriever(encoder, name=p.pop("name", default_name), cache_dir=options.get("cache_dir"), index=p.pop("index", "exact"))
 
 
 def _register_dense() -> None:
