@@ -129,43 +129,36 @@ _DENSE_PARAMS = {
 def _dense(kind: str, arg: str | None, options: dict[str, Any]) -> Retriever:
     """``st:NAME_OR_PATH[,key=value...]`` or a preset ``tas-b[:key=value,...]``."""
     from sourcebias.retrieval.dense import DenseRetriever
-    from sourcebias.retrieval.encoders import PRESETS, SentenceTransformerEncoder
+    from sourcebias.retrieval.encoders import PRESETS, Preset, SentenceTransformerEncoder
 
     if kind == "st":
         if not arg:
             raise ConfigError("st needs a model: --retriever st:NAME_OR_PATH (e.g. st:sentence-transformers/all-MiniLM-L6-v2)")
         model, _, rest = arg.partition(",")
         p = parse_params(rest, _DENSE_PARAMS)
-        preset = None
-        model = p.pop("path", model)
-        default_name = f"st:{'/'.join(model.rstrip('/').split('/')[-2:])}" if model.startswith((".", "/", "~")) else f"st:{model}"
-        similarity, pooling, max_length, query_model = p.pop("score", "cos"), p.pop("pooling", None), p.pop("max_length", None), p.pop("query_model", p.pop("query_path", None))
+        # A bare model: cosine (the sentence-transformers default), the checkpoint's pooling.
+        base = Preset(model, "cos", max_length=None)
+        short = "/".join(model.rstrip("/").split("/")[-2:]) if model.startswith((".", "/", "~")) else model
+        default_name, preset_name = f"st:{short}", None
     else:
-        preset = PRESETS[kind]
+        base = PRESETS[kind]
         p = parse_params(arg, _DENSE_PARAMS)
-        model = p.pop("path", preset.model)
-        default_name = kind if not arg else f"{kind}:{arg}"
-        similarity = p.pop("score", preset.similarity)
-        pooling = p.pop("pooling", preset.pooling)
-        max_length = p.pop("max_length", preset.max_length)
-        query_model = p.pop("query_path", p.pop("query_model", preset.query_model))
-        preset = kind
-    if options.get("max_length"):
-        max_length = options["max_length"]
+        default_name, preset_name = (kind if not arg else f"{kind}:{arg}"), kind
+    name = p.get("name") or default_name
     encoder = SentenceTransformerEncoder(
-        model=model,
-        query_model=query_model,
-        pooling=pooling,
-        similarity=similarity,
-        max_length=max_length,
-        query_prefix=p.pop("query_prefix", ""),
-        document_prefix=p.pop("doc_prefix", ""),
+        model=p.get("path", base.model),
+        query_model=p.get("query_path", p.get("query_model", base.query_model)),
+        pooling=p.get("pooling", base.pooling),
+        similarity=p.get("score", base.similarity),
+        max_length=options.get("max_length") or p.get("max_length", base.max_length),
+        query_prefix=p.get("query_prefix", ""),
+        document_prefix=p.get("doc_prefix", ""),
         device=options.get("device"),
         batch_size=options.get("batch_size") or 32,
-        name=p.get("name") or default_name,
-        preset=preset,
+        name=name,
+        preset=preset_name,
     )
-    return DenseRetriever(encoder, name=p.pop("name", default_name), cache_dir=options.get("cache_dir"), index=p.pop("index", "exact"))
+    return DenseRetriever(encoder, name=name, cache_dir=options.get("cache_dir"), index=p.get("index", "exact"))
 
 
 def _register_dense() -> None:
