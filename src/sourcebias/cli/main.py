@@ -135,6 +135,11 @@ def evaluate(
     for key, info in result.run_info.items():
         if "self_matches_removed" in info:
             console.print(f"[yellow]Note:[/yellow] {key}: removed {info['self_matches_removed']} self-matches (document id = query id)")
+    for name in result.retrievers:
+        infos = [i for k, i in result.run_info.items() if k.startswith(f"{name}/") and "embeddings" in i]
+        if infos:
+            e = infos[-1]["embeddings"]
+            console.print(f"[dim]{name}: {e['encoded']:,} texts encoded, {e['from_disk']:,} read from the embedding cache, {e['from_memory']:,} reused in memory[/dim]")
     console.print(rich_table(result, title=f"Source bias on {dataset.name} ({split})"))
     if output is not None:
         paths = write_evaluation(result, output, write_runs=runs, significance_resamples=resamples if significance else 0, timings={"load_s": round(t_load, 3), "total_s": round(time.perf_counter() - t_start, 3)})

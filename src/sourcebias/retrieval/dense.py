@@ -166,7 +166,12 @@ class DenseRetriever(Retriever):
             else:
                 positions, scores = self._faiss_search(corpus, doc_vecs, doc_rows, q_vecs, qids, depth, seed, exclude)
                 t.advance(len(qids))
-        info: dict[str, Any] = {"index": self.index}
+        fp = getattr(self.encoder, "fingerprint", None)
+        info: dict[str, Any] = {
+            "index": self.index,
+            "encoder_fingerprint": {r: fp(r) for r in ("query", "document")} if fp else None,
+            "embeddings": dict(self.stats),  # cumulative for this retriever: encoded / reused
+        }
         if exclude is not None:
             info["self_matches_removed"] = int(sum(len(v) for v in exclude.values()))
         return Run(corpus, self.name, positions, scores, info)

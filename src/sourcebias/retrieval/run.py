@@ -77,7 +77,7 @@ class Run:
         with path.open("w", encoding="utf-8") as fh:
             for q, r, d, s, score in self.iter_rows():
                 name = d if docno is None else docno[(d, s)]
-                fh.write(f"{q} Q0 {name} {r} {score:.6g} {tag}\n")
+                fh.write(f"{q} Q0 {name} {r} {score:.9g} {tag}\n")
 
 
 def rank_rows(
