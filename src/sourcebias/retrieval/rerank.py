@@ -577,7 +577,8 @@ class CausalLMReranker(PairwiseReranker):
             for start in range(0, len(docs), bs):
                 chunk = docs[start : start + bs]
                 pairs = [(r, i) for r, d in enumerate(chunk) for i in by_doc[d]]
-                if self._prefix_ok:
+                # A one-token prompt leaves nothing to cache: such a chunk runs whole sequences.
+                if self._prefix_ok and min(len(prompts[d]) for d in chunk) > 1:
                     try:
                         self._score_shared(chunk, prompts, pairs, qids, out, task)
                         continue
@@ -643,8 +644,6 @@ class CausalLMReranker(PairwiseReranker):
         torch = self._torch
         heads = [prompts[d] for d in chunk]
         ids, mask, pos = self._left_pad([h[:-1] for h in heads])
-        if ids.shape[1] == 0:
-            raise _NoPrefixSharing
         res = self._model(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=True, logits_to_keep=1)
         layers = _cache_tensors(res.past_key_values)
         bs = self.batch_size
