@@ -380,6 +380,8 @@ def test_offline_error_names_the_checkpoint(spec, real_name, monkeypatch, tmp_pa
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_HOME", str(tmp_path))
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    hf_constants = pytest.importorskip("huggingface_hub.constants")
+    monkeypatch.setattr(hf_constants, "HF_HUB_CACHE", str(tmp_path / "hub"))  # read at import: an empty cache
     hub.hub_reachable.cache_clear()
     try:
         with pytest.raises(ModelUnavailableError) as info:
