@@ -58,7 +58,15 @@ class Retriever(ABC):
 
 
 class Reranker(ABC):
-    """A re-ranking stage: re-scores the top ``depth`` documents of a run."""
+    """A re-ranking stage: re-scores the top ``depth`` documents of a run.
+
+    Contract of :meth:`rerank`: only the input run's first ``depth`` documents per query are
+    re-scored and returned (those below are dropped, as in the papers' re-ranking of BM25's top
+    100), ordered by the new score and, for equal scores, by the tie rule
+    (:func:`~sourcebias.retrieval.ties.tie_keys` with the given seed); ``run.info`` keeps the
+    input's entries and appends one to ``info["rerankers"]`` saying what was re-ranked. The
+    neural re-rankers are in :mod:`sourcebias.retrieval.rerank`.
+    """
 
     name: str = "reranker"
     depth: int = 100

@@ -8,6 +8,9 @@ Grammar::
 First stages: ``bm25``, ``tfidf`` (argument: ``key=value`` parameters, e.g.
 ``bm25:k1=0.9,b=0.4``). Further kinds (dense encoders, re-rankers) register themselves
 with :func:`register_first_stage` and :func:`register_reranker`.
+
+Re-rankers (:mod:`sourcebias.retrieval.rerank`): ``ce``, ``monot5``, ``lm``, with the argument
+``MODEL[,key=value...]``, e.g. ``bm25>>ce:ms-marco-MiniLM-L-6-v2`` or ``bm25>>lm:smollm2,depth=20``.
 """
 
 from __future__ import annotations
@@ -108,6 +111,24 @@ def _tfidf(arg: str | None, options: dict[str, Any]) -> Retriever:
     return TfIdf(analyzer=analyzer, name=name, **p)
 
 
+def _ce(arg: str | None, options: dict[str, Any]) -> Reranker:
+    from sourcebias.retrieval.rerank import cross_encoder_factory
+
+    return cross_encoder_factory(arg, options)
+
+
+def _monot5(arg: str | None, options: dict[str, Any]) -> Reranker:
+    from sourcebias.retrieval.rerank import monot5_factory
+
+    return monot5_factory(arg, options)
+
+
+def _lm(arg: str | None, options: dict[str, Any]) -> Reranker:
+    from sourcebias.retrieval.rerank import causal_lm_factory
+
+    return causal_lm_factory(arg, options)
+
+
 register_first_stage("bm25", _bm25, "BM25 (bm25s, Lucene scoring, k1=1.2 b=0.75, Elasticsearch english analyzer); bm25:k1=0.9,b=0.4")
 register_first_stage("tfidf", _tfidf, "TF-IDF cosine (scikit-learn, same analyzer); tfidf:sublinear_tf=true")
 
@@ -181,3 +202,9 @@ def _register_dense() -> None:
 
 
 _register_dense()
+
+# Re-rankers (neural extra; torch is imported only when one is built and its model loaded).
+# Options: KIND:MODEL[,depth=N,batch_size=N,max_length=N,...]; --rerank-depth/--batch-size/--max-length set the defaults.
+register_reranker("ce", _ce, "cross-encoder (sentence-transformers), score = relevance logit; ce:ms-marco-MiniLM-L-6-v2 (cross-encoder/ms-marco-MiniLM-L-6-v2) or ce:NAME_OR_PATH")
+register_reranker("monot5", _monot5, "monoT5, score = log P(true) over {false,true} for 'Query: q Document: d Relevant:'; monot5:base (castorini/monot5-base-msmarco) or monot5:NAME_OR_PATH[,tokenizer=T5_TOKENIZER]")
+register_reranker("lm", _lm, "causal-LM query likelihood, score = log P(query | document) (UPR prompt); lm:smollm2 (offline SmolLM2-135M-Instruct) or lm:NAME_OR_PATH_OR_GGUF[,score=mean]")
