@@ -126,7 +126,7 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
         path = self.path.split("?", 1)[0].rstrip("/")
         if path in ("/health", "/v1/health"):
-            self._send(200, {"status": "ok", "model": self.server.model_names[0], "pending": self.server.pending, "served": self.server.served})
+            self._send(200, {"status": "ok", "model": self.server.model_names[0], "pending": self.server.pending, "served": self.server.served, "rejected": self.server.rejected})
         elif path == "/v1/models":
             created = int(self.server.started)
             self._send(200, {"object": "list", "data": [{"id": self.server.model_names[0], "object": "model", "created": created, "owned_by": "sourcebias"}]})
