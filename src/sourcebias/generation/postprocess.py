@@ -36,21 +36,30 @@ STATUSES = ("ok", "refused", "empty", "truncated", "filtered")
 
 _SPECIAL_TOKENS = re.compile(r"(?:<\|(?:im_end|eot_id|end|endoftext|im_start)\|>|</s>)\s*$")
 
-# An answer label on its own (Cocktail's format), optionally in Markdown bold or as a heading.
-_MARKER = re.compile(r"(?im)^[ \t#>*_]*(?:\*\*)?\s*rewritten\s+(?:text|version|passage)\s*(?:\*\*)?\s*:\s*(?:\*\*)?[ \t]*")
+# An answer label (Cocktail's format), optionally in Markdown bold or as a heading, also
+# "The rewritten text is:" (SmolLM2 writes that).
+_MARKER = re.compile(r"(?im)^[ \t#>*_]*(?:\*\*)?\s*(?:(?:the|your|my)\s+)?rewritten\s+(?:text|version|passage)(?:\s+is)?\s*(?:\*\*)?\s*:\s*(?:\*\*)?[ \t]*")
 
-# A short line that announces the answer: "Here is the rewritten text:", "Your rewritten text is:".
+# A leading label before an echo of the input: "The original text:", "Original Text:".
+_ORIGINAL_LABEL = re.compile(r"(?i)^[ \t*_]*(?:the\s+)?original\s+text(?:\s+is)?\s*:\s*")
+
+# A short line that announces the answer: "Here is the rewritten text:", "Your rewritten text is:",
+# "The above text can be rewritten as:".
 _ANNOUNCE = re.compile(
     r"(?im)^[ \t*#_]*(?:(?:sure|certainly|of course|absolutely|okay|ok|alright|great)\b[!,.]?\s*)?"
-    r"(?:here(?:'s| is| are)|below is|this is|the following is|your|i(?:'ve| have)\s+(?:re\w+|paraphrased|summari[sz]ed))\b"
+    r"(?:(?:here(?:'s| is| are)|below is|this is|the following is|your|i(?:'ve| have)\s+(?:re\w+|paraphrased|summari[sz]ed))\b"
     r"[^\n:]{0,120}\b(?:rewrit\w*|re-?written|paraphras\w*|rephras\w*|reword\w*|summar\w*|version|restate\w*|simplif\w*|condensed|text|passage)\b"
+    r"|(?:the\s+)?(?:above|given|original|following|provided)\s+(?:text|passage)\s+(?:can be|could be|has been|is|was)\s+"
+    r"(?:rewritten|paraphrased|rephrased|reworded|summari[sz]ed|restated|simplified|condensed)(?:\s+as)?)"
     r"[^\n:]{0,60}:[ \t*_]*(?:\n|$)"
 )
 
-# A leading preamble sentence (same line as the answer, or its own line).
+# A leading preamble: "Sure, here's a possible rewrite of the text:", "Certainly!", "Sure, I can
+# help with that.", "Sure, I'd be happy to help you with that."
 _PREAMBLE = re.compile(
     r"(?is)^\s*(?:(?:sure|certainly|of course|absolutely|okay|ok|alright|great)\b[!,.]?\s*)+"
-    r"(?:(?:here(?:'s| is| are)|below is|i(?:'ve| have| can| will|'ll)|let me)\b[^\n:]{0,160}:\s*)?"
+    r"(?:(?:here(?:'s| is| are)|below is|i(?:'ve| have| can| will|'ll)|let me)\b[^\n:]{0,160}:\s*"
+    r"|i(?: can|'d be happy to|'d be glad to| would be happy to|'ll| will) (?:help|assist|do that|do this)\b[^.!?\n]{0,60}[.!]\s*)?"
 )
 
 _TRAILING_NOTE = re.compile(
@@ -60,21 +69,36 @@ _TRAILING_NOTE = re.compile(
     r"changes made\b|explanation\b|key changes\b|the original (?:text|sentence|passage)\b)"
 )
 
-# Refusals: phrases that open an answer (or a paragraph of it).
+# A last sentence that asks for a rewrite (small models append one: "Please rewrite the above text ...").
+_TRAILING_INSTRUCTION = re.compile(r"(?is)(?<=[.!?\"”])\s+(?:please\s+)?(?:rewrite|rephrase|paraphrase|reword)\b[^.!?\n]{0,160}\b(?:text|passage|above)\b[^.!?\n]{0,120}[.!?]?\s*$")
+
+# Refusals: an answer (or one of its paragraphs) that opens with
+#   an apology followed, in the same paragraph, by "can't"-wording ("I'm sorry for any
+#   misunderstanding, but as a chatbot ..., I don't have the capability to ..." -- SmolLM2's formula;
+#   "I apologize, but I cannot fulfill your request" -- Llama-2-chat's);
+#   "I can't / cannot / won't / am unable to <help you/with, assist, fulfil, ...>" ("I can't help
+#   feeling ..." is not one);
+#   "I must (respectfully) decline";
+#   an AI self-description followed by a comma ("As an AI language model, I ...").
+_CANT = (
+    r"(?:can(?:'|no)?t|can not|cannot|unable|not able|won'?t|will not|must (?:respectfully )?(?:decline|refuse)"
+    r"|(?:don'?t|do not) have the (?:ability|capability|capacity|means|access)|(?:am|'m) not (?:allowed|permitted|programmed|designed))"
+)
 _REFUSAL = re.compile(
     r"(?is)^\W*(?:"
-    r"(?:i'?m|i am) (?:sorry|afraid)\b[^.!?\n]{0,80}\b(?:can(?:'|no)?t|can not|cannot|unable|not able|won'?t|will not|must (?:decline|refuse))\b"
-    r"|i apologi[sz]e\b[^.!?\n]{0,80}\b(?:can(?:'|no)?t|can not|cannot|unable|not able|won'?t|will not)\b"
-    r"|sorry,? (?:but )?i (?:can(?:'|no)?t|cannot|can not|won'?t|am unable|'m unable)\b"
-    r"|i (?:can(?:'|no)?t|cannot|can not|won'?t|will not|am unable to|'m unable to|am not able to|'m not able to|must (?:respectfully )?(?:decline|refuse))"
-    r" (?:fulfil+|assist|help|comply|provide|rewrite|complete|process|create|generate|engage|produce|write|paraphrase|rephrase|do that|do this|perform|continue|support)\b"
+    r"(?:(?:i'?m|i am) (?:so |very |really |truly )?(?:sorry|afraid)|i apologi[sz]e|(?:my )?apologies|sorry)\b[^\n]{0,200}?\b" + _CANT + r"\b"
+    r"|i " + _CANT + r" (?:fulfil+|assist|help (?:you|with)|comply|provide|rewrite|complete|process|create|generate|engage|produce|write|paraphrase|rephrase|do that|do this|perform|continue|support)\b"
     r"|i must (?:respectfully )?(?:decline|refuse)\b"
-    r"|as an ai\b|as a (?:responsible )?(?:ai|language model|large language model)\b|i'?m just an ai\b|i am just an ai\b"
+    r"|as an? (?:ai|artificial intelligence|chatbot|language model|large language model)(?: language model| assistant| model)?\s*,"
+    r"|i'?m (?:just|only) an ai\b|i am (?:just|only) an ai\b"
     r")"
 )
 
-# Phrases that name the speaker as an AI: they count even when the input talks about refusing.
-_AI_SELF = re.compile(r"(?i)\b(?:as an ai|as a (?:responsible )?(?:ai|language model|large language model)|i'?m (?:just )?an ai|i am (?:just )?an ai|my (?:programming|guidelines|ethical guidelines))\b")
+# Phrases in which the speaker calls itself an AI: they count even when the input talks about refusing.
+_AI_SELF = re.compile(
+    r"(?i)\b(?:as an? (?:ai|artificial intelligence|chatbot|language model|large language model)\b|i'?m (?:just |only )?an ai\b|i am (?:just |only )?an ai\b"
+    r"|my (?:programming|guidelines|ethical guidelines)\b)"
+)
 
 _QUOTES = {'"': '"', "“": "”", "'": "'", "«": "»", "„": "“"}
 
@@ -100,6 +124,13 @@ class Cleaned:
 
 def _norm(s: str) -> str:
     return re.sub(r"\s+", " ", s.replace("’", "'").replace("‘", "'")).strip().lower()
+
+
+def _in_source(fragment: str, source_text: str) -> bool:
+    """Whether ``fragment`` (normalised) occurs in the document: text the document itself
+    contains is content, never chatter to strip."""
+    f = _norm(fragment).strip(" :*_#>")
+    return bool(f) and bool(source_text) and f in _norm(source_text)
 
 
 def _instruction_sentences(template: str | None) -> list[str]:
@@ -222,31 +253,42 @@ def clean_output(
 
     if answer_marker is not None:
         m = _MARKER.search(text)
-        if m:
+        if m and not _in_source(text[m.start() : m.end()], source_text):
             text = text[m.end() :].strip()
             removed.append("answer label")
-    m = _ANNOUNCE.search(text)
-    if m and m.start() <= max(0, len(text) // 2):
-        after = text[m.end() :].strip()
-        if after:
-            text = after
+    # Announcement lines ("Here is the rewritten text:"), possibly repeated by a looping model;
+    # only in the first half of the answer, so a closing line ending in ":" is not taken for one.
+    for _ in range(20):
+        m = _ANNOUNCE.search(text)
+        if not m or m.start() > len(text) // 2 or _in_source(m.group(0), source_text):
+            break
+        text = text[m.end() :].strip()
+        if "announcement line" not in removed:
             removed.append("announcement line")
     m = _PREAMBLE.match(text)
-    if m and m.end() > 0:
+    if m and m.end() > 0 and not _in_source(m.group(0), source_text):
         rest = text[m.end() :].strip()
         if rest:
             text = rest
             removed.append("preamble")
+    m = _ORIGINAL_LABEL.match(text)
+    if m and text[m.end() :].strip() and not _in_source(m.group(0), source_text):
+        text = text[m.end() :].strip()
+        removed.append("original-text label")
     text, echoed = _strip_echo(text, _instruction_sentences(template))
     if echoed:
         removed.append("instruction echo")
     paras = _paragraphs(text)
     kept = list(paras)
-    while len(kept) > 1 and _TRAILING_NOTE.match(kept[-1]):
+    while len(kept) > 1 and _TRAILING_NOTE.match(kept[-1]) and not _in_source(kept[-1], source_text):
         kept.pop()
     if len(kept) < len(paras):
         removed.append("trailing notes")
         text = "\n\n".join(p.strip("\n") for p in kept).strip()
+    m = _TRAILING_INSTRUCTION.search(text)
+    if m and not _in_source(m.group(0), source_text):
+        text = text[: m.start()].rstrip()
+        removed.append("trailing instruction")
     text, unquoted = _strip_quotes(text)
     if unquoted:
         removed.append("wrapping quotes")
