@@ -127,3 +127,15 @@ def test_labelled_ids_come_from_every_qrels_split(tmp_path):
     chosen = [corpus.doc_ids[i] for i in pos]
     assert len(chosen) == 5 and {"d25", "d29"} <= set(chosen)
     assert select_documents(corpus, RewriteSettings(load_prompt("kdd"), sample_cap=5, limit=2), t.qrels_files) == pos[:2]
+
+
+def test_credentials_in_base_urls_never_reach_describe_or_messages():
+    from sourcebias.generation.backends.base import redact_url_credentials
+    from sourcebias.generation.backends.openai import OpenAIBackend
+
+    assert redact_url_credentials("https://bob:sk-1@api.example.com/v1 x") == "https://***@api.example.com/v1 x"
+    backend = OpenAIBackend(["https://bob:sk-1@api.example.com/v1"], "m")
+    try:
+        assert "sk-1" not in json.dumps(backend.describe())
+    finally:
+        backend.close()

@@ -231,7 +231,8 @@ def clean_output(
     raw:
         The model's answer as returned by the backend.
     finish_reason:
-        ``"length"`` marks the answer truncated (status ``truncated``).
+        ``"length"`` marks the answer truncated (status ``truncated``); ``"content_filter"``
+        (a provider's safety filter) marks it refused.
     source_text:
         The document that was rewritten (guards refusal detection; see :func:`detect_refusal`).
     template:
@@ -296,8 +297,11 @@ def clean_output(
 
     if refusal is None:
         refusal = detect_refusal(text, source_text)
+    if refusal is None and finish_reason == "content_filter":  # OpenAI/Azure: the provider's safety filter stopped it
+        refusal = "finish_reason 'content_filter'"
     if refusal is not None:
-        return Cleaned(text, "refused", f"refusal phrase: {refusal[:80]!r}", tuple(removed))
+        why = refusal if refusal.startswith("finish_reason") else f"refusal phrase: {refusal[:80]!r}"
+        return Cleaned(text, "refused", why, tuple(removed))
     if not re.search(r"\w", text):
         return Cleaned(text, "empty", "no text left after clean-up" if raw and raw.strip() else "empty answer", tuple(removed))
     if finish_reason == "length":

@@ -49,7 +49,7 @@ from sourcebias.data.dataset import detect_layout
 from sourcebias.data.jsonl import JsonlAppender, iter_jsonl, repair_torn_tail
 from sourcebias.data.readers import read_corpus, read_qrels
 from sourcebias.errors import ConfigError, DataError
-from sourcebias.generation.backends.base import Backend, GenerationError, GenerationRequest
+from sourcebias.generation.backends.base import Backend, GenerationError, GenerationRequest, redact_url_credentials
 from sourcebias.generation.postprocess import STATUSES, clean_output
 from sourcebias.generation.prompts import PromptTemplate
 from sourcebias.manifest import build_manifest, describe_file
@@ -615,6 +615,7 @@ def _finish(target: RewriteTarget, backend: Backend, settings: RewriteSettings, 
         },
         extra={"runs": runs},
     )
+    manifest["argv"] = [redact_url_credentials(a) for a in manifest["argv"]]
     tmp = target.manifest_file.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(manifest, indent=2, default=str) + "\n", encoding="utf-8")
     os.replace(tmp, target.manifest_file)

@@ -69,6 +69,15 @@ class GenerationServer(ThreadingHTTPServer):
         self.started = time.time()
         self._count_lock = threading.Lock()
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that went away (killed, timed out) is routine for this server: one line, no traceback.
+        exc = sys.exc_info()[1]
+        if isinstance(exc, ConnectionError):
+            if not self.quiet:
+                sys.stderr.write(f"{client_address[0]} - client disconnected ({type(exc).__name__})\n")
+            return
+        super().handle_error(request, client_address)
+
     @property
     def url(self) -> str:
         host, port = self.server_address[:2]

@@ -10,6 +10,7 @@ transient faults are retried inside the backend, and a request that still fails 
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -78,3 +79,11 @@ def estimate_tokens(text: str) -> int:
     """Token estimate without a tokenizer: 1.5 per whitespace-separated word (English BPE
     tokenizers give 1.3-1.5; erring high keeps ``max_tokens`` from cutting rewrites short)."""
     return max(1, math.ceil(1.5 * len(text.split())))
+
+
+_USERINFO = re.compile(r"(?i)\b(https?://)[^/@\s]+@")
+
+
+def redact_url_credentials(text: str) -> str:
+    """``https://user:secret@host/v1`` -> ``https://***@host/v1`` (for messages and manifests)."""
+    return _USERINFO.sub(r"\1***@", text)

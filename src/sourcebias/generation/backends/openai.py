@@ -26,7 +26,7 @@ from typing import Any
 import httpx
 
 from sourcebias.errors import ConfigError
-from sourcebias.generation.backends.base import GenerationError, GenerationRequest, GenerationResult, estimate_tokens
+from sourcebias.generation.backends.base import GenerationError, GenerationRequest, GenerationResult, estimate_tokens, redact_url_credentials
 
 DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
 RETRY_STATUS = {408, 409, 425, 429}
@@ -224,7 +224,7 @@ class OpenAIBackend:
             try:
                 resp = self._client.post(server.url + path, json=body, headers=self._headers)
             except httpx.TransportError as exc:  # refused, reset, timeout, broken keep-alive connection
-                last = f"{server.url}: {type(exc).__name__}: {exc}".rstrip(": ")
+                last = redact_url_credentials(f"{server.url}: {type(exc).__name__}: {exc}".rstrip(": "))
                 self._release(server, ok=False, cooldown=wait)
             else:
                 status = resp.status_code
@@ -233,7 +233,7 @@ class OpenAIBackend:
                         data = resp.json()
                         text, finish, usage = self._parse(data)
                     except (ValueError, GenerationError) as exc:
-                        last = f"{server.url}: {exc}"
+                        last = redact_url_credentials(f"{server.url}: {exc}")
                         self._release(server, ok=False, cooldown=wait)
                     else:
                         self._release(server, ok=True)
@@ -248,7 +248,7 @@ class OpenAIBackend:
                         )
                 else:
                     message = _error_message(resp)
-                    last = f"{server.url}: HTTP {status}: {message}"
+                    last = redact_url_credentials(f"{server.url}: HTTP {status}: {message}")
                     if status in RETRY_STATUS or status >= 500:
                         after = parse_retry_after(resp.headers.get("Retry-After"))
                         if after is not None:
@@ -267,19 +267,20 @@ class OpenAIBackend:
         """``GET /models`` on every server: ``{url: "ok" | problem}`` (a quick start-up check)."""
         out: dict[str, str] = {}
         for s in self._servers:
+            key = redact_url_credentials(s.url)
             try:
                 r = self._client.get(s.url + "/models", headers=self._headers, timeout=timeout)
             except httpx.TransportError as exc:
-                out[s.url] = f"unreachable ({type(exc).__name__})"
+                out[key] = f"unreachable ({type(exc).__name__})"
                 continue
             if r.status_code != 200:
-                out[s.url] = f"HTTP {r.status_code}: {_error_message(r)}"
+                out[key] = f"HTTP {r.status_code}: {_error_message(r)}"
                 continue
             try:
                 ids = [m.get("id") for m in r.json().get("data", [])]
             except (ValueError, AttributeError):
                 ids = []
-            out[s.url] = "ok" if not ids or self.model in ids else f"ok, but model '{self.model}' not listed (served: {', '.join(map(str, ids[:5]))})"
+            out[key] = "ok" if not ids or self.model in ids else f"ok, but model '{self.model}' not listed (served: {', '.join(map(str, ids[:5]))})"
         return out
 
     def count_tokens(self, text: str) -> int:
@@ -287,13 +288,13 @@ class OpenAIBackend:
 
     def stats(self) -> dict[str, dict[str, int]]:
         with self._lock:
-            return {s.url: {"requests": s.requests, "errors": s.errors} for s in self._servers}
+            return {redact_url_credentials(s.url): {"requests": s.requests, "errors": s.errors} for s in self._servers}
 
     def describe(self) -> dict[str, Any]:
         return {
             "backend": self.kind,
             "model": self.model,
-            "base_urls": self.base_urls,
+            "base_urls": [redact_url_credentials(u) for u in self.base_urls],
             "api": "chat/completions" if self.chat else "completions",
             "api_key_env": self.api_key_env,
             "api_key_set": bool(self._headers),
