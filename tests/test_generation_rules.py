@@ -139,3 +139,25 @@ def test_credentials_in_base_urls_never_reach_describe_or_messages():
         assert "sk-1" not in json.dumps(backend.describe())
     finally:
         backend.close()
+
+
+def test_generation_depends_only_on_the_allowed_modules():
+    import ast
+    from pathlib import Path
+
+    import sourcebias.generation as gen
+
+    allowed = {"sourcebias.generation", "sourcebias.data", "sourcebias.errors", "sourcebias.progress", "sourcebias.manifest", "sourcebias.hub", "sourcebias.llm"}
+    for path in Path(gen.__file__).parent.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module == "sourcebias":  # from sourcebias import progress
+                names = [f"sourcebias.{a.name}" for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                names = [node.module or ""]
+            else:
+                names = []
+            for name in names:
+                if name.startswith("sourcebias"):
+                    assert any(name == a or name.startswith(a + ".") for a in allowed), f"{path.name} imports {name}"
