@@ -78,16 +78,16 @@ def test_busy_server_answers_429_and_the_client_waits(server, nq_utd, tmp_path):
 
 
 def test_server_killed_and_restarted_mid_run_loses_and_duplicates_nothing(server, nq_utd, tmp_path):
-    ds = copy_nq_subset(nq_utd, tmp_path / "ds", 5)
+    ds = copy_nq_subset(nq_utd, tmp_path / "ds", 4)
     out = ds / "corpus" / "smol.jsonl"
     backend = _backend([server.url], concurrency=2)
     result = {}
-    worker = threading.Thread(target=lambda: result.setdefault("summary", rewrite_corpus(resolve_target(ds, "smol"), backend, _settings(max_new_tokens=10, min_new_tokens=10))))
+    worker = threading.Thread(target=lambda: result.setdefault("summary", rewrite_corpus(resolve_target(ds, "smol"), backend, _settings(max_new_tokens=8, min_new_tokens=8))))
     worker.start()
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and (not out.exists() or len(read_twin(out)) < 1):
         time.sleep(0.05)
-    assert out.exists() and len(read_twin(out)) < 5, "the run should be mid-way"
+    assert out.exists() and len(read_twin(out)) < 4, "the run should be mid-way"
     server.kill()  # SIGKILL: requests in flight die with the server
     time.sleep(1.0)  # clients now get connection refused and back off
     server.start()
@@ -95,7 +95,7 @@ def test_server_killed_and_restarted_mid_run_loses_and_duplicates_nothing(server
     assert not worker.is_alive()
     twin = read_twin(out)
     ids = [r["_id"] for r in twin]
-    assert sorted(ids) == sorted(human_ids(ds)) and len(ids) == len(set(ids)) == 5
+    assert sorted(ids) == sorted(human_ids(ds)) and len(ids) == len(set(ids)) == 4
     assert result["summary"].failed == 0
     assert max(r["metadata"]["attempts"] for r in twin) > 1  # some requests were retried across the restart
     assert backend.stats()[server.url]["errors"] > 0
@@ -128,9 +128,9 @@ def test_failures_are_recorded_then_retried_through_a_pool(server, nq_utd, tmp_p
 
 
 def test_generate_process_killed_mid_run_resumes_exactly_once(server, nq_utd, tmp_path, capsys):
-    ds = copy_nq_subset(nq_utd, tmp_path / "ds", 5)
+    ds = copy_nq_subset(nq_utd, tmp_path / "ds", 4)
     out = ds / "corpus" / "smol.jsonl"
-    args = ["generate", str(ds), "--name", "smol", "--model", "smollm2", "--base-url", server.url, "--concurrency", "1", "--min-new-tokens", "8", "--max-new-tokens", "8"]
+    args = ["generate", str(ds), "--name", "smol", "--model", "smollm2", "--base-url", server.url, "--concurrency", "1", "--min-new-tokens", "6", "--max-new-tokens", "6"]
     child = subprocess.Popen([sys.executable, "-m", "sourcebias", *args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, "COLUMNS": "120"})
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and (not out.exists() or len(read_twin(out)) < 2):
@@ -138,10 +138,10 @@ def test_generate_process_killed_mid_run_resumes_exactly_once(server, nq_utd, tm
     child.send_signal(signal.SIGKILL)
     child.wait()
     written = len(read_twin(out))
-    assert 2 <= written < 5, "killed mid-way"
+    assert 2 <= written < 4, "killed mid-way"
     with pytest.raises(SystemExit) as info:
         main(args)
     assert info.value.code in (0, None)
     ids = [r["_id"] for r in read_twin(out)]
-    assert sorted(ids) == sorted(human_ids(ds)) and len(set(ids)) == 5
+    assert sorted(ids) == sorted(human_ids(ds)) and len(set(ids)) == 4
     assert f"{written} already done" in capsys.readouterr().out

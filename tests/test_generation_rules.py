@@ -161,3 +161,20 @@ def test_generation_depends_only_on_the_allowed_modules():
             for name in names:
                 if name.startswith("sourcebias"):
                     assert any(name == a or name.startswith(a + ".") for a in allowed), f"{path.name} imports {name}"
+
+
+def test_a_second_run_on_the_same_twin_is_refused_while_the_first_holds_it(cocktail_dir):
+    import fcntl
+
+    from sourcebias.generation.backends.openai import OpenAIBackend
+    from sourcebias.generation.rewrite import rewrite_corpus
+
+    target = resolve_target(cocktail_dir, "smol")
+    target.state_dir.mkdir(parents=True)
+    with (target.state_dir / "lock").open("a+") as held:
+        fcntl.flock(held.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)  # what a running generate holds
+        backend = OpenAIBackend(["http://127.0.0.1:9/v1"], "m")  # never reached
+        with pytest.raises(ConfigError, match="another `sourcebias generate` is writing"):
+            rewrite_corpus(target, backend, RewriteSettings(load_prompt("kdd")))
+        backend.close()
+    assert not target.output.exists()

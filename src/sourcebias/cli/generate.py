@@ -108,12 +108,12 @@ def generate(
             chat=not completions,
         )
         checks = engine.check()
-        if all(v.startswith(("unreachable", "HTTP")) for v in checks.values()):
+        if not any(usable for usable, _ in checks.values()):
             engine.close()
-            raise ConfigError("no server answers: " + "; ".join(f"{u}: {v}" for u, v in checks.items()))
-        for url, state in checks.items():
-            if state != "ok":
-                err_console.print(f"[yellow]Warning:[/yellow] {url}: {state}", highlight=False)
+            raise ConfigError("no server is usable: " + "; ".join(f"{u}: {note}" for u, (_, note) in checks.items()))
+        for url, (_, note) in checks.items():
+            if note != "ok":
+                err_console.print(f"[yellow]Warning:[/yellow] {url}: {note}", highlight=False)
     else:
         from sourcebias.generation.backends.local import LocalBackend
 

@@ -30,6 +30,7 @@ up to ``cap``; documents outside the sample get no twin).
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextlib
 import json
 import math
 import os
@@ -37,6 +38,7 @@ import re
 import shutil
 import time
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -373,12 +375,41 @@ def rewrite_corpus(
     to :mod:`sourcebias.progress` (documents/s, ETA, refusals in the description).
     """
     settings.validate()
+    with _exclusive(target):
+        return _rewrite_locked(target, backend, settings, overwrite=overwrite, human_source=human_source)
+
+
+@contextlib.contextmanager
+def _exclusive(target: RewriteTarget) -> Iterator[None]:
+    """Hold an exclusive lock on the twin for the run: two runs appending to one file would
+    write documents twice. ``flock`` locks die with their process, so a ``kill -9`` never
+    leaves a stale lock behind."""
+    target.state_dir.mkdir(parents=True, exist_ok=True)
+    fh = (target.state_dir / "lock").open("a+")
+    try:
+        try:
+            import fcntl
+        except ImportError:  # not POSIX (Windows): no lock
+            fcntl = None
+        if fcntl is not None:
+            try:
+                fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise ConfigError(f"another `sourcebias generate` is writing {target.output}; wait for it to finish or stop it") from None
+        yield
+    finally:
+        fh.close()
+
+
+def _rewrite_locked(target: RewriteTarget, backend: Backend, settings: RewriteSettings, *, overwrite: bool, human_source: str) -> RewriteSummary:
     t_start = time.perf_counter()
     started_utc = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     if overwrite:
         for p in (target.output, target.manifest_file):
             p.unlink(missing_ok=True)
-        shutil.rmtree(target.state_dir, ignore_errors=True)
+        for p in target.state_dir.iterdir():
+            if p.name != "lock":
+                shutil.rmtree(p) if p.is_dir() else p.unlink()
     target.output.parent.mkdir(parents=True, exist_ok=True)
     done, repaired = read_done_ids(target.output)
     _check_settings(target, settings.fingerprint(backend.model), has_output=target.output.exists() and target.output.stat().st_size > 0)
@@ -452,7 +483,7 @@ def rewrite_corpus(
         fail_log.close()
         final_done, _ = read_done_ids(target.output)
         _consolidate_failed(target, final_done)
-        summary = _finish(target, backend, settings, t_start, started_utc, positions, done, state, repaired, retrying)
+        summary = _finish(target, backend, settings, t_start, started_utc, positions, corpus.doc_ids, done, state, repaired, retrying)
     if state.consecutive >= settings.max_consecutive_failures:
         raise GenerationError(
             f"stopped after {state.consecutive} documents in a row failed; last error: {state.last_error}. "
@@ -555,7 +586,7 @@ def _consolidate_failed(target: RewriteTarget, done: set[str]) -> int:
     return len(keep)
 
 
-def _finish(target: RewriteTarget, backend: Backend, settings: RewriteSettings, t_start: float, started_utc: str, positions: list[int], done_before: set[str], state: _RunState, repaired: int, retrying: int) -> RewriteSummary:
+def _finish(target: RewriteTarget, backend: Backend, settings: RewriteSettings, t_start: float, started_utc: str, positions: list[int], target_ids: list[str], done_before: set[str], state: _RunState, repaired: int, retrying: int) -> RewriteSummary:
     seconds = time.perf_counter() - t_start
     counts, n_out, identical = _count_output(target.output)
     n_written = sum(state.written.values())
@@ -564,7 +595,7 @@ def _finish(target: RewriteTarget, backend: Backend, settings: RewriteSettings, 
         output=target.output,
         manifest=target.manifest_file,
         selected=len(positions),
-        skipped_done=len(done_before),
+        skipped_done=sum(1 for i in positions if target_ids[i] in done_before),
         written=dict(state.written),
         failed=len(state.failures),
         counts=dict(counts),
@@ -584,7 +615,7 @@ def _finish(target: RewriteTarget, backend: Backend, settings: RewriteSettings, 
         "written_by_status": dict(state.written),
         "failed": len(state.failures),
         "retried_previous_failures": retrying,
-        "skipped_already_done": len(done_before),
+        "skipped_already_done": summary.skipped_done,
         "docs_per_s": round(summary.docs_per_s, 4),
         "completion_tokens": state.tokens,
         "torn_tail_bytes_repaired": repaired,

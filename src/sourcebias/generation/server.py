@@ -193,7 +193,11 @@ class _Handler(BaseHTTPRequestHandler):
         top_p = _number(body, "top_p", 1.0, 0.0, 1.0)
         if top_p == 0.0:
             raise _BadRequest("top_p must be greater than 0")
-        max_tokens = body.get("max_completion_tokens", body.get("max_tokens", DEFAULT_MAX_TOKENS))
+        max_tokens = body.get("max_completion_tokens")
+        if max_tokens is None:
+            max_tokens = body.get("max_tokens")
+        if max_tokens is None:  # absent or null: the server's default
+            max_tokens = DEFAULT_MAX_TOKENS
         if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1:
             raise _BadRequest("max_tokens must be a positive integer")
         seed = body.get("seed")

@@ -263,24 +263,33 @@ class OpenAIBackend:
         raise GenerationError(f"gave up after {attempts} attempts; last error: {last}", retryable=True, attempts=attempts)
 
     # -- checks and bookkeeping --------------------------------------------------------------
-    def check(self, timeout: float = 5.0) -> dict[str, str]:
-        """``GET /models`` on every server: ``{url: "ok" | problem}`` (a quick start-up check)."""
-        out: dict[str, str] = {}
+    def check(self, timeout: float = 5.0) -> dict[str, tuple[bool, str]]:
+        """``GET /models`` on every server (a quick start-up check): ``{url: (usable, note)}``.
+
+        Unreachable servers and refused credentials (401/403) are not usable; a server without
+        ``/models`` (404) or not listing the model is usable with a note (some providers alias
+        names or do not implement the listing).
+        """
+        out: dict[str, tuple[bool, str]] = {}
         for s in self._servers:
             key = redact_url_credentials(s.url)
             try:
                 r = self._client.get(s.url + "/models", headers=self._headers, timeout=timeout)
             except httpx.TransportError as exc:
-                out[key] = f"unreachable ({type(exc).__name__})"
+                out[key] = (False, f"unreachable ({type(exc).__name__})")
+                continue
+            if r.status_code in (401, 403):
+                out[key] = (False, f"HTTP {r.status_code}: {_error_message(r)}")
                 continue
             if r.status_code != 200:
-                out[key] = f"HTTP {r.status_code}: {_error_message(r)}"
+                out[key] = (True, f"GET /models answered HTTP {r.status_code}")
                 continue
             try:
                 ids = [m.get("id") for m in r.json().get("data", [])]
             except (ValueError, AttributeError):
                 ids = []
-            out[key] = "ok" if not ids or self.model in ids else f"ok, but model '{self.model}' not listed (served: {', '.join(map(str, ids[:5]))})"
+            listed = not ids or self.model in ids
+            out[key] = (True, "ok" if listed else f"model '{self.model}' not listed (served: {', '.join(map(str, ids[:5]))})")
         return out
 
     def count_tokens(self, text: str) -> int:
