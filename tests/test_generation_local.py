@@ -16,7 +16,7 @@ from sourcebias.generation.backends import GenerationRequest
 from sourcebias.generation.postprocess import STATUSES
 
 NAME = "smollm2-tmp0.2"
-BUDGET = ["--min-new-tokens", "16", "--max-new-tokens", "64"]
+BUDGET = ["--min-new-tokens", "16", "--max-new-tokens", "64", "--threads", "1"]  # 1 thread: see LocalBackend
 
 
 def run_cli(args, capsys):
@@ -106,7 +106,7 @@ def test_length_filter_flags_without_calling_the_model(twin_dataset, tmp_path, c
 def test_local_backend_honours_seed_and_budget(twin_dataset):
     from sourcebias.generation.backends.local import LocalBackend
 
-    backend = LocalBackend("smollm2")  # the model loaded by the module's run, from the process cache
+    backend = LocalBackend("smollm2", threads=1)  # the model loaded by the module's run, from the process cache
     req = GenerationRequest("k", [{"role": "user", "content": "Please rewrite the following text: Dogs bark at night."}], "", max_tokens=5, temperature=1.0, seed=7)
     a, b = backend.generate(req), backend.generate(req)
     assert a.text == b.text and a.completion_tokens == 5 and a.finish_reason == "length"

@@ -48,7 +48,7 @@ def generate(
     max_retries: Annotated[int, typer.Option(help="openai: retries on 429, 5xx and network errors (exponential backoff with jitter, Retry-After honoured).", min=0)] = 8,
     completions: Annotated[bool, typer.Option("--completions/--chat", help="openai: plain /completions with the rendered prompt (base models) instead of /chat/completions.")] = False,
     device: Annotated[str | None, typer.Option(help="local: cpu, cuda, cuda:1 (default: cuda if available).")] = None,
-    threads: Annotated[int | None, typer.Option(help="local: CPU threads for PyTorch.", min=1)] = None,
+    threads: Annotated[int | None, typer.Option(help="local: PyTorch CPU threads while generating (default: one per core). On a CPU shared with other busy processes, 1 is often much faster.", min=1)] = None,
     keep_raw: Annotated[bool, typer.Option(help="Also store each raw answer in metadata.raw.")] = False,
     overwrite: Annotated[bool, typer.Option(help="Delete an existing twin of this name (and its state) and start again.")] = False,
     fsync: Annotated[bool, typer.Option(help="fsync after every document (survives power loss, slower).")] = False,
@@ -150,7 +150,7 @@ def serve(
     port: Annotated[int, typer.Option(help="TCP port.")] = 8000,
     served_model_name: Annotated[list[str] | None, typer.Option(help="Name(s) clients use in 'model' (default: --model).")] = None,
     device: Annotated[str | None, typer.Option(help="cpu, cuda, cuda:1 (default: cuda if available).")] = None,
-    threads: Annotated[int | None, typer.Option(help="CPU threads for PyTorch.", min=1)] = None,
+    threads: Annotated[int | None, typer.Option(help="PyTorch CPU threads while generating (default: one per core). On a CPU shared with other busy processes, 1 is often much faster.", min=1)] = None,
     max_pending: Annotated[int, typer.Option(help="Requests allowed to wait; more are answered 429 with Retry-After.", min=1)] = 64,
     quiet: Annotated[bool, typer.Option(help="Do not log each request.")] = False,
 ) -> None:

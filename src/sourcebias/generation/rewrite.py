@@ -17,6 +17,8 @@ Safety and resumption
   (``.<name>.state/failed.jsonl``) and are *not* written as documents; the next run retries
   them. ``settings.json`` there records what the file was made with; a rerun with other
   settings (model, prompt, sampling) is refused instead of mixing two twins in one file.
+* A second run on the same twin while one is running is refused (an ``flock`` on
+  ``.<name>.state/lock``, released by the kernel even when the holder is killed).
 * ``<name>.manifest.json`` beside the output records model, backend, prompt, parameters,
   counts and timings of every run. Neither side file ends in ``.jsonl``, so dataset loaders
   (which glob ``corpus/*.jsonl``) do not take them for sources.
@@ -31,6 +33,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import contextlib
+import datetime
 import json
 import math
 import os
@@ -403,7 +406,7 @@ def _exclusive(target: RewriteTarget) -> Iterator[None]:
 
 def _rewrite_locked(target: RewriteTarget, backend: Backend, settings: RewriteSettings, *, overwrite: bool, human_source: str) -> RewriteSummary:
     t_start = time.perf_counter()
-    started_utc = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    started_utc = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="milliseconds")
     if overwrite:
         for p in (target.output, target.manifest_file):
             p.unlink(missing_ok=True)
@@ -418,6 +421,9 @@ def _rewrite_locked(target: RewriteTarget, backend: Backend, settings: RewriteSe
     corpus, _ = read_corpus(target.human_file, human_source, empty_text="skip")
     positions = select_documents(corpus, settings, target.qrels_files)
     todo = [i for i in positions if corpus.doc_ids[i] not in done]
+
+    skipped = len(positions) - len(todo)
+    write_run_manifest(target, backend, settings, len(positions), {"started_utc": started_utc, "finished": False, "documents_to_do": len(todo), "skipped_already_done": skipped, "retried_previous_failures": retrying})
 
     state = _RunState()
     workers = max(1, backend.concurrency)
@@ -590,7 +596,6 @@ def _finish(target: RewriteTarget, backend: Backend, settings: RewriteSettings, 
     seconds = time.perf_counter() - t_start
     counts, n_out, identical = _count_output(target.output)
     n_written = sum(state.written.values())
-    pending_failed = len(_read_failed(target.failed_file))
     summary = RewriteSummary(
         output=target.output,
         manifest=target.manifest_file,
@@ -610,6 +615,7 @@ def _finish(target: RewriteTarget, backend: Backend, settings: RewriteSettings, 
     )
     run = {
         "started_utc": started_utc,
+        "finished": True,
         "seconds": round(seconds, 3),
         "documents_written": n_written,
         "written_by_status": dict(state.written),
@@ -621,28 +627,42 @@ def _finish(target: RewriteTarget, backend: Backend, settings: RewriteSettings, 
         "torn_tail_bytes_repaired": repaired,
         "interrupted": state.interrupted,
     }
+    write_run_manifest(target, backend, settings, len(positions), run)
+    return summary
+
+
+def write_run_manifest(target: RewriteTarget, backend: Backend, settings: RewriteSettings, selected: int, run: dict[str, Any]) -> None:
+    """Write ``<name>.manifest.json`` atomically with ``run`` as the latest entry of ``runs``.
+
+    Called when a run starts (``finished: false``) and when it ends (the entry is replaced), so
+    a run killed in between stays on record as unfinished.
+    """
     runs: list[dict[str, Any]] = []
     if target.manifest_file.is_file():
         try:
             runs = list(json.loads(target.manifest_file.read_text(encoding="utf-8")).get("runs", []))
         except (ValueError, AttributeError):
             runs = []
+    if runs and runs[-1].get("started_utc") == run["started_utc"] and not runs[-1].get("finished"):
+        runs.pop()
     runs.append(run)
+    counts, n_out, identical = _count_output(target.output)
+    pending_failed = len(_read_failed(target.failed_file))
     manifest = build_manifest(
         command="generate",
         inputs={"human_corpus": describe_file(target.human_file), "dataset": str(target.dataset_root) if target.dataset_root else None, "qrels_files": [str(p) for p in target.qrels_files]},
         parameters=settings.to_dict(),
         models={"rewriter": backend.describe()},
-        timings={"last_run_s": round(seconds, 3), "all_runs_s": round(sum(r["seconds"] for r in runs), 3)},
+        timings={"last_run_s": run.get("seconds"), "all_runs_s": round(sum(r.get("seconds") or 0 for r in runs), 3)},
         outputs={
             "twin": describe_file(target.output) if target.output.exists() else None,
             "documents": n_out,
-            "selected": len(positions),
+            "selected": selected,
             "status_counts": dict(counts),
             "identical_to_original": identical,
             "failed_pending": pending_failed,
             "failed_file": str(target.failed_file) if pending_failed else None,
-            "complete": n_out >= len(positions) and pending_failed == 0,
+            "complete": n_out >= selected and pending_failed == 0,
         },
         extra={"runs": runs},
     )
@@ -650,7 +670,6 @@ def _finish(target: RewriteTarget, backend: Backend, settings: RewriteSettings, 
     tmp = target.manifest_file.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(manifest, indent=2, default=str) + "\n", encoding="utf-8")
     os.replace(tmp, target.manifest_file)
-    return summary
 
 
 __all__ = [
