@@ -85,6 +85,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--concurrency", type=int, nargs="+", default=[1, 2, 4])
     ap.add_argument("--rounds", type=int, default=1, help="repeat each measurement and report the median")
     ap.add_argument("--model", default="smollm2")
+    ap.add_argument("--threads", type=int, default=1, help="PyTorch threads of the server (1 is fastest on a shared 2-core CPU)")
     ap.add_argument("--json", type=Path, default=None, help="also write the results here")
     args = ap.parse_args(argv)
 
@@ -114,7 +115,7 @@ def main(argv: list[str] | None = None) -> None:
 
     print(f"Starting sourcebias serve --model {args.model} ...", file=sys.stderr)
     results = []
-    with ServerProcess(args.model, extra_args=["--max-pending", "256"], log_path=work / "server.log") as server:
+    with ServerProcess(args.model, extra_args=["--max-pending", "256", "--threads", str(args.threads)], log_path=work / "server.log") as server:
         raw_run(server.url, bodies[:1], 1)  # warm-up (first forward passes are slower)
         for c in args.concurrency:
             raw_t, ours_t = [], []
@@ -138,7 +139,7 @@ def main(argv: list[str] | None = None) -> None:
             results.append(row)
             print(f"concurrency {c}: raw {row['raw_docs_per_s']:.3f} docs/s, sourcebias {row['ours_docs_per_s']:.3f} docs/s, ours/raw {row['ratio_ours_to_raw']:.3f} (tokens {raw_tokens} vs {our_tokens})", file=sys.stderr)
 
-    print(f"\n{len(docs)} nq-utd documents, max_tokens {args.max_tokens}, SmolLM2-135M on `sourcebias serve` (CPU, {os.cpu_count()} cores), median of {args.rounds} round(s)")
+    print(f"\n{len(docs)} nq-utd documents, max_tokens {args.max_tokens}, SmolLM2-135M on `sourcebias serve --threads {args.threads}` (CPU, {os.cpu_count()} cores), median of {args.rounds} round(s)")
     print("| concurrency | raw httpx docs/s | sourcebias docs/s | ours / raw |")
     print("|---|---|---|---|")
     for r in results:
