@@ -1,13 +1,12 @@
 """Rewriting prompts: the papers' exact wording, user templates, chat messages."""
 
-from pathlib import Path
-
 import pytest
 
+from conftest import DATA
 from sourcebias.errors import ConfigError
 from sourcebias.generation.prompts import BUILTIN_PROMPTS, TABLE7_INSTRUCTIONS, load_prompt
 
-PAPERS = Path(__file__).resolve().parents[2] / "shared" / "papers" / "003_12c7f2be73f6d196.txt"  # KDD 2024 with Appendix B
+PAPERS = DATA.parent / "papers" / "003_12c7f2be73f6d196.txt"  # KDD 2024 with Appendix B, beside the data
 
 
 def test_kdd_prompt_is_the_papers():
