@@ -187,6 +187,11 @@ def inspect(
         console.print("[green]valid[/green]")
 
 
+from sourcebias.cli.generate import register as _register_generate  # noqa: E402
+
+_register_generate(app)  # generate, serve
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``sourcebias`` command."""
     args = expand_greedy_options(list(sys.argv[1:] if argv is None else argv))

@@ -1,0 +1,53 @@
+"""Building LLM twins of corpora: prompts, backends, post-processing, the resumable job, a server.
+
+Typical use (the CLI ``sourcebias generate`` does the same)::
+
+    from sourcebias.generation import RewriteSettings, load_prompt, resolve_target, rewrite_corpus
+    from sourcebias.generation.backends import LocalBackend
+
+    target = resolve_target("data/my-dataset", "smollm2-tmp0.2")
+    summary = rewrite_corpus(target, LocalBackend("smollm2"), RewriteSettings(load_prompt("kdd")))
+
+This package depends on ``sourcebias.data``, ``errors``, ``progress``, ``manifest``, ``hub``
+and ``llm`` only.
+"""
+
+from sourcebias.generation.postprocess import STATUSES, Cleaned, clean_output, detect_refusal
+from sourcebias.generation.prompts import BUILTIN_PROMPTS, COCKTAIL_PROMPT, KDD_PROMPT, TABLE7_INSTRUCTIONS, PromptTemplate, load_prompt
+from sourcebias.generation.rewrite import (
+    COCKTAIL_LENGTH,
+    COCKTAIL_SAMPLE_CAP,
+    RewriteSettings,
+    RewriteSummary,
+    RewriteTarget,
+    cocktail_sample,
+    document_seed,
+    max_new_tokens_for,
+    passes_length_filter,
+    resolve_target,
+    rewrite_corpus,
+)
+
+__all__ = [
+    "BUILTIN_PROMPTS",
+    "COCKTAIL_LENGTH",
+    "COCKTAIL_PROMPT",
+    "COCKTAIL_SAMPLE_CAP",
+    "KDD_PROMPT",
+    "STATUSES",
+    "TABLE7_INSTRUCTIONS",
+    "Cleaned",
+    "PromptTemplate",
+    "RewriteSettings",
+    "RewriteSummary",
+    "RewriteTarget",
+    "clean_output",
+    "cocktail_sample",
+    "detect_refusal",
+    "document_seed",
+    "load_prompt",
+    "max_new_tokens_for",
+    "passes_length_filter",
+    "resolve_target",
+    "rewrite_corpus",
+]

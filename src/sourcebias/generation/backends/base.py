@@ -1,0 +1,89 @@
+"""What every rewriting backend takes and returns.
+
+A backend turns one :class:`GenerationRequest` (chat messages or a plain prompt, plus sampling
+parameters) into one :class:`GenerationResult` (the raw text and why generation stopped).
+Backends are called from several worker threads at once (up to ``backend.concurrency``);
+transient faults are retried inside the backend, and a request that still fails raises
+:class:`GenerationError`, which the rewriting job records and retries on the next run.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from sourcebias.errors import SourceBiasError
+
+
+class GenerationError(SourceBiasError):
+    """A request that failed (after retries, where ``retryable``). The message never holds secrets."""
+
+    def __init__(self, message: str, *, retryable: bool = True, attempts: int = 1):
+        super().__init__(message)
+        self.retryable = retryable
+        self.attempts = attempts
+
+
+@dataclass
+class GenerationRequest:
+    """One generation.
+
+    ``messages`` (OpenAI chat format) is used by chat backends; ``prompt`` (the rendered user
+    text) by plain-completion backends and models without a chat template. ``seed`` is passed
+    where the backend supports it (``None``: unseeded).
+    """
+
+    key: str
+    messages: list[dict[str, str]]
+    prompt: str
+    max_tokens: int
+    temperature: float = 0.2
+    top_p: float = 1.0
+    seed: int | None = None
+
+
+@dataclass
+class GenerationResult:
+    """Raw model output and accounting. ``finish_reason`` is ``"stop"`` (the model ended its
+    answer) or ``"length"`` (cut at ``max_tokens``), as in the OpenAI API."""
+
+    text: str
+    finish_reason: str | None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    seconds: float = 0.0
+    attempts: int = 1
+    server: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Backend(Protocol):
+    """The interface :func:`sourcebias.generation.rewrite.rewrite_corpus` relies on."""
+
+    kind: str
+    model: str
+    concurrency: int
+
+    def generate(self, request: GenerationRequest) -> GenerationResult: ...
+
+    def count_tokens(self, text: str) -> int: ...
+
+    def describe(self) -> dict[str, Any]: ...
+
+    def close(self) -> None: ...
+
+
+def estimate_tokens(text: str) -> int:
+    """Token estimate without a tokenizer: 1.5 per whitespace-separated word (English BPE
+    tokenizers give 1.3-1.5; erring high keeps ``max_tokens`` from cutting rewrites short)."""
+    return max(1, math.ceil(1.5 * len(text.split())))
+
+
+_USERINFO = re.compile(r"(?i)\b(https?://)[^/@\s]+@")
+
+
+def redact_url_credentials(text: str) -> str:
+    """``https://user:secret@host/v1`` -> ``https://***@host/v1`` (for messages and manifests)."""
+    return _USERINFO.sub(r"\1***@", text)

@@ -1,0 +1,331 @@
+"""OpenAI-compatible HTTP backend (vLLM, llama.cpp server, TGI, ``sourcebias serve``, OpenAI).
+
+Written on httpx rather than the ``openai`` package because rewriting a corpus needs three
+things that package does not give together: a pool of several base URLs (replicas on several
+machines) with least-busy selection, retries that move to another server, and no hidden
+retry/timeout defaults that would make the run's behaviour hard to state in the manifest.
+
+Retries: 429, 5xx and network errors (refused connection, reset, timeout) are retried with
+exponential backoff and jitter, honouring ``Retry-After``; other 4xx answers (bad request,
+authentication, unknown model) are not, since repeating them cannot succeed.
+
+The API key is read from an environment variable and kept only in the request header: it is
+never part of :meth:`OpenAIBackend.describe`, of error messages or of any file.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import os
+import random
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from sourcebias.errors import ConfigError
+from sourcebias.generation.backends.base import GenerationError, GenerationRequest, GenerationResult, estimate_tokens, redact_url_credentials
+
+DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
+RETRY_STATUS = {408, 409, 425, 429}
+
+
+def normalize_base_url(url: str) -> str:
+    """Check a base URL and return it without a trailing slash.
+
+    ``http://host:8000`` becomes ``http://host:8000/v1`` (the path every OpenAI-compatible
+    server serves); a URL with a path (``https://api.openai.com/v1``, a proxy prefix) is kept.
+    """
+    raw = url.strip()
+    try:
+        parsed = httpx.URL(raw)
+    except Exception:
+        raise ConfigError(f"--base-url '{url}' is not a URL") from None
+    if parsed.scheme not in ("http", "https") or not parsed.host:
+        raise ConfigError(f"--base-url '{url}' must look like http://HOST:PORT/v1 (scheme http or https and a host)")
+    base = raw.rstrip("/")
+    if parsed.path in ("", "/"):
+        base += "/v1"
+    return base
+
+
+def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
+    """Seconds to wait from a ``Retry-After`` header (delta-seconds or an HTTP date), or ``None``."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when is None:
+        return None
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+@dataclass
+class _Server:
+    url: str
+    in_flight: int = 0
+    failures: int = 0  # consecutive
+    down_until: float = 0.0
+    requests: int = 0
+    errors: int = 0
+
+
+class OpenAIBackend:
+    """Chat (``/chat/completions``) or plain (``/completions``) requests to a pool of servers.
+
+    Parameters
+    ----------
+    base_urls:
+        One or more base URLs (``http://host:8000/v1``); requests go to the least busy server
+        that is not cooling down after a failure (ties broken round-robin).
+    model:
+        The model name sent in each request (as the server knows it).
+    api_key_env:
+        Environment variable holding the API key. With the default (``OPENAI_API_KEY``) a
+        missing variable means no ``Authorization`` header (local servers need none); when
+        ``require_api_key`` is set (the user named the variable) a missing one is an error.
+    concurrency:
+        Requests in flight at once over the whole pool.
+    timeout, connect_timeout:
+        Seconds for one request (read) and for opening a connection.
+    max_retries:
+        Retries after the first attempt (so ``max_retries + 1`` attempts in all).
+    backoff_base, backoff_max:
+        Delay before retry ``i`` is drawn from ``[d/2, d]`` with ``d = min(backoff_max, backoff_base * 2**i)``;
+        a ``Retry-After`` header replaces it (capped at ``retry_after_max``).
+    chat:
+        ``True``: chat completions with messages (the server applies the model's chat template);
+        ``False``: completions with the rendered prompt (base models).
+    """
+
+    kind = "openai"
+
+    def __init__(
+        self,
+        base_urls: list[str] | str,
+        model: str,
+        *,
+        api_key_env: str = DEFAULT_API_KEY_ENV,
+        require_api_key: bool = False,
+        concurrency: int = 4,
+        timeout: float = 300.0,
+        connect_timeout: float = 10.0,
+        max_retries: int = 8,
+        backoff_base: float = 0.5,
+        backoff_max: float = 30.0,
+        retry_after_max: float = 120.0,
+        chat: bool = True,
+    ):
+        urls = [base_urls] if isinstance(base_urls, str) else list(base_urls)
+        if not urls:
+            raise ConfigError("give at least one --base-url")
+        if concurrency < 1:
+            raise ConfigError("--concurrency must be at least 1")
+        self.model = model
+        self.concurrency = concurrency
+        self.chat = chat
+        self.max_retries = max_retries
+        self.backoff_base = backoff_base
+        self.backoff_max = backoff_max
+        self.retry_after_max = retry_after_max
+        self.timeout = timeout
+        self.api_key_env = api_key_env
+        key = os.environ.get(api_key_env)
+        if require_api_key and not key:
+            raise ConfigError(f"environment variable {api_key_env} (named by --api-key-env) is not set")
+        self._headers = {"Authorization": f"Bearer {key}"} if key else {}
+        self._servers = [_Server(normalize_base_url(u)) for u in dict.fromkeys(urls)]
+        self._lock = threading.Lock()
+        self._rr = 0
+        self._client = httpx.Client(
+            timeout=httpx.Timeout(timeout, connect=connect_timeout),
+            limits=httpx.Limits(max_connections=concurrency * len(self._servers) + 4, max_keepalive_connections=concurrency * len(self._servers)),
+            headers={"User-Agent": "sourcebias"},
+        )
+
+    # -- pool -------------------------------------------------------------------------------
+    @property
+    def base_urls(self) -> list[str]:
+        return [s.url for s in self._servers]
+
+    def _acquire(self) -> _Server:
+        with self._lock:
+            now = time.monotonic()
+            up = [s for s in self._servers if s.down_until <= now] or sorted(self._servers, key=lambda s: s.down_until)[:1]
+            n = len(self._servers)
+            order = {id(s): (self._servers.index(s) - self._rr) % n for s in up}
+            server = min(up, key=lambda s: (s.in_flight, order[id(s)]))
+            self._rr = (self._servers.index(server) + 1) % n
+            server.in_flight += 1
+            server.requests += 1
+            return server
+
+    def _release(self, server: _Server, ok: bool, cooldown: float = 0.0) -> None:
+        with self._lock:
+            server.in_flight -= 1
+            if ok:
+                server.failures = 0
+                server.down_until = 0.0
+            else:
+                server.failures += 1
+                server.errors += 1
+                server.down_until = max(server.down_until, time.monotonic() + cooldown)
+
+    def _delay(self, attempt: int) -> float:
+        d = min(self.backoff_max, self.backoff_base * (2**attempt))
+        return d / 2 + random.uniform(0, d / 2)
+
+    # -- requests ---------------------------------------------------------------------------
+    def _body(self, request: GenerationRequest) -> tuple[str, dict[str, Any]]:
+        body: dict[str, Any] = {
+            "model": self.model,
+            "temperature": request.temperature,
+            "top_p": request.top_p,
+            "max_tokens": int(request.max_tokens),
+        }
+        if request.seed is not None:
+            body["seed"] = int(request.seed)
+        if self.chat:
+            body["messages"] = request.messages
+            return "/chat/completions", body
+        body["prompt"] = request.prompt
+        return "/completions", body
+
+    def _parse(self, data: Any) -> tuple[str, str | None, dict[str, Any]]:
+        try:
+            choice = data["choices"][0]
+            if self.chat:
+                text = (choice.get("message") or {}).get("content") or ""
+            else:
+                text = choice.get("text") or ""
+            return str(text), choice.get("finish_reason"), data.get("usage") or {}
+        except (KeyError, IndexError, TypeError, AttributeError):
+            raise GenerationError(f"malformed response (no choices[0]): {str(data)[:200]}", retryable=True) from None
+
+    def generate(self, request: GenerationRequest) -> GenerationResult:
+        """Send one request, retrying transient failures; raises :class:`GenerationError` when it gives up."""
+        path, body = self._body(request)
+        t0 = time.perf_counter()
+        last = "no attempt"
+        attempts = 0
+        for attempt in range(self.max_retries + 1):
+            attempts = attempt + 1
+            server = self._acquire()
+            wait = self._delay(attempt)
+            try:
+                resp = self._client.post(server.url + path, json=body, headers=self._headers)
+            except httpx.TransportError as exc:  # refused, reset, timeout, broken keep-alive connection
+                last = redact_url_credentials(f"{server.url}: {type(exc).__name__}: {exc}".rstrip(": "))
+                self._release(server, ok=False, cooldown=wait)
+            else:
+                status = resp.status_code
+                if status == 200:
+                    try:
+                        data = resp.json()
+                        text, finish, usage = self._parse(data)
+                    except (ValueError, GenerationError) as exc:
+                        last = redact_url_credentials(f"{server.url}: {exc}")
+                        self._release(server, ok=False, cooldown=wait)
+                    else:
+                        self._release(server, ok=True)
+                        return GenerationResult(
+                            text=text,
+                            finish_reason=finish,
+                            prompt_tokens=usage.get("prompt_tokens"),
+                            completion_tokens=usage.get("completion_tokens"),
+                            seconds=time.perf_counter() - t0,
+                            attempts=attempts,
+                            server=server.url,
+                        )
+                else:
+                    message = _error_message(resp)
+                    last = redact_url_credentials(f"{server.url}: HTTP {status}: {message}")
+                    if status in RETRY_STATUS or status >= 500:
+                        after = parse_retry_after(resp.headers.get("Retry-After"))
+                        if after is not None:
+                            wait = min(after, self.retry_after_max)
+                        # A busy server (429) is healthy: only keep it out of the pool for the wait.
+                        self._release(server, ok=False, cooldown=wait)
+                    else:
+                        self._release(server, ok=True)
+                        raise GenerationError(last, retryable=False, attempts=attempts)
+            if attempt < self.max_retries:
+                time.sleep(wait)
+        raise GenerationError(f"gave up after {attempts} attempts; last error: {last}", retryable=True, attempts=attempts)
+
+    # -- checks and bookkeeping --------------------------------------------------------------
+    def check(self, timeout: float = 5.0) -> dict[str, tuple[bool, str]]:
+        """``GET /models`` on every server (a quick start-up check): ``{url: (usable, note)}``.
+
+        Unreachable servers and refused credentials (401/403) are not usable; a server without
+        ``/models`` (404) or not listing the model is usable with a note (some providers alias
+        names or do not implement the listing).
+        """
+        out: dict[str, tuple[bool, str]] = {}
+        for s in self._servers:
+            key = redact_url_credentials(s.url)
+            try:
+                r = self._client.get(s.url + "/models", headers=self._headers, timeout=timeout)
+            except httpx.TransportError as exc:
+                out[key] = (False, f"unreachable ({type(exc).__name__})")
+                continue
+            if r.status_code in (401, 403):
+                out[key] = (False, f"HTTP {r.status_code}: {_error_message(r)}")
+                continue
+            if r.status_code != 200:
+                out[key] = (True, f"GET /models answered HTTP {r.status_code}")
+                continue
+            try:
+                ids = [m.get("id") for m in r.json().get("data", [])]
+            except (ValueError, AttributeError):
+                ids = []
+            listed = not ids or self.model in ids
+            out[key] = (True, "ok" if listed else f"model '{self.model}' not listed (served: {', '.join(map(str, ids[:5]))})")
+        return out
+
+    def count_tokens(self, text: str) -> int:
+        return estimate_tokens(text)
+
+    def stats(self) -> dict[str, dict[str, int]]:
+        with self._lock:
+            return {redact_url_credentials(s.url): {"requests": s.requests, "errors": s.errors} for s in self._servers}
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "backend": self.kind,
+            "model": self.model,
+            "base_urls": [redact_url_credentials(u) for u in self.base_urls],
+            "api": "chat/completions" if self.chat else "completions",
+            "api_key_env": self.api_key_env,
+            "api_key_set": bool(self._headers),
+            "concurrency": self.concurrency,
+            "timeout_s": self.timeout,
+            "max_retries": self.max_retries,
+            "backoff_s": {"base": self.backoff_base, "max": self.backoff_max},
+            "requests": self.stats(),
+        }
+
+    def close(self) -> None:
+        self._client.close()
+
+
+def _error_message(resp: httpx.Response) -> str:
+    try:
+        data = resp.json()
+        err = data.get("error") if isinstance(data, dict) else None
+        if isinstance(err, dict) and err.get("message"):
+            return str(err["message"])[:300]
+        if isinstance(err, str):
+            return err[:300]
+    except ValueError:
+        pass
+    return (resp.text or resp.reason_phrase or "")[:300]
