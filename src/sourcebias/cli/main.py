@@ -6,6 +6,7 @@ message and exit status 2, not a traceback.
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
@@ -194,6 +195,9 @@ _register_generate(app)  # generate, serve
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``sourcebias`` command."""
+    # The CLI draws its own progress bars; Hugging Face's tqdm bars (weights loading,
+    # downloads) would interleave with them. Read by huggingface_hub and transformers at import.
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     args = expand_greedy_options(list(sys.argv[1:] if argv is None else argv))
     try:
         app(args=args, prog_name="sourcebias", standalone_mode=True)
