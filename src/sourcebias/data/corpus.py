@@ -204,15 +204,16 @@ class Corpus:
     def take(self, positions: Sequence[int] | np.ndarray) -> Corpus:
         pos = np.asarray(positions, dtype=np.int64)
         names = self._source_names
-        out = Corpus(
+        codes = self._codes[pos]
+        present = set(np.unique(codes).tolist())
+        return Corpus(
             [self._doc_ids[i] for i in pos],
-            [names[self._codes[i]] for i in pos],
+            [names[c] for c in codes.tolist()],
             [self._titles[i] for i in pos],
             [self._texts[i] for i in pos],
             [self._metadata[i] for i in pos] if self._metadata is not None else None,
-            source_order=[s for s in names if s in {names[self._codes[i]] for i in pos}],
+            source_order=[s for c, s in enumerate(names) if c in present],
         )
-        return out
 
     def subset(self, sources: Iterable[str]) -> Corpus:
         """The documents of the given sources only (e.g. the human-only "sole" corpus)."""
