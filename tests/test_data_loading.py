@@ -7,7 +7,7 @@ import pytest
 
 from conftest import HUMAN_DOCS, LLM_DOCS, QRELS, QUERIES, write_jsonl, write_qrels
 from sourcebias.data import load_dataset
-from sourcebias.errors import ConfigError, DataError
+from sourcebias.core.errors import ConfigError, DataError
 
 
 def test_cocktail_layout(cocktail_dir):

@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 
 from sourcebias.data import Corpus, load_dataset
-from sourcebias.errors import ModelUnavailableError
+from sourcebias.core.errors import ModelUnavailableError
 from sourcebias.evaluation import evaluate, measure_grid
-from sourcebias.hub import packaged_model
+from sourcebias.models.hub import packaged_model
 from sourcebias.retrieval import build_retriever, rank_rows
 from sourcebias.retrieval.dense import DenseRetriever, exact_search
-from sourcebias.retrieval.encoders import Encoder, SentenceTransformerEncoder
+from sourcebias.models.encoders import Encoder, SentenceTransformerEncoder
 
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 

@@ -3,7 +3,7 @@
 import pytest
 
 from conftest import DATA
-from sourcebias.errors import ConfigError
+from sourcebias.core.errors import ConfigError
 from sourcebias.generation.prompts import BUILTIN_PROMPTS, TABLE7_INSTRUCTIONS, load_prompt
 
 PAPERS = DATA.parent / "papers" / "003_12c7f2be73f6d196.txt"  # KDD 2024 with Appendix B, beside the data

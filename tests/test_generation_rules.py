@@ -6,7 +6,7 @@ import json
 import pytest
 
 from conftest import write_jsonl, write_qrels
-from sourcebias.errors import ConfigError, DataError
+from sourcebias.core.errors import ConfigError, DataError
 from sourcebias.generation.backends.openai import normalize_base_url, parse_retry_after
 from sourcebias.generation.prompts import load_prompt
 from sourcebias.generation.rewrite import (
@@ -147,15 +147,13 @@ def test_generation_depends_only_on_the_allowed_modules():
 
     import sourcebias.generation as gen
 
-    allowed = {"sourcebias.generation", "sourcebias.data", "sourcebias.errors", "sourcebias.progress", "sourcebias.manifest", "sourcebias.hub", "sourcebias.llm"}
+    allowed = {"sourcebias.generation", "sourcebias.data", "sourcebias.core.errors", "sourcebias.core.progress", "sourcebias.core.manifest", "sourcebias.models.hub", "sourcebias.models.llm"}
     for path in Path(gen.__file__).parent.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Import):
                 names = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.module == "sourcebias":  # from sourcebias import progress
-                names = [f"sourcebias.{a.name}" for a in node.names]
-            elif isinstance(node, ast.ImportFrom):
-                names = [node.module or ""]
+            elif isinstance(node, ast.ImportFrom):  # from sourcebias.core import progress -> sourcebias.core.progress
+                names = [f"{node.module}.{a.name}" for a in node.names]
             else:
                 names = []
             for name in names:

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from sourcebias.data import Corpus
-from sourcebias.errors import ConfigError
+from sourcebias.core.errors import ConfigError
 from sourcebias.retrieval import BM25, EnglishAnalyzer, TfIdf, build_retriever
 
 

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from sourcebias.data import Corpus
-from sourcebias.errors import ConfigError, ModelUnavailableError
+from sourcebias.core.errors import ConfigError, ModelUnavailableError
 from sourcebias.retrieval import BM25, Run, build_retriever, tie_keys
 
 torch = pytest.importorskip("torch")
@@ -375,7 +375,7 @@ def test_spec_options(tiny_ce_dir):
     [("bm25>>ce:ms-marco-MiniLM-L-6-v2", "cross-encoder/ms-marco-MiniLM-L-6-v2"), ("bm25>>monot5:base", "castorini/monot5-base-msmarco")],
 )
 def test_offline_error_names_the_checkpoint(spec, real_name, monkeypatch, tmp_path):
-    from sourcebias import hub
+    from sourcebias.models import hub
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_HOME", str(tmp_path))

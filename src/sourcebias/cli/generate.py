@@ -66,8 +66,8 @@ def generate(
 
       sourcebias generate data/nq-utd --name llama3-tmp0.2 --model meta-llama/Meta-Llama-3-8B-Instruct --base-url http://gpu1:8000/v1 --base-url http://gpu2:8000/v1 --concurrency 32
     """
-    from sourcebias import progress
-    from sourcebias.errors import ConfigError
+    from sourcebias.core import progress
+    from sourcebias.core.errors import ConfigError
     from sourcebias.generation.prompts import load_prompt
     from sourcebias.generation.rewrite import RewriteSettings, resolve_target, rewrite_corpus
 
@@ -160,7 +160,7 @@ def serve(
 
     Example:  sourcebias serve --model smollm2 --port 8000
     """
-    from sourcebias.errors import ConfigError
+    from sourcebias.core.errors import ConfigError
     from sourcebias.generation.backends.local import LocalBackend
     from sourcebias.generation.server import make_server
 

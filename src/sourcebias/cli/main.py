@@ -15,7 +15,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from sourcebias.errors import SourceBiasError
+from sourcebias.core.errors import SourceBiasError
 
 app = typer.Typer(
     name="sourcebias",
@@ -98,7 +98,7 @@ def evaluate(
 
     Example:  sourcebias evaluate data/nq-utd -r bm25 -r tfidf --k 1 3 5 -o out/nq-utd
     """
-    from sourcebias import progress
+    from sourcebias.core import progress
     from sourcebias.data import load_dataset
     from sourcebias.evaluation import evaluate as run_evaluation
     from sourcebias.evaluation import measure_grid

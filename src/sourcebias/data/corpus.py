@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from sourcebias.errors import ConfigError
+from sourcebias.core.errors import ConfigError
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,7 @@ from pathlib import Path
 from sourcebias.data.corpus import Corpus
 from sourcebias.data.qrels import Qrels
 from sourcebias.data.readers import LoadReport, OnProblem, read_corpus, read_qrels, read_queries
-from sourcebias.errors import ConfigError, DataError
+from sourcebias.core.errors import ConfigError, DataError
 
 HUMAN = "human"
 

@@ -1,6 +1,6 @@
 """Readers for the files of a BEIR-style dataset, with located errors.
 
-Each reader validates as it goes and raises :class:`~sourcebias.errors.DataError` naming the
+Each reader validates as it goes and raises :class:`~sourcebias.core.errors.DataError` naming the
 file, the line and the problem. Records skipped on purpose (only when the caller asks for it)
 are counted in a :class:`LoadReport`, never dropped silently.
 """
@@ -14,7 +14,7 @@ from typing import Literal
 from sourcebias.data.corpus import Corpus
 from sourcebias.data.jsonl import iter_jsonl, require_str
 from sourcebias.data.qrels import Qrels
-from sourcebias.errors import DataError
+from sourcebias.core.errors import DataError
 
 OnProblem = Literal["error", "skip"]
 

@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from sourcebias.errors import ConfigError
+from sourcebias.core.errors import ConfigError
 
 _TREC = {"NDCG": "ndcg_cut", "MAP": "map_cut", "Recall": "recall", "P": "P"}
 _ALIASES = {

@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
-from sourcebias import progress
+from sourcebias.core import progress
 from sourcebias.data.corpus import Corpus
 from sourcebias.data.dataset import Dataset
 from sourcebias.data.qrels import Qrels

@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from sourcebias.errors import ConfigError
+from sourcebias.core.errors import ConfigError
 
 KDD_PROMPT = "Please rewrite the following text: {text}"
 COCKTAIL_PROMPT = (

@@ -48,16 +48,16 @@ from typing import Any
 
 import numpy as np
 
-from sourcebias import progress
+from sourcebias.core import progress
 from sourcebias.data.corpus import Corpus, hash64
 from sourcebias.data.dataset import detect_layout
 from sourcebias.data.jsonl import JsonlAppender, iter_jsonl, repair_torn_tail
 from sourcebias.data.readers import read_corpus, read_qrels
-from sourcebias.errors import ConfigError, DataError
+from sourcebias.core.errors import ConfigError, DataError
 from sourcebias.generation.backends.base import Backend, GenerationError, GenerationRequest, redact_url_credentials
 from sourcebias.generation.postprocess import STATUSES, clean_output
 from sourcebias.generation.prompts import PromptTemplate
-from sourcebias.manifest import build_manifest, describe_file
+from sourcebias.core.manifest import build_manifest, describe_file
 
 COCKTAIL_LENGTH = (10, 2000)
 COCKTAIL_SAMPLE_CAP = 100_000
@@ -375,7 +375,7 @@ def rewrite_corpus(
     ``settings.max_consecutive_failures`` documents in a row fail (the backend is down, the
     key is wrong, ...); everything finished before is kept either way. On Ctrl-C, requests
     already running are awaited and written (a second Ctrl-C abandons them). Progress goes
-    to :mod:`sourcebias.progress` (documents/s, ETA, refusals in the description).
+    to :mod:`sourcebias.core.progress` (documents/s, ETA, refusals in the description).
     """
     settings.validate()
     with _exclusive(target):

@@ -29,7 +29,7 @@ from typing import Any
 from sourcebias.data.corpus import Corpus
 from sourcebias.evaluation.results import EvaluationResult
 from sourcebias.evaluation.significance import source_bias_tests
-from sourcebias.manifest import build_manifest, write_manifest
+from sourcebias.core.manifest import build_manifest, write_manifest
 from sourcebias.reporting.tables import latex_table, markdown_table
 
 
@@ -120,7 +120,7 @@ def write_evaluation(
         write_docnos(rdir / "docnos.tsv", docnos)
         paths["runs"] = rdir
 
-    from sourcebias.manifest import describe_file
+    from sourcebias.core.manifest import describe_file
 
     ds = result.dataset
     inputs = {

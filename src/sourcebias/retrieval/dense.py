@@ -20,12 +20,12 @@ from typing import Any
 
 import numpy as np
 
-from sourcebias import progress
+from sourcebias.core import progress
 from sourcebias.data.corpus import Corpus
-from sourcebias.errors import ConfigError
+from sourcebias.core.errors import ConfigError
 from sourcebias.retrieval.base import Retriever, self_matches
-from sourcebias.retrieval.embedding_cache import EmbeddingCache, text_key
-from sourcebias.retrieval.encoders import Encoder
+from sourcebias.models.embedding_store import EmbeddingCache, text_key
+from sourcebias.models.encoders import Encoder
 from sourcebias.retrieval.run import Run
 from sourcebias.retrieval.ties import select_top, tie_keys
 
@@ -71,7 +71,7 @@ class DenseRetriever(Retriever):
         self.encoder = encoder
         self.name = name or getattr(encoder, "name", type(encoder).__name__)
         if cache_dir is None or cache_dir is True:
-            from sourcebias.llm import default_cache_dir
+            from sourcebias.models.llm import default_cache_dir
 
             cache_dir = default_cache_dir()
         self.cache_dir = None if cache_dir is False else Path(cache_dir)

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from sourcebias import progress
+from sourcebias.core import progress
 from sourcebias.data.corpus import Corpus
 from sourcebias.retrieval.base import Retriever, self_matches
 from sourcebias.retrieval.run import Run, rank_rows

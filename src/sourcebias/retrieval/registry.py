@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from sourcebias.errors import ConfigError
+from sourcebias.core.errors import ConfigError
 from sourcebias.retrieval.base import Reranker, Retriever
 
 FirstStageFactory = Callable[[str | None, dict[str, Any]], Retriever]
@@ -150,7 +150,7 @@ _DENSE_PARAMS = {
 def _dense(kind: str, arg: str | None, options: dict[str, Any]) -> Retriever:
     """``st:NAME_OR_PATH[,key=value...]`` or a preset ``tas-b[:key=value,...]``."""
     from sourcebias.retrieval.dense import DenseRetriever
-    from sourcebias.retrieval.encoders import PRESETS, Preset, SentenceTransformerEncoder
+    from sourcebias.models.encoders import PRESETS, Preset, SentenceTransformerEncoder
 
     if kind == "st":
         if not arg:
@@ -183,7 +183,7 @@ def _dense(kind: str, arg: str | None, options: dict[str, Any]) -> Retriever:
 
 
 def _register_dense() -> None:
-    from sourcebias.retrieval.encoders import PRESETS
+    from sourcebias.models.encoders import PRESETS
 
     register_first_stage(
         "st",

@@ -45,10 +45,10 @@ from typing import Any
 
 import numpy as np
 
-from sourcebias import progress
+from sourcebias.core import progress
 from sourcebias.data.corpus import Corpus, join_title_text
-from sourcebias.errors import ConfigError
-from sourcebias.hub import resolve_device, resolve_model
+from sourcebias.core.errors import ConfigError
+from sourcebias.models.hub import resolve_device, resolve_model
 from sourcebias.retrieval.base import Reranker
 from sourcebias.retrieval.run import Run
 from sourcebias.retrieval.ties import rank_order, tie_keys
@@ -524,7 +524,7 @@ class CausalLMReranker(PairwiseReranker):
         self.dtype = dtype
         self.cache_dir = cache_dir
         self.score_definition = f"{score} over query tokens of log P(q_t | prompt(document), q_<t)"
-        from sourcebias.llm import resolve_lm
+        from sourcebias.models.llm import resolve_lm
 
         self.resolved = resolve_lm(self.model_name, cache_dir=cache_dir, flag="--retriever 'bm25>>lm:PATH'")
         if self.model_name.lower() in ("smollm2", "smollm2-135m-instruct"):
@@ -533,7 +533,7 @@ class CausalLMReranker(PairwiseReranker):
     def load(self) -> None:
         import torch
 
-        from sourcebias.llm import load_causal_lm
+        from sourcebias.models.llm import load_causal_lm
 
         self.device = resolve_device(self.device_requested)
         self._model, self._tok = load_causal_lm(self.resolved, device=self.device, dtype=self.dtype, cache_dir=self.cache_dir)

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from sourcebias.errors import SourceBiasError
+from sourcebias.core.errors import SourceBiasError
 
 
 class GenerationError(SourceBiasError):

