@@ -1,13 +1,15 @@
 """`sourcebias evaluate`: the papers' BM25 figures on nq-utd, the output folder, clear errors."""
 
 import csv
+import hashlib
 import json
+import math
 
+import numpy as np
 import pytest
 
 from conftest import LLAMA
 from sourcebias.cli.main import expand_greedy_options, main
-from sourcebias.reporting import read_trec_run
 
 # Cocktail (Dai et al., 2024), BM25 on NQ-UTD, mixed corpus (Elasticsearch).
 PAPER = {"NDCG@1": 76.9, "NDCG@3": 70.5, "NDCG@5": 68.7, "delta@1": 37.2, "delta@3": 9.0, "delta@5": 4.4}
@@ -37,6 +39,38 @@ def nq_out(nq_utd, tmp_path_factory):
         ])
     assert info.value.code in (0, None)
     return out
+
+
+def read_trec(path, docnos_path):
+    """An independent reader of a TREC run and its docnos table: {qid: [(doc_id, source, rank, score)]}."""
+    with open(docnos_path, newline="") as fh:
+        table = {r["docno"]: (r["doc_id"], r["source"]) for r in csv.DictReader(fh, delimiter="\t")}
+    out = {}
+    for line in open(path):
+        q, _, docno, rank, score, _tag = line.split()
+        d, s = table[docno]
+        out.setdefault(q, []).append((d, s, int(rank), float(score)))
+    return out
+
+
+def read_qrels(path):
+    out = {}
+    for line in open(path).read().splitlines()[1:]:
+        q, d, g = line.split("\t")
+        out.setdefault(q, {})[d] = int(g)
+    return out
+
+
+def ndcg(ranked, labels, target, sources, k):
+    """NDCG@k written out by hand (trec_eval's definition): gain = grade, discount log2(rank + 1);
+    copies of sources other than the target count as grade 0; the ideal list holds every copy
+    that counts as relevant."""
+    gains = [labels.get(d, 0) if target in ("all", s) else 0 for d, s, *_ in ranked[:k]]
+    dcg = sum(g / math.log2(i + 2) for i, g in enumerate(gains))
+    copies = len(sources) if target == "all" else 1
+    ideal = sorted([g for g in labels.values() if g > 0] * copies, reverse=True)[:k]
+    idcg = sum(g / math.log2(i + 2) for i, g in enumerate(ideal))
+    return dcg / idcg if idcg else 0.0
 
 
 def read_metrics(out):
@@ -72,11 +106,11 @@ def test_metrics_csv_is_tidy_and_consistent(nq_out):
         assert m[("bm25", "mixed", "human", f"Share@{k}")] + m[("bm25", "mixed", LLAMA, f"Share@{k}")] == pytest.approx(1.0)
 
 
-def test_runs_per_query_and_manifest(nq_out):
+def test_runs_per_query_and_manifest(nq_out, nq_utd):
     runs = nq_out / "runs"
     names = sorted(p.name for p in runs.iterdir())
     assert "bm25.mixed.trec" in names and f"bm25.{LLAMA}.trec" in names and "docnos.tsv" in names
-    run = read_trec_run(runs / "bm25.mixed.trec", runs / "docnos.tsv")
+    run = read_trec(runs / "bm25.mixed.trec", runs / "docnos.tsv")
     assert len(run) == 80
     first = run["Sports_q1"]
     assert {s for _, s, _, _ in first} == {"human", LLAMA}
@@ -85,23 +119,56 @@ def test_runs_per_query_and_manifest(nq_out):
         pq = list(csv.DictReader(fh))
     assert {r["query_id"] for r in pq} == set(run)
     manifest = json.loads((nq_out / "manifest.json").read_text())
+    assert manifest["kind"] == "evaluate"
     assert manifest["inputs"]["dataset"]["split"] == "test"
     assert set(manifest["inputs"]["dataset"]["sources"]) == {"human", LLAMA}
     assert manifest["parameters"]["depth"] == 1000 and manifest["parameters"]["seed"] == 0
     assert "bm25s" in manifest["versions"] and "pytrec-eval-terrier" in manifest["versions"]
-    assert len(manifest["inputs"]["files"]["qrels"]["sha256"]) == 64
+    qrels_sha = hashlib.sha256((nq_utd / "qrels" / "test.tsv").read_bytes()).hexdigest()
+    assert manifest["inputs"]["files"]["qrels"]["sha256"] == qrels_sha
     assert manifest["models"]["bm25"]["k1"] == 1.2
+    # The manifest lists every file in the folder, with its real size and checksum.
+    on_disk = {p.relative_to(nq_out).as_posix() for p in nq_out.rglob("*") if p.is_file()} - {"manifest.json"}
+    assert set(manifest["outputs"]["files"]) == on_disk and "summary.tex" in on_disk
+    for rel, entry in manifest["outputs"]["files"].items():
+        data = (nq_out / rel).read_bytes()
+        assert entry["bytes"] == len(data) and entry["sha256"] == hashlib.sha256(data).hexdigest()
+
+
+def test_significance_matches_an_independent_computation(nq_out):
+    from scipy import stats
+
+    with (nq_out / "per_query.csv").open() as fh:
+        pq = list(csv.DictReader(fh))
     with (nq_out / "significance.csv").open() as fh:
-        sig = list(csv.DictReader(fh))
-    assert all(0 <= float(r["p_randomization"]) <= 1 for r in sig)
+        sig = {(r["retriever"], r["metric"]): r for r in csv.DictReader(fh)}
+    rng = np.random.default_rng(123)
+    for (retriever, metric) in [("bm25", "NDCG@1"), ("bm25", "NDCG@5"), ("tfidf", "MAP@3")]:
+        vals = {t: {r["query_id"]: float(r["value"]) for r in pq if (r["retriever"], r["corpus"], r["target"], r["metric"]) == (retriever, "mixed", t, metric)} for t in ("human", LLAMA)}
+        qs = sorted(vals["human"])
+        h = np.array([vals["human"][q] for q in qs])
+        g = np.array([vals[LLAMA][q] for q in qs])
+        row = sig[(retriever, metric)]
+        assert float(row["mean_difference"]) == pytest.approx(np.mean(h - g))
+        assert float(row["p_ttest"]) == pytest.approx(stats.ttest_rel(h, g).pvalue)
+        # Sign-flip randomization by hand (20,000 draws): the file's p (1,000 resamples) agrees
+        # within Monte Carlo error.
+        d = h - g
+        flips = rng.choice([-1.0, 1.0], size=(20000, len(d)))
+        p_hand = np.mean(np.abs((flips * d).mean(axis=1)) >= abs(d.mean()) - 1e-12)
+        assert float(row["p_randomization"]) == pytest.approx(p_hand, abs=0.05)
 
 
-def test_reruns_are_identical(nq_utd, nq_out, tmp_path):
-    out = tmp_path / "again"
-    with pytest.raises(SystemExit):
-        main(["evaluate", str(nq_utd), "-r", "bm25", "-r", "tfidf", "--k", "1", "3", "5", "-o", str(out)])
-    assert (out / "metrics.csv").read_text() == (nq_out / "metrics.csv").read_text()
-    assert (out / "runs" / "bm25.mixed.trec").read_text() == (nq_out / "runs" / "bm25.mixed.trec").read_text()
+def test_metrics_equal_an_independent_ndcg_of_the_saved_run(nq_out, nq_utd):
+    """NDCG per target recomputed by hand from the written run and the qrels file."""
+    m, _ = read_metrics(nq_out)
+    labels = read_qrels(nq_utd / "qrels" / "test.tsv")
+    for retriever in ("bm25", "tfidf"):
+        run = read_trec(nq_out / "runs" / f"{retriever}.mixed.trec", nq_out / "runs" / "docnos.tsv")
+        for target in ("human", LLAMA, "all"):
+            for k in (1, 3, 5):
+                hand = np.mean([ndcg(run.get(q, []), labels[q], target, ["human", LLAMA], k) for q in labels if any(g > 0 for g in labels[q].values())])
+                assert m[(retriever, "mixed", target, f"NDCG@{k}")] == pytest.approx(hand, abs=1e-9), (retriever, target, k)
 
 
 @pytest.mark.parametrize(

@@ -27,7 +27,7 @@ def test_offline_error_is_fast_and_says_what_to_do(monkeypatch):
         hub.resolve_model("org/not-a-cached-model", what="cross-encoder", flag="--retriever bm25>>ce:DIR")
     assert time.perf_counter() - t < 5
     msg = str(info.value)
-    assert "huggingface-cli download org/not-a-cached-model" in msg and "bm25>>ce:DIR" in msg
+    assert "hf download org/not-a-cached-model" in msg and "bm25>>ce:DIR" in msg
     hub.hub_reachable.cache_clear()
 
 

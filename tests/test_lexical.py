@@ -7,7 +7,7 @@ import pytest
 
 from sourcebias.data import Corpus
 from sourcebias.core.errors import ConfigError
-from sourcebias.retrieval import BM25, EnglishAnalyzer, TfIdf, build_retriever
+from sourcebias.retrieval import BM25, EnglishAnalyzer, SelfMatchFilter, TfIdf, build_retriever
 
 
 def test_english_analyzer_like_elasticsearch():
@@ -88,9 +88,13 @@ def test_self_matches_removed_only_when_asked():
     c = Corpus(["q1", "q1", "d2"], ["human", "llm", "human"], ["", "", ""], ["cat", "cat", "cat dog"])
     kept = BM25().retrieve(c, {"q1": "cat"}, depth=5)
     assert len(kept.positions["q1"]) == 3 and "self_matches_removed" not in kept.info
-    removed = BM25().retrieve(c, {"q1": "cat"}, depth=5, exclude_self=True)
+    removed = (BM25() >> SelfMatchFilter()).retrieve(c, {"q1": "cat"}, depth=5)
     assert [c.doc_ids[p] for p in removed.positions["q1"]] == ["d2"]
     assert removed.info["self_matches_removed"] == 2
+    # The filter asks the first stage for one extra document per source, so a full list remains.
+    many = Corpus(["q1", "q1"] + [f"d{i}" for i in range(6)], ["human", "llm"] + ["human"] * 6, [""] * 8, ["cat"] * 8)
+    cut = (BM25() >> SelfMatchFilter()).retrieve(many, {"q1": "cat"}, depth=4)
+    assert len(cut.positions["q1"]) == 4 and "q1" not in [many.doc_ids[p] for p in cut.positions["q1"]]
 
 
 def test_registry_parameters_and_errors():
@@ -98,7 +102,7 @@ def test_registry_parameters_and_errors():
     assert (r.k1, r.b, r.name) == (0.9, 0.4, "bm25:k1=0.9,b=0.4")
     with pytest.raises(ConfigError, match="unknown retriever 'bm52'"):
         build_retriever("bm52")
-    with pytest.raises(ConfigError, match="unknown parameter 'k3'"):
+    with pytest.raises(ConfigError, match="unknown option 'k3'"):
         build_retriever("bm25:k3=1")
-    with pytest.raises(ConfigError, match="expects float"):
+    with pytest.raises(ConfigError, match="expects a number"):
         build_retriever("bm25:k1=high")

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from sourcebias.data import Corpus, Qrels
-from sourcebias.evaluation import measure_grid, relative_delta, score_run, source_shares
+from sourcebias.evaluation import measure_grid, relative_delta, score_run
 from sourcebias.retrieval import Run
 
 H, G = "human", "llm"
@@ -59,7 +59,7 @@ def test_relative_delta_of_toy(toy):
 
 def test_source_shares(toy):
     run, _ = toy
-    s = source_shares(run, ["q"], [1, 3, 5])
+    s = score_run(run, Qrels({}), ["q"], measure_grid(["Share"], [1, 3, 5]), [])
     assert s[(G, "Share@1")][0] == 1.0 and s[(H, "Share@1")][0] == 0.0
     assert s[(H, "Share@3")][0] == pytest.approx(1 / 3)
     assert s[(H, "Share@5")][0] == pytest.approx(2 / 5)

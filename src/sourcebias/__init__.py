@@ -28,6 +28,11 @@ _EXPORTS = {
     "measure_grid": "sourcebias.evaluation",
     "relative_delta": "sourcebias.evaluation",
     "EvaluationResult": "sourcebias.evaluation",
+    "load_result": "sourcebias.evaluation",
+    "load_artifact": "sourcebias.core.artifacts",
+    "Pipeline": "sourcebias.retrieval",
+    "Stage": "sourcebias.retrieval",
+    "DocnoMap": "sourcebias.retrieval",
     "write_evaluation": "sourcebias.reporting",
 }
 

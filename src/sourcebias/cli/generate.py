@@ -10,10 +10,8 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
-console = Console()
-err_console = Console(stderr=True)
+from sourcebias.cli.common import console, err_console
 
 
 class BackendKind(str, Enum):

@@ -36,3 +36,7 @@ class ConfigError(SourceBiasError, ValueError):
 
 class ModelUnavailableError(SourceBiasError, OSError):
     """A model could not be found locally and cannot be downloaded (offline, or unknown name)."""
+
+
+class OutputError(SourceBiasError, OSError):
+    """An output folder that cannot be used (a file, not writable, another run's results, locked)."""

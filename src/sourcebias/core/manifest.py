@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import hashlib
-import json
 import os
 import platform
 import sys
@@ -90,10 +89,6 @@ def build_manifest(
 
 def write_manifest(folder: str | Path, manifest: dict[str, Any]) -> Path:
     """Write ``manifest.json`` atomically (a crash never leaves a half-written manifest)."""
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / "manifest.json"
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(manifest, indent=2, sort_keys=False, default=str) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
-    return path
+    from sourcebias.core.atomic import atomic_write_json
+
+    return atomic_write_json(Path(folder) / "manifest.json", manifest)

@@ -18,7 +18,12 @@ from typing import Any
 
 import numpy as np
 
-from sourcebias.core.errors import ConfigError
+from sourcebias.core.errors import ConfigError, DataError
+
+_NO_TEXTS = (
+    "this corpus holds document keys only (e.g. runs loaded from a results folder); "
+    "load the dataset (sourcebias.load_dataset) and bind the run to it: run.bind(dataset.corpus)"
+)
 
 
 @dataclass(frozen=True)
@@ -30,10 +35,6 @@ class Document:
     title: str
     text: str
     metadata: dict[str, Any] | None = field(default=None, compare=False)
-
-    @property
-    def key(self) -> tuple[str, str]:
-        return (self.doc_id, self.source)
 
     def retrieval_text(self) -> str:
         return join_title_text(self.title, self.text)
@@ -105,6 +106,16 @@ class Corpus:
         )
 
     @classmethod
+    def keys_only(cls, doc_ids: Sequence[str], sources: Sequence[str], source_order: Sequence[str] | None = None) -> Corpus:
+        """A corpus of document keys without texts (e.g. the documents of runs loaded from a
+        results folder). Asking it for texts raises a :class:`~sourcebias.core.errors.DataError`
+        saying how to get them (load the dataset and ``run.bind(dataset.corpus)``)."""
+        c = cls(doc_ids, sources, [""] * len(doc_ids), [""] * len(doc_ids), source_order=source_order)
+        c._titles = None  # type: ignore[assignment]
+        c._texts = None  # type: ignore[assignment]
+        return c
+
+    @classmethod
     def concat(cls, parts: Sequence[Corpus]) -> Corpus:
         """Concatenate corpora (typically one per source) into one mixed corpus."""
         doc_ids: list[str] = []
@@ -117,8 +128,8 @@ class Corpus:
         for p in parts:
             doc_ids += p._doc_ids
             sources += p.source_list()
-            titles += p._titles
-            texts += p._texts
+            titles += p.titles
+            texts += p.texts
             metadata += p._metadata if p._metadata is not None else [None] * len(p)
             order += [s for s in p.sources if s not in order]
         return cls(doc_ids, sources, titles, texts, metadata if has_meta else None, source_order=order)
@@ -135,8 +146,8 @@ class Corpus:
         return Document(
             self._doc_ids[i],
             self._source_names[self._codes[i]],
-            self._titles[i],
-            self._texts[i],
+            self._titles[i] if self._titles is not None else "",
+            self._texts[i] if self._texts is not None else "",
             self._metadata[i] if self._metadata is not None else None,
         )
 
@@ -155,11 +166,19 @@ class Corpus:
 
     @property
     def titles(self) -> list[str]:
+        if self._titles is None:
+            raise DataError(None, _NO_TEXTS)
         return self._titles
 
     @property
     def texts(self) -> list[str]:
+        if self._texts is None:
+            raise DataError(None, _NO_TEXTS)
         return self._texts
+
+    @property
+    def has_texts(self) -> bool:
+        return self._texts is not None
 
     @property
     def source_codes(self) -> np.ndarray:
@@ -172,9 +191,6 @@ class Corpus:
     def source_list(self) -> list[str]:
         names = self._source_names
         return [names[c] for c in self._codes.tolist()]
-
-    def metadata_of(self, i: int) -> dict[str, Any] | None:
-        return self._metadata[i] if self._metadata is not None else None
 
     def source_counts(self) -> dict[str, int]:
         counts = np.bincount(self._codes, minlength=len(self._source_names))
@@ -198,7 +214,7 @@ class Corpus:
 
     def retrieval_texts(self) -> list[str]:
         """Per document, the text retrievers index: title and text joined."""
-        return [join_title_text(t, x) for t, x in zip(self._titles, self._texts)]
+        return [join_title_text(t, x) for t, x in zip(self.titles, self.texts)]
 
     # -- derived corpora --------------------------------------------------------------------
     def take(self, positions: Sequence[int] | np.ndarray) -> Corpus:
@@ -206,13 +222,18 @@ class Corpus:
         names = self._source_names
         codes = self._codes[pos]
         present = set(np.unique(codes).tolist())
+        ids = [self._doc_ids[i] for i in pos]
+        srcs = [names[c] for c in codes.tolist()]
+        order = [s for c, s in enumerate(names) if c in present]
+        if self._texts is None:
+            return Corpus.keys_only(ids, srcs, source_order=order)
         return Corpus(
-            [self._doc_ids[i] for i in pos],
-            [names[c] for c in codes.tolist()],
+            ids,
+            srcs,
             [self._titles[i] for i in pos],
             [self._texts[i] for i in pos],
             [self._metadata[i] for i in pos] if self._metadata is not None else None,
-            source_order=[s for c, s in enumerate(names) if c in present],
+            source_order=order,
         )
 
     def subset(self, sources: Iterable[str]) -> Corpus:

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sourcebias.data.corpus import Corpus
+from sourcebias.data.io import strip_compression
 from sourcebias.data.qrels import Qrels
 from sourcebias.data.readers import LoadReport, OnProblem, read_corpus, read_qrels, read_queries
 from sourcebias.core.errors import ConfigError, DataError
@@ -42,22 +43,51 @@ HUMAN = "human"
 
 @dataclass
 class DatasetLayout:
-    """Where a dataset's files are: its layout name and one corpus file per source."""
+    """Where a dataset's files are: its layout name and one corpus file per source.
+
+    Every data file may be gzip-compressed (``corpus/llm.jsonl.gz``, ``queries.jsonl.gz``,
+    ``qrels/test.tsv.gz``). ``notes`` lists files that were passed over (only with
+    ``unknown_files="note"``; by default such a file is an error).
+    """
 
     root: Path
     layout: str
     source_files: dict[str, Path]
+    notes: list[str] = field(default_factory=list)
 
     @property
     def queries_file(self) -> Path:
-        return self.root / "queries.jsonl"
+        return _one_of(self.root, "queries.jsonl")
 
     def qrels_file(self, split: str) -> Path:
-        return self.root / "qrels" / f"{split}.tsv"
+        return _one_of(self.root / "qrels", f"{split}.tsv")
 
     def splits(self) -> list[str]:
         qdir = self.root / "qrels"
-        return sorted(p.stem for p in qdir.glob("*.tsv")) if qdir.is_dir() else []
+        if not qdir.is_dir():
+            return []
+        return sorted({strip_compression(p.name)[: -len(".tsv")] for p in qdir.iterdir() if strip_compression(p.name).endswith(".tsv")})
+
+
+def _one_of(folder: Path, name: str) -> Path:
+    """``folder/name`` or ``folder/name.gz`` (an error if both exist); the plain path if neither."""
+    plain, gz = folder / name, folder / f"{name}.gz"
+    if plain.exists() and gz.exists():
+        raise DataError(gz, f"both {name} and {name}.gz exist; keep one")
+    return gz if gz.exists() else plain
+
+
+def _data_files(folder: Path, suffix: str) -> dict[str, Path]:
+    """``stem -> path`` of ``*<suffix>`` and ``*<suffix>.gz`` files in ``folder``."""
+    out: dict[str, Path] = {}
+    for p in sorted(folder.iterdir()):
+        name = strip_compression(p.name)
+        if p.is_file() and name.endswith(suffix) and not p.name.startswith("."):
+            stem = name[: -len(suffix)]
+            if stem in out:
+                raise DataError(p, f"both {out[stem].name} and {p.name} exist; keep one")
+            out[stem] = p
+    return out
 
 
 @dataclass
@@ -73,7 +103,7 @@ class Dataset:
     queries: dict[str, str]
     qrels: Qrels
     source_files: dict[str, Path]
-    qrels_file: Path
+    qrels_file: Path | None
     queries_file: Path
     report: LoadReport = field(default_factory=LoadReport)
 
@@ -103,7 +133,7 @@ class Dataset:
             "human_source": self.human_source,
             "sources": {s: {"file": str(self.source_files[s]), "documents": n} for s, n in self.corpus.source_counts().items()},
             "queries_file": str(self.queries_file),
-            "qrels_file": str(self.qrels_file),
+            "qrels_file": str(self.qrels_file) if self.qrels_file is not None else None,
             "queries_in_split": len(self.qrels),
             "queries_evaluated": len(self.evaluation_queries()),
             "judgements": self.qrels.n_judgements,
@@ -114,48 +144,84 @@ class Dataset:
 _TEMP_DIR = re.compile(r"^\d+(\.\d+)?$")
 
 
-def detect_layout(root: str | Path, human_source: str = HUMAN) -> DatasetLayout:
-    """Find the corpus files of a dataset folder and name its sources."""
+def detect_layout(root: str | Path, human_source: str = HUMAN, *, unknown_files: OnProblem = "error") -> DatasetLayout:
+    """Find the corpus files of a dataset folder and name its sources.
+
+    A file where corpus files live (``corpus/``, ``corpus-*``) that is not a corpus file
+    (``<source>.jsonl`` or ``.jsonl.gz``) nor one sourcebias writes there (``<source>.manifest.json``,
+    hidden state folders) stops with an error naming it — so a twin stored as, say,
+    ``llm.json`` is never silently left out; with ``unknown_files="note"`` it is listed in
+    ``layout.notes`` instead.
+    """
     root = Path(root)
     if not root.exists():
         raise DataError(root, "dataset folder not found")
     if not root.is_dir():
         raise DataError(root, "not a folder: a dataset is a folder with queries.jsonl, qrels/ and corpus files")
+    notes: list[str] = []
+
+    def unknown(p: Path, expected: str) -> None:
+        msg = f"not a corpus file (expected {expected}); rename it, move it out of the folder, or pass --allow-unknown-files to go on without it"
+        if unknown_files == "error":
+            raise DataError(p, msg)
+        notes.append(f"{p}: ignored, {msg.split(';')[0]}")
+
     corpus_dir = root / "corpus"
     if corpus_dir.is_dir():
-        files = sorted(corpus_dir.glob("*.jsonl"))
+        files = _data_files(corpus_dir, ".jsonl")
+        for p in sorted(corpus_dir.iterdir()):
+            if p.name.startswith(".") or (p.is_file() and (strip_compression(p.name).endswith(".jsonl") or p.name.endswith(".manifest.json"))):
+                continue
+            unknown(p, "<source>.jsonl or <source>.jsonl.gz")
         if not files:
-            raise DataError(corpus_dir, "no corpus files (*.jsonl) in this folder")
-        return DatasetLayout(root, "cocktail", {p.stem: p for p in files})
+            raise DataError(corpus_dir, "no corpus files (<source>.jsonl or .jsonl.gz) in this folder")
+        return DatasetLayout(root, "cocktail", files, notes)
     kdd: dict[str, Path] = {}
-    for p in sorted(root.glob("corpus-*.jsonl")):
-        kdd[p.stem[len("corpus-") :]] = p
-    for p in sorted(root.glob("*/corpus-*.jsonl")):
-        if not _TEMP_DIR.match(p.parent.name):
+    for p in sorted(root.iterdir()):
+        if p.is_file() and p.name.startswith("corpus-"):
+            name = strip_compression(p.name)
+            if not name.endswith(".jsonl"):
+                unknown(p, "corpus-<source>.jsonl or .jsonl.gz")
+                continue
+            stem = name[len("corpus-") : -len(".jsonl")]
+            if stem in kdd:
+                raise DataError(p, f"both {kdd[stem].name} and {p.name} exist; keep one")
+            kdd[stem] = p
+    for folder in sorted(root.iterdir()):
+        if not (folder.is_dir() and _TEMP_DIR.match(folder.name)):
             continue
-        name = f"{p.stem[len('corpus-'):]}-tmp{p.parent.name}"
-        if name in kdd:
-            raise DataError(p, f"source name '{name}' is used by {kdd[name]} too")
-        kdd[name] = p
+        for p in sorted(folder.iterdir()):
+            if not (p.is_file() and p.name.startswith("corpus-")):
+                continue
+            name = strip_compression(p.name)
+            if not name.endswith(".jsonl"):
+                unknown(p, "corpus-<llm>.jsonl or .jsonl.gz")
+                continue
+            src = f"{name[len('corpus-'):-len('.jsonl')]}-tmp{folder.name}"
+            if src in kdd:
+                raise DataError(p, f"source name '{src}' is used by {kdd[src]} too")
+            kdd[src] = p
     if kdd:
-        return DatasetLayout(root, "kdd", kdd)
-    if (root / "corpus.jsonl").is_file():
-        return DatasetLayout(root, "beir", {human_source: root / "corpus.jsonl"})
+        return DatasetLayout(root, "kdd", kdd, notes)
+    beir = _one_of(root, "corpus.jsonl")
+    if beir.is_file():
+        return DatasetLayout(root, "beir", {human_source: beir}, notes)
     raise DataError(
         root,
         "no corpus found: expected corpus/<source>.jsonl (Cocktail), corpus-human.jsonl with "
-        "<temperature>/corpus-<llm>.jsonl (KDD), or corpus.jsonl (BEIR)",
+        "<temperature>/corpus-<llm>.jsonl (KDD), or corpus.jsonl (BEIR); .jsonl.gz files too",
     )
 
 
 def load_dataset(
     path: str | Path,
     *,
-    split: str = "test",
+    split: str | None = "test",
     sources: Sequence[str] | None = None,
     human_source: str = HUMAN,
     unknown_qrels: OnProblem = "error",
     empty_text: OnProblem = "error",
+    unknown_files: OnProblem = "error",
 ) -> Dataset:
     """Load a mixed-source dataset folder (any of the three layouts) and validate it.
 
@@ -164,7 +230,8 @@ def load_dataset(
     path:
         The dataset folder.
     split:
-        Which ``qrels/<split>.tsv`` to use.
+        Which ``qrels/<split>.tsv`` to use; ``None`` loads and validates the corpus and queries
+        only (no judgements).
     sources:
         Sources to load (default: all). The human source is read for validation even when
         not chosen.
@@ -175,8 +242,11 @@ def load_dataset(
         (skipped ones are counted in ``dataset.report``).
     empty_text:
         ``"error"`` (default) or ``"skip"`` documents with empty text (counted).
+    unknown_files:
+        ``"error"`` (default) or ``"note"``: a file among the corpus files that is not one
+        (see :func:`detect_layout`).
     """
-    layout = detect_layout(path, human_source)
+    layout = detect_layout(path, human_source, unknown_files=unknown_files)
     root = layout.root
     available = list(layout.source_files)
     if human_source not in layout.source_files:
@@ -189,8 +259,8 @@ def load_dataset(
     unknown = [s for s in chosen if s not in layout.source_files]
     if unknown:
         raise ConfigError(f"unknown source(s) {', '.join(unknown)} in {root}; available: {', '.join(available)}")
-    qrels_path = layout.qrels_file(split)
-    if not qrels_path.is_file():
+    qrels_path = layout.qrels_file(split) if split is not None else None
+    if qrels_path is not None and not qrels_path.is_file():
         splits = layout.splits()
         raise DataError(
             qrels_path,
@@ -219,15 +289,20 @@ def load_dataset(
     corpus = Corpus.concat(parts)
 
     queries = read_queries(layout.queries_file, report=report)
-    qrels = read_qrels(qrels_path, known_docs=human_lines, known_queries=queries, unknown=unknown_qrels, report=report)
-    no_rel = len(qrels) - len(qrels.queries_with_relevant())
-    if no_rel:
-        report.skipped["queries without a relevant document (not evaluated)"] = no_rel
+    if qrels_path is not None:
+        qrels = read_qrels(qrels_path, known_docs=human_lines, known_queries=queries, unknown=unknown_qrels, report=report)
+        no_rel = len(qrels) - len(qrels.queries_with_relevant())
+        if no_rel:
+            report.skipped["queries without a relevant document (not evaluated)"] = no_rel
+    else:
+        qrels = Qrels({})
+    for note in layout.notes:
+        report.notes_extra.append(note)
     return Dataset(
         name=root.resolve().name,
         root=root,
         layout=layout.layout,
-        split=split,
+        split=split or "",
         human_source=human_source,
         corpus=corpus,
         queries=queries,

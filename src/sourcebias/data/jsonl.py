@@ -17,16 +17,29 @@ from sourcebias.core.errors import DataError
 
 
 def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Yield ``(line_number, record)`` for each non-blank line of a JSON Lines file.
+    """Yield ``(line_number, record)`` for each non-blank line of a JSON Lines file (``.gz`` too).
 
     Raises :class:`DataError` naming the file and line for malformed JSON or a line that is
     not a JSON object. Blank lines carry no data and are passed over.
     """
+    from sourcebias.data.io import open_text
+
     path = Path(path)
     if not path.is_file():
         raise DataError(path, "file not found")
-    with path.open("r", encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
+    with open_text(path) as fh:
+        lineno = 0
+        lines = iter(fh)
+        while True:
+            try:
+                line = next(lines)
+            except StopIteration:
+                return
+            except UnicodeDecodeError as exc:
+                raise DataError(path, f"not UTF-8 text (byte {exc.object[exc.start:exc.start + 1]!r} after the last good line)", lineno + 1) from None
+            except (OSError, EOFError) as exc:  # e.g. a truncated or corrupt .gz file
+                raise DataError(path, f"cannot read the file ({exc})", lineno + 1) from None
+            lineno += 1
             if not line.strip():
                 continue
             try:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Literal
 
 from sourcebias.data.corpus import Corpus
+from sourcebias.data.io import open_text
 from sourcebias.data.jsonl import iter_jsonl, require_str
 from sourcebias.data.qrels import Qrels
 from sourcebias.core.errors import DataError
@@ -26,6 +27,7 @@ class LoadReport:
     files: dict[str, int] = field(default_factory=dict)  # path -> records read
     skipped: dict[str, int] = field(default_factory=dict)  # reason -> count
     examples: dict[str, list[str]] = field(default_factory=dict)  # reason -> a few "path:line" examples
+    notes_extra: list[str] = field(default_factory=list)  # other things the user must hear about
 
     def skip(self, reason: str, where: str) -> None:
         self.skipped[reason] = self.skipped.get(reason, 0) + 1
@@ -38,10 +40,10 @@ class LoadReport:
         for reason, n in self.skipped.items():
             ex = self.examples.get(reason)
             out.append(f"skipped {n} {reason}" + (f" (e.g. {', '.join(ex)})" if ex else ""))
-        return out
+        return out + list(self.notes_extra)
 
     def to_dict(self) -> dict:
-        return {"files": dict(self.files), "skipped": dict(self.skipped), "examples": {k: list(v) for k, v in self.examples.items()}}
+        return {"files": dict(self.files), "skipped": dict(self.skipped), "examples": {k: list(v) for k, v in self.examples.items()}, "notes": list(self.notes_extra)}
 
 
 def read_corpus(
@@ -127,7 +129,7 @@ def read_qrels(
     labels: dict[str, dict[str, int]] = {}
     line_of: dict[tuple[str, str], int] = {}
     n = 0
-    with path.open("r", encoding="utf-8") as fh:
+    with open_text(path) as fh:
         for lineno, raw in enumerate(fh, start=1):
             line = raw.rstrip("\n\r")
             if not line.strip():

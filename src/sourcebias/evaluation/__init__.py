@@ -1,8 +1,20 @@
-"""The source-bias evaluation protocol: per-target metrics, Relative Δ, source shares, tests."""
+"""The source-bias evaluation protocol: per-target measures, Relative Δ, source shares, tests;
+results as reloadable artifacts."""
 
-from sourcebias.evaluation.measures import DEFAULT_CUTOFFS, DEFAULT_MEASURES, Measure, measure_grid, parse_measure
-from sourcebias.evaluation.protocol import evaluate, score_run, source_shares, target_qrels
-from sourcebias.evaluation.results import ALL, MIXED, RELATIVE_DELTA, EvaluationResult, read_metrics_csv, relative_delta
+from sourcebias.evaluation.measures import (
+    DEFAULT_CUTOFFS,
+    DEFAULT_MEASURES,
+    Measure,
+    MeasureKind,
+    SourceMeasureKind,
+    TrecMeasureKind,
+    measure_grid,
+    measure_kinds,
+    parse_measure,
+    register_measure,
+)
+from sourcebias.evaluation.protocol import evaluate, score_run, target_qrels
+from sourcebias.evaluation.results import ALL, MIXED, RELATIVE_DELTA, EvaluationResult, Key, RunKey, load_result, read_metrics_csv, relative_delta
 from sourcebias.evaluation.significance import paired_randomization_test, paired_t_test, source_bias_tests
 
 __all__ = [
@@ -12,16 +24,23 @@ __all__ = [
     "MIXED",
     "RELATIVE_DELTA",
     "EvaluationResult",
+    "Key",
     "Measure",
+    "MeasureKind",
+    "RunKey",
+    "SourceMeasureKind",
+    "TrecMeasureKind",
     "evaluate",
+    "load_result",
     "measure_grid",
+    "measure_kinds",
     "paired_randomization_test",
     "paired_t_test",
     "parse_measure",
     "read_metrics_csv",
+    "register_measure",
     "relative_delta",
     "score_run",
     "source_bias_tests",
-    "source_shares",
     "target_qrels",
 ]

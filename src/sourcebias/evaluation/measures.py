@@ -1,36 +1,129 @@
-"""IR measures as small value objects (``NDCG@10``), computed by trec_eval (pytrec-eval-terrier).
+"""Measures as small value objects (``NDCG@10``) backed by a registry of measure kinds.
 
-Definitions are trec_eval's, as in BEIR and the papers:
+Two scopes of measure:
+
+* **target** measures need relevance labels and are computed once per *target* (a source, or
+  ``all``): NDCG, MAP, Recall, P — trec_eval's definitions, computed by pytrec-eval-terrier
+  (sourcebias prepares the qrels of each target and the tie-broken ranking, and lets trec_eval
+  compute; see :mod:`sourcebias.evaluation.protocol`);
+* **source** measures are label-free functions of the ranking, one value per *source*:
+  ``Share@k`` (the fraction of each source in the top k; Cocktail's "human rate@k").
+
+Definitions of the target measures (trec_eval, as in BEIR and the papers):
 
 * ``NDCG@k`` — ``ndcg_cut.k``: gain = relevance grade, log2 discount;
-* ``MAP@k``  — ``map_cut.k``: precision at each relevant document within the top k, summed
-  and divided by the number of relevant documents of the query;
+* ``MAP@k``  — ``map_cut.k``: precision at each relevant document within the top k, summed and
+  divided by the number of relevant documents of the query;
 * ``Recall@k`` — ``recall.k``; ``P@k`` — ``P.k``.
 
-sourcebias does not re-implement them; it prepares the qrels (one target source at a time)
-and the ranking (already tie-broken) and lets trec_eval compute.
+**Adding a measure** is one class and one registration line in this file (or in your own code):
+subclass :class:`TrecMeasureKind` with the trec_eval family name, or :class:`SourceMeasureKind`
+with a ``per_query`` method, and pass an instance to :func:`register_measure`. ``--metric`` and
+:func:`parse_measure` then accept it, with its aliases.
 """
 
 from __future__ import annotations
 
 import re
+from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
 
 from sourcebias.core.errors import ConfigError
 
-_TREC = {"NDCG": "ndcg_cut", "MAP": "map_cut", "Recall": "recall", "P": "P"}
-_ALIASES = {
-    "ndcg": "NDCG",
-    "map": "MAP",
-    "ap": "MAP",
-    "recall": "Recall",
-    "r": "Recall",
-    "p": "P",
-    "precision": "P",
-}
-DEFAULT_MEASURES = ("NDCG", "MAP", "Recall", "P")
-DEFAULT_CUTOFFS = (1, 3, 5, 10)
+if TYPE_CHECKING:
+    from sourcebias.retrieval.run import Run
+
+
+class MeasureKind(ABC):
+    """A family of measures, one per cut-off (``NDCG`` -> ``NDCG@1``, ``NDCG@10``, ...)."""
+
+    name: str = ""
+    aliases: tuple[str, ...] = ()
+    description: str = ""
+    scope: str = "target"
+
+
+class TrecMeasureKind(MeasureKind):
+    """A trec_eval measure with a cut-off, computed per target source by pytrec_eval."""
+
+    scope = "target"
+
+    def __init__(self, name: str, trec_family: str, aliases: Sequence[str] = (), description: str = ""):
+        self.name, self.trec_family, self.aliases, self.description = name, trec_family, tuple(aliases), description
+
+    def trec_key(self, cutoff: int) -> str:
+        """The key pytrec_eval returns (``ndcg_cut_10``)."""
+        return f"{self.trec_family}_{cutoff}"
+
+
+class SourceMeasureKind(MeasureKind):
+    """A label-free measure of a ranking, one value per source and query."""
+
+    scope = "source"
+
+    @abstractmethod
+    def per_query(self, run: Run, query_ids: Sequence[str], cutoff: int) -> np.ndarray:
+        """``(len(query_ids), len(run.corpus.sources))`` values; NaN for a query without a
+        ranking (left out of means)."""
+
+
+class Share(SourceMeasureKind):
+    """``Share@k``: the fraction of each source among the top k of a query's ranking
+    (Cocktail's "human rate@k"). The denominator is the number of documents in the top k (fewer
+    than k if fewer were retrieved); a query with an empty ranking gets NaN."""
+
+    name = "Share"
+    aliases = ("share", "rate", "human-rate")
+    description = "fraction of each source in the top k (Cocktail's human rate@k)"
+
+    def per_query(self, run: Run, query_ids: Sequence[str], cutoff: int) -> np.ndarray:
+        codes = run.corpus.source_codes
+        n_src = len(run.corpus.sources)
+        mat = np.full((len(query_ids), n_src), np.nan)
+        for i, q in enumerate(query_ids):
+            pos = run.positions.get(q)
+            if pos is None or len(pos) == 0:
+                continue
+            top = codes[pos[:cutoff]]
+            mat[i] = np.bincount(top, minlength=n_src) / len(top)
+        return mat
+
+
+_KINDS: dict[str, MeasureKind] = {}
+_BY_ALIAS: dict[str, str] = {}
+
+
+def register_measure(kind: MeasureKind) -> MeasureKind:
+    """Make ``kind`` (and its aliases, case-insensitive) known to :func:`parse_measure`."""
+    if not kind.name or "@" in kind.name:
+        raise ValueError(f"a measure kind needs a name without '@', got {kind.name!r}")
+    _KINDS[kind.name] = kind
+    for a in (kind.name, *kind.aliases):
+        _BY_ALIAS[a.lower()] = kind.name
+    return kind
+
+
+register_measure(TrecMeasureKind("NDCG", "ndcg_cut", ("ndcg",), "normalised discounted cumulative gain (graded)"))
+register_measure(TrecMeasureKind("MAP", "map_cut", ("map", "ap"), "mean average precision within the top k"))
+register_measure(TrecMeasureKind("Recall", "recall", ("recall", "r"), "share of the relevant documents in the top k"))
+register_measure(TrecMeasureKind("P", "P", ("p", "precision"), "precision at k"))
+register_measure(Share())
+
+
+def measure_kinds() -> dict[str, MeasureKind]:
+    return dict(_KINDS)
+
+
+def canonical_name(name: str) -> str:
+    """``"ndcg"`` -> ``"NDCG"``; raises :class:`ConfigError` naming the known measures."""
+    canonical = _BY_ALIAS.get(name.strip().lower())
+    if canonical is None:
+        raise ConfigError(f"unknown measure '{name}'; known: {', '.join(_KINDS)}")
+    return canonical
 
 
 @dataclass(frozen=True, order=True)
@@ -41,43 +134,60 @@ class Measure:
     cutoff: int
 
     def __post_init__(self) -> None:
-        if self.name not in _TREC:
-            raise ConfigError(f"unknown measure '{self.name}'; known: {', '.join(_TREC)}")
-        if self.cutoff < 1:
-            raise ConfigError(f"cut-off must be >= 1, got {self.cutoff}")
+        if self.name not in _KINDS:
+            object.__setattr__(self, "name", canonical_name(self.name))
+        if not isinstance(self.cutoff, int) or self.cutoff < 1:
+            raise ConfigError(f"cut-off of {self.name} must be an integer >= 1, got {self.cutoff!r}")
 
     def __str__(self) -> str:
         return f"{self.name}@{self.cutoff}"
 
     @property
+    def kind(self) -> MeasureKind:
+        return _KINDS[self.name]
+
+    @property
+    def scope(self) -> str:
+        return self.kind.scope
+
+    @property
     def trec_family(self) -> str:
-        return _TREC[self.name]
+        return self.kind.trec_family  # type: ignore[attr-defined]
 
     @property
     def trec_key(self) -> str:
-        """The key pytrec_eval returns for this measure (``ndcg_cut_10``)."""
-        return f"{_TREC[self.name]}_{self.cutoff}"
+        return self.kind.trec_key(self.cutoff)  # type: ignore[attr-defined]
 
 
-def parse_measure(text: str) -> Measure:
-    """``"nDCG@10"``, ``"map@5"``, ``"Recall@100"``, ``"P@1"`` -> :class:`Measure`."""
-    m = re.fullmatch(r"\s*([A-Za-z]+)\s*@\s*(\d+)\s*", text)
+DEFAULT_MEASURES = ("NDCG", "MAP", "Recall", "P", "Share")
+DEFAULT_CUTOFFS = (1, 3, 5, 10)
+
+
+def parse_measure(text: str | Measure) -> Measure:
+    """``"nDCG@10"``, ``"map@5"``, ``"Recall@100"``, ``"P@1"``, ``"Share@3"`` -> :class:`Measure`."""
+    if isinstance(text, Measure):
+        return text
+    m = re.fullmatch(r"\s*([A-Za-z][A-Za-z_-]*)\s*@\s*(\d+)\s*", str(text))
     if not m:
-        raise ConfigError(f"cannot read measure '{text}'; write it like NDCG@10, MAP@5, Recall@100 or P@1")
-    name = _ALIASES.get(m.group(1).lower())
-    if name is None:
-        raise ConfigError(f"unknown measure '{m.group(1)}' in '{text}'; known: {', '.join(_TREC)}")
-    return Measure(name, int(m.group(2)))
+        raise ConfigError(f"cannot read measure '{text}'; write it like NDCG@10, MAP@5, Recall@100, P@1 or Share@3")
+    return Measure(canonical_name(m.group(1)), int(m.group(2)))
 
 
 def measure_grid(names: Iterable[str] = DEFAULT_MEASURES, cutoffs: Iterable[int] = DEFAULT_CUTOFFS) -> list[Measure]:
     """Every measure name at every cut-off, in the given order: ``NDCG@1, NDCG@3, ..., MAP@1, ...``."""
-    out = []
+    out: list[Measure] = []
     for n in names:
-        canonical = _ALIASES.get(n.lower(), n)
+        canonical = canonical_name(n)
         for k in cutoffs:
-            out.append(Measure(canonical, int(k)))
+            m = Measure(canonical, int(k))
+            if m not in out:
+                out.append(m)
     return out
+
+
+def is_measure_name(token: str) -> bool:
+    """Whether ``token`` names a measure (``NDCG``, ``ndcg@10``); used by the CLI's ``--metric``."""
+    return token.split("@")[0].strip().lower() in _BY_ALIAS
 
 
 def trec_measure_spec(measures: Sequence[Measure]) -> set[str]:

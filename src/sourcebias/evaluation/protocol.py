@@ -1,39 +1,41 @@
 """The source-bias evaluation protocol (SPEC §4; Dai et al., KDD 2024, Appendix A.1).
 
-For each retriever:
+For each retriever (or each given run):
 
 1. **Mixed corpus.** The union of the chosen sources is ranked once per query. The ranking
    is scored once per *target* source: the target's copies keep their labels, every other
    source's copies keep their rank positions but count as non-relevant (labels masked to 0).
    A further view, target ``all``, counts every source's copies as relevant.
 2. **Sole corpora.** Each source alone is indexed and ranked (the "human only" and "LLM only"
-   settings), scored against its own labels.
-3. **Relative Δ** between the human target and each other target:
-   ``(M_human - M_llm) / ((M_human + M_llm) / 2) * 100``; > 0 means human-written documents
-   are ranked higher, < 0 means LLM-generated ones are (source bias).
-4. **Share@k** ("human rate@k" in Cocktail): the fraction of each source in the top k of the
-   mixed ranking, averaged over queries.
+   settings), scored against its own labels. (Not for runs given from files: they rank what
+   they rank.)
+3. **Source measures** (``Share@k``, ...) are computed on the mixed ranking, per source.
+4. **Relative Δ** between the human target and each other target (:mod:`.results`), and, when
+   asked for, paired significance tests (:mod:`.significance`), stored in the result.
 
-Per-query values are kept for significance tests. The evaluated queries are those of the
-split with at least one relevant document; every target and setting is averaged over that
-same set (a query with no retrieved document scores 0).
+The evaluated queries are those of the split with at least one relevant document; every target
+and setting is averaged over that same set (a query with no retrieved document scores 0).
 """
 
 from __future__ import annotations
 
+import json
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from sourcebias.core import progress
+from sourcebias.core.errors import ConfigError
 from sourcebias.data.corpus import Corpus
 from sourcebias.data.dataset import Dataset
 from sourcebias.data.qrels import Qrels
-from sourcebias.evaluation.measures import DEFAULT_CUTOFFS, Measure, measure_grid, trec_measure_spec
-from sourcebias.evaluation.results import ALL, EvaluationResult, MIXED
-from sourcebias.retrieval.base import Retriever
+from sourcebias.evaluation.measures import DEFAULT_CUTOFFS, DEFAULT_MEASURES, Measure, measure_grid, trec_measure_spec
+from sourcebias.evaluation.results import ALL, MIXED, EvaluationResult, Key, RunKey
+from sourcebias.retrieval.base import Retriever, with_stage_after_first
 from sourcebias.retrieval.run import Run
+from sourcebias.retrieval.stages import SelfMatchFilter
 
 
 def target_qrels(corpus: Corpus, qrels: Qrels, target: str, query_ids: Sequence[str]) -> dict[str, dict[str, int]]:
@@ -71,131 +73,151 @@ def trec_run(run: Run, query_ids: Sequence[str]) -> dict[str, dict[str, float]]:
     return out
 
 
-def score_run(
-    run: Run,
-    qrels: Qrels,
-    query_ids: Sequence[str],
-    measures: Sequence[Measure],
-    targets: Sequence[str],
-) -> dict[tuple[str, str], np.ndarray]:
-    """Per-query values of each measure for each target: ``{(target, "NDCG@10"): values}``,
-    values aligned with ``query_ids`` (0 for a query with no retrieved document)."""
+def score_run(run: Run, qrels: Qrels, query_ids: Sequence[str], measures: Sequence[Measure], targets: Sequence[str], *, source_measures: bool = True) -> dict[tuple[str, str], np.ndarray]:
+    """Per-query values of each measure: ``{(target, "NDCG@10"): values}`` for the target
+    measures and every target, and ``{(source, "Share@3"): values}`` for the source measures
+    (with ``source_measures``); values aligned with ``query_ids`` (0 for a query with no
+    retrieved document; NaN where a source measure is undefined)."""
     import pytrec_eval
 
-    spec = trec_measure_spec(measures)
-    trun = trec_run(run, query_ids)
+    target_ms = [m for m in measures if m.scope == "target"]
     out: dict[tuple[str, str], np.ndarray] = {}
-    for target in targets:
-        tq = target_qrels(run.corpus, qrels, target, query_ids)
-        evaluator = pytrec_eval.RelevanceEvaluator(tq, spec)
-        res = evaluator.evaluate(trun)
+    if target_ms:
+        spec = trec_measure_spec(target_ms)
+        trun = trec_run(run, query_ids)
+        for target in targets:
+            tq = target_qrels(run.corpus, qrels, target, query_ids)
+            res = pytrec_eval.RelevanceEvaluator(tq, spec).evaluate(trun)
+            for m in target_ms:
+                key = m.trec_key
+                out[(target, str(m))] = np.array([res.get(q, {}).get(key, 0.0) for q in query_ids], dtype=np.float64)
+    if source_measures:
         for m in measures:
-            key = m.trec_key
-            out[(target, str(m))] = np.array([res.get(q, {}).get(key, 0.0) for q in query_ids], dtype=np.float64)
-    return out
-
-
-def source_shares(run: Run, query_ids: Sequence[str], cutoffs: Sequence[int]) -> dict[tuple[str, str], np.ndarray]:
-    """Per query, the fraction of each source among the top k (``{(source, "Share@k"): values}``).
-
-    The denominator is the number of documents in the top k (fewer than k if fewer were
-    retrieved); a query with an empty ranking gets NaN and is left out of the mean.
-    """
-    codes = run.corpus.source_codes
-    n_src = len(run.corpus.sources)
-    out: dict[tuple[str, str], np.ndarray] = {}
-    for k in cutoffs:
-        mat = np.full((len(query_ids), n_src), np.nan)
-        for i, q in enumerate(query_ids):
-            pos = run.positions.get(q)
-            if pos is None or len(pos) == 0:
+            if m.scope != "source":
                 continue
-            top = codes[pos[:k]]
-            mat[i] = np.bincount(top, minlength=n_src) / len(top)
-        for j, s in enumerate(run.corpus.sources):
-            out[(s, f"Share@{k}")] = mat[:, j]
+            mat = m.kind.per_query(run, query_ids, m.cutoff)  # type: ignore[attr-defined]
+            for j, s in enumerate(run.corpus.sources):
+                out[(s, str(m))] = mat[:, j]
     return out
+
+
+def json_safe(obj: Any) -> Any:
+    """``obj`` as it reads back from JSON (tuples become lists, paths strings), so that a saved
+    and reloaded result compares equal to the one in memory."""
+    return json.loads(json.dumps(obj, default=str))
 
 
 def evaluate(
     dataset: Dataset,
-    retrievers: Sequence[Retriever],
+    retrievers: Sequence[Retriever] = (),
     *,
+    runs: Mapping[str, Run] | Sequence[Run] = (),
     measures: Sequence[Measure] | None = None,
     depth: int = 1000,
     seed: int = 0,
     sole: bool = True,
     exclude_self: bool = False,
-    share_cutoffs: Sequence[int] | None = None,
-    on_run: Callable[[str, str, Run], None] | None = None,
+    significance_resamples: int = 0,
     keep_runs: bool = True,
 ) -> EvaluationResult:
-    """Run the protocol for each retriever on ``dataset``.
+    """Run the protocol for each retriever, and for each given run, on ``dataset``.
 
     Parameters
     ----------
+    retrievers:
+        Retrievers or pipelines; each ranks the mixed corpus and (with ``sole``) each source alone.
+    runs:
+        Rankings of the mixed corpus made by any system (e.g. :meth:`Run.from_trec`), named by
+        the mapping's keys or their ``name``; each must rank ``dataset.corpus`` (bind it first
+        if it was read over another corpus object).
     measures:
-        Default: NDCG, MAP, Recall and P at 1, 3, 5 and 10.
+        Default: NDCG, MAP, Recall, P and Share at 1, 3, 5 and 10.
     depth:
         How many documents each ranking keeps (1000 by default, enough for re-rankers).
     seed:
-        Seed of the tie-breaking rule (see :mod:`sourcebias.retrieval.ties`).
+        Seed of the tie-breaking rule (see :mod:`sourcebias.retrieval.ties`) and of the tests.
     sole:
         Also rank each source alone (the human-only and LLM-only settings).
     exclude_self:
-        Leave out documents whose id equals the query id (BEIR's ArguAna/Quora quirk).
-    share_cutoffs:
-        Cut-offs for Share@k (default: the measures' cut-offs).
-    on_run:
-        Called as ``on_run(retriever_name, corpus_name, run)`` after each ranking (e.g. to
-        write it to disk).
+        Leave out documents whose id equals the query id (BEIR's ArguAna/Quora quirk): a
+        :class:`~sourcebias.retrieval.stages.SelfMatchFilter` right after each first stage.
+    significance_resamples:
+        With > 0, paired tests of the human vs each LLM target per retriever and measure
+        (randomization test with this many resamples, and a t-test), stored in ``result.tests``.
     """
-    measures = list(measures) if measures is not None else measure_grid(cutoffs=DEFAULT_CUTOFFS)
+    measures = list(measures) if measures is not None else measure_grid(DEFAULT_MEASURES, DEFAULT_CUTOFFS)
     if not measures:
-        raise ValueError("no measures to compute")
+        raise ConfigError("no measures to compute")
     if depth < max(m.cutoff for m in measures):
-        raise ValueError(f"depth {depth} is smaller than the largest cut-off {max(m.cutoff for m in measures)}")
-    share_cutoffs = sorted(set(share_cutoffs if share_cutoffs is not None else (m.cutoff for m in measures)))
+        raise ConfigError(f"depth {depth} is smaller than the largest cut-off {max(m.cutoff for m in measures)}")
+    run_map: dict[str, Run] = dict(runs) if isinstance(runs, Mapping) else {r.name: r for r in runs}
+    names = [r.name for r in retrievers] + list(run_map)
+    if len(set(names)) != len(names):
+        raise ConfigError(f"two systems have the same name: {', '.join(names)}")
     query_ids = dataset.evaluation_queries()
     queries: Mapping[str, str] = {q: dataset.queries[q] for q in query_ids}
     sources = list(dataset.sources)
+    mixed_setting = MIXED if len(sources) > 1 else sources[0]
+    mixed_targets = sources + [ALL] if len(sources) > 1 else sources
 
-    settings: list[tuple[str, Corpus, list[str]]] = []
-    if len(sources) > 1:
-        settings.append((MIXED, dataset.corpus, sources + [ALL]))
-        if sole:
-            settings += [(s, dataset.sole_corpus(s), [s]) for s in sources]
-    else:
-        settings.append((sources[0], dataset.corpus, sources))
+    settings: list[tuple[str, Corpus, list[str]]] = [(mixed_setting, dataset.corpus, mixed_targets)]
+    if len(sources) > 1 and sole:
+        settings += [(s, dataset.sole_corpus(s), [s]) for s in sources]
 
     result = EvaluationResult(
-        dataset=dataset.describe(),
+        dataset=json_safe(dataset.describe()),
         human_source=dataset.human_source,
         sources=sources,
         measures=list(measures),
-        share_cutoffs=share_cutoffs,
         query_ids=query_ids,
         parameters={"depth": depth, "seed": seed, "sole": sole, "exclude_self": exclude_self},
     )
+
+    def record(name: str, setting: str, run: Run, targets: list[str], retrieve_s: float | None) -> None:
+        t1 = time.perf_counter()
+        with progress.task(f"{name}: scoring {setting}", total=1) as t:
+            values = score_run(run, dataset.qrels, query_ids, measures, targets, source_measures=setting == mixed_setting)
+            t.advance()
+        for (target, metric), v in values.items():
+            result.per_query[Key(name, setting, target, metric)] = v
+        key = RunKey(name, setting)
+        timing = {"evaluate_s": round(time.perf_counter() - t1, 3)}
+        if retrieve_s is not None:
+            timing = {"retrieve_s": round(retrieve_s, 3), **timing}
+        result.timings[key] = timing
+        if run.info:
+            result.run_info[key] = json_safe(run.info)
+        if keep_runs:
+            result.runs[key] = run
+
     for retriever in retrievers:
-        result.retrievers[retriever.name] = retriever.config()
-        for corpus_name, corpus, targets in settings:
+        result.retrievers[retriever.name] = json_safe(retriever.config())
+        system = with_stage_after_first(retriever, SelfMatchFilter()) if exclude_self else retriever
+        for setting, corpus, targets in settings:
             t0 = time.perf_counter()
-            run = retriever.retrieve(corpus, queries, depth, seed=seed, exclude_self=exclude_self)
-            t1 = time.perf_counter()
-            with progress.task(f"{retriever.name}: scoring {corpus_name}", total=1) as t:
-                values = score_run(run, dataset.qrels, query_ids, measures, targets)
-                if corpus_name == MIXED:
-                    values.update(source_shares(run, query_ids, share_cutoffs))
-                t.advance()
-            t2 = time.perf_counter()
-            for (target, metric), v in values.items():
-                result.per_query[(retriever.name, corpus_name, target, metric)] = v
-            result.timings[f"{retriever.name}/{corpus_name}"] = {"retrieve_s": round(t1 - t0, 3), "evaluate_s": round(t2 - t1, 3)}
-            if run.info:
-                result.run_info[f"{retriever.name}/{corpus_name}"] = dict(run.info)
-            if on_run is not None:
-                on_run(retriever.name, corpus_name, run)
-            if keep_runs:
-                result.runs[(retriever.name, corpus_name)] = run
+            run = system.retrieve(corpus, queries, depth, seed=seed)
+            run.name = retriever.name
+            record(retriever.name, setting, run, targets, time.perf_counter() - t0)
+
+    for name, run in run_map.items():
+        if run.corpus is not dataset.corpus:
+            run = run.bind(dataset.corpus)
+        if exclude_self:
+            run = SelfMatchFilter().apply(run, queries, seed=seed)
+        split = set(query_ids)
+        extra = [q for q in run.query_ids if q not in split]
+        info = dict(run.info)
+        info["queries_in_run"] = len(run)
+        info["queries_not_evaluated"] = len(extra)  # not in the split, or without a relevant document
+        info["evaluated_queries_without_ranking"] = sum(1 for q in query_ids if q not in run.positions)
+        run = run.restrict(query_ids).cut(depth)
+        run.name, run.info = name, info
+        result.retrievers[name] = json_safe({"name": name, "class": "Run", "file": info.get("source_file"), "docnos": info.get("docnos")})
+        record(name, mixed_setting, run, mixed_targets, None)
+
+    if significance_resamples:
+        from sourcebias.evaluation.significance import source_bias_tests
+
+        result.tests = json_safe(list(source_bias_tests(result, n_resamples=significance_resamples, seed=seed)))
+        result.parameters["significance"] = {"tests": "paired randomization (scipy.stats.permutation_test) and paired t-test", "n_resamples": significance_resamples, "seed": seed}
     return result

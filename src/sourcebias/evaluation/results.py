@@ -1,17 +1,37 @@
-"""Results of the source-bias protocol: per-query values, means, Relative Δ, tidy tables."""
+"""Results of the source-bias protocol: per-query values, means, Relative Δ, tests — an artifact.
+
+An :class:`EvaluationResult` is what :func:`~sourcebias.evaluation.protocol.evaluate` returns and
+what an ``evaluate`` output folder holds: :meth:`EvaluationResult.save` writes it,
+:meth:`EvaluationResult.load` (or :func:`load_result`) reads it back into an equal object (same
+per-query values, runs, parameters, tests), so later commands (analyses, grids, reports) consume
+results without re-running or re-parsing.
+
+Folder contents (see also the README)::
+
+    result.json          dataset, sources, measures, query ids, parameters, retriever configs,
+                         timings, run info, tests, and which file holds which run
+    metrics.csv          retriever,corpus,target,metric,value (means; Relative Δ in percent)
+    per_query.csv        retriever,corpus,target,query_id,metric,value (the values loaded back)
+    significance.csv     the paired tests, when computed
+    runs/<name>.<setting>.trec, runs/docnos.tsv
+
+Values are written with as many digits as they need to be read back exactly.
+"""
 
 from __future__ import annotations
 
 import csv
+import json
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
-from sourcebias.evaluation.measures import Measure
+from sourcebias.core.errors import ConfigError, DataError
+from sourcebias.evaluation.measures import Measure, parse_measure
 from sourcebias.retrieval.run import Run
 
 MIXED = "mixed"
@@ -19,6 +39,25 @@ ALL = "all"
 RELATIVE_DELTA = "relative_delta"
 METRIC_COLUMNS = ("retriever", "corpus", "target", "metric", "value")
 PER_QUERY_COLUMNS = ("retriever", "corpus", "target", "query_id", "metric", "value")
+FORMAT_VERSION = 1
+
+
+class Key(NamedTuple):
+    """Which values: a retriever, a corpus setting (``mixed`` or a source alone), a target (a
+    source, ``all``; for source measures such as Share@k, the source whose share it is) and a
+    measure (``NDCG@1``)."""
+
+    retriever: str
+    setting: str
+    target: str
+    measure: str
+
+
+class RunKey(NamedTuple):
+    """Which run: a retriever on a corpus setting."""
+
+    retriever: str
+    setting: str
 
 
 def relative_delta(human: float, llm: float) -> float:
@@ -33,28 +72,27 @@ def relative_delta(human: float, llm: float) -> float:
     return (human - llm) / denom * 100.0
 
 
-@dataclass
+@dataclass(eq=False)
 class EvaluationResult:
-    """Everything the protocol measured, for one dataset and several retrievers.
+    """Everything the protocol measured, for one dataset and several retrievers (or runs).
 
-    ``per_query[(retriever, corpus, target, metric)]`` is a vector over :attr:`query_ids`.
-    ``corpus`` is ``"mixed"`` or a source name (a sole corpus); ``target`` is a source name or
-    ``"all"``; ``metric`` is a measure (``"NDCG@1"``) or ``"Share@k"`` (then ``target`` is the
-    source whose share it is).
+    ``per_query[Key(retriever, setting, target, measure)]`` is a vector over :attr:`query_ids`.
+    ``runs[RunKey(retriever, setting)]`` are the rankings; ``tests`` the paired significance
+    tests (see :mod:`sourcebias.evaluation.significance`), when computed.
     """
 
     dataset: dict[str, Any]
     human_source: str
     sources: list[str]
     measures: list[Measure]
-    share_cutoffs: list[int]
     query_ids: list[str]
     parameters: dict[str, Any] = field(default_factory=dict)
-    per_query: dict[tuple[str, str, str, str], np.ndarray] = field(default_factory=dict)
+    per_query: dict[Key, np.ndarray] = field(default_factory=dict)
     retrievers: dict[str, dict[str, Any]] = field(default_factory=dict)
-    runs: dict[tuple[str, str], Run] = field(default_factory=dict)
-    timings: dict[str, dict[str, float]] = field(default_factory=dict)
-    run_info: dict[str, dict[str, Any]] = field(default_factory=dict)
+    runs: dict[RunKey, Run] = field(default_factory=dict)
+    timings: dict[RunKey, dict[str, float]] = field(default_factory=dict)
+    run_info: dict[RunKey, dict[str, Any]] = field(default_factory=dict)
+    tests: list[dict[str, Any]] = field(default_factory=list)
 
     # -- lookups ----------------------------------------------------------------------------
     @property
@@ -65,8 +103,28 @@ class EvaluationResult:
     def retriever_names(self) -> list[str]:
         return list(self.retrievers)
 
+    @property
+    def target_measures(self) -> list[Measure]:
+        """The measures that need relevance labels (NDCG, MAP, ...), in order."""
+        return [m for m in self.measures if m.scope == "target"]
+
+    @property
+    def settings(self) -> list[str]:
+        return list(dict.fromkeys(k.setting for k in self.per_query))
+
     def values(self, retriever: str, corpus: str, target: str, metric: str | Measure) -> np.ndarray:
-        return self.per_query[(retriever, corpus, target, str(metric))]
+        key = Key(retriever, corpus, target, str(parse_measure(metric)))
+        try:
+            return self.per_query[key]
+        except KeyError:
+            raise ConfigError(self._missing(key)) from None
+
+    def _missing(self, key: Key) -> str:
+        have = {f: sorted({getattr(k, f) for k in self.per_query}) for f in Key._fields}
+        for f, v in zip(Key._fields, key):
+            if v not in have[f]:
+                return f"no {f} '{v}' in this result; {f}s: {', '.join(have[f])}"
+        return f"no values for {tuple(key)} in this result"
 
     def mean(self, retriever: str, corpus: str, target: str, metric: str | Measure) -> float:
         v = self.values(retriever, corpus, target, metric)
@@ -86,38 +144,56 @@ class EvaluationResult:
     def _single_other(self) -> str:
         others = self.other_sources
         if len(others) != 1:
-            raise ValueError(f"several LLM sources ({', '.join(others)}): name the one to compare with")
+            raise ConfigError(f"several LLM sources ({', '.join(others)}): name the one to compare with")
         return others[0]
 
     @property
     def has_mixed(self) -> bool:
-        return any(k[1] == MIXED for k in self.per_query)
+        return any(k.setting == MIXED for k in self.per_query)
+
+    def __repr__(self) -> str:
+        name = self.dataset.get("name", "?")
+        split = self.dataset.get("split", "?")
+        return (
+            f"EvaluationResult({name} {split}: {len(self.retrievers)} retrievers x {len(self.settings)} settings, "
+            f"{len(self.query_ids)} queries, {len(self.measures)} measures{', tests' if self.tests else ''})"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, EvaluationResult):
+            return NotImplemented
+        simple = ("dataset", "human_source", "sources", "measures", "query_ids", "parameters", "retrievers", "timings", "run_info")
+        if any(getattr(self, f) != getattr(other, f) for f in simple):
+            return False
+        if list(self.per_query) != list(other.per_query):
+            return False
+        if any(not np.array_equal(a, other.per_query[k], equal_nan=True) for k, a in self.per_query.items()):
+            return False
+        if self.runs.keys() != other.runs.keys() or any(r != other.runs[k] for k, r in self.runs.items()):
+            return False
+        return _json_equal(self.tests, other.tests)
+
+    __hash__ = None  # type: ignore[assignment]
 
     # -- tidy tables ------------------------------------------------------------------------
     def metric_rows(self) -> Iterator[dict[str, Any]]:
         """Rows of ``metrics.csv``: means (fractions 0-1), Share@k (fractions) and Relative Δ
         (percent), one row per ``(retriever, corpus, target, metric)``."""
-        for (retriever, corpus, target, metric) in self.per_query:
-            yield {"retriever": retriever, "corpus": corpus, "target": target, "metric": metric, "value": self.mean(retriever, corpus, target, metric)}
+        for k in self.per_query:
+            yield {"retriever": k.retriever, "corpus": k.setting, "target": k.target, "metric": k.measure, "value": self.mean(*k)}
         if self.human_source not in self.sources:
             return
         for retriever in self.retrievers:
-            if (retriever, MIXED, self.human_source, str(self.measures[0])) not in self.per_query:
-                continue
             for other in self.other_sources:
-                for m in self.measures:
-                    yield {
-                        "retriever": retriever,
-                        "corpus": MIXED,
-                        "target": self.relative_delta_target(other),
-                        "metric": str(m),
-                        "value": self.relative_delta(retriever, m, other),
-                    }
+                for m in self.target_measures:
+                    if Key(retriever, MIXED, self.human_source, str(m)) not in self.per_query or Key(retriever, MIXED, other, str(m)) not in self.per_query:
+                        continue
+                    yield {"retriever": retriever, "corpus": MIXED, "target": self.relative_delta_target(other), "metric": str(m), "value": self.relative_delta(retriever, m, other)}
 
     def per_query_rows(self) -> Iterator[dict[str, Any]]:
-        for (retriever, corpus, target, metric), values in self.per_query.items():
+        for k, values in self.per_query.items():
             for q, v in zip(self.query_ids, values.tolist()):
-                yield {"retriever": retriever, "corpus": corpus, "target": target, "query_id": q, "metric": metric, "value": v}
+                yield {"retriever": k.retriever, "corpus": k.setting, "target": k.target, "query_id": q, "metric": k.measure, "value": v}
 
     def to_pandas(self, per_query: bool = False):
         """The metrics (or per-query values) as a pandas DataFrame (needs pandas)."""
@@ -126,30 +202,204 @@ class EvaluationResult:
         rows = self.per_query_rows() if per_query else self.metric_rows()
         return pd.DataFrame(list(rows), columns=list(PER_QUERY_COLUMNS if per_query else METRIC_COLUMNS))
 
-    def write_metrics_csv(self, path: str | Path) -> None:
-        _write_csv(path, METRIC_COLUMNS, self.metric_rows())
+    # -- the artifact -----------------------------------------------------------------------
+    def save(self, folder: str | Path, *, write_runs: bool = True) -> dict[str, Path]:
+        """Write the result's files into ``folder`` (an :class:`~sourcebias.core.artifacts.OutputFolder`'s
+        staging folder, normally); returns what was written. Renders nothing: tables and the
+        manifest are the caller's."""
+        from sourcebias.core.atomic import atomic_write_json
+        from sourcebias.retrieval.run import DocnoMap
 
-    def write_per_query_csv(self, path: str | Path) -> None:
-        _write_csv(path, PER_QUERY_COLUMNS, self.per_query_rows())
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        paths: dict[str, Path] = {}
+        paths["metrics"] = _write_csv(folder / "metrics.csv", METRIC_COLUMNS, self.metric_rows())
+        paths["per_query"] = _write_csv(folder / "per_query.csv", PER_QUERY_COLUMNS, self.per_query_rows())
+        if self.tests:
+            paths["significance"] = _write_csv(folder / "significance.csv", tuple(self.tests[0]), iter(self.tests))
+        run_entries: list[dict[str, Any]] = []
+        if write_runs and self.runs:
+            rdir = folder / "runs"
+            rdir.mkdir(exist_ok=True)
+            names: dict[tuple[str, str], str] = {}
+            used: set[str] = set()
+            for key, run in self.runs.items():
+                docnos = DocnoMap.sourcebias(run.corpus)
+                for docno, d, s in docnos.rows():
+                    names.setdefault((d, s), docno)
+                base = f"{slug(key.retriever)}.{slug(key.setting)}"
+                fname, n = f"{base}.trec", 1
+                while fname in used:
+                    n += 1
+                    fname = f"{base}-{n}.trec"
+                used.add(fname)
+                run.write_trec(rdir / fname, docnos, tag=key.retriever)
+                run_entries.append({"retriever": key.retriever, "setting": key.setting, "file": f"runs/{fname}", "name": run.name, "score_dtype": str(run._score_dtype()), "queries": len(run)})
+            _write_docnos(rdir / "docnos.tsv", names)
+            paths["runs"] = rdir
+        body = {
+            "format": FORMAT_VERSION,
+            "kind": "evaluate",
+            "dataset": self.dataset,
+            "human_source": self.human_source,
+            "sources": self.sources,
+            "measures": [str(m) for m in self.measures],
+            "query_ids": self.query_ids,
+            "parameters": self.parameters,
+            "retrievers": self.retrievers,
+            "timings": [{"retriever": k.retriever, "setting": k.setting, **v} for k, v in self.timings.items()],
+            "run_info": [{"retriever": k.retriever, "setting": k.setting, "info": v} for k, v in self.run_info.items()],
+            "runs": run_entries,
+            "tests": self.tests,
+        }
+        paths["result"] = atomic_write_json(folder / "result.json", body)
+        return paths
+
+    @classmethod
+    def load(cls, folder: str | Path, *, dataset: Any = None, runs: bool = True) -> EvaluationResult:
+        """Read a result written by :meth:`save` (an ``evaluate`` output folder).
+
+        Runs are read over a corpus of document keys only (no texts), built from
+        ``runs/docnos.tsv``; pass ``dataset`` (a loaded :class:`~sourcebias.data.Dataset`) to
+        bind them to its corpus instead, with texts.
+        """
+        folder = Path(folder)
+        rpath = folder / "result.json"
+        if not rpath.is_file():
+            from sourcebias.core.artifacts import read_manifest
+
+            read_manifest(folder)  # a clear error if this is not a sourcebias folder at all
+            raise DataError(rpath, "missing: this output folder holds no evaluation result")
+        try:
+            body = json.loads(rpath.read_text(encoding="utf-8"))
+        except ValueError as exc:
+            raise DataError(rpath, f"not valid JSON ({exc})") from None
+        if body.get("format") != FORMAT_VERSION:
+            raise DataError(rpath, f"result format {body.get('format')!r} is not supported (this sourcebias reads format {FORMAT_VERSION})")
+        query_ids = list(body["query_ids"])
+        result = cls(
+            dataset=body["dataset"],
+            human_source=body["human_source"],
+            sources=list(body["sources"]),
+            measures=[parse_measure(m) for m in body["measures"]],
+            query_ids=query_ids,
+            parameters=body["parameters"],
+            retrievers=body["retrievers"],
+            timings={RunKey(t["retriever"], t["setting"]): {k: v for k, v in t.items() if k not in ("retriever", "setting")} for t in body["timings"]},
+            run_info={RunKey(t["retriever"], t["setting"]): t["info"] for t in body["run_info"]},
+            tests=body.get("tests") or [],
+        )
+        result.per_query = _read_per_query(folder / "per_query.csv", query_ids)
+        if runs and body.get("runs"):
+            result.runs = _read_runs(folder, body["runs"], result, dataset)
+        return result
+
+
+def load_result(folder: str | Path, **kwargs: Any) -> EvaluationResult:
+    """Load an ``evaluate`` output folder (see :meth:`EvaluationResult.load`)."""
+    return EvaluationResult.load(folder, **kwargs)
+
+
+# -- files --------------------------------------------------------------------------------------
+def slug(name: str) -> str:
+    """A file-name-safe form of a name (``st:/models/x`` -> ``st_models_x``)."""
+    import re
+
+    s = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_.")
+    return s or "run"
 
 
 def _fmt(v: Any) -> Any:
     if isinstance(v, float):
-        return "nan" if math.isnan(v) else repr(round(v, 10))
+        return "nan" if math.isnan(v) else repr(v)
+    if isinstance(v, (dict, list)):
+        return json.dumps(v)
     return v
 
 
-def _write_csv(path: str | Path, columns: tuple[str, ...], rows) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", newline="", encoding="utf-8") as fh:
-        w = csv.writer(fh)
+def _write_csv(path: Path, columns: tuple[str, ...], rows: Iterator[Mapping[str, Any]]) -> Path:
+    from sourcebias.core.atomic import atomic_open
+
+    with atomic_open(path, "w", newline="") as fh:
+        w = csv.writer(fh, lineterminator="\n")
         w.writerow(columns)
         for r in rows:
-            w.writerow([_fmt(r[c]) for c in columns])
+            w.writerow([_fmt(r.get(c)) for c in columns])
+    return path
+
+
+def _write_docnos(path: Path, names: Mapping[tuple[str, str], str]) -> None:
+    from sourcebias.core.atomic import atomic_open
+
+    with atomic_open(path, "w", newline="") as fh:
+        w = csv.writer(fh, delimiter="\t", lineterminator="\n")
+        w.writerow(["docno", "doc_id", "source"])
+        for (d, s), name in names.items():
+            w.writerow([name, d, s])
 
 
 def read_metrics_csv(path: str | Path) -> list[dict[str, Any]]:
     """Read a ``metrics.csv`` back (values as floats)."""
     with Path(path).open(newline="", encoding="utf-8") as fh:
         return [{**r, "value": float(r["value"])} for r in csv.DictReader(fh)]
+
+
+def _read_per_query(path: Path, query_ids: list[str]) -> dict[Key, np.ndarray]:
+    if not path.is_file():
+        raise DataError(path, "missing: the per-query values of this result")
+    index = {q: i for i, q in enumerate(query_ids)}
+    out: dict[Key, np.ndarray] = {}
+    with path.open(newline="", encoding="utf-8") as fh:
+        reader = csv.reader(fh)
+        header = next(reader, None)
+        if header is None or tuple(header) != PER_QUERY_COLUMNS:
+            raise DataError(path, f"expected the header {','.join(PER_QUERY_COLUMNS)}", 1)
+        for lineno, row in enumerate(reader, start=2):
+            if len(row) != len(PER_QUERY_COLUMNS):
+                raise DataError(path, f"expected {len(PER_QUERY_COLUMNS)} columns, got {len(row)}", lineno)
+            retriever, setting, target, qid, metric, value = row
+            key = Key(retriever, setting, target, metric)
+            vec = out.get(key)
+            if vec is None:
+                vec = out[key] = np.full(len(query_ids), np.nan)
+            if qid not in index:
+                raise DataError(path, f"query '{qid}' is not among the result's queries", lineno)
+            try:
+                vec[index[qid]] = float(value)
+            except ValueError:
+                raise DataError(path, f"value '{value}' is not a number", lineno) from None
+    return out
+
+
+def _read_runs(folder: Path, entries: list[dict[str, Any]], result: EvaluationResult, dataset: Any) -> dict[RunKey, Run]:
+    from sourcebias.data.corpus import Corpus
+    from sourcebias.retrieval.run import DocnoMap
+
+    table = folder / "runs" / "docnos.tsv"
+    if dataset is not None:
+        mixed = dataset.corpus
+    else:
+        doc_ids, sources = [], []
+        with table.open(newline="", encoding="utf-8") as fh:
+            for row in csv.DictReader(fh, delimiter="\t"):
+                doc_ids.append(row["doc_id"])
+                sources.append(row["source"])
+        order = [s for s in result.sources if s in set(sources)]
+        mixed = Corpus.keys_only(doc_ids, sources, source_order=order)
+    corpora: dict[str, Corpus] = {}
+    out: dict[RunKey, Run] = {}
+    for e in entries:
+        setting = e["setting"]
+        if setting not in corpora:
+            corpora[setting] = mixed if setting == MIXED or len(result.sources) == 1 else mixed.subset([setting])
+        corpus = corpora[setting]
+        run = Run.from_trec(folder / e["file"], corpus, docnos=DocnoMap.from_table(table, corpus), name=e["name"], order="rank")
+        dtype = np.dtype(e.get("score_dtype", "float64"))
+        run.scores = {q: s.astype(dtype) for q, s in run.scores.items()}
+        run.info = dict(result.run_info.get(RunKey(e["retriever"], setting), {}))
+        out[RunKey(e["retriever"], setting)] = run
+    return out
+
+
+def _json_equal(a: Any, b: Any) -> bool:
+    return json.dumps(a, sort_keys=True, default=str) == json.dumps(b, sort_keys=True, default=str)

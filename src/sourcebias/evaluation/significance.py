@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from sourcebias.evaluation.results import MIXED, EvaluationResult
+from sourcebias.evaluation.results import MIXED, EvaluationResult, Key
 
 
 def paired_randomization_test(a: np.ndarray, b: np.ndarray, *, n_resamples: int = 10_000, seed: int = 0) -> float:
@@ -56,9 +56,9 @@ def source_bias_tests(result: EvaluationResult, *, n_resamples: int = 10_000, se
     difference (human - LLM target) and both p-values."""
     for retriever in result.retrievers:
         for other in result.other_sources:
-            for m in result.measures:
-                key_h = (retriever, MIXED, result.human_source, str(m))
-                key_o = (retriever, MIXED, other, str(m))
+            for m in result.target_measures:
+                key_h = Key(retriever, MIXED, result.human_source, str(m))
+                key_o = Key(retriever, MIXED, other, str(m))
                 if key_h not in result.per_query or key_o not in result.per_query:
                     continue
                 a, b = result.per_query[key_h], result.per_query[key_o]

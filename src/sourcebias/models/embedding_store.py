@@ -1,4 +1,5 @@
-"""An on-disk cache of embeddings, keyed by the encoder and the text's content.
+"""Embeddings computed once: an on-disk store keyed by the encoder and the text's content, and
+the :class:`Embedder` that every capability (dense retrieval, analyses, projection) encodes through.
 
 Layout::
 
@@ -6,10 +7,12 @@ Layout::
         info.json                   what the fingerprint stands for (model, pooling, ...)
         shard-<time>-<pid>-<n>.npz  keys (n x 16 bytes, BLAKE2b of role + text) and vectors (n x dim)
 
-Shards are written whole to a temporary name and renamed into place, so a crash or kill
-during encoding loses at most the shard being encoded and never leaves a corrupt file; the
-next run finds the finished shards and encodes only what is missing. Several processes can
-write to the same cache (each writes its own shards; a duplicate key is harmless).
+Shards are written whole to a temporary name and renamed into place, so a crash or kill never
+leaves a corrupt file; the :class:`Embedder` writes a shard every few batches (by count and by
+time) and on an interruption, so a kill loses at most the batch being encoded, and the next run
+encodes only what is missing. Several processes can write to the same store at once (each writes
+its own shards, named by time, process and counter; a key written twice is harmless: the first
+shard that has it is used) and each picks up the others' finished shards before it encodes.
 
 Why not a library: the sentence-transformers and FAISS caches are keyed by position, not by
 text content, and would not let the human-only, LLM-only and mixed settings (and analyses)
@@ -19,7 +22,6 @@ share vectors for the same texts.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import time
 from collections.abc import Sequence
@@ -27,6 +29,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from sourcebias.core.atomic import atomic_write_json
 
 KEY_BYTES = 16
 
@@ -40,7 +44,7 @@ def text_key(text: str, role: str) -> bytes:
     return h.digest()
 
 
-class EmbeddingCache:
+class EmbeddingStore:
     """Vectors of one encoder (one fingerprint) under ``root``; loads lazily, appends shards."""
 
     def __init__(self, root: str | Path, fingerprint: str, info: dict[str, Any] | None = None):
@@ -48,26 +52,35 @@ class EmbeddingCache:
         self.folder.mkdir(parents=True, exist_ok=True)
         info_path = self.folder / "info.json"
         if info is not None and not info_path.exists():
-            tmp = info_path.with_suffix(f".tmp{os.getpid()}")
-            tmp.write_text(json.dumps(info, indent=2, default=str))
-            os.replace(tmp, info_path)
+            atomic_write_json(info_path, info)
         self._index: dict[bytes, tuple[int, int]] | None = None
         self._shards: list[Path] = []
         self._loaded: dict[int, np.ndarray] = {}
         self._counter = 0
+        self._unreadable: set[Path] = set()
 
     def _load_index(self) -> dict[bytes, tuple[int, int]]:
         if self._index is None:
             self._index = {}
-            for path in sorted(self.folder.glob("shard-*.npz")):
-                self._add_shard(path)
+            self.refresh()
         return self._index
+
+    def refresh(self) -> int:
+        """Index shards written since the last look (e.g. by another process); returns how many."""
+        if self._index is None:
+            self._index = {}
+        known = set(self._shards) | self._unreadable
+        new = [p for p in sorted(self.folder.glob("shard-*.npz")) if p not in known]
+        for path in new:
+            self._add_shard(path)
+        return len(new)
 
     def _add_shard(self, path: Path) -> None:
         try:
             with np.load(path) as z:
                 keys = z["keys"]
         except Exception:  # unreadable (e.g. a file copied in half): ignore it, it will be re-encoded
+            self._unreadable.add(path)
             return
         sid = len(self._shards)
         self._shards.append(path)
@@ -82,7 +95,9 @@ class EmbeddingCache:
         return key in self._load_index()
 
     def missing(self, keys: Sequence[bytes]) -> list[int]:
-        """Indices of ``keys`` not in the cache."""
+        """Indices of ``keys`` not in the store (after looking for other writers' new shards)."""
+        if self._index is not None:
+            self.refresh()
         index = self._load_index()
         return [i for i, k in enumerate(keys) if k not in index]
 
@@ -123,3 +138,113 @@ class EmbeddingCache:
         os.replace(tmp, final)
         self._add_shard(final)
         return final
+
+
+class Embedder:
+    """Encode texts through an encoder, each distinct text once, reusing the on-disk store.
+
+    Parameters
+    ----------
+    encoder:
+        An :class:`~sourcebias.models.encoders.Encoder` (``encode_queries``/``encode_documents``;
+        with a ``fingerprint`` the vectors are stored on disk).
+    cache_dir:
+        Root of the store (default ``$SOURCEBIAS_CACHE`` or ``~/.cache/sourcebias``); ``False``
+        keeps vectors in memory only.
+    batch_size:
+        Texts per call to the encoder (the progress bar advances per batch; an interruption loses
+        at most one batch).
+    shard_size, flush_seconds:
+        A shard is written when this many new vectors are pending or this many seconds have
+        passed since the last write, and whenever encoding stops (normally or not).
+    """
+
+    def __init__(self, encoder: Any, *, cache_dir: str | Path | bool | None = None, batch_size: int | None = None, shard_size: int = 2048, flush_seconds: float = 30.0, name: str | None = None):
+        self.encoder = encoder
+        if cache_dir is None or cache_dir is True:
+            from sourcebias.models.llm import default_cache_dir
+
+            cache_dir = default_cache_dir()
+        self.cache_dir = None if cache_dir is False else Path(cache_dir)
+        self.batch_size = int(batch_size or getattr(encoder, "batch_size", 32) or 32)
+        self.shard_size = shard_size
+        self.flush_seconds = flush_seconds
+        self.name = name or getattr(encoder, "name", type(encoder).__name__)
+        self._memory: dict[str, dict[bytes, np.ndarray]] = {}
+        self._disk: dict[str, EmbeddingStore] = {}
+        self.stats = {"encoded": 0, "from_disk": 0, "from_memory": 0}
+
+    def fingerprint(self, role: str) -> str | None:
+        fp = getattr(self.encoder, "fingerprint", None)
+        return fp(role) if fp is not None else None
+
+    def store(self, role: str) -> EmbeddingStore | None:
+        """The on-disk store of this encoder's ``role`` vectors (None without fingerprint or cache)."""
+        fp = self.fingerprint(role)
+        if fp is None or self.cache_dir is None:
+            return None
+        if fp not in self._disk:
+            info = self.encoder.config() if hasattr(self.encoder, "config") else {}
+            self._disk[fp] = EmbeddingStore(self.cache_dir, fp, {**info, "role": role})
+        return self._disk[fp]
+
+    def embed_unique(self, texts: Sequence[str], role: str = "document") -> tuple[np.ndarray, np.ndarray]:
+        """``(vectors, inverse)``: one vector per distinct text and, for each text, the row of its
+        vector. Each distinct text is encoded at most once, and only if no store has it."""
+        from sourcebias.core import progress
+
+        fp = self.fingerprint(role)
+        memory = self._memory.setdefault(fp or f"{id(self.encoder)}:{role}", {})
+        disk = self.store(role)
+        keys = [text_key(t, role) for t in texts]
+        row_of: dict[bytes, int] = {}
+        inverse = np.fromiter((row_of.setdefault(k, len(row_of)) for k in keys), dtype=np.int64, count=len(keys))
+        distinct = list(row_of)
+        text_of = dict(zip(keys, texts))
+        pending = [k for k in distinct if k not in memory]
+        self.stats["from_memory"] += len(distinct) - len(pending)
+        if disk is not None and pending:
+            missing_idx = set(disk.missing(pending))
+            found = [k for i, k in enumerate(pending) if i not in missing_idx]
+            if found:
+                for k, v in zip(found, disk.get(found)):
+                    memory[k] = v
+                self.stats["from_disk"] += len(found)
+            pending = [k for i, k in enumerate(pending) if i in missing_idx]
+        if pending:
+            pending.sort(key=lambda k: len(text_of[k]))  # similar lengths together: less padding
+            encode = self.encoder.encode_queries if role == "query" else self.encoder.encode_documents
+            unit = "queries" if role == "query" else "docs"
+            unsaved: list[bytes] = []
+            last_flush = time.monotonic()
+
+            def flush() -> None:
+                nonlocal unsaved, last_flush
+                if disk is not None and unsaved:
+                    disk.put(unsaved, np.stack([memory[k] for k in unsaved]))
+                unsaved = []
+                last_flush = time.monotonic()
+
+            with progress.task(f"{self.name}: encoding {len(pending):,} {unit}", total=len(pending), unit=unit) as t:
+                try:
+                    for start in range(0, len(pending), self.batch_size):
+                        chunk = pending[start : start + self.batch_size]
+                        vecs = np.asarray(encode([text_of[k] for k in chunk]), dtype=np.float32)
+                        if vecs.ndim != 2 or len(vecs) != len(chunk):
+                            raise ValueError(f"encoder returned shape {vecs.shape} for {len(chunk)} texts")
+                        for k, v in zip(chunk, vecs):
+                            memory[k] = v
+                        unsaved += chunk
+                        self.stats["encoded"] += len(chunk)
+                        t.advance(len(chunk))
+                        if len(unsaved) >= self.shard_size or time.monotonic() - last_flush >= self.flush_seconds:
+                            flush()
+                finally:
+                    flush()  # also on Ctrl-C or an error: keep every finished batch
+        vectors = np.stack([memory[k] for k in distinct]) if distinct else np.empty((0, 0), dtype=np.float32)
+        return vectors, inverse
+
+    def embed(self, texts: Sequence[str], role: str = "document") -> np.ndarray:
+        """Vectors of ``texts`` in order (``role``: ``"document"`` or ``"query"``)."""
+        vectors, inverse = self.embed_unique(texts, role)
+        return vectors[inverse] if len(inverse) else vectors

@@ -67,9 +67,23 @@ def resolve_model(name_or_path: str, *, what: str = "model", flag: str | None = 
     how = f" and pass that folder ({flag})" if flag else " and pass that folder instead of the name"
     raise ModelUnavailableError(
         f"{what} '{name_or_path}' is not in the local Hugging Face cache and the Hub cannot be reached "
-        f"(offline). On a machine with network, run `huggingface-cli download {name_or_path} --local-dir DIR`, "
+        f"(offline). On a machine with network, run `hf download {name_or_path} --local-dir DIR`, "
         f"copy DIR here{how}."
     )
+
+
+def available_locally(name_or_path: str) -> bool:
+    """Whether a model can be loaded without the network: a local path, a model shipped in a
+    package, or a complete snapshot in the Hugging Face cache."""
+    if Path(name_or_path).expanduser().exists() or packaged_model(name_or_path) is not None:
+        return True
+    try:
+        from huggingface_hub import snapshot_download
+
+        snapshot_download(name_or_path, local_files_only=True)
+        return True
+    except Exception:
+        return False
 
 
 def packaged_model(name: str) -> str | None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from sourcebias.evaluation.results import ALL, MIXED, EvaluationResult
+from sourcebias.evaluation.results import ALL, MIXED, EvaluationResult, Key
 
 
 @dataclass
@@ -34,7 +34,7 @@ def summary_table(result: EvaluationResult, short: bool = False) -> SummaryTable
     delta_cols = {i for i, c in enumerate(cols) if c.startswith("Rel Δ")}
     rows: list[list[object]] = []
     for r in result.retrievers:
-        for m in result.measures:
+        for m in result.target_measures:
             row: list[object] = [r, str(m)]
             if mixed:
                 row += [_pct(result, r, MIXED, t, m) for t in [ALL, human] + others]
@@ -46,18 +46,18 @@ def summary_table(result: EvaluationResult, short: bool = False) -> SummaryTable
 
 
 def _has_sole(result: EvaluationResult) -> bool:
-    return any(k[1] != MIXED for k in result.per_query)
+    return any(k.setting != MIXED for k in result.per_query)
 
 
 def _pct(result: EvaluationResult, r: str, corpus: str, target: str, m) -> float | None:
-    key = (r, corpus, target, str(m))
+    key = Key(r, corpus, target, str(m))
     if key not in result.per_query:
         return None
     return result.mean(r, corpus, target, m) * 100.0
 
 
 def _delta(result: EvaluationResult, r: str, m, other: str) -> float | None:
-    if (r, MIXED, result.human_source, str(m)) not in result.per_query:
+    if Key(r, MIXED, result.human_source, str(m)) not in result.per_query:
         return None
     return result.relative_delta(r, m, other)
 

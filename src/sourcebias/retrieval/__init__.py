@@ -1,23 +1,37 @@
-"""Retrieval stages: lexical (BM25, TF-IDF), dense and re-ranking, composable with ``>>``."""
+"""Retrieval: first stages that score (BM25, TF-IDF, dense), run-to-run stages (re-rankers, cut-offs,
+filters) composed with ``>>``, runs and the tie rule.
 
-from sourcebias.retrieval.base import Pipeline, Reranker, Retriever, self_matches
+Kinds are built from specifications (``build_retriever("bm25>>cut:20>>lm:smollm2")``); each kind
+registers itself in its own module (:mod:`sourcebias.retrieval.specs`).
+"""
+
+from sourcebias.retrieval.base import FirstStage, Pipeline, Retriever, RunBuilder, ScoreBlock, Stage, StageChain, rank_rows
 from sourcebias.retrieval.lexical import BM25, EnglishAnalyzer, TfIdf
-from sourcebias.retrieval.registry import available_retrievers, build_retriever
-from sourcebias.retrieval.run import Run, rank_rows
-from sourcebias.retrieval.ties import select_top, tie_keys
+from sourcebias.retrieval.registry import available_retrievers, build_retriever, build_stage
+from sourcebias.retrieval.run import DocnoMap, Run
+from sourcebias.retrieval.stages import Cutoff, SelfMatchFilter
+from sourcebias.retrieval.ties import TieRule, select_top, tie_keys
 
 __all__ = [
     "BM25",
+    "Cutoff",
+    "DocnoMap",
     "EnglishAnalyzer",
+    "FirstStage",
     "Pipeline",
-    "Reranker",
     "Retriever",
     "Run",
+    "RunBuilder",
+    "ScoreBlock",
+    "SelfMatchFilter",
+    "Stage",
+    "StageChain",
     "TfIdf",
+    "TieRule",
     "available_retrievers",
     "build_retriever",
+    "build_stage",
     "rank_rows",
     "select_top",
-    "self_matches",
     "tie_keys",
 ]

@@ -1,55 +1,46 @@
-"""Retrieval stages that compose: ``first_stage >> reranker >> reranker``.
+"""Retrieval systems and stages that compose: ``first_stage >> stage >> stage``.
 
-A :class:`Retriever` ranks a whole corpus for each query; a :class:`Reranker` re-scores the
-top of another stage's run. ``bm25 >> cross_encoder`` is a :class:`Pipeline`, itself a
-retriever, so every stage is evaluated the same way.
+* A :class:`FirstStage` ranks a whole corpus. It only **scores**: :meth:`FirstStage.score`
+  yields :class:`ScoreBlock` s (a block of queries against some or all documents); turning scores
+  into ranked lists — the top ``depth``, ties by the tie rule, matching documents only where the
+  retriever says so — happens in one place, :class:`RunBuilder`.
+* A :class:`Stage` turns a run into a run: re-rankers, a rank cut-off, the self-match filter,
+  score corrections. ``stage >> stage`` is a :class:`StageChain`.
+* ``first_stage >> stage`` is a :class:`Pipeline`, itself a :class:`Retriever`, so every system
+  is evaluated the same way. A pipeline asks its first stage for as many documents as its stages
+  need (:meth:`Stage.input_depth`).
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from sourcebias.data.corpus import Corpus
 from sourcebias.retrieval.run import Run
+from sourcebias.retrieval.ties import TieRule
 
 
 class Retriever(ABC):
-    """A first-stage retriever.
-
-    Subclasses implement :meth:`retrieve`, returning a :class:`Run` whose order follows the
-    tie-breaking rule of :mod:`sourcebias.retrieval.ties` (use :func:`~.run.rank_rows` or
-    :func:`~.ties.select_top`).
-    """
+    """Anything that ranks a corpus for a set of queries: a first stage or a pipeline."""
 
     #: short name used in tables, file names and manifests
     name: str = "retriever"
 
     @abstractmethod
-    def retrieve(
-        self,
-        corpus: Corpus,
-        queries: Mapping[str, str],
-        depth: int = 1000,
-        *,
-        seed: int = 0,
-        exclude_self: bool = False,
-    ) -> Run:
-        """Rank ``corpus`` for each query (``query_id -> text``) and keep the top ``depth``.
-
-        With ``exclude_self``, documents whose ``doc_id`` equals the query id (BEIR's
-        ArguAna/Quora quirk) are left out; how many were is recorded in ``run.info``.
-        """
+    def retrieve(self, corpus: Corpus, queries: Mapping[str, str], depth: int = 1000, *, seed: int = 0) -> Run:
+        """Rank ``corpus`` for each query (``query_id -> text``); keep the top ``depth``."""
 
     def config(self) -> dict[str, Any]:
         """Parameters that identify this retriever (written to manifests)."""
         return {"name": self.name, "class": type(self).__name__}
 
-    def __rshift__(self, other: Reranker) -> Pipeline:
-        if not isinstance(other, Reranker):
+    def __rshift__(self, other: Stage) -> Pipeline:
+        if not isinstance(other, Stage):
             return NotImplemented
         return Pipeline(self, [other])
 
@@ -57,60 +48,211 @@ class Retriever(ABC):
         return f"{type(self).__name__}(name={self.name!r})"
 
 
-class Reranker(ABC):
-    """A re-ranking stage: re-scores the top ``depth`` documents of a run.
+@dataclass
+class ScoreBlock:
+    """Scores of some queries against some documents.
 
-    Contract of :meth:`rerank`: only the input run's first ``depth`` documents per query are
-    re-scored and returned (those below are dropped, as in the papers' re-ranking of BM25's top
-    100), ordered by the new score and, for equal scores, by the tie rule
-    (:func:`~sourcebias.retrieval.ties.tie_keys` with the given seed); ``run.info`` keeps the
-    input's entries and appends one to ``info["rerankers"]`` saying what was re-ranked. The
-    neural re-rankers are in :mod:`sourcebias.retrieval.rerank`.
+    ``scores[i, j]`` is the score of query ``query_ids[i]`` for the document at corpus position
+    ``positions[j]`` (``positions=None``: all documents, in corpus order). A retriever may yield
+    several blocks for the same queries (e.g. one per chunk of a large corpus); they are merged.
     """
 
-    name: str = "reranker"
-    depth: int = 100
+    query_ids: Sequence[str]
+    scores: np.ndarray
+    positions: np.ndarray | None = None
+
+
+class RunBuilder:
+    """Collects :class:`ScoreBlock` s into a :class:`Run`: per query, the top ``depth`` documents
+    by score, equal scores ordered by the tie rule (a running top-``depth`` per query, so blocks
+    can cover the corpus in pieces and the result equals one full sort).
+
+    ``only_matching`` keeps only documents with a score > 0 (a lexical match), as a search
+    engine returns only matching documents.
+    """
+
+    def __init__(self, corpus: Corpus, depth: int, *, seed: int = 0, only_matching: bool = False):
+        self.corpus = corpus
+        self.depth = int(depth)
+        self.rule = TieRule(corpus, seed)
+        self.only_matching = only_matching
+        self._best: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._all = np.arange(len(corpus), dtype=np.int64)
+
+    def add(self, block: ScoreBlock) -> None:
+        scores = np.asarray(block.scores)
+        if scores.ndim != 2 or scores.shape[0] != len(block.query_ids):
+            raise ValueError(f"score block of shape {scores.shape} for {len(block.query_ids)} queries")
+        positions = self._all if block.positions is None else np.asarray(block.positions, dtype=np.int64)
+        if scores.shape[1] != len(positions):
+            raise ValueError(f"score block has {scores.shape[1]} columns for {len(positions)} documents")
+        for i, q in enumerate(block.query_ids):
+            row, pos = scores[i], positions
+            if self.only_matching:
+                keep = row > 0
+                row, pos = row[keep], pos[keep]
+            top = self.rule.top(q, row, pos, self.depth)
+            row, pos = row[top], pos[top]
+            prev = self._best.get(q)
+            if prev is not None and len(prev[0]):
+                pos = np.concatenate([prev[0], pos])
+                row = np.concatenate([prev[1], row])
+                keep = self.rule.top(q, row, pos, self.depth)
+                pos, row = pos[keep], row[keep]
+            self._best[q] = (pos, row)
+
+    def build(self, name: str, query_ids: Sequence[str], info: dict[str, Any] | None = None, dtype: Any = None) -> Run:
+        """The run, with the queries in the given order (a query no block scored gets an empty list)."""
+        empty = (np.empty(0, dtype=np.int64), np.empty(0, dtype=dtype or np.float32))
+        positions: dict[str, np.ndarray] = {}
+        scores: dict[str, np.ndarray] = {}
+        for q in query_ids:
+            p, s = self._best.get(q, empty)
+            positions[q], scores[q] = p, (s if dtype is None else s.astype(dtype, copy=False))
+        return Run(self.corpus, name, positions, scores, dict(info or {}))
+
+
+class FirstStage(Retriever):
+    """A retriever that scores documents; ranking is done for it.
+
+    Subclasses implement :meth:`score` (and optionally :meth:`run_info` and :meth:`config`).
+    Set ``only_matching = True`` if documents scoring 0 are not matches and must not be ranked.
+    """
+
+    only_matching: bool = False
 
     @abstractmethod
-    def rerank(self, corpus: Corpus, queries: Mapping[str, str], run: Run, *, seed: int = 0) -> Run:
-        """Return a new run: the first ``self.depth`` documents of each query re-scored and re-ordered
-        (ties by the tie-breaking rule); documents below ``depth`` are dropped, as in the papers'
-        re-ranking of BM25's top 100."""
+    def score(self, corpus: Corpus, queries: Mapping[str, str], depth: int) -> Iterable[ScoreBlock]:
+        """Yield score blocks covering, for every query, every document it could rank.
+
+        ``depth`` is how many documents per query will be kept: an exhaustive scorer ignores it;
+        one that only returns candidates (an approximate index) must return at least ``depth``
+        of them, plus a margin for documents tied at the cut-off.
+        """
+
+    def run_info(self) -> dict[str, Any]:
+        """What to record about the last :meth:`score` call in ``run.info`` (e.g. cache use)."""
+        return {}
+
+    def retrieve(self, corpus: Corpus, queries: Mapping[str, str], depth: int = 1000, *, seed: int = 0) -> Run:
+        builder = RunBuilder(corpus, depth, seed=seed, only_matching=self.only_matching)
+        for block in self.score(corpus, queries, depth):
+            builder.add(block)
+        return builder.build(self.name, list(queries), self.run_info())
+
+
+class Stage(ABC):
+    """Turns a run into a run (re-ranking, a cut-off, a filter, a score correction).
+
+    Contract of :meth:`apply`: the result ranks the same corpus; its order is final (ties by the
+    tie rule: use :class:`~sourcebias.retrieval.ties.TieRule`); ``run.info`` keeps the input's
+    entries and may add its own (re-rankers append to ``info["stages"]``).
+    """
+
+    name: str = "stage"
+
+    def input_depth(self, depth: int, corpus: Corpus) -> int:
+        """How many documents per query this stage needs from the stage before it, to return
+        ``depth``. Default: the same number."""
+        return depth
+
+    @abstractmethod
+    def apply(self, run: Run, queries: Mapping[str, str], *, seed: int = 0) -> Run:
+        """Return the transformed run."""
 
     def config(self) -> dict[str, Any]:
-        return {"name": self.name, "class": type(self).__name__, "depth": self.depth}
+        return {"name": self.name, "class": type(self).__name__}
+
+    def __rshift__(self, other: Stage) -> StageChain:
+        if not isinstance(other, Stage):
+            return NotImplemented
+        return StageChain([self, other])
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r})"
+
+
+class StageChain(Stage):
+    """Stages applied in order; ``a >> b >> c``."""
+
+    def __init__(self, stages: Sequence[Stage]):
+        flat: list[Stage] = []
+        for s in stages:
+            flat += s.stages if isinstance(s, StageChain) else [s]
+        self.stages = flat
+        self.name = ">>".join(s.name for s in flat)
+
+    def input_depth(self, depth: int, corpus: Corpus) -> int:
+        for s in reversed(self.stages):
+            depth = s.input_depth(depth, corpus)
+        return depth
+
+    def apply(self, run: Run, queries: Mapping[str, str], *, seed: int = 0) -> Run:
+        for s in self.stages:
+            run = s.apply(run, queries, seed=seed)
+        return run
+
+    def config(self) -> dict[str, Any]:
+        return {"name": self.name, "stages": [s.config() for s in self.stages]}
+
+    def __rshift__(self, other: Stage) -> StageChain:
+        if not isinstance(other, Stage):
+            return NotImplemented
+        return StageChain([*self.stages, other])
 
 
 class Pipeline(Retriever):
-    """A first stage followed by re-rankers; build it with ``retriever >> reranker``."""
+    """A first stage followed by stages; build it with ``retriever >> stage``."""
 
-    def __init__(self, first: Retriever, rerankers: Sequence[Reranker]):
+    def __init__(self, first: Retriever, stages: Sequence[Stage], name: str | None = None):
+        if isinstance(first, Pipeline):
+            stages = [*first.stages, *stages]
+            first = first.first
         self.first = first
-        self.rerankers = list(rerankers)
-        self.name = ">>".join([first.name] + [r.name for r in self.rerankers])
+        self.stages = StageChain(stages).stages
+        self.name = name or ">>".join([first.name] + [s.name for s in self.stages])
 
-    def __rshift__(self, other: Reranker) -> Pipeline:
-        if not isinstance(other, Reranker):
+    def __rshift__(self, other: Stage) -> Pipeline:
+        if not isinstance(other, Stage):
             return NotImplemented
-        return Pipeline(self.first, self.rerankers + [other])
+        return Pipeline(self.first, [*self.stages, other])
 
-    def retrieve(self, corpus, queries, depth=1000, *, seed=0, exclude_self=False) -> Run:
-        first_depth = max([depth] + [r.depth for r in self.rerankers])
-        run = self.first.retrieve(corpus, queries, first_depth, seed=seed, exclude_self=exclude_self)
-        for r in self.rerankers:
-            run = r.rerank(corpus, queries, run, seed=seed)
+    def first_stage_depth(self, depth: int, corpus: Corpus) -> int:
+        return StageChain(self.stages).input_depth(depth, corpus) if self.stages else depth
+
+    def retrieve(self, corpus: Corpus, queries: Mapping[str, str], depth: int = 1000, *, seed: int = 0) -> Run:
+        run = self.first.retrieve(corpus, queries, self.first_stage_depth(depth, corpus), seed=seed)
+        for s in self.stages:
+            run = s.apply(run, queries, seed=seed)
+        run = run.cut(depth)
         run.name = self.name
-        return run.cut(depth)
+        return run
 
     def config(self) -> dict[str, Any]:
-        return {"name": self.name, "first_stage": self.first.config(), "rerankers": [r.config() for r in self.rerankers]}
+        return {"name": self.name, "first_stage": self.first.config(), "stages": [s.config() for s in self.stages]}
 
 
-def self_matches(corpus: Corpus, query_ids: Sequence[str]) -> dict[str, np.ndarray]:
-    """Per query, positions of documents (of any source) whose ``doc_id`` equals the query id."""
-    wanted = set(query_ids)
-    found: dict[str, list[int]] = {}
-    for i, d in enumerate(corpus.doc_ids):
-        if d in wanted:
-            found.setdefault(d, []).append(i)
-    return {q: np.asarray(p, dtype=np.int64) for q, p in found.items()}
+def with_stage_after_first(retriever: Retriever, stage: Stage) -> Retriever:
+    """``retriever`` with ``stage`` inserted right after its first stage, keeping its name (used
+    for the self-match filter, which must act before any re-ranker)."""
+    if isinstance(retriever, Pipeline):
+        return Pipeline(retriever.first, [stage, *retriever.stages], name=retriever.name)
+    return Pipeline(retriever, [stage], name=retriever.name)
+
+
+def rank_rows(
+    corpus: Corpus,
+    query_ids: Sequence[str],
+    score_rows: Sequence[np.ndarray] | np.ndarray,
+    depth: int,
+    *,
+    seed: int = 0,
+    only_matching: bool = False,
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Ranked lists from full score vectors (one per query, over all of ``corpus``):
+    ``(positions, scores)`` per query, the top ``depth`` under the tie rule."""
+    builder = RunBuilder(corpus, depth, seed=seed, only_matching=only_matching)
+    for q, row in zip(query_ids, score_rows):
+        builder.add(ScoreBlock([q], np.asarray(row)[None, :]))
+    run = builder.build("scores", list(query_ids), dtype=np.asarray(score_rows[0]).dtype if len(score_rows) else None)
+    return run.positions, run.scores

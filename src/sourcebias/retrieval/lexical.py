@@ -7,15 +7,15 @@ BM25 with ``language="english"``).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from sourcebias.core import progress
 from sourcebias.data.corpus import Corpus
-from sourcebias.retrieval.base import Retriever, self_matches
-from sourcebias.retrieval.run import Run, rank_rows
+from sourcebias.retrieval.base import FirstStage, ScoreBlock
+from sourcebias.retrieval.specs import Param, register_first_stage
 
 # Lucene's EnglishAnalyzer.ENGLISH_STOP_WORDS_SET (also bm25s's "en" list).
 LUCENE_ENGLISH_STOP_WORDS = frozenset(
@@ -130,37 +130,34 @@ class EnglishAnalyzer:
         return out
 
 
-class _LexicalRetriever(Retriever):
-    """Shared driver: analyze the corpus, score each query against all documents, rank."""
+class _LexicalRetriever(FirstStage):
+    """Shared driver: analyze the corpus, then score blocks of queries against every document.
+    Only documents sharing a term with the query are ranked (``only_matching``)."""
+
+    only_matching = True
 
     def __init__(self, analyzer: EnglishAnalyzer | None = None, batch_size: int = 256):
         self.analyzer = analyzer or EnglishAnalyzer()
         self.batch_size = batch_size
+        self._info: dict[str, Any] = {}
 
-    def retrieve(self, corpus: Corpus, queries: Mapping[str, str], depth: int = 1000, *, seed: int = 0, exclude_self: bool = False) -> Run:
+    def score(self, corpus: Corpus, queries: Mapping[str, str], depth: int) -> Iterator[ScoreBlock]:
         qids = list(queries)
-        texts = corpus.retrieval_texts()
         vocab: dict[str, int] = {}
         with progress.task(f"{self.name}: indexing {len(corpus):,} documents", total=1) as t:
-            doc_ids = self.analyzer.to_ids(texts, vocab, grow=True)
+            doc_ids = self.analyzer.to_ids(corpus.retrieval_texts(), vocab, grow=True)
             self._index(doc_ids, vocab)
             t.advance()
+        self._info = {"vocabulary": len(vocab)}
         q_ids = self.analyzer.to_ids([queries[q] for q in qids], vocab, grow=False)
-        exclude = self_matches(corpus, qids) if exclude_self else None
-        positions: dict[str, np.ndarray] = {}
-        scores: dict[str, np.ndarray] = {}
         with progress.task(f"{self.name}: ranking", total=len(qids), unit="queries") as t:
             for start in range(0, len(qids), self.batch_size):
                 batch = qids[start : start + self.batch_size]
-                rows = self._score(q_ids[start : start + self.batch_size])
-                p, s = rank_rows(corpus, batch, rows, depth, seed=seed, exclude=exclude, keep="positive")
-                positions.update(p)
-                scores.update(s)
+                yield ScoreBlock(batch, np.asarray(self._score(q_ids[start : start + self.batch_size])))
                 t.advance(len(batch))
-        info = {"vocabulary": len(vocab)}
-        if exclude is not None:
-            info["self_matches_removed"] = int(sum(len(v) for v in exclude.values()))
-        return Run(corpus, self.name, positions, scores, info)
+
+    def run_info(self) -> dict[str, Any]:
+        return dict(self._info)
 
     def _index(self, doc_ids: list[list[int]], vocab: dict[str, int]) -> None:
         raise NotImplementedError
@@ -232,3 +229,28 @@ class TfIdf(_LexicalRetriever):
     def _score(self, query_ids):
         q = self._tf.transform(self._counts(query_ids, self._n_terms))
         return np.asarray((q @ self._docs_t).todense(), dtype=np.float32)
+
+
+_ANALYZER_PARAMS = {"stemmer": Param(str, "Snowball stemmer for PyStemmer (porter: Elasticsearch's english analyzer; english: Porter2)", default="porter")}
+
+
+@register_first_stage(
+    "bm25",
+    params={"k1": Param(float, "term-frequency saturation", default=1.2), "b": Param(float, "length normalisation", default=0.75), "method": Param(str, "bm25s scoring variant", default="lucene"), **_ANALYZER_PARAMS},
+    help="BM25 (bm25s, Lucene scoring, k1=1.2 b=0.75, Elasticsearch english analyzer); bm25:k1=0.9,b=0.4",
+    offline="always (no model)",
+)
+def _bm25(params: dict[str, Any], text: str) -> BM25:
+    analyzer = EnglishAnalyzer(stemmer=params.pop("stemmer"))
+    return BM25(analyzer=analyzer, name=text, **params)
+
+
+@register_first_stage(
+    "tfidf",
+    params={"sublinear_tf": Param(bool, "1 + log(tf) instead of tf", default=False), **_ANALYZER_PARAMS},
+    help="TF-IDF cosine (scikit-learn, same analyzer); tfidf:sublinear_tf=true",
+    offline="always (no model)",
+)
+def _tfidf(params: dict[str, Any], text: str) -> TfIdf:
+    analyzer = EnglishAnalyzer(stemmer=params.pop("stemmer"))
+    return TfIdf(analyzer=analyzer, name=text, **params)

@@ -1,24 +1,42 @@
-"""Ranked lists (a "run") over one corpus, in the tie-broken order of :mod:`.ties`."""
+"""Ranked lists (a "run") over one corpus, in the final order of the tie rule (:mod:`.ties`).
+
+A :class:`Run` can come from a sourcebias retriever or from any other system's TREC run file
+(:meth:`Run.from_trec`). Document names in a TREC file are mapped to ``(doc_id, source)``
+explicitly by a :class:`DocnoMap`: the ``<source>/<doc_id>`` names that sourcebias writes, a
+``docnos.tsv`` table, or a pattern the user gives (``{doc_id}-{source}``). A map is built by
+*rendering* every document's name and inverting the table — no name is ever taken apart — and it
+refuses names that two documents would share.
+"""
 
 from __future__ import annotations
 
+import csv
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from sourcebias.core.errors import ConfigError, DataError
 from sourcebias.data.corpus import Corpus
-from sourcebias.retrieval.ties import select_top, tie_keys
+from sourcebias.data.io import open_text
+from sourcebias.retrieval.ties import TieRule
+
+SOURCEBIAS_DOCNO = "{source}/{doc_id}"
 
 
-@dataclass
+@dataclass(eq=False)
 class Run:
     """For each query, the ranked corpus positions and their scores (best first).
 
     ``positions[q]`` index into ``corpus``; rank ``r`` (1-based) of query ``q`` is document
-    ``corpus[positions[q][r - 1]]``. The order already applies the tie-breaking rule, so it
-    is final: metrics use this order, not a re-sort of the scores.
+    ``corpus[positions[q][r - 1]]``. The order already applies the tie-breaking rule, so it is
+    final: metrics use this order, not a re-sort of the scores.
+
+    Two runs are equal (``==``) when they have the same name and, query by query, the same
+    ``(doc_id, source)`` sequence and scores (the corpus objects may differ).
     """
 
     corpus: Corpus
@@ -38,77 +56,300 @@ class Run:
     def __len__(self) -> int:
         return len(self.positions)
 
+    def __repr__(self) -> str:
+        return f"Run({self.name!r}, {len(self)} queries, depth {self.depth()}, {len(self.corpus):,} documents)"
+
     def depth(self) -> int:
         return max((len(p) for p in self.positions.values()), default=0)
 
-    def ranking(self, query_id: str) -> list[tuple[str, str, float]]:
-        """``[(doc_id, source, score), ...]`` best first."""
+    def keys(self, query_id: str) -> list[tuple[str, str]]:
+        """``(doc_id, source)`` of the ranked documents of one query, best first."""
         c = self.corpus
-        return [(c.doc_ids[i], c.source_of(i), float(s)) for i, s in zip(self.positions[query_id], self.scores[query_id])]
+        names, codes, ids = c.sources, c.source_codes, c.doc_ids
+        return [(ids[i], names[codes[i]]) for i in self.positions[query_id].tolist()]
 
     def iter_rows(self) -> Iterator[tuple[str, int, str, str, float]]:
         """``(query_id, rank, doc_id, source, score)`` for every entry, rank 1-based."""
         c = self.corpus
-        ids = c.doc_ids
-        names = c.sources
-        codes = c.source_codes
+        ids, names, codes = c.doc_ids, c.sources, c.source_codes
         for q, pos in self.positions.items():
             sc = self.scores[q]
             for r, (i, s) in enumerate(zip(pos.tolist(), sc.tolist()), start=1):
                 yield q, r, ids[i], names[codes[i]], s
 
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Run):
+            return NotImplemented
+        if self.name != other.name or self.query_ids != other.query_ids:
+            return False
+        for q in self.positions:
+            if self.keys(q) != other.keys(q):
+                return False
+            if not np.array_equal(np.asarray(self.scores[q], dtype=np.float64), np.asarray(other.scores[q], dtype=np.float64)):
+                return False
+        return True
+
+    __hash__ = None  # type: ignore[assignment]
+
+    # -- derived runs ------------------------------------------------------------------------
     def cut(self, depth: int) -> Run:
+        """The first ``depth`` documents of each query."""
         return Run(self.corpus, self.name, {q: p[:depth] for q, p in self.positions.items()}, {q: s[:depth] for q, s in self.scores.items()}, dict(self.info))
 
-    def write_trec(self, path: str | Path, docno: Mapping[tuple[str, str], str] | None = None, tag: str | None = None) -> None:
+    def restrict(self, query_ids: Sequence[str]) -> Run:
+        """The given queries only (in the given order; a query the run lacks gets an empty list)."""
+        empty_p, empty_s = np.empty(0, dtype=np.int64), np.empty(0, dtype=self._score_dtype())
+        return Run(
+            self.corpus,
+            self.name,
+            {q: self.positions.get(q, empty_p) for q in query_ids},
+            {q: self.scores.get(q, empty_s) for q in query_ids},
+            dict(self.info),
+        )
+
+    def bind(self, corpus: Corpus) -> Run:
+        """The same rankings over another corpus object holding the same documents (matched by
+        ``(doc_id, source)``); raises if a ranked document is missing there."""
+        if corpus is self.corpus:
+            return self
+        src_pos = _position_lookup(corpus)
+        c = self.corpus
+        positions: dict[str, np.ndarray] = {}
+        for q, pos in self.positions.items():
+            new = np.empty(len(pos), dtype=np.int64)
+            for j, i in enumerate(pos.tolist()):
+                p = src_pos(c.doc_ids[i], c.source_of(i))
+                if p is None:
+                    raise ConfigError(f"run '{self.name}': document ({c.doc_ids[i]}, {c.source_of(i)}) of query '{q}' is not in the corpus")
+                new[j] = p
+            positions[q] = new
+        return Run(corpus, self.name, positions, dict(self.scores), dict(self.info))
+
+    def _score_dtype(self) -> np.dtype:
+        for s in self.scores.values():
+            return s.dtype
+        return np.dtype(np.float64)
+
+    # -- TREC files --------------------------------------------------------------------------
+    def write_trec(self, path: str | Path, docnos: DocnoMap | None = None, tag: str | None = None) -> None:
         """Write the run in TREC format ``qid Q0 docno rank score tag``.
 
-        ``docno`` maps ``(doc_id, source)`` to the document name written in the file; by
-        default it is the ``doc_id`` for a single-source corpus. For a mixed corpus, where
-        a document and its twin share a ``doc_id``, a mapping must be given (see
-        :func:`sourcebias.reporting.outputs.docno_table`) and is saved beside the run.
+        Document names come from ``docnos`` (default: ``<source>/<doc_id>``, see
+        :meth:`DocnoMap.sourcebias`). Scores are written with as many digits as their type needs
+        to be read back exactly (float32 scores: 9 significant digits at most). The rank column
+        is the final order (ties already broken by the tie rule).
         """
-        tag = tag or self.name
-        tag = "".join(ch if not ch.isspace() else "_" for ch in tag)
-        if docno is None and len(self.corpus.sources) > 1:
-            raise ValueError("a mixed-source run needs a docno mapping to be written in TREC format")
+        from sourcebias.core.atomic import atomic_open
+
+        docnos = docnos or DocnoMap.sourcebias(self.corpus)
+        names = docnos.names
+        tag = re.sub(r"\s+", "_", tag or self.name) or "run"
+        fmt = _score_formatter(self._score_dtype())
+        with atomic_open(path, "w") as fh:
+            for q, pos in self.positions.items():
+                sc = self.scores[q]
+                fh.writelines(f"{q} Q0 {names[i]} {r} {fmt(s)} {tag}\n" for r, (i, s) in enumerate(zip(pos.tolist(), sc.tolist()), start=1))
+
+    @classmethod
+    def from_trec(
+        cls,
+        path: str | Path,
+        corpus: Corpus,
+        *,
+        docnos: DocnoMap | None = None,
+        name: str | None = None,
+        seed: int = 0,
+        order: str = "score",
+    ) -> Run:
+        """Read a TREC run (``qid Q0 docno rank score tag``; ``.gz`` too) written by any system.
+
+        ``docnos`` maps the file's document names to documents of ``corpus`` (default: the
+        ``<source>/<doc_id>`` names sourcebias writes; see :class:`DocnoMap`). Documents are
+        ordered by score, highest first, and **equal scores by the tie rule** of
+        :mod:`sourcebias.retrieval.ties` with ``seed`` — not by the file's rank column, nor by
+        docno as trec_eval does, both of which would systematically favour one source. A name
+        that maps to no document, a malformed line or a document listed twice for a query stops
+        with ``file:line``.
+
+        ``order="rank"`` keeps the file's rank column instead (for runs whose order is already
+        final, such as those sourcebias saves); ranks must then be distinct per query.
+        """
+        if order not in ("score", "rank"):
+            raise ConfigError(f"order must be 'score' or 'rank', got '{order}'")
         path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("w", encoding="utf-8") as fh:
-            for q, r, d, s, score in self.iter_rows():
-                name = d if docno is None else docno[(d, s)]
-                fh.write(f"{q} Q0 {name} {r} {score:.9g} {tag}\n")
+        docnos = docnos or DocnoMap.sourcebias(corpus)
+        if docnos.corpus is not corpus:
+            raise ValueError("the docno map was built for another corpus")
+        per_query: dict[str, tuple[list[int], list[float], dict[int, int]]] = {}
+        ranks: dict[str, dict[int, int]] = {}
+        n = 0
+        with open_text(path) as fh:
+            for lineno, line in enumerate(fh, start=1):
+                parts = line.split()
+                if not parts:
+                    continue
+                if len(parts) != 6:
+                    raise DataError(path, f"expected 6 columns (qid Q0 docno rank score tag), got {len(parts)}", lineno)
+                qid, _, docno, rank_s, score_s, _tag = parts
+                try:
+                    score = float(score_s)
+                except ValueError:
+                    raise DataError(path, f"score '{score_s}' is not a number", lineno) from None
+                try:
+                    rank = int(rank_s)
+                except ValueError:
+                    raise DataError(path, f"rank '{rank_s}' is not an integer", lineno) from None
+                pos = docnos.position(docno)
+                if pos is None:
+                    raise DataError(path, f"document '{docno}' is not in the dataset ({docnos.describe()})", lineno)
+                plist, slist, seen = per_query.setdefault(qid, ([], [], {}))
+                if pos in seen:
+                    raise DataError(path, f"document '{docno}' is listed twice for query '{qid}' (first on line {seen[pos]})", lineno)
+                seen[pos] = lineno
+                if order == "rank":
+                    rq = ranks.setdefault(qid, {})
+                    if rank in rq:
+                        raise DataError(path, f"rank {rank} is used twice for query '{qid}' (first on line {rq[rank]})", lineno)
+                    rq[rank] = lineno
+                    score = (rank, score)  # type: ignore[assignment]
+                plist.append(pos)
+                slist.append(score)
+                n += 1
+        if n == 0:
+            raise DataError(path, "empty run: no ranked documents")
+        rule = TieRule(corpus, seed)
+        positions: dict[str, np.ndarray] = {}
+        scores: dict[str, np.ndarray] = {}
+        for q, (plist, slist, _) in per_query.items():
+            p = np.asarray(plist, dtype=np.int64)
+            if order == "rank":
+                r = np.asarray([x[0] for x in slist], dtype=np.int64)
+                s = np.asarray([x[1] for x in slist], dtype=np.float64)
+                idx = np.argsort(r, kind="stable")
+            else:
+                s = np.asarray(slist, dtype=np.float64)
+                idx = rule.order(q, s, p)
+            positions[q], scores[q] = p[idx], s[idx]
+        ties = f"ordered by score, ties by the tie rule (seed {seed})" if order == "score" else "the file's rank order"
+        info = {"source_file": str(path), "docnos": docnos.describe(), "lines": n, "order": ties}
+        return cls(corpus, name or _run_name(path), positions, scores, info)
 
 
-def rank_rows(
-    corpus: Corpus,
-    query_ids: Sequence[str],
-    score_rows: Sequence[np.ndarray] | np.ndarray,
-    depth: int,
-    *,
-    seed: int = 0,
-    exclude: Mapping[str, np.ndarray] | None = None,
-    keep: str = "all",
-) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
-    """Turn full score vectors (one per query, over all of ``corpus``) into ranked lists.
+def _run_name(path: Path) -> str:
+    name = path.name
+    for suffix in (".gz", ".trec", ".run", ".txt", ".tsv"):
+        if name.endswith(suffix):
+            name = name[: -len(suffix)]
+    return name or "run"
 
-    ``exclude`` gives, per query, positions to leave out (self-matches). ``keep="positive"``
-    keeps only documents with a score > 0 (a lexical match), as a search engine returns only
-    matching documents.
+
+def _score_formatter(dtype: np.dtype):
+    """Shortest text that reads back to the same value of the scores' type."""
+    if dtype == np.float32:
+        return lambda s: str(np.float32(s))
+    return repr
+
+
+def _position_lookup(corpus: Corpus):
+    return corpus.position
+
+
+class DocnoMap:
+    """A one-to-one map between document names in run files and documents of one corpus.
+
+    Build it with :meth:`sourcebias` (``<source>/<doc_id>``, what sourcebias writes),
+    :meth:`from_pattern` (a template with ``{doc_id}`` and ``{source}``, e.g. Cocktail's
+    ``{doc_id}-{source}``; ``source_labels`` says how each source is written when it is not its
+    name), or :meth:`from_table` (a ``docnos.tsv`` with ``docno, doc_id, source`` columns).
+    Whitespace in a rendered name becomes ``_`` (TREC names cannot contain it).
     """
-    doc_hashes = corpus.key_hashes()
-    all_pos = np.arange(len(corpus))
-    positions: dict[str, np.ndarray] = {}
-    scores: dict[str, np.ndarray] = {}
-    for qid, row in zip(query_ids, score_rows):
-        row = np.asarray(row)
-        cand = all_pos
-        if keep == "positive":
-            cand = np.flatnonzero(row > 0)
-        if exclude is not None and qid in exclude and len(exclude[qid]):
-            cand = np.setdiff1d(cand, exclude[qid], assume_unique=True)
-        sub = row[cand]
-        top = select_top(sub, lambda p, q=qid: tie_keys(doc_hashes[p], q, seed), cand, depth)
-        positions[qid] = cand[top]
-        scores[qid] = sub[top]
-    return positions, scores
+
+    def __init__(self, corpus: Corpus, names: list[str], description: str):
+        self.corpus = corpus
+        self.names = names
+        self._description = description
+        self._position: dict[str, int] = {}
+        for i, nm in enumerate(names):
+            j = self._position.setdefault(nm, i)
+            if j != i:
+                a, b = corpus[j], corpus[i]
+                raise ConfigError(f"two documents have the name '{nm}' under {description}: ({a.doc_id}, {a.source}) and ({b.doc_id}, {b.source})")
+
+    def position(self, name: str) -> int | None:
+        return self._position.get(name)
+
+    def describe(self) -> str:
+        return self._description
+
+    def rows(self) -> Iterator[tuple[str, str, str]]:
+        """``(docno, doc_id, source)`` for every document."""
+        c = self.corpus
+        for i, nm in enumerate(self.names):
+            yield nm, c.doc_ids[i], c.source_of(i)
+
+    def write_table(self, path: str | Path) -> None:
+        """Write ``docnos.tsv`` (``docno, doc_id, source``)."""
+        from sourcebias.core.atomic import atomic_open
+
+        with atomic_open(path, "w", newline="") as fh:
+            w = csv.writer(fh, delimiter="\t", lineterminator="\n")
+            w.writerow(["docno", "doc_id", "source"])
+            w.writerows(self.rows())
+
+    @classmethod
+    def sourcebias(cls, corpus: Corpus) -> DocnoMap:
+        return cls.from_pattern(SOURCEBIAS_DOCNO, corpus, _description="sourcebias names <source>/<doc_id>")
+
+    @classmethod
+    def from_pattern(cls, pattern: str, corpus: Corpus, source_labels: Mapping[str, str] | None = None, *, _description: str | None = None) -> DocnoMap:
+        """Names rendered from ``pattern`` (fields ``{doc_id}`` and ``{source}``).
+
+        ``source_labels`` maps a source name to how the pattern writes it (e.g.
+        ``{"llama-2-7b-chat-tmp0.2": "llama"}``); sources not listed are written by name. With a
+        single-source corpus the pattern may be just ``{doc_id}``.
+        """
+        fields = set(re.findall(r"{(\w*)}", pattern))
+        if not fields <= {"doc_id", "source"} or "doc_id" not in fields:
+            raise ConfigError(f"docno pattern '{pattern}' must contain {{doc_id}} and may contain {{source}} (and no other fields)")
+        if "source" not in fields and len(corpus.sources) > 1:
+            raise ConfigError(f"docno pattern '{pattern}' has no {{source}}: it cannot tell a document from its twin in a corpus of {len(corpus.sources)} sources")
+        labels = dict(source_labels or {})
+        unknown = [s for s in labels if s not in corpus.sources]
+        if unknown:
+            raise ConfigError(f"source label given for unknown source(s) {', '.join(unknown)}; sources: {', '.join(corpus.sources)}")
+        label_of = [labels.get(s, s) for s in corpus.sources]
+        ws = re.compile(r"\s+")
+        codes = corpus.source_codes.tolist()
+        names = [ws.sub("_", pattern.format(doc_id=d, source=label_of[c])) for d, c in zip(corpus.doc_ids, codes)]
+        desc = _description or f"pattern '{pattern}'" + (f" with labels {labels}" if labels else "")
+        return cls(corpus, names, desc)
+
+    @classmethod
+    def from_table(cls, path: str | Path, corpus: Corpus) -> DocnoMap:
+        """Names from a ``docnos.tsv`` (header ``docno doc_id source``, tab-separated). Every
+        document of ``corpus`` must be listed; rows naming documents outside it are allowed (a
+        table may cover a larger corpus) but never used."""
+        path = Path(path)
+        name_of: dict[int, str] = {}
+        with open_text(path) as fh:
+            reader = csv.reader(fh, delimiter="\t")
+            header = next(reader, None)
+            if header is None or [h.strip() for h in header[:3]] != ["docno", "doc_id", "source"]:
+                raise DataError(path, "expected the header 'docno<TAB>doc_id<TAB>source'", 1)
+            for lineno, row in enumerate(reader, start=2):
+                if not row:
+                    continue
+                if len(row) != 3:
+                    raise DataError(path, f"expected 3 tab-separated columns, got {len(row)}", lineno)
+                docno, doc_id, source = row
+                pos = corpus.position(doc_id, source)
+                if pos is None:
+                    continue
+                if pos in name_of:
+                    raise DataError(path, f"({doc_id}, {source}) is listed twice", lineno)
+                name_of[pos] = docno
+        missing = [i for i in range(len(corpus)) if i not in name_of]
+        if missing:
+            d = corpus[missing[0]]
+            raise DataError(path, f"{len(missing)} documents of the dataset have no name here, e.g. ({d.doc_id}, {d.source})")
+        return cls(corpus, [name_of[i] for i in range(len(corpus))], f"table {path.name}")

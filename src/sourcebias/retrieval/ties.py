@@ -63,6 +63,30 @@ def rank_order(scores: np.ndarray, keys: np.ndarray, positions: np.ndarray) -> n
     return np.lexsort((positions, keys, -scores))
 
 
+class TieRule:
+    """The tie rule bound to one corpus and seed: the one place that orders ranked lists.
+
+    ``top(query_id, scores, positions, k)`` selects and orders the best ``k`` candidates;
+    ``order(query_id, scores, positions)`` orders all of them. ``positions`` are corpus
+    positions (they decide each candidate's tie key), ``scores`` their scores; both return
+    indices into the given arrays, best first.
+    """
+
+    def __init__(self, corpus, seed: int = 0):
+        self.corpus = corpus
+        self.seed = int(seed)
+        self._hashes = corpus.key_hashes()
+
+    def keys(self, query_id: str, positions: np.ndarray) -> np.ndarray:
+        return tie_keys(self._hashes[positions], query_id, self.seed)
+
+    def top(self, query_id: str, scores: np.ndarray, positions: np.ndarray, k: int) -> np.ndarray:
+        return select_top(scores, lambda p: self.keys(query_id, p), positions, k)
+
+    def order(self, query_id: str, scores: np.ndarray, positions: np.ndarray) -> np.ndarray:
+        return select_top(scores, lambda p: self.keys(query_id, p), positions, len(scores))
+
+
 def select_top(
     scores: np.ndarray,
     keys: np.ndarray | Callable[[np.ndarray], np.ndarray],

@@ -1,0 +1,241 @@
+"""Output folders: one run's results per folder, checked before work, written atomically, loadable.
+
+Every sourcebias command that writes results writes them into an :class:`OutputFolder`:
+
+* **Checked before any work** (:meth:`OutputFolder.claim`): a path that is a file, a parent that
+  cannot be written, a folder that holds another run's results (unless ``overwrite``) or files
+  that sourcebias did not write (never deleted, even with ``overwrite``) stop at once with a
+  :class:`~sourcebias.core.errors.OutputError`.
+* **One writer.** Claiming takes an exclusive lock (``fcntl.flock`` on ``.<name>.lock`` beside the
+  folder; the operating system releases it when the process ends, so a killed run leaves no stale
+  lock). A second process claiming the same folder is refused.
+* **Atomic.** Files are written into a staging folder beside the target; :meth:`commit` writes
+  ``manifest.json`` listing every file (bytes and SHA-256), then renames the staging folder into
+  place (the previous folder, with ``overwrite``, is moved aside first and deleted after). A crash
+  never leaves a half-written folder that looks complete, and results of two runs never mix.
+* **Loadable.** ``manifest.json`` names the artifact's ``kind``; :func:`load_artifact` dispatches
+  to the loader registered for it (e.g. ``evaluate`` -> :meth:`EvaluationResult.load`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+from sourcebias.core.atomic import atomic_write_json
+from sourcebias.core.errors import OutputError
+from sourcebias.core.manifest import file_digest
+
+MANIFEST = "manifest.json"
+
+#: kind -> "module:attribute" of a callable ``load(path) -> object`` (imported on use, so that
+#: this module does not depend on the capabilities that register here).
+_LOADERS: dict[str, str] = {
+    "evaluate": "sourcebias.evaluation.results:EvaluationResult.load",
+}
+
+
+def register_loader(kind: str, target: str) -> None:
+    """Make :func:`load_artifact` load folders of ``kind`` with ``target`` (``"module:attr"``)."""
+    _LOADERS[kind] = target
+
+
+def read_manifest(path: str | Path) -> dict[str, Any]:
+    path = Path(path)
+    mpath = path / MANIFEST
+    if not path.is_dir():
+        raise OutputError(f"{path}: not a folder (an output folder of sourcebias holds {MANIFEST})")
+    if not mpath.is_file():
+        raise OutputError(f"{path}: no {MANIFEST}; not a sourcebias output folder (or an unfinished one)")
+    try:
+        manifest = json.loads(mpath.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise OutputError(f"{mpath}: not valid JSON ({exc})") from None
+    if not isinstance(manifest, dict) or manifest.get("tool") != "sourcebias":
+        raise OutputError(f"{mpath}: not a sourcebias manifest")
+    return manifest
+
+
+def artifact_kind(manifest: dict[str, Any]) -> str:
+    return str(manifest.get("kind") or manifest.get("command") or "")
+
+
+def load_artifact(path: str | Path) -> Any:
+    """Load any sourcebias output folder by the kind its manifest names."""
+    from importlib import import_module
+
+    manifest = read_manifest(path)
+    kind = artifact_kind(manifest)
+    target = _LOADERS.get(kind)
+    if target is None:
+        raise OutputError(f"{path}: no loader for artifacts of kind '{kind}' (known: {', '.join(sorted(_LOADERS))})")
+    module, _, attr = target.partition(":")
+    obj: Any = import_module(module)
+    for part in attr.split("."):
+        obj = getattr(obj, part)
+    return obj(path)
+
+
+def _is_sourcebias_output(folder: Path) -> bool:
+    try:
+        read_manifest(folder)
+        return True
+    except OutputError:
+        return False
+
+
+class OutputFolder:
+    """A claimed output folder; see the module docstring. Use :meth:`claim`, write under
+    :attr:`staging`, then :meth:`commit` (or :meth:`abort`)."""
+
+    def __init__(self, path: Path, kind: str, lock_fh: Any, staging: Path, replaces: bool):
+        self.path = path
+        self.kind = kind
+        self.staging = staging
+        self.replaces = replaces
+        self._lock_fh = lock_fh
+        self._done = False
+
+    # -- claiming ------------------------------------------------------------------------------
+    @classmethod
+    def claim(cls, path: str | Path, *, kind: str, overwrite: bool = False) -> OutputFolder:
+        """Check ``path`` and lock it for this process; raises :class:`OutputError` on misuse."""
+        path = Path(path).expanduser()
+        if path.exists() and not path.is_dir():
+            raise OutputError(f"{path}: exists and is a file; the output must be a folder (choose another path)")
+        parent = path.parent if str(path.parent) else Path(".")
+        try:
+            parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise OutputError(f"{path}: cannot create the parent folder {parent} ({exc.strerror or exc})") from None
+        if not os.access(parent, os.W_OK | os.X_OK):
+            raise OutputError(f"{path}: the folder {parent} is not writable")
+        replaces = False
+        if path.is_dir():
+            if not os.access(path, os.W_OK | os.X_OK):
+                raise OutputError(f"{path}: not writable")
+            entries = [p for p in path.iterdir()]
+            if entries:
+                if not _is_sourcebias_output(path):
+                    raise OutputError(
+                        f"{path}: is not empty and holds no sourcebias manifest ({len(entries)} entries, e.g. {entries[0].name}); "
+                        "sourcebias writes only into a new or empty folder, or replaces its own results with --overwrite"
+                    )
+                if not overwrite:
+                    m = read_manifest(path)
+                    raise OutputError(
+                        f"{path}: holds the results of another run (`sourcebias {artifact_kind(m)}`, {m.get('created_utc', '?')}); "
+                        "pass --overwrite to replace them, or choose another --output folder"
+                    )
+                replaces = True
+        lock_fh = _lock(parent / f".{path.name}.lock", path)
+        try:
+            _recover(path)
+            staging = parent / f".{path.name}.staging-{os.getpid()}"
+            shutil.rmtree(staging, ignore_errors=True)
+            staging.mkdir()
+        except BaseException:
+            _unlock(lock_fh)
+            raise
+        return cls(path, kind, lock_fh, staging, replaces)
+
+    # -- finishing -----------------------------------------------------------------------------
+    def files(self) -> dict[str, dict[str, Any]]:
+        """Every file under the staging folder: relative path -> bytes and SHA-256."""
+        out: dict[str, dict[str, Any]] = {}
+        for p in sorted(self.staging.rglob("*")):
+            if p.is_file() and p.name != MANIFEST:
+                out[p.relative_to(self.staging).as_posix()] = {"bytes": p.stat().st_size, "sha256": file_digest(p)}
+        return out
+
+    def commit(self, manifest: dict[str, Any]) -> Path:
+        """Write ``manifest.json`` (with ``kind`` and the list of every file) and move the folder
+        into place. Returns the final path."""
+        if self._done:
+            raise RuntimeError("output folder already committed or aborted")
+        manifest = dict(manifest)
+        manifest["kind"] = self.kind
+        outputs = dict(manifest.get("outputs") or {})
+        outputs["files"] = self.files()
+        manifest["outputs"] = outputs
+        atomic_write_json(self.staging / MANIFEST, manifest)
+        old = self.path.parent / f".{self.path.name}.old-{os.getpid()}"
+        try:
+            if self.path.exists():
+                if any(self.path.iterdir()) and not _is_sourcebias_output(self.path):
+                    raise OutputError(f"{self.path}: files appeared that sourcebias did not write; results kept in {self.staging}")
+                os.replace(self.path, old)
+            os.replace(self.staging, self.path)
+            shutil.rmtree(old, ignore_errors=True)
+        finally:
+            self._release()
+        return self.path
+
+    def abort(self) -> None:
+        """Remove the staging folder and release the lock (the target is left as it was)."""
+        if self._done:
+            return
+        shutil.rmtree(self.staging, ignore_errors=True)
+        self._release()
+
+    def _release(self) -> None:
+        self._done = True
+        _unlock(self._lock_fh)
+
+    def __enter__(self) -> OutputFolder:
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if not self._done:
+            self.abort()
+
+    def __repr__(self) -> str:
+        return f"OutputFolder({str(self.path)!r}, kind={self.kind!r})"
+
+
+def _lock(lock_path: Path, target: Path):
+    import fcntl
+
+    fh = lock_path.open("a+", encoding="utf-8")
+    try:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        if exc.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+            fh.close()
+            raise
+        fh.seek(0)
+        holder = fh.read().strip() or "?"
+        fh.close()
+        raise OutputError(f"{target}: another sourcebias process (pid {holder}) is writing this folder; wait for it or choose another --output") from None
+    fh.seek(0)
+    fh.truncate()
+    fh.write(str(os.getpid()))
+    fh.flush()
+    return fh
+
+
+def _unlock(fh) -> None:
+    import fcntl
+
+    with contextlib.suppress(OSError):
+        fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+    fh.close()
+
+
+def _recover(path: Path) -> None:
+    """With the lock held, leftovers of a killed writer are stale: remove staging folders; if a
+    kill fell between moving the old results aside and moving the new ones in, put the old back."""
+    parent = path.parent
+    for p in parent.glob(f".{path.name}.staging-*"):
+        shutil.rmtree(p, ignore_errors=True)
+    olds = sorted(parent.glob(f".{path.name}.old-*"))
+    for p in olds:
+        if not path.exists() and _is_sourcebias_output(p):
+            os.replace(p, path)
+        else:
+            shutil.rmtree(p, ignore_errors=True)

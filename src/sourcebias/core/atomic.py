@@ -1,0 +1,61 @@
+"""Atomic file writes: write to a temporary file beside the target, then rename it into place.
+
+A reader (or a rerun after a crash) sees either the old file or the complete new one, never a
+half-written file. The temporary name carries the process id, so concurrent writers of the same
+target do not clobber each other's temporary files (the last rename wins, each file whole).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+
+def _tmp_path(path: Path) -> Path:
+    return path.with_name(f".{path.name}.tmp{os.getpid()}")
+
+
+@contextlib.contextmanager
+def atomic_open(path: str | Path, mode: str = "w", *, encoding: str | None = "utf-8", newline: str | None = None, fsync: bool = False) -> Iterator[IO[Any]]:
+    """Open a temporary file for writing; on a clean exit it replaces ``path``.
+
+    On an exception the temporary file is removed and ``path`` is left as it was.
+    """
+    if "w" not in mode:
+        raise ValueError("atomic_open writes a whole file: mode must contain 'w'")
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = _tmp_path(path)
+    fh = tmp.open(mode, encoding=None if "b" in mode else encoding, newline=newline)
+    try:
+        yield fh
+        fh.flush()
+        if fsync:
+            os.fsync(fh.fileno())
+        fh.close()
+        os.replace(tmp, path)
+    except BaseException:
+        fh.close()
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_text(path: str | Path, text: str, *, encoding: str = "utf-8") -> Path:
+    with atomic_open(path, "w", encoding=encoding) as fh:
+        fh.write(text)
+    return Path(path)
+
+
+def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
+    with atomic_open(path, "wb") as fh:
+        fh.write(data)
+    return Path(path)
+
+
+def atomic_write_json(path: str | Path, obj: Any, *, indent: int | None = 2) -> Path:
+    """JSON with a trailing newline; objects that JSON cannot encode are written with ``str``."""
+    return atomic_write_text(path, json.dumps(obj, indent=indent, default=str, ensure_ascii=False) + "\n")

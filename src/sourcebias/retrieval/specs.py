@@ -1,0 +1,199 @@
+"""Registration of retrieval kinds and their typed options (what ``--retriever`` accepts).
+
+A kind registers itself, in its own module, with a decorator::
+
+    @register_first_stage("bm25", params={"k1": Param(float, "term saturation", default=1.2)}, help="...")
+    def _bm25(params, text):
+        return BM25(**params, name=text)
+
+Grammar of a specification (``sourcebias.retrieval.registry.build_retriever``)::
+
+    spec   := stage (">>" stage)*
+    stage  := kind [":" args]
+    args   := [positional ","] key=value ("," key=value)*
+
+**Option precedence** (one rule, every kind): an option written in the stage
+(``st:NAME,max_length=128``) beats the command-wide option (``--max-length 256``), which beats
+the kind's default. Each :class:`Param` names the command-wide option it falls back to.
+
+Where kinds come from: the built-in modules listed in :data:`BUILTIN_MODULES` and every module
+named by an entry point of the group ``sourcebias.plugins`` (how other packages, and sourcebias'
+own higher layers such as mitigation, add kinds) are imported on the first lookup; importing a
+module runs its registrations. Nothing here imports a kind's module by name in code, so the
+registry depends on no retriever.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from importlib import import_module
+from pathlib import Path
+from typing import Any
+
+from sourcebias.core.errors import ConfigError
+
+#: modules of this package that register kinds (imported on first lookup)
+BUILTIN_MODULES = (
+    "sourcebias.retrieval.lexical",
+    "sourcebias.retrieval.dense",
+    "sourcebias.retrieval.stages",
+    "sourcebias.retrieval.rerankers.cross_encoder",
+    "sourcebias.retrieval.rerankers.monot5",
+    "sourcebias.retrieval.rerankers.causal_lm",
+)
+PLUGIN_GROUP = "sourcebias.plugins"
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+
+
+@dataclass(frozen=True)
+class Param:
+    """A typed option of a kind.
+
+    ``option`` names the command-wide option (``device``, ``batch_size``, ``max_length``,
+    ``cache_dir``, ``rerank_depth``) used when the stage does not set this one.
+    """
+
+    type: type
+    help: str = ""
+    default: Any = None
+    option: str | None = None
+    required: bool = False
+    choices: tuple[str, ...] | None = None
+
+    def parse(self, kind: str, key: str, text: str) -> Any:
+        t = text.strip()
+        try:
+            if self.type is bool:
+                if t.lower() in _TRUE:
+                    value: Any = True
+                elif t.lower() in _FALSE:
+                    value = False
+                else:
+                    raise ValueError
+            elif self.type is Path:
+                value = Path(t).expanduser()
+            else:
+                value = self.type(t)
+        except ValueError:
+            raise ConfigError(f"{kind}: option '{key}' expects {_type_name(self.type)}, got '{text}'") from None
+        if self.choices is not None and value not in self.choices:
+            raise ConfigError(f"{kind}: option '{key}' must be one of {', '.join(self.choices)}, got '{text}'")
+        return value
+
+
+def _type_name(t: type) -> str:
+    return {bool: "true/false", int: "an integer", float: "a number", str: "text", Path: "a path"}.get(t, t.__name__)
+
+
+@dataclass
+class Kind:
+    """A registered kind: its role (``first`` stage or run-to-run ``stage``), factory and options."""
+
+    kind: str
+    role: str
+    factory: Callable[[dict[str, Any], str], Any]
+    params: dict[str, Param] = field(default_factory=dict)
+    positional: str | None = None
+    help: str = ""
+    offline: str | None = None  # which models of this kind work without network, if any
+    models: tuple[str, ...] = ()  # checkpoints a preset needs (checked for offline use by `sourcebias retrievers`)
+
+    def usage(self) -> str:
+        pos = f":{self.positional.upper()}" if self.positional else ""
+        opts = ",".join(f"{k}=" for k in self.params if k != self.positional and self.params[k].option is None)
+        return f"{self.kind}{pos}" + (f"[{',' if pos else ':'}{opts}..]" if opts else "")
+
+
+_KINDS: dict[str, Kind] = {}
+_loaded = False
+
+
+def _register(role: str, kind: str, params: Mapping[str, Param] | None, help: str, positional: str | None, offline: str | None, models: tuple[str, ...] = ()):
+    def deco(factory: Callable[[dict[str, Any], str], Any]):
+        key = kind.lower()
+        if key in _KINDS and _KINDS[key].factory is not factory:
+            raise ConfigError(f"retrieval kind '{kind}' is registered twice ({_KINDS[key].factory.__module__} and {factory.__module__})")
+        _KINDS[key] = Kind(key, role, factory, dict(params or {}), positional, help, offline, tuple(models))
+        return factory
+
+    return deco
+
+
+def register_first_stage(kind: str, *, params: Mapping[str, Param] | None = None, help: str = "", positional: str | None = None, offline: str | None = None, models: tuple[str, ...] = ()):
+    """Decorator: register a factory ``(params, text) -> Retriever`` for ``--retriever KIND...``."""
+    return _register("first", kind, params, help, positional, offline, models)
+
+
+def register_stage(kind: str, *, params: Mapping[str, Param] | None = None, help: str = "", positional: str | None = None, offline: str | None = None):
+    """Decorator: register a factory ``(params, text) -> Stage`` for ``... >> KIND...``."""
+    return _register("stage", kind, params, help, positional, offline)
+
+
+def load_plugins() -> None:
+    """Import the built-in kind modules and the entry points of ``sourcebias.plugins`` (once)."""
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    for name in BUILTIN_MODULES:
+        import_module(name)
+    from importlib.metadata import entry_points
+
+    for ep in entry_points(group=PLUGIN_GROUP):
+        try:
+            ep.load()
+        except Exception as exc:  # a broken third-party plugin must not break sourcebias itself
+            import warnings
+
+            warnings.warn(f"sourcebias plugin '{ep.name}' ({ep.value}) failed to load: {exc}", stacklevel=2)
+
+
+def kinds(role: str | None = None) -> dict[str, Kind]:
+    load_plugins()
+    return {k: v for k, v in sorted(_KINDS.items()) if role is None or v.role == role}
+
+
+def get_kind(kind: str) -> Kind | None:
+    load_plugins()
+    return _KINDS.get(kind.lower())
+
+
+def split_stage(text: str) -> tuple[str, str | None]:
+    text = text.strip()
+    if not text:
+        raise ConfigError("empty retrieval stage (check the '>>' in the specification)")
+    kind, sep, arg = text.partition(":")
+    return kind.strip().lower(), (arg.strip() if sep else None)
+
+
+def resolve_params(spec: Kind, arg: str | None, options: Mapping[str, Any]) -> dict[str, Any]:
+    """The values of a kind's options: stage-level, else command-wide, else the default."""
+    given: dict[str, Any] = {}
+    parts = [p for p in (arg.split(",") if arg else [])]
+    if parts and spec.positional and "=" not in parts[0]:
+        given[spec.positional] = spec.params[spec.positional].parse(spec.kind, spec.positional, parts.pop(0))
+    for part in parts:
+        if "=" not in part:
+            hint = f" (the {spec.positional} comes first: {spec.kind}:{spec.positional.upper()},key=value)" if spec.positional else ""
+            raise ConfigError(f"{spec.kind}: expected key=value, got '{part}'{hint}")
+        k, v = (x.strip() for x in part.split("=", 1))
+        if k not in spec.params:
+            raise ConfigError(f"{spec.kind}: unknown option '{k}'; options: {', '.join(spec.params) or 'none'}")
+        if k in given:
+            raise ConfigError(f"{spec.kind}: option '{k}' given twice")
+        given[k] = spec.params[k].parse(spec.kind, k, v)
+    values: dict[str, Any] = {}
+    for k, p in spec.params.items():
+        if k in given:
+            values[k] = given[k]
+        elif p.option is not None and options.get(p.option) is not None:
+            values[k] = options[p.option]
+        elif p.default is not None:
+            values[k] = p.default
+        elif p.required:
+            what = f"{spec.kind}:{k.upper()}" if k == spec.positional else f"{spec.kind}:{k}=..."
+            raise ConfigError(f"{spec.kind} needs {'a ' + k if k == spec.positional else 'the option ' + k}: {what} (see `sourcebias retrievers`)")
+    return values
