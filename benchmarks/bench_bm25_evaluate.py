@@ -82,7 +82,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        ours_cmd = [sys.executable, "-m", "sourcebias", "evaluate", args.dataset, "--retriever", "bm25", "--split", args.split, "--output", f"{tmp}/ours"]
+        ours_cmd = [sys.executable, "-m", "sourcebias", "evaluate", args.dataset, "--retriever", "bm25", "--split", args.split, "--output", f"{tmp}/ours", "--overwrite"]
         raw_cmd = [sys.executable, "-c", RAW, args.dataset, args.split, f"{tmp}/raw"]
         ours, raw = [], []
         for i in range(args.repeat):  # interleaved, so both see the same machine load

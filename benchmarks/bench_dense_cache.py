@@ -77,7 +77,7 @@ def main() -> None:
             t = timed([sys.executable, "-c", REFERENCE, args.dataset, args.model, setting], env)
             print(f"reference run, {setting:<17} {t:7.1f} s", flush=True)
             ref += t
-        ours = [sys.executable, "-m", "sourcebias", "evaluate", args.dataset, "--retriever", f"st:{args.model}", "--split", "test", "--output", f"{cache}/out"]
+        ours = [sys.executable, "-m", "sourcebias", "evaluate", args.dataset, "--retriever", f"st:{args.model}", "--split", "test", "--output", f"{cache}/out", "--overwrite"]
         cold = timed(ours, env)
         print(f"sourcebias, cold cache, 4 settings {cold:7.1f} s", flush=True)
         warm = timed(ours, env)

@@ -91,7 +91,8 @@ def main(argv: list[str] | None = None) -> None:
 
     from sourcebias.generation.prompts import load_prompt
     from sourcebias.generation.rewrite import RewriteSettings, document_seed
-    from sourcebias.generation.server import ServerProcess
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    from server_process import ServerProcess  # the test harness
 
     docs = pick_documents(args.dataset, args.docs)
     prompt = load_prompt("kdd")

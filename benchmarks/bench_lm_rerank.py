@@ -41,7 +41,7 @@ def main() -> None:
 
     from sourcebias.data import load_dataset
     from sourcebias.retrieval import BM25
-    from sourcebias.retrieval.rerank import CausalLMReranker
+    from sourcebias.retrieval.rerankers.causal_lm import CausalLMReranker
 
     ds = load_dataset(args.dataset, split="test")
     qids = ds.evaluation_queries()
@@ -60,7 +60,7 @@ def main() -> None:
 
     results = {}
     for mode, batch, shared in (("unbatched", 1, False), ("batched", args.batch_size, False), ("shared-prefix", args.batch_size, True)):
-        lm.batch_size, lm._prefix_ok = batch, shared
+        lm._scorer.batch_size, lm._scorer._prefix_ok = batch, shared
         t0 = time.perf_counter()
         scores = lm.score_pairs(qs, docs)
         dt = time.perf_counter() - t0

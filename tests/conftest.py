@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import math
 import os
 from pathlib import Path
 
@@ -68,3 +70,43 @@ def cocktail_dir(tmp_path: Path) -> Path:
     write_jsonl(root / "queries.jsonl", QUERIES)
     write_qrels(root / "qrels" / "test.tsv", QRELS)
     return root
+
+
+# -- independent re-implementations of documented rules, for checking the package against ------------
+_MASK = (1 << 64) - 1
+
+
+def h64(*parts: str) -> int:
+    """The documented 64-bit hash (BLAKE2b, 8 bytes, each part length-prefixed), written anew."""
+    h = hashlib.blake2b(digest_size=8)
+    for p in parts:
+        b = p.encode()
+        h.update(len(b).to_bytes(4, "little") + b)
+    return int.from_bytes(h.digest(), "little")
+
+
+def splitmix64(x: int) -> int:
+    z = (x + 0x9E3779B97F4A7C15) & _MASK
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK
+    return z ^ (z >> 31)
+
+
+def tie_key(query_id: str, doc_id: str, source: str, seed: int = 0) -> int:
+    """README: ties ordered by splitmix64(h(source, doc_id) XOR h("query", seed, query_id)), smallest first."""
+    return splitmix64(h64(source, doc_id) ^ h64("query", str(seed), query_id))
+
+
+def hand_rank(query_id: str, scored: dict, seed: int = 0) -> list:
+    """Keys ``(doc_id, source)`` sorted by score (highest first), ties by the tie rule."""
+    return sorted(scored, key=lambda key: (-scored[key], tie_key(query_id, key[0], key[1], seed)))
+
+
+def hand_ndcg(ranked, labels, target, n_sources, k):
+    """NDCG@k written out by hand (trec_eval's definition): gain = grade, discount log2(rank + 1);
+    other sources' copies count as 0; the ideal list holds every copy that counts as relevant."""
+    gains = [labels.get(d, 0) if target in ("all", s) else 0 for d, s in ranked[:k]]
+    dcg = sum(g / math.log2(i + 2) for i, g in enumerate(gains))
+    ideal = sorted([g for g in labels.values() if g > 0] * (n_sources if target == "all" else 1), reverse=True)[:k]
+    idcg = sum(g / math.log2(i + 2) for i, g in enumerate(ideal))
+    return dcg / idcg if idcg else 0.0

@@ -1,7 +1,5 @@
 """Loading the three layouts, choosing sources and splits, and a clear error for each bad input."""
 
-import json
-from pathlib import Path
 
 import pytest
 

@@ -14,7 +14,7 @@ from sourcebias.models.hub import packaged_model
 from sourcebias.retrieval import build_retriever, rank_rows
 from sourcebias.retrieval import RunBuilder
 from sourcebias.retrieval.dense import DenseRetriever, exact_blocks
-from sourcebias.models.encoders import Encoder, SentenceTransformerEncoder
+from sourcebias.models.encoders import Encoder
 
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 

@@ -25,7 +25,7 @@ from sourcebias.cli.main import main
 from sourcebias.generation.backends.openai import OpenAIBackend
 from sourcebias.generation.prompts import load_prompt
 from sourcebias.generation.rewrite import RewriteSettings, resolve_target, rewrite_corpus
-from sourcebias.generation.server import ServerProcess, free_port
+from server_process import ServerProcess, free_port
 
 TINY = {"min_new_tokens": 6, "max_new_tokens": 6}
 

@@ -25,7 +25,13 @@ def test_document_seed_depends_on_seed_and_id_only():
     assert document_seed(0, "d1") != document_seed(0, "d2")
     assert document_seed(0, "d1") != document_seed(1, "d1")
     assert document_seed(None, "d1") is None
-    assert 0 <= document_seed(123, "x") < 2**31
+    # the documented derivation, computed independently: BLAKE2b-64 of the length-prefixed parts, mod 2^31 - 1
+    import hashlib
+
+    h = hashlib.blake2b(digest_size=8)
+    for part in ("123", "x"):
+        h.update(len(part.encode()).to_bytes(4, "little") + part.encode())
+    assert document_seed(123, "x") == int.from_bytes(h.digest(), "little") % (2**31 - 1)
 
 
 def test_max_new_tokens_follows_input_within_bounds():

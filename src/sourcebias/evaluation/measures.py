@@ -115,12 +115,24 @@ register_measure(Share())
 
 
 def measure_kinds() -> dict[str, MeasureKind]:
+    from sourcebias.core.plugins import load_plugins
+
+    load_plugins()
     return dict(_KINDS)
+
+
+def _lookup(name: str) -> str | None:
+    key = name.strip().lower()
+    if key not in _BY_ALIAS:
+        from sourcebias.core.plugins import load_plugins
+
+        load_plugins()
+    return _BY_ALIAS.get(key)
 
 
 def canonical_name(name: str) -> str:
     """``"ndcg"`` -> ``"NDCG"``; raises :class:`ConfigError` naming the known measures."""
-    canonical = _BY_ALIAS.get(name.strip().lower())
+    canonical = _lookup(name)
     if canonical is None:
         raise ConfigError(f"unknown measure '{name}'; known: {', '.join(_KINDS)}")
     return canonical
@@ -187,7 +199,7 @@ def measure_grid(names: Iterable[str] = DEFAULT_MEASURES, cutoffs: Iterable[int]
 
 def is_measure_name(token: str) -> bool:
     """Whether ``token`` names a measure (``NDCG``, ``ndcg@10``); used by the CLI's ``--metric``."""
-    return token.split("@")[0].strip().lower() in _BY_ALIAS
+    return _lookup(token.split("@")[0]) is not None
 
 
 def trec_measure_spec(measures: Sequence[Measure]) -> set[str]:

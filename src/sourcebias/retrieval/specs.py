@@ -9,18 +9,19 @@ A kind registers itself, in its own module, with a decorator::
 Grammar of a specification (``sourcebias.retrieval.registry.build_retriever``)::
 
     spec   := stage (">>" stage)*
-    stage  := kind [":" args]
+    stage  := kind [(":" | ",") args]
     args   := [positional ","] key=value ("," key=value)*
 
 **Option precedence** (one rule, every kind): an option written in the stage
 (``st:NAME,max_length=128``) beats the command-wide option (``--max-length 256``), which beats
 the kind's default. Each :class:`Param` names the command-wide option it falls back to.
 
-Where kinds come from: the built-in modules listed in :data:`BUILTIN_MODULES` and every module
-named by an entry point of the group ``sourcebias.plugins`` (how other packages, and sourcebias'
-own higher layers such as mitigation, add kinds) are imported on the first lookup; importing a
-module runs its registrations. Nothing here imports a kind's module by name in code, so the
-registry depends on no retriever.
+Where kinds come from: the built-in modules listed in :data:`BUILTIN_MODULES` and the plugin
+modules of :mod:`sourcebias.core.plugins` (entry points of the group ``sourcebias.plugins`` — how
+other packages, and sourcebias' own higher layers such as mitigation, add kinds — and
+``$SOURCEBIAS_PLUGINS``) are imported on the first lookup; importing a module runs its
+registrations. Nothing here imports a kind's module by name in code, so the registry depends on
+no retriever.
 """
 
 from __future__ import annotations
@@ -42,7 +43,6 @@ BUILTIN_MODULES = (
     "sourcebias.retrieval.rerankers.monot5",
     "sourcebias.retrieval.rerankers.causal_lm",
 )
-PLUGIN_GROUP = "sourcebias.plugins"
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
@@ -133,22 +133,16 @@ def register_stage(kind: str, *, params: Mapping[str, Param] | None = None, help
 
 
 def load_plugins() -> None:
-    """Import the built-in kind modules and the entry points of ``sourcebias.plugins`` (once)."""
+    """Import the built-in kind modules and the plugin modules (once)."""
     global _loaded
     if _loaded:
         return
     _loaded = True
     for name in BUILTIN_MODULES:
         import_module(name)
-    from importlib.metadata import entry_points
+    from sourcebias.core.plugins import load_plugins as load_external
 
-    for ep in entry_points(group=PLUGIN_GROUP):
-        try:
-            ep.load()
-        except Exception as exc:  # a broken third-party plugin must not break sourcebias itself
-            import warnings
-
-            warnings.warn(f"sourcebias plugin '{ep.name}' ({ep.value}) failed to load: {exc}", stacklevel=2)
+    load_external()
 
 
 def kinds(role: str | None = None) -> dict[str, Kind]:
@@ -165,6 +159,10 @@ def split_stage(text: str) -> tuple[str, str | None]:
     text = text.strip()
     if not text:
         raise ConfigError("empty retrieval stage (check the '>>' in the specification)")
+    colon, comma = text.find(":"), text.find(",")
+    if comma != -1 and (colon == -1 or comma < colon):  # "jaccard,depth=10" reads as "jaccard:depth=10"
+        kind, arg = text[:comma], text[comma + 1 :]
+        return kind.strip().lower(), arg.strip()
     kind, sep, arg = text.partition(":")
     return kind.strip().lower(), (arg.strip() if sep else None)
 

@@ -1,0 +1,39 @@
+"""Extensions from outside the package: modules that register retrievers, stages or measures.
+
+Modules are found in the entry-point group ``sourcebias.plugins`` (how an installed package adds
+kinds: ``[project.entry-points."sourcebias.plugins"] mine = "my_package.my_module"``) and in the
+environment variable ``SOURCEBIAS_PLUGINS`` (comma-separated module names, for a quick script or
+notebook). Each is imported once, on the first lookup of a kind or measure; importing it runs its
+registrations. A plugin that fails to import is reported, with the reason, and not retried.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from importlib import import_module
+
+GROUP = "sourcebias.plugins"
+ENV = "SOURCEBIAS_PLUGINS"
+_loaded = False
+
+
+def load_plugins() -> list[str]:
+    """Import every plugin module (once per process); returns their names."""
+    global _loaded
+    if _loaded:
+        return []
+    _loaded = True
+    names: list[str] = []
+    from importlib.metadata import entry_points
+
+    targets = [(ep.name, ep.value) for ep in entry_points(group=GROUP)]
+    targets += [(m.strip(), m.strip()) for m in os.environ.get(ENV, "").split(",") if m.strip()]
+    for name, target in targets:
+        module = target.split(":", 1)[0]
+        try:
+            import_module(module)
+            names.append(module)
+        except Exception as exc:  # a broken plugin must not break sourcebias itself
+            warnings.warn(f"sourcebias plugin '{name}' ({target}) failed to load: {type(exc).__name__}: {exc}", stacklevel=2)
+    return names

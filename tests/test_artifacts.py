@@ -1,0 +1,191 @@
+"""Results are artifacts: save -> load gives an equal result; output folders are checked before
+any work, never mix two runs, refuse a second writer, and appear whole or not at all."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import sourcebias as sb
+from sourcebias.core.artifacts import OutputFolder
+from sourcebias.core.errors import ConfigError, DataError, OutputError
+from sourcebias.cli.main import main
+from sourcebias.evaluation import Key, RunKey, measure_grid
+from sourcebias.retrieval import BM25, Run, TfIdf
+
+
+def run_cli(args, capsys):
+    with pytest.raises(SystemExit) as info:
+        main(args)
+    out = capsys.readouterr()
+    return info.value.code, out.out, out.err
+
+
+@pytest.fixture
+def result(cocktail_dir):
+    ds = sb.load_dataset(cocktail_dir)
+    external = BM25(name="external").retrieve(ds.corpus, ds.queries, 10)
+    return sb.evaluate(ds, [BM25(), TfIdf()], runs=[external], measures=measure_grid(["NDCG", "MAP", "Share"], [1, 3]), significance_resamples=200)
+
+
+def test_save_load_round_trip_is_equal(result, tmp_path):
+    path = sb.write_evaluation(result, tmp_path / "out")
+    loaded = sb.load_result(path)
+    assert loaded == result
+    assert sb.load_artifact(path) == result  # the generic loader dispatches on the manifest's kind
+    # equal in detail, not only by __eq__
+    assert loaded.per_query.keys() == result.per_query.keys()
+    assert all(isinstance(k, Key) for k in loaded.per_query) and all(isinstance(k, RunKey) for k in loaded.runs)
+    assert loaded.tests == result.tests and len(loaded.tests) > 0
+    assert loaded.parameters == result.parameters and loaded.retrievers == result.retrievers
+    for k, run in result.runs.items():
+        assert loaded.runs[k].keys("q2") == run.keys("q2")
+        np.testing.assert_array_equal(loaded.runs[k].scores["q2"], run.scores["q2"])
+        assert loaded.runs[k].scores["q2"].dtype == run.scores["q2"].dtype
+    # a different value breaks equality (the comparison is not vacuous)
+    loaded.per_query[Key("bm25", "mixed", "human", "NDCG@1")] = loaded.per_query[Key("bm25", "mixed", "human", "NDCG@1")] + 1
+    assert loaded != result
+
+
+def test_repr_is_one_short_line(result):
+    text = repr(result)
+    assert "\n" not in text and len(text) < 120 and "3 retrievers" in text
+
+
+def test_loaded_runs_have_keys_only_unless_bound_to_the_dataset(result, tmp_path, cocktail_dir):
+    path = sb.write_evaluation(result, tmp_path / "out")
+    run = sb.load_result(path).runs[RunKey("bm25", "mixed")]
+    with pytest.raises(DataError, match="run.bind"):
+        run.corpus.texts  # noqa: B018
+    ds = sb.load_dataset(cocktail_dir)
+    bound = run.bind(ds.corpus)
+    assert bound == run and bound.corpus is ds.corpus and bound.corpus.texts[bound.positions["q1"][0]]
+    again = sb.load_result(path, dataset=ds).runs[RunKey("bm25", "mixed")]
+    assert again.corpus is ds.corpus and again == run
+
+
+def test_unknown_key_names_what_exists(result):
+    with pytest.raises(ConfigError, match="no retriever 'bm26' in this result; retrievers: bm25, external, tfidf"):
+        result.mean("bm26", "mixed", "human", "NDCG@1")
+    with pytest.raises(ConfigError, match="unknown measure 'NDGC'"):
+        result.mean("bm25", "mixed", "human", "NDGC@1")
+
+
+# -- the output-folder contract ----------------------------------------------------------------
+def test_output_that_is_a_file_is_refused_before_any_work(tmp_path, capsys):
+    target = tmp_path / "results.csv"
+    target.write_text("mine")
+    # the dataset does not exist either: the output is checked first, so its error is the one shown
+    code, _, err = run_cli(["evaluate", str(tmp_path / "no-such-dataset"), "-o", str(target)], capsys)
+    assert code == 2 and "exists and is a file" in err
+    assert target.read_text() == "mine"
+
+
+def test_unusable_parent_is_refused(tmp_path, capsys):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    code, _, err = run_cli(["evaluate", str(tmp_path / "nope"), "-o", str(blocker / "sub" / "out")], capsys)
+    assert code == 2 and "cannot create the parent folder" in err
+
+
+def test_another_runs_results_are_refused_unless_overwrite(cocktail_dir, tmp_path, capsys):
+    out = tmp_path / "out"
+    assert run_cli(["evaluate", str(cocktail_dir), "-r", "bm25", "-r", "tfidf", "--k", "1", "-o", str(out)], capsys)[0] in (0, None)
+    assert (out / "runs" / "tfidf.mixed.trec").is_file()
+    before = (out / "manifest.json").read_text()
+    code, _, err = run_cli(["evaluate", str(cocktail_dir), "-r", "bm25", "--k", "1", "-o", str(out)], capsys)
+    assert code == 2 and "holds the results of another run" in err and "--overwrite" in err
+    assert (out / "manifest.json").read_text() == before  # untouched
+    code, _, err = run_cli(["evaluate", str(cocktail_dir), "-r", "bm25", "--k", "1", "-o", str(out), "--overwrite"], capsys)
+    assert code in (0, None), err
+    # nothing of the first run is left beside the second's results
+    assert not (out / "runs" / "tfidf.mixed.trec").exists()
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert set(manifest["models"]) == {"bm25"}
+    assert {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()} == set(manifest["outputs"]["files"]) | {"manifest.json"}
+    assert not list(tmp_path.glob(".out.*-*"))  # no staging or old folders left behind
+
+
+def test_foreign_files_are_never_replaced(cocktail_dir, tmp_path, capsys):
+    out = tmp_path / "thesis"
+    out.mkdir()
+    (out / "chapter1.tex").write_text("precious")
+    code, _, err = run_cli(["evaluate", str(cocktail_dir), "--k", "1", "-o", str(out), "--overwrite"], capsys)
+    assert code == 2 and "holds no sourcebias manifest" in err
+    assert (out / "chapter1.tex").read_text() == "precious"
+
+
+def test_an_empty_folder_is_used(cocktail_dir, tmp_path, capsys):
+    out = tmp_path / "empty"
+    out.mkdir()
+    assert run_cli(["evaluate", str(cocktail_dir), "--k", "1", "-o", str(out)], capsys)[0] in (0, None)
+    assert (out / "result.json").is_file()
+
+
+HOLD = textwrap.dedent(
+    """
+    import sys, time
+    from sourcebias.core.artifacts import OutputFolder
+    folder = OutputFolder.claim(sys.argv[1], kind="evaluate")
+    (folder.staging / "partial.csv").write_text("half")
+    print("claimed", flush=True)
+    if sys.argv[2] == "die":
+        import os
+        os._exit(9)  # killed mid-write: no cleanup runs
+    time.sleep(60)
+    """
+)
+
+
+def test_a_second_writer_is_refused(cocktail_dir, tmp_path, capsys):
+    out = tmp_path / "out"
+    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(out), "hold"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "claimed"
+        code, _, err = run_cli(["evaluate", str(cocktail_dir), "--k", "1", "-o", str(out)], capsys)
+        assert code == 2 and f"another sourcebias process (pid {holder.pid})" in err
+        with pytest.raises(OutputError, match="another sourcebias process"):
+            OutputFolder.claim(out, kind="evaluate")
+    finally:
+        holder.kill()
+        holder.wait()
+    assert not out.exists()  # the holder never committed: no folder that looks complete
+
+
+def test_a_killed_writer_leaves_nothing_that_looks_complete(cocktail_dir, tmp_path, capsys):
+    out = tmp_path / "out"
+    proc = subprocess.run([sys.executable, "-c", HOLD, str(out), "die"], capture_output=True, text=True)
+    assert proc.returncode == 9
+    assert not out.exists() and list(tmp_path.glob(".out.staging-*"))  # only the hidden staging folder
+    assert run_cli(["evaluate", str(cocktail_dir), "--k", "1", "-o", str(out)], capsys)[0] in (0, None)
+    assert (out / "manifest.json").is_file() and not list(tmp_path.glob(".out.staging-*"))
+
+
+def test_an_error_during_writing_keeps_the_old_results(result, tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    sb.write_evaluation(result, out)
+    before = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr("sourcebias.reporting.outputs.latex_table", broken)
+    with pytest.raises(RuntimeError, match="disk full"):
+        sb.write_evaluation(result, out, overwrite=True)
+    assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == before
+    assert not list(tmp_path.glob(".out.*-*"))
+
+
+def test_run_equality_ignores_the_corpus_object_but_not_the_order(cocktail_dir):
+    ds = sb.load_dataset(cocktail_dir)
+    run = BM25().retrieve(ds.corpus, ds.queries, 5)
+    other = Run(ds.corpus.take(np.arange(len(ds.corpus))), run.name, dict(run.positions), dict(run.scores))
+    assert other == run
+    swapped = dict(run.positions)
+    swapped["q2"] = swapped["q2"][::-1].copy()
+    assert Run(ds.corpus, run.name, swapped, dict(run.scores)) != run
