@@ -34,3 +34,26 @@ def test_offline_error_is_fast_and_says_what_to_do(monkeypatch):
 def test_device_default():
     assert hub.resolve_device("cpu") == "cpu"
     assert hub.resolve_device(None) in ("cpu", "cuda")
+
+
+def test_gguf_conversion_cache_is_keyed_by_content_not_install_path(tmp_path):
+    """The same GGUF file in two virtual environments maps to one converted copy (issue: every
+    new venv wrote another 517 MB); a changed file maps to another."""
+    import shutil
+
+    pytest.importorskip("gguf")
+    from sourcebias.models.llm import _gguf_cache_key, smollm2_path
+
+    src = smollm2_path()
+    a = tmp_path / "venv-a" / src.name
+    b = tmp_path / "venv-b" / src.name
+    for p in (a, b):
+        p.parent.mkdir()
+        shutil.copyfile(src, p)
+    assert _gguf_cache_key(a) == _gguf_cache_key(b) == _gguf_cache_key(src)
+    with b.open("r+b") as fh:  # one byte changed
+        fh.seek(-1, 2)
+        last = fh.read(1)
+        fh.seek(-1, 2)
+        fh.write(bytes([last[0] ^ 1]))
+    assert _gguf_cache_key(b) != _gguf_cache_key(a)

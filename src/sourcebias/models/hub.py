@@ -10,6 +10,8 @@ local path, instead of waiting on the network.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import socket
 from functools import lru_cache
@@ -113,3 +115,49 @@ def resolve_device(device: str | None) -> str:
         return "cuda" if torch.cuda.is_available() else "cpu"
     except ImportError:
         return "cpu"
+
+
+def folder_digest(path: str | Path, memo_dir: str | Path | None = None) -> str:
+    """SHA-256 over a model folder's files (names and contents), memoised per file by size and
+    modification time under ``memo_dir`` (default: the sourcebias cache), so that a model's
+    identity costs one read of its weights per change, not per run."""
+    from sourcebias.core.atomic import atomic_write_json
+    from sourcebias.models.llm import default_cache_dir
+
+    path = Path(path).resolve()
+    if path.is_file():
+        files = [path]
+        base = path.parent
+    else:
+        files = sorted(p for p in path.rglob("*") if p.is_file())
+        base = path
+    memo_root = Path(memo_dir) if memo_dir is not None else default_cache_dir() / "digests"
+    memo_path = memo_root / f"{hashlib.sha256(str(path).encode()).hexdigest()[:24]}.json"
+    try:
+        memo = json.loads(memo_path.read_text())
+    except (OSError, ValueError):
+        memo = {}
+    total = hashlib.sha256()
+    changed = False
+    for f in files:
+        st = f.stat()
+        rel = str(f.relative_to(base))
+        stamp = f"{st.st_size}:{st.st_mtime_ns}"
+        entry = memo.get(rel)
+        if entry and entry[0] == stamp:
+            digest = entry[1]
+        else:
+            h = hashlib.sha256()
+            with f.open("rb") as fh:
+                while block := fh.read(1 << 22):
+                    h.update(block)
+            digest = h.hexdigest()
+            memo[rel] = [stamp, digest]
+            changed = True
+        total.update(f"{rel}\0{digest}\0".encode())
+    if changed:
+        try:
+            atomic_write_json(memo_path, memo, indent=None)
+        except OSError:
+            pass  # a read-only cache: digest again next time
+    return total.hexdigest()

@@ -2,15 +2,15 @@
 
 GGUF files are read by transformers (with the ``gguf`` package), which de-quantizes them to
 full precision and converts the tokenizer — about 20 s for SmolLM2-135M on 2 CPU cores. The
-converted model is therefore saved once under the cache folder (keyed by the file's size,
-modification time and name) and later loads take about a second.
+converted model is therefore saved once under the cache folder, keyed by the file's content
+digest (so the same file installed in several virtual environments is converted once), and later
+loads take about a second.
 
 Used by the LLM re-ranker, the perplexity analysis and the local rewriting backend.
 """
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import json
 import os
@@ -49,8 +49,11 @@ def smollm2_path() -> Path:
 
 
 def _gguf_cache_key(path: Path) -> str:
-    st = path.stat()
-    return hashlib.sha256(f"{path.resolve()}|{st.st_size}|{int(st.st_mtime)}".encode()).hexdigest()[:16]
+    """The file's content digest (memoised per path, size and modification time), so that the
+    same GGUF installed in several virtual environments is converted and stored once."""
+    from sourcebias.models.hub import folder_digest
+
+    return folder_digest(path)[:16]
 
 
 def _convert_gguf(path: Path, cache_dir: Path) -> Path:
