@@ -39,7 +39,23 @@ def _is_float(tok: str) -> bool:
         return False
 
 
+def _belongs(flag: str, tok: str) -> bool:
+    """Whether a token after ``--k 1`` is another value of the flag. Cut-offs and weights: also a
+    wrong value (so that the parser names it), unless it is an option or a path (the positional
+    argument). Measures: known names, or anything written ``NAME@K``."""
+    from pathlib import Path
+
+    if tok.startswith("-") and not _is_float(tok):
+        return False
+    if GREEDY[flag](tok):
+        return True
+    if flag == "--metric":
+        return "@" in tok
+    return not Path(tok).exists() and "/" not in tok
+
+
 def expand_greedy_options(argv: list[str]) -> list[str]:
+    """``--k 1 3 5`` -> ``--k 1 --k 3 --k 5`` (click takes one value per flag)."""
     out: list[str] = []
     i = 0
     while i < len(argv):
@@ -49,9 +65,45 @@ def expand_greedy_options(argv: list[str]) -> list[str]:
         if accepts is not None and i + 1 < len(argv):
             out.append(argv[i + 1])
             i += 2
-            while i < len(argv) and accepts(argv[i]):
+            while i < len(argv) and _belongs(tok, argv[i]):
                 out += [tok, argv[i]]
                 i += 1
             continue
         i += 1
     return out
+
+
+def tidy_typer_help() -> None:
+    """Show option values the way command-line users read them.
+
+    typer 0.29 labels values with Python types (``<list[str]>``, ``<path>``, ``<bool>`` on plain
+    flags) and writes required arguments as ``{DATASET_DIR}``; users read both as literal syntax.
+    typer has no setting for this, so its two display hooks are replaced here: a flag shows no
+    value, an option its metavar (or its type in capitals, ``INTEGER``), an argument its name.
+    """
+    from typer.core import TyperArgument, TyperOption
+
+    if getattr(TyperOption, "_sourcebias_tidy", False):
+        return
+
+    def option_type(self, ctx):  # noqa: ANN001
+        if self.is_flag:
+            return None
+        if self.metavar is not None:
+            return self.metavar
+        label = self.bare_type() if hasattr(self, "bare_type") else "TEXT"
+        label = {"str": "TEXT", "int": "INTEGER", "float": "NUMBER", "Path": "PATH"}.get(label.removeprefix("list[").removesuffix("]"), "VALUE")
+        return label + ("..." if self.nargs != 1 or self.multiple else "")
+
+    def argument_type(self, ctx):  # noqa: ANN001
+        return None
+
+    def argument_usage(self):  # noqa: ANN001
+        name = self.display_name_raw
+        name = name if self.required else f"[{name}]"
+        return name + ("..." if self.nargs != 1 else "")
+
+    TyperOption.display_type_rich = option_type
+    TyperArgument.display_type_rich = argument_type
+    TyperArgument._usage_display_name = argument_usage
+    TyperOption._sourcebias_tidy = True

@@ -49,6 +49,7 @@ def evaluate(
     remove_self_matches: Annotated[bool, typer.Option(help="Leave out documents whose id equals the query id (BEIR ArguAna/Quora quirk).")] = False,
     skip_unknown_qrels: Annotated[bool, typer.Option(help="Skip (and count) judgements naming unknown documents or queries instead of stopping.")] = False,
     skip_empty_text: Annotated[bool, typer.Option(help="Skip (and count) documents with empty text instead of stopping.")] = False,
+    allow_unknown_files: Annotated[bool, typer.Option(help="Go on (with a note) when the corpus folder holds a file that is not a source (<source>.jsonl or .jsonl.gz); by default that stops.")] = False,
     device: Annotated[str | None, typer.Option(help="Device for neural models: cpu, cuda, cuda:1 (default: cuda if available).")] = None,
     batch_size: Annotated[int | None, typer.Option(help="Batch size for neural models (default: each kind's, 32).", min=1)] = None,
     max_length: Annotated[int | None, typer.Option(help="Maximum tokens per text for neural models (default: the model's, 512 for the papers' presets). A stage's own max_length= wins.")] = None,
@@ -110,6 +111,7 @@ def evaluate(
                 human_source=human_source,
                 unknown_qrels="skip" if skip_unknown_qrels else "error",
                 empty_text="skip" if skip_empty_text else "error",
+                unknown_files="note" if allow_unknown_files else "error",
             )
         t_load = time.perf_counter() - t0
         counts = ", ".join(f"{s} {n:,}" for s, n in dataset.corpus.source_counts().items())

@@ -17,9 +17,10 @@ from sourcebias.cli import evaluate as _evaluate
 from sourcebias.cli import generate as _generate
 from sourcebias.cli import inspect as _inspect
 from sourcebias.cli import retrievers as _retrievers
-from sourcebias.cli.common import err_console, expand_greedy_options
+from sourcebias.cli.common import err_console, expand_greedy_options, tidy_typer_help
 from sourcebias.core.errors import SourceBiasError
 
+tidy_typer_help()
 app = typer.Typer(
     name="sourcebias",
     help=(
@@ -53,7 +54,7 @@ for _module in (_evaluate, _inspect, _retrievers, _generate):
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``sourcebias`` command."""
-    import click
+    from typer._click import exceptions as click_exceptions  # typer vendors its own click
 
     # The CLI draws its own progress bars; Hugging Face's tqdm bars (weights loading,
     # downloads) would interleave with them. Read by huggingface_hub and transformers at import.
@@ -64,16 +65,30 @@ def main(argv: list[str] | None = None) -> None:
     except SourceBiasError as exc:
         err_console.print(f"[bold red]Error:[/bold red] {exc}", highlight=False, soft_wrap=True)
         sys.exit(2)
-    except click.exceptions.Abort:  # what click makes of Ctrl-C (KeyboardInterrupt)
-        _interrupted()
     except KeyboardInterrupt:
-        _interrupted()
-    except click.exceptions.ClickException as exc:  # usage errors: bad option values, unknown options
-        exc.show()
+        code = 130
+    except click_exceptions.ClickException as exc:  # usage errors: bad option values, unknown options
+        _usage_error(exc)
         sys.exit(exc.exit_code)
+    if code == 130:  # typer turns Ctrl-C (KeyboardInterrupt) into a silent exit 130
+        err_console.print("[yellow]Interrupted.[/yellow] Finished work is kept; rerun the same command to resume where the job is resumable.")
     sys.exit(code if isinstance(code, int) else 0)
 
 
-def _interrupted() -> None:
-    err_console.print("[yellow]Interrupted.[/yellow] Finished work is kept; rerun the same command to resume where the job is resumable.")
-    sys.exit(130)
+def _usage_error(exc: Exception) -> None:
+    """Print a usage error; for a value that failed conversion, name the value (typer's message
+    from pydantic does not)."""
+    message = exc.format_message() if hasattr(exc, "format_message") else str(exc)
+    cause = exc.__cause__
+    errors = getattr(cause, "errors", None)
+    if callable(errors):
+        try:
+            bad = errors()[0].get("input")
+        except Exception:  # noqa: BLE001 - a message without the value is still a message
+            bad = None
+        if bad is not None:
+            message += f" (got {bad!r})"
+    err_console.print(f"[bold red]Error:[/bold red] {message}", highlight=False, soft_wrap=True)
+    ctx = getattr(exc, "ctx", None)
+    if ctx is not None:
+        err_console.print(f"[dim]{ctx.get_usage()}\nTry '{ctx.command_path} --help' for help.[/dim]", highlight=False)

@@ -22,33 +22,21 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
     Raises :class:`DataError` naming the file and line for malformed JSON or a line that is
     not a JSON object. Blank lines carry no data and are passed over.
     """
-    from sourcebias.data.io import open_text
+    from sourcebias.data.io import iter_lines
 
     path = Path(path)
     if not path.is_file():
         raise DataError(path, "file not found")
-    with open_text(path) as fh:
-        lineno = 0
-        lines = iter(fh)
-        while True:
-            try:
-                line = next(lines)
-            except StopIteration:
-                return
-            except UnicodeDecodeError as exc:
-                raise DataError(path, f"not UTF-8 text (byte {exc.object[exc.start:exc.start + 1]!r} after the last good line)", lineno + 1) from None
-            except (OSError, EOFError) as exc:  # e.g. a truncated or corrupt .gz file
-                raise DataError(path, f"cannot read the file ({exc})", lineno + 1) from None
-            lineno += 1
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DataError(path, f"malformed JSON ({exc.msg} at column {exc.colno})", lineno) from None
-            if not isinstance(record, dict):
-                raise DataError(path, f"expected a JSON object, got {type(record).__name__}", lineno)
-            yield lineno, record
+    for lineno, line in iter_lines(path):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise DataError(path, f"malformed JSON ({exc.msg} at column {exc.colno})", lineno) from None
+        if not isinstance(record, dict):
+            raise DataError(path, f"expected a JSON object, got {type(record).__name__}", lineno)
+        yield lineno, record
 
 
 def require_str(record: dict[str, Any], field: str, path: Path, lineno: int, *, allow_empty: bool) -> str:
@@ -57,6 +45,8 @@ def require_str(record: dict[str, Any], field: str, path: Path, lineno: int, *, 
         raise DataError(path, f"missing field '{field}'", lineno)
     value = record[field]
     if value is None:
+        if not allow_empty:
+            raise DataError(path, f"field '{field}' is null (expected a string)", lineno)
         value = ""
     if isinstance(value, (int, float)) and not isinstance(value, bool) and field == "_id":
         value = str(value)  # BEIR corpora with numeric ids exist; an id is a string to us.

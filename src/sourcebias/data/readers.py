@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Literal
 
 from sourcebias.data.corpus import Corpus
-from sourcebias.data.io import open_text
+from sourcebias.data.io import iter_lines
 from sourcebias.data.jsonl import iter_jsonl, require_str
 from sourcebias.data.qrels import Qrels
 from sourcebias.core.errors import DataError
@@ -73,8 +73,9 @@ def read_corpus(
             raise DataError(path, f"duplicate document id '{doc_id}' (first seen on line {line_of[doc_id]})", lineno)
         line_of[doc_id] = lineno
         if not text.strip():
+            what = "no text (null)" if rec.get("text") is None else "empty text"
             if empty_text == "error":
-                raise DataError(path, f"document '{doc_id}' has empty text", lineno)
+                raise DataError(path, f"document '{doc_id}' has {what}", lineno)
             report.skip("documents with empty text", f"{path}:{lineno}")
             continue
         ids.append(doc_id)
@@ -129,43 +130,41 @@ def read_qrels(
     labels: dict[str, dict[str, int]] = {}
     line_of: dict[tuple[str, str], int] = {}
     n = 0
-    with open_text(path) as fh:
-        for lineno, raw in enumerate(fh, start=1):
-            line = raw.rstrip("\n\r")
-            if not line.strip():
-                continue
-            parts = line.split("\t")
-            if len(parts) not in (3, 4):
-                parts = line.split()
-            if len(parts) == 3:
-                qid, did, grade_s = parts
-            elif len(parts) == 4:
-                qid, _, did, grade_s = parts
-            else:
-                raise DataError(path, f"expected 3 columns (query-id, corpus-id, score), got {len(parts)}", lineno)
-            qid, did, grade_s = qid.strip(), did.strip(), grade_s.strip()
-            grade = _parse_grade(grade_s)
-            if grade is None:
-                if lineno == 1 and n == 0:
-                    continue  # header line, e.g. "query-id corpus-id score"
-                raise DataError(path, f"score '{grade_s}' is not an integer", lineno)
-            if not qid or not did:
-                raise DataError(path, "empty query id or document id", lineno)
-            if known_queries is not None and qid not in known_queries:
-                if unknown == "error":
-                    raise DataError(path, f"query '{qid}' is not in the queries file", lineno)
-                report.skip("judgements for unknown queries", f"{path}:{lineno}")
-                continue
-            if known_docs is not None and did not in known_docs:
-                if unknown == "error":
-                    raise DataError(path, f"document '{did}' is not in the corpus", lineno)
-                report.skip("judgements for unknown documents", f"{path}:{lineno}")
-                continue
-            if (qid, did) in line_of:
-                raise DataError(path, f"duplicate judgement for ({qid}, {did}) (first on line {line_of[(qid, did)]})", lineno)
-            line_of[(qid, did)] = lineno
-            labels.setdefault(qid, {})[did] = grade
-            n += 1
+    for lineno, line in iter_lines(path):
+        if not line.strip():
+            continue
+        parts = line.split("\t")
+        if len(parts) not in (3, 4):
+            parts = line.split()
+        if len(parts) == 3:
+            qid, did, grade_s = parts
+        elif len(parts) == 4:
+            qid, _, did, grade_s = parts
+        else:
+            raise DataError(path, f"expected 3 columns (query-id, corpus-id, score), got {len(parts)}", lineno)
+        qid, did, grade_s = qid.strip(), did.strip(), grade_s.strip()
+        grade = _parse_grade(grade_s)
+        if grade is None:
+            if lineno == 1 and n == 0:
+                continue  # header line, e.g. "query-id corpus-id score"
+            raise DataError(path, f"score '{grade_s}' is not an integer", lineno)
+        if not qid or not did:
+            raise DataError(path, "empty query id or document id", lineno)
+        if known_queries is not None and qid not in known_queries:
+            if unknown == "error":
+                raise DataError(path, f"query '{qid}' is not in the queries file", lineno)
+            report.skip("judgements for unknown queries", f"{path}:{lineno}")
+            continue
+        if known_docs is not None and did not in known_docs:
+            if unknown == "error":
+                raise DataError(path, f"document '{did}' is not in the corpus", lineno)
+            report.skip("judgements for unknown documents", f"{path}:{lineno}")
+            continue
+        if (qid, did) in line_of:
+            raise DataError(path, f"duplicate judgement for ({qid}, {did}) (first on line {line_of[(qid, did)]})", lineno)
+        line_of[(qid, did)] = lineno
+        labels.setdefault(qid, {})[did] = grade
+        n += 1
     if n == 0:
         raise DataError(path, "no judgements in qrels file")
     report.files[str(path)] = n

@@ -158,10 +158,10 @@ class Embedder:
         passed since the last write, and whenever encoding stops (normally or not).
     """
 
-    def __init__(self, encoder: Any, *, cache_dir: str | Path | bool | None = None, batch_size: int | None = None, shard_size: int = 2048, flush_seconds: float = 30.0, name: str | None = None):
+    def __init__(self, encoder: Any, *, cache_dir: str | Path | bool | None = None, batch_size: int | None = None, shard_size: int = 2048, flush_seconds: float = 10.0, name: str | None = None):
         self.encoder = encoder
         if cache_dir is None or cache_dir is True:
-            from sourcebias.models.llm import default_cache_dir
+            from sourcebias.core.cache import default_cache_dir
 
             cache_dir = default_cache_dir()
         self.cache_dir = None if cache_dir is False else Path(cache_dir)

