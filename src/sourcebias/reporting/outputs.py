@@ -24,42 +24,22 @@ from pathlib import Path
 from typing import Any
 
 from sourcebias.core.artifacts import OutputFolder
-from sourcebias.core.manifest import build_manifest, describe_file
+from sourcebias.evaluation.artifact import evaluation_manifest, write_result
 from sourcebias.evaluation.results import EvaluationResult
 from sourcebias.reporting.tables import latex_table, markdown_table
 
-TIE_RULE = "score desc, then splitmix64(blake2b(source, doc_id) ^ blake2b(seed, query_id)) asc (sourcebias.retrieval.ties)"
+__all__ = ["evaluation_manifest", "write_evaluation", "write_summaries"]
 
 
-def evaluation_manifest(result: EvaluationResult, *, timings: dict[str, Any] | None = None, command: str = "evaluate") -> dict[str, Any]:
-    """The manifest of an evaluation: inputs with checksums, parameters, models, timings."""
-    ds = result.dataset
-    files: dict[str, Any] = {f"corpus:{s}": describe_file(info["file"]) for s, info in ds["sources"].items()}
-    files["queries"] = describe_file(ds["queries_file"])
-    files["qrels"] = describe_file(ds["qrels_file"])
-    run_files = {r.get("name"): r.get("file") for r in result.retrievers.values() if r.get("class") == "Run" and r.get("file")}
-    for name, f in run_files.items():
-        if Path(f).is_file():
-            files[f"run:{name}"] = describe_file(f)
-    return build_manifest(
-        command=command,
-        inputs={"dataset": ds, "files": files},
-        parameters={**result.parameters, "measures": [str(m) for m in result.measures], "tie_breaking": TIE_RULE},
-        models=result.retrievers,
-        timings={**(timings or {}), "per_ranking": {f"{k.retriever}/{k.setting}": v for k, v in result.timings.items()}},
-        extra={"queries_evaluated": len(result.query_ids)},
-    )
-
-
-def write_evaluation_files(result: EvaluationResult, folder: str | Path, *, write_runs: bool = True) -> dict[str, Path]:
-    """The result's files and the summary tables, into ``folder`` (no manifest)."""
-    folder = Path(folder)
-    paths = result.save(folder, write_runs=write_runs)
+def write_summaries(result: EvaluationResult, folder: str | Path) -> dict[str, Path]:
+    """``summary.md`` and ``summary.tex`` (the printed table) into ``folder``."""
     from sourcebias.core.atomic import atomic_write_text
 
-    paths["summary"] = atomic_write_text(folder / "summary.md", markdown_table(result))
-    paths["summary_tex"] = atomic_write_text(folder / "summary.tex", latex_table(result))
-    return paths
+    folder = Path(folder)
+    return {
+        "summary": atomic_write_text(folder / "summary.md", markdown_table(result)),
+        "summary_tex": atomic_write_text(folder / "summary.tex", latex_table(result)),
+    }
 
 
 def write_evaluation(
@@ -70,16 +50,8 @@ def write_evaluation(
     overwrite: bool = False,
     timings: dict[str, Any] | None = None,
     command: str = "evaluate",
+    manifest_extra: dict[str, Any] | None = None,
 ) -> Path:
-    """Write ``result`` as an output folder and return its path.
-
-    ``out`` is a path (claimed here: refused if it holds another run's results, unless
-    ``overwrite``) or an :class:`OutputFolder` claimed earlier (as the CLI does, before any work).
-    """
-    folder = out if isinstance(out, OutputFolder) else OutputFolder.claim(out, kind="evaluate", overwrite=overwrite)
-    try:
-        write_evaluation_files(result, folder.staging, write_runs=write_runs)
-        return folder.commit(evaluation_manifest(result, timings=timings, command=command))
-    except BaseException:
-        folder.abort()
-        raise
+    """Write ``result`` and its summary tables as an output folder; returns its path (see
+    :func:`sourcebias.evaluation.artifact.write_result`)."""
+    return write_result(result, out, write_runs=write_runs, overwrite=overwrite, timings=timings, command=command, manifest_extra=manifest_extra, render=write_summaries)

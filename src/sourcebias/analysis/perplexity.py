@@ -1,0 +1,143 @@
+"""Document perplexity under a language model (SPEC §6), cached per model and text.
+
+* **Causal LM** (``lm:NAME``): the mean negative log-likelihood per token of a document's first
+  ``max_tokens`` tokens (512, as the papers truncate), each token given the ones before it, one
+  forward pass per document (length-sorted batches through the shared
+  :class:`~sourcebias.models.scoring.CausalLMScorer`). The first document token is predicted from
+  the tokenizer's start token (its end-of-text token when it has none), as lm-evaluation-harness
+  does, so every document token is scored.
+* **Masked LM** (``mlm:NAME``): pseudo-log-perplexity, each token masked once
+  (:mod:`sourcebias.analysis.pseudo_perplexity`).
+
+Values are "log-perplexities" (mean NLL in nats, not exponentiated), as in the CDC code. Each
+document's value is stored in the embedding store under the model's fingerprint (a two-column
+"vector": tokens scored, value), so reruns, other analyses and CDC reuse it, an interrupted run
+resumes, and progress is shown per batch.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from sourcebias.core.errors import ConfigError
+
+#: bump when the definition of a stored value changes
+VALUE_VERSION = "nll-v1"
+
+
+def parse_lm_spec(spec: str) -> tuple[str, str, dict[str, str]]:
+    """``lm:NAME[,key=value...]`` or ``mlm:NAME[,...]`` -> ``(kind, name, options)``."""
+    kind, sep, rest = spec.partition(":")
+    kind = kind.strip().lower()
+    if not sep or kind not in ("lm", "mlm") or not rest.strip():
+        raise ConfigError(f"a language model is written lm:NAME (causal) or mlm:NAME (masked), e.g. lm:smollm2; got '{spec}'")
+    name, *opts = rest.split(",")
+    options: dict[str, str] = {}
+    for o in opts:
+        k, eq, v = o.partition("=")
+        if not eq:
+            raise ConfigError(f"{spec}: expected key=value, got '{o}'")
+        options[k.strip()] = v.strip()
+    return kind, name.strip(), options
+
+
+class CausalPerplexity:
+    """Mean NLL per token of each text under a causal LM; an "encoder" for
+    :class:`~sourcebias.models.embedding_store.Embedder` (rows: ``[tokens, value]``)."""
+
+    kind = "lm"
+
+    def __init__(self, model: str = "smollm2", *, max_tokens: int = 512, batch_size: int = 8, device: str | None = None, dtype: str | None = None, cache_dir: Any = None):
+        from sourcebias.models.llm import resolve_lm
+
+        if max_tokens < 1:
+            raise ConfigError(f"max_tokens must be at least 1, got {max_tokens}")
+        self.model = model
+        self.max_tokens = int(max_tokens)
+        self.batch_size = int(batch_size)
+        self.device, self.dtype, self.cache_dir = device, dtype, cache_dir
+        self.resolved = resolve_lm(model, cache_dir=cache_dir, flag="--model lm:PATH")
+        self.name = f"lm:{model}"
+        self._scorer = None
+        self._fp: str | None = None
+
+    @property
+    def scorer(self):
+        if self._scorer is None:
+            from sourcebias.models.hub import resolve_device
+            from sourcebias.models.scoring import CausalLMScorer
+
+            self._scorer = CausalLMScorer.load(self.resolved, device=resolve_device(self.device), dtype=self.dtype, cache_dir=self.cache_dir, batch_size=self.batch_size)
+        return self._scorer
+
+    def context_token(self) -> int:
+        tok = self.scorer.tokenizer
+        ident = tok.bos_token_id if tok.bos_token_id is not None else tok.eos_token_id
+        if ident is None:
+            raise ConfigError(f"the tokenizer of {self.model} has neither a start nor an end-of-text token to condition the first token on")
+        return int(ident)
+
+    def token_ids(self, text: str) -> list[int]:
+        """The document's first ``max_tokens`` tokens (no special tokens)."""
+        return list(self.scorer.tokenizer(text, add_special_tokens=False)["input_ids"])[: self.max_tokens]
+
+    def encode_documents(self, texts: Sequence[str]) -> np.ndarray:
+        ctx = self.context_token()
+        seqs = [[ctx] + self.token_ids(t) for t in texts]
+        lps = self.scorer.sequence_logprobs(seqs)
+        return np.array([[len(lp), -float(np.mean(lp)) if len(lp) else np.nan] for lp in lps], dtype=np.float32)
+
+    encode_queries = encode_documents
+
+    def fingerprint(self, role: str) -> str:
+        if self._fp is None:
+            from sourcebias.models.hub import folder_digest
+
+            ident = {"value": VALUE_VERSION, "kind": "causal", "weights": folder_digest(self.resolved), "max_tokens": self.max_tokens, "dtype": self.dtype, "context": "bos-or-eos"}
+            self._fp = "ppl-" + hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:24]
+        return self._fp
+
+    def config(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "class": "CausalPerplexity",
+            "model": self.model,
+            "resolved": self.resolved,
+            "max_tokens": self.max_tokens,
+            "value": "mean negative log-likelihood per token (nats), first token conditioned on the start (or end-of-text) token",
+            "dtype": self.dtype,
+        }
+
+
+def build_lm_scorer(spec: str, *, batch_size: int | None = None, device: str | None = None, cache_dir: Any = None):
+    """A cached-value "encoder" for ``lm:NAME`` or ``mlm:NAME`` (options: ``max_tokens``, ``dtype``)."""
+    kind, name, opts = parse_lm_spec(spec)
+    allowed = {"max_tokens", "dtype", "batch_size"}
+    unknown = set(opts) - allowed
+    if unknown:
+        raise ConfigError(f"{spec}: unknown option(s) {', '.join(sorted(unknown))}; options: {', '.join(sorted(allowed))}")
+    try:
+        max_tokens = int(opts.get("max_tokens", 512))
+        bs = int(opts.get("batch_size", batch_size or 8))
+    except ValueError:
+        raise ConfigError(f"{spec}: max_tokens and batch_size are integers") from None
+    if kind == "lm":
+        return CausalPerplexity(name, max_tokens=max_tokens, batch_size=bs, device=device, dtype=opts.get("dtype"), cache_dir=cache_dir)
+    from sourcebias.analysis.pseudo_perplexity import MaskedPseudoPerplexity
+
+    return MaskedPseudoPerplexity(name, max_tokens=max_tokens, batch_size=bs, device=device)
+
+
+def document_values(corpus, scorer, *, cache_dir: Any = None, unique: bool = True):
+    """``(tokens, value)`` arrays, one entry per document of ``corpus`` (title and text joined),
+    each distinct text computed once and cached on disk (see :class:`Embedder`)."""
+    from sourcebias.models.embedding_store import Embedder
+
+    embedder = Embedder(scorer, cache_dir=cache_dir, batch_size=scorer.batch_size, name=scorer.name)
+    rows = embedder.embed(corpus.retrieval_texts(), "document")
+    return rows[:, 0].astype(np.int64), rows[:, 1].astype(np.float64), embedder.stats

@@ -1,0 +1,279 @@
+"""Experiment grids: a TOML file naming datasets, retrievers (and runs), measures and settings.
+
+Example (every key but ``datasets[].path`` and ``retrievers[].spec`` is optional)::
+
+    [grid]
+    name = "cocktail-mini"
+    measures = ["NDCG", "MAP", "Share"]   # the --metric names
+    cutoffs = [1, 3, 5]                  # the --k values
+    depth = 1000                         # documents kept per ranking
+    seed = 0                             # tie rule, tests, bootstrap
+    sole = true                          # also rank each source alone
+    significance_resamples = 10000       # paired randomization test per cell
+    bootstrap_resamples = 2000           # confidence interval of Relative Δ
+    confidence = 0.95
+    correction = "holm"                  # or "fdr_bh": across all of the grid's tests
+    primary = "NDCG@3"                   # the measure of the report's headline table
+
+    [options]                            # command-wide options of every cell (--batch-size ...)
+    batch_size = 32
+    device = "cpu"
+
+    [[datasets]]
+    path = "../shared/data/nq-utd"       # relative to the config file
+    split = "test"
+    # name = "nq-utd"; sources = ["human", "llama-2-7b-chat-tmp0.2"]; human_source = "human"
+
+    [[retrievers]]
+    spec = "bm25"
+    [[retrievers]]
+    spec = "minilm"
+    gpus = 1                             # Ray: GPUs a cell of this retriever asks for
+    encode_workers = 4                   # Ray: encode the corpus with 4 workers first
+    [[retrievers]]
+    spec = "bm25>>lm:smollm2,depth=20"
+
+    [[runs]]                             # a run made by another system, for one dataset
+    name = "pyserini-bm25"
+    dataset = "nq-utd"
+    path = "runs/nq-utd.trec"
+    # docnos = "runs/docnos.tsv"  or  docno_pattern = "{doc_id}-{source}"; source_labels = {...}
+
+Each cell is one (dataset, retriever) or (dataset, run) pair. A cell's *hash* covers everything
+that decides its results: the dataset's files (SHA-256), the retriever specification, the
+command-wide options, the measures, cut-offs, depth, seed, settings, and the sourcebias version.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sourcebias.core.errors import ConfigError, DataError
+
+GRID_KEYS = {"name", "measures", "cutoffs", "depth", "seed", "sole", "significance_resamples", "bootstrap_resamples", "confidence", "correction", "primary", "cache_dir"}
+DATASET_KEYS = {"path", "name", "split", "sources", "human_source"}
+RETRIEVER_KEYS = {"spec", "name", "gpus", "cpus", "encode_workers"}
+RUN_KEYS = {"name", "dataset", "path", "docnos", "docno_pattern", "source_labels"}
+OPTION_KEYS = {"batch_size", "device", "max_length", "rerank_depth"}
+CORRECTIONS = ("holm", "fdr_bh", "bonferroni", "none")
+
+
+@dataclass(frozen=True)
+class DatasetEntry:
+    path: Path
+    name: str
+    split: str = "test"
+    sources: tuple[str, ...] | None = None
+    human_source: str = "human"
+
+
+@dataclass(frozen=True)
+class RetrieverEntry:
+    spec: str
+    name: str
+    gpus: float = 0.0
+    cpus: float = 1.0
+    encode_workers: int = 0
+
+
+@dataclass(frozen=True)
+class RunEntry:
+    name: str
+    dataset: str
+    path: Path
+    docnos: Path | None = None
+    docno_pattern: str | None = None
+    source_labels: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass
+class GridConfig:
+    """A parsed and validated grid configuration (see the module docstring)."""
+
+    path: Path
+    text: str
+    name: str
+    datasets: list[DatasetEntry]
+    retrievers: list[RetrieverEntry]
+    runs: list[RunEntry] = field(default_factory=list)
+    measures: list[str] = field(default_factory=lambda: ["NDCG", "MAP", "Recall", "P", "Share"])
+    cutoffs: list[int] = field(default_factory=lambda: [1, 3, 5, 10])
+    depth: int = 1000
+    seed: int = 0
+    sole: bool = True
+    significance_resamples: int = 10_000
+    bootstrap_resamples: int = 2_000
+    confidence: float = 0.95
+    correction: str = "holm"
+    primary: str = "NDCG@3"
+    cache_dir: Path | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def digest(self) -> str:
+        return hashlib.sha256(self.text.encode()).hexdigest()
+
+    def settings(self) -> dict[str, Any]:
+        """What every cell shares and what decides its results (beyond dataset and retriever)."""
+        return {
+            "measures": self.measures,
+            "cutoffs": self.cutoffs,
+            "depth": self.depth,
+            "seed": self.seed,
+            "sole": self.sole,
+            "significance_resamples": self.significance_resamples,
+            "options": self.options,
+        }
+
+
+def _check_keys(table: dict[str, Any], allowed: set[str], where: str, path: Path) -> None:
+    unknown = sorted(set(table) - allowed)
+    if unknown:
+        raise DataError(path, f"{where}: unknown key(s) {', '.join(unknown)}; allowed: {', '.join(sorted(allowed))}")
+
+
+def _typed(value: Any, typ: type | tuple[type, ...], where: str, path: Path) -> Any:
+    if isinstance(value, bool) and typ in (int, float, (int, float)):
+        raise DataError(path, f"{where}: expected {getattr(typ, '__name__', 'a number')}, got {value!r}")
+    if not isinstance(value, typ):
+        name = typ.__name__ if isinstance(typ, type) else " or ".join(t.__name__ for t in typ)
+        raise DataError(path, f"{where}: expected {name}, got {value!r}")
+    return value
+
+
+def load_grid_config(path: str | Path) -> GridConfig:
+    """Read and validate a grid TOML file; errors name the file, the line (TOML syntax) or the
+    entry (``retrievers[2].spec``) and what is wrong."""
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        import tomli as tomllib  # type: ignore[no-redef]
+
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(path, "grid configuration not found")
+    text = path.read_text(encoding="utf-8")
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        line = getattr(exc, "lineno", None)
+        msg = getattr(exc, "msg", str(exc))
+        raise DataError(path, f"not valid TOML: {msg}", line) from None
+    _check_keys(raw, {"grid", "options", "datasets", "retrievers", "runs"}, "top level", path)
+    base = path.parent
+    grid = raw.get("grid", {})
+    _check_keys(grid, GRID_KEYS, "[grid]", path)
+    options = raw.get("options", {})
+    _check_keys(options, OPTION_KEYS, "[options]", path)
+
+    datasets: list[DatasetEntry] = []
+    for i, d in enumerate(raw.get("datasets", [])):
+        where = f"datasets[{i + 1}]"
+        _check_keys(d, DATASET_KEYS, where, path)
+        if "path" not in d:
+            raise DataError(path, f"{where}: 'path' is required (the dataset folder)")
+        p = Path(_typed(d["path"], str, f"{where}.path", path)).expanduser()
+        p = p if p.is_absolute() else (base / p)
+        sources = d.get("sources")
+        if sources is not None and not (isinstance(sources, list) and all(isinstance(s, str) for s in sources)):
+            raise DataError(path, f"{where}.sources: expected a list of source names")
+        datasets.append(DatasetEntry(p.resolve(), str(d.get("name") or p.resolve().name), str(d.get("split", "test")), tuple(sources) if sources else None, str(d.get("human_source", "human"))))
+    if not datasets:
+        raise DataError(path, "no [[datasets]]: name at least one dataset folder")
+    names = [d.name for d in datasets]
+    if len(set(names)) != len(names):
+        raise DataError(path, f"two datasets have the same name ({', '.join(names)}); give them distinct 'name's")
+
+    retrievers: list[RetrieverEntry] = []
+    for i, r in enumerate(raw.get("retrievers", [])):
+        where = f"retrievers[{i + 1}]"
+        _check_keys(r, RETRIEVER_KEYS, where, path)
+        if "spec" not in r:
+            raise DataError(path, f"{where}: 'spec' is required (a --retriever specification, e.g. bm25)")
+        spec = _typed(r["spec"], str, f"{where}.spec", path)
+        retrievers.append(
+            RetrieverEntry(
+                spec,
+                str(r.get("name") or spec),
+                float(_typed(r.get("gpus", 0), (int, float), f"{where}.gpus", path)),
+                float(_typed(r.get("cpus", 1), (int, float), f"{where}.cpus", path)),
+                int(_typed(r.get("encode_workers", 0), int, f"{where}.encode_workers", path)),
+            )
+        )
+    runs: list[RunEntry] = []
+    for i, r in enumerate(raw.get("runs", [])):
+        where = f"runs[{i + 1}]"
+        _check_keys(r, RUN_KEYS, where, path)
+        for k in ("name", "dataset", "path"):
+            if k not in r:
+                raise DataError(path, f"{where}: '{k}' is required")
+        if r["dataset"] not in names:
+            raise DataError(path, f"{where}.dataset: '{r['dataset']}' is not a dataset of this grid ({', '.join(names)})")
+        rp = Path(r["path"]).expanduser()
+        dn = Path(r["docnos"]).expanduser() if r.get("docnos") else None
+        labels = r.get("source_labels") or {}
+        if not isinstance(labels, dict):
+            raise DataError(path, f"{where}.source_labels: expected a table source = label")
+        runs.append(
+            RunEntry(
+                str(r["name"]),
+                str(r["dataset"]),
+                (rp if rp.is_absolute() else base / rp).resolve(),
+                None if dn is None else (dn if dn.is_absolute() else base / dn).resolve(),
+                r.get("docno_pattern"),
+                tuple(sorted((str(k), str(v)) for k, v in labels.items())),
+            )
+        )
+    if not retrievers and not runs:
+        raise DataError(path, "no [[retrievers]] and no [[runs]]: nothing to evaluate")
+    systems = [r.name for r in retrievers] + [r.name for r in runs]
+    if len({s for s in systems}) != len(systems):
+        raise DataError(path, f"two retrievers or runs have the same name ({', '.join(systems)}); give them distinct 'name's")
+
+    correction = str(grid.get("correction", "holm"))
+    if correction not in CORRECTIONS:
+        raise DataError(path, f"[grid].correction: '{correction}' is not one of {', '.join(CORRECTIONS)}")
+    cfg = GridConfig(
+        path=path.resolve(),
+        text=text,
+        name=str(grid.get("name") or path.stem),
+        datasets=datasets,
+        retrievers=retrievers,
+        runs=runs,
+        correction=correction,
+        options=dict(options),
+    )
+    for key, typ in (("measures", list), ("cutoffs", list), ("depth", int), ("seed", int), ("sole", bool), ("significance_resamples", int), ("bootstrap_resamples", int), ("confidence", float), ("primary", str)):
+        if key in grid:
+            setattr(cfg, key, _typed(grid[key], typ, f"[grid].{key}", path))
+    if "cache_dir" in grid:
+        cd = Path(_typed(grid["cache_dir"], str, "[grid].cache_dir", path)).expanduser()
+        cfg.cache_dir = (cd if cd.is_absolute() else base / cd).resolve()
+    # Check measures, cut-offs and every retriever specification now, before any work.
+    from sourcebias.evaluation.measures import measure_grid, parse_measure
+
+    try:
+        ms = measure_grid(cfg.measures, cfg.cutoffs)
+        parse_measure(cfg.primary)
+    except ConfigError as exc:
+        raise DataError(path, f"[grid]: {exc}") from None
+    if cfg.depth < max(m.cutoff for m in ms):
+        raise DataError(path, f"[grid].depth {cfg.depth} is smaller than the largest cut-off")
+    if not 0.5 < cfg.confidence < 1:
+        raise DataError(path, f"[grid].confidence must be between 0.5 and 1, got {cfg.confidence}")
+    return cfg
+
+
+def cell_hash(settings: dict[str, Any], dataset_fingerprint: dict[str, Any], system: dict[str, Any]) -> str:
+    """The identity of a cell's results (see the module docstring)."""
+    from sourcebias import __version__
+
+    body = {"settings": settings, "dataset": dataset_fingerprint, "system": system, "sourcebias": __version__}
+    return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def entry_dict(entry: Any) -> dict[str, Any]:
+    return json.loads(json.dumps(asdict(entry), default=str))

@@ -1,0 +1,394 @@
+"""Run an experiment grid: every (dataset, retriever) and (dataset, run) cell into its own result
+folder, resumably, in this process or as tasks on a Ray cluster.
+
+Layout of a grid folder::
+
+    DIR/config.toml                      the configuration this folder's cells were made with
+    DIR/grid.json                        per cell: status (ok / cached / failed), hash, seconds, error
+    DIR/cells/<dataset>/<system>/        an ``evaluate`` output folder (load_result reads it)
+
+**Resumable.** A cell whose folder's manifest carries the cell's hash (see
+:func:`~sourcebias.experiments.config.cell_hash`) is never run again; a cell whose inputs or
+settings changed is run again and replaces its folder; a failing cell is recorded with its error
+and traceback in ``grid.json`` and the other cells go on (a rerun retries it). Each cell folder is
+written atomically (:class:`~sourcebias.core.artifacts.OutputFolder`), so a kill loses at most the
+cells in flight. Embeddings are shared through the embedding store, so a retriever's vectors are
+computed once for all its cells and reruns.
+
+**Ray.** With ``ray_address`` (``"local"`` for a cluster on this machine, or an existing
+cluster's address), cells are Ray tasks that declare their resources (``cpus``, ``gpus`` of the
+retriever entry) and write to the same grid folder and embedding store, which must be on storage
+every node sees. A dense retriever with ``encode_workers = N`` has its corpus encoded first by N
+tasks, each filling its own shards of the store (:mod:`sourcebias.experiments.encode`), so one
+large corpus is not bound to one worker. Ray is an optional dependency (``pip install ray``);
+without it the grid runs here, one cell after another.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sourcebias.core.artifacts import MANIFEST, OutputFolder
+from sourcebias.core.errors import ConfigError, OutputError
+from sourcebias.evaluation.results import slug
+from sourcebias.experiments.config import DatasetEntry, GridConfig, RetrieverEntry, RunEntry, cell_hash, entry_dict
+
+GRID_FILE = "grid.json"
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One (dataset, system) pair of a grid."""
+
+    dataset: DatasetEntry
+    system: RetrieverEntry | RunEntry
+
+    @property
+    def key(self) -> str:
+        return f"{self.dataset.name}/{self.system.name}"
+
+    @property
+    def is_run(self) -> bool:
+        return isinstance(self.system, RunEntry)
+
+    def folder(self, root: Path) -> Path:
+        return root / "cells" / slug(self.dataset.name) / slug(self.system.name)
+
+
+def plan_cells(cfg: GridConfig) -> list[Cell]:
+    """Every cell of the grid, datasets outer, retrievers then runs inner (the config's order)."""
+    cells: list[Cell] = []
+    for d in cfg.datasets:
+        cells += [Cell(d, r) for r in cfg.retrievers]
+        cells += [Cell(d, r) for r in cfg.runs if r.dataset == d.name]
+    folders = [c.folder(Path("/")) for c in cells]
+    if len(set(folders)) != len(folders):
+        raise ConfigError("two cells map to the same folder: give datasets and retrievers names that differ in letters and digits")
+    return cells
+
+
+_FINGERPRINTS: dict[tuple, dict[str, Any]] = {}
+
+
+def dataset_fingerprint(entry: DatasetEntry) -> dict[str, Any]:
+    """The dataset's identity for cell hashes: its settings and the SHA-256 of the files a cell
+    reads (corpus files of the chosen sources, queries, the split's qrels)."""
+    from sourcebias.core.manifest import file_digest
+    from sourcebias.data.dataset import detect_layout
+
+    key = (str(entry.path), entry.split, entry.sources, entry.human_source)
+    if key not in _FINGERPRINTS:
+        layout = detect_layout(entry.path, entry.human_source)
+        chosen = list(entry.sources) if entry.sources else list(layout.source_files)
+        files = {f"corpus:{s}": layout.source_files[s] for s in sorted(set(chosen) | {entry.human_source}) if s in layout.source_files}
+        files["queries"] = layout.queries_file
+        files["qrels"] = layout.qrels_file(entry.split)
+        digests = {k: (file_digest(p) if Path(p).is_file() else None) for k, p in files.items()}
+        _FINGERPRINTS[key] = {"split": entry.split, "sources": chosen, "human_source": entry.human_source, "files": digests}
+    return _FINGERPRINTS[key]
+
+
+def system_identity(cell: Cell) -> dict[str, Any]:
+    if cell.is_run:
+        from sourcebias.core.manifest import file_digest
+
+        run: RunEntry = cell.system  # type: ignore[assignment]
+        ident = entry_dict(run)
+        ident["path"] = None  # the run's content, not where it lies, decides the results
+        ident["sha256"] = file_digest(run.path) if run.path.is_file() else None
+        if run.docnos is not None:
+            ident["docnos"] = None
+            ident["docnos_sha256"] = file_digest(run.docnos) if run.docnos.is_file() else None
+        return ident
+    r: RetrieverEntry = cell.system  # type: ignore[assignment]
+    return {"spec": r.spec, "name": r.name}
+
+
+def expected_hash(cfg: GridConfig, cell: Cell) -> str:
+    return cell_hash(cfg.settings(), dataset_fingerprint(cell.dataset), system_identity(cell))
+
+
+def finished_hash(folder: Path) -> str | None:
+    """The cell hash recorded in a finished cell folder, if any."""
+    try:
+        manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return (manifest.get("grid") or {}).get("cell_hash")
+
+
+def run_cell(cell_json: str, settings_json: str, root: str, cache_dir: str | None, expected: str) -> dict[str, Any]:
+    """Evaluate one cell into its folder (the in-process and the Ray path run this same code).
+
+    Arguments are JSON strings and paths so that a Ray worker on another machine can take them.
+    Returns the cell's status record; exceptions become a ``failed`` record, not a crash.
+    """
+    t0 = time.perf_counter()
+    cell_spec = json.loads(cell_json)
+    settings = json.loads(settings_json)
+    key = f"{cell_spec['dataset']['name']}/{cell_spec['system']['name']}"
+    folder_path = Path(cell_spec["folder"])
+    try:
+        from sourcebias.data import load_dataset
+        from sourcebias.evaluation import evaluate
+        from sourcebias.evaluation.artifact import write_result
+        from sourcebias.evaluation.measures import measure_grid
+        from sourcebias.retrieval import DocnoMap, Run, build_retriever
+
+        folder = OutputFolder.claim(folder_path, kind="evaluate", overwrite=True)
+        try:
+            d = cell_spec["dataset"]
+            ds = load_dataset(d["path"], split=d["split"], sources=d["sources"], human_source=d["human_source"])
+            options = {k: v for k, v in settings["options"].items()}
+            options["cache_dir"] = cache_dir
+            systems, runs = [], {}
+            s = cell_spec["system"]
+            if cell_spec["is_run"]:
+                if s.get("docno_pattern"):
+                    mapping = DocnoMap.from_pattern(s["docno_pattern"], ds.corpus, dict(s.get("source_labels") or []))
+                elif s.get("docnos"):
+                    mapping = DocnoMap.from_table(s["docnos"], ds.corpus)
+                else:
+                    mapping = DocnoMap.sourcebias(ds.corpus)
+                runs[s["name"]] = Run.from_trec(s["path"], ds.corpus, docnos=mapping, name=s["name"], seed=settings["seed"])
+            else:
+                r = build_retriever(s["spec"], **options)
+                r.name = s["name"]
+                systems.append(r)
+            result = evaluate(
+                ds,
+                systems,
+                runs=runs,
+                measures=measure_grid(settings["measures"], settings["cutoffs"]),
+                depth=settings["depth"],
+                seed=settings["seed"],
+                sole=settings["sole"],
+                significance_resamples=settings["significance_resamples"],
+            )
+            write_result(result, folder, timings={"cell_s": round(time.perf_counter() - t0, 3)}, command="bench", manifest_extra={"grid": {"cell_hash": expected, "cell": key}})
+        finally:
+            folder.abort()  # no-op after the commit
+        return {"cell": key, "status": "ok", "hash": expected, "seconds": round(time.perf_counter() - t0, 3)}
+    except BaseException as exc:  # noqa: BLE001 - a failing cell is recorded, the grid goes on
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        return {
+            "cell": key,
+            "status": "failed",
+            "hash": expected,
+            "seconds": round(time.perf_counter() - t0, 3),
+            "error": f"{type(exc).__name__}: {exc}",
+            "traceback": traceback.format_exc(),
+        }
+
+
+def _cell_json(cell: Cell, root: Path) -> str:
+    return json.dumps({"dataset": entry_dict(cell.dataset), "system": entry_dict(cell.system), "is_run": cell.is_run, "folder": str(cell.folder(root))})
+
+
+@dataclass
+class GridRun:
+    """What :func:`run_grid` did: per cell, its status record."""
+
+    root: Path
+    records: dict[str, dict[str, Any]]
+    seconds: float
+
+    def counts(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for r in self.records.values():
+            out[r["status"]] = out.get(r["status"], 0) + 1
+        return out
+
+
+def claim_grid_folder(root: Path, cfg: GridConfig, *, overwrite: bool = False):
+    """Check the grid folder before any work and lock it for this process.
+
+    Accepted: a new or empty folder, or the folder of this same grid (by ``[grid].name``), whose
+    finished cells are reused. Refused: a file, a folder of another grid or of anything else
+    (unless ``overwrite``, and never a folder without a grid file of sourcebias).
+    """
+    import shutil
+
+    from sourcebias.core.artifacts import _lock
+
+    root = Path(root)
+    if root.exists() and not root.is_dir():
+        raise OutputError(f"{root}: exists and is a file; the output of a grid is a folder")
+    root.parent.mkdir(parents=True, exist_ok=True)
+    if root.is_dir() and any(root.iterdir()):
+        state = root / GRID_FILE
+        if not state.is_file():
+            raise OutputError(f"{root}: is not empty and is not a sourcebias grid folder (no {GRID_FILE}); choose another --output")
+        try:
+            previous = json.loads(state.read_text(encoding="utf-8")).get("name")
+        except ValueError:
+            previous = None
+        if previous != cfg.name:
+            if not overwrite:
+                raise OutputError(f"{root}: holds the grid '{previous}', not '{cfg.name}'; pass --overwrite to replace it, or choose another --output")
+            lock = _lock(root.parent / f".{root.name}.lock", root)
+            shutil.rmtree(root)
+            root.mkdir()
+            return lock
+    root.mkdir(parents=True, exist_ok=True)
+    return _lock(root.parent / f".{root.name}.lock", root)
+
+
+def run_grid(
+    cfg: GridConfig,
+    root: str | Path,
+    *,
+    ray_address: str | None = None,
+    overwrite: bool = False,
+    only: list[str] | None = None,
+    on_event: Callable[[str, dict[str, Any]], None] | None = None,
+) -> GridRun:
+    """Run every cell of ``cfg`` that is not finished into ``root``.
+
+    ``on_event(kind, record)`` is called with ``kind`` in ``start``, ``cached``, ``ok``, ``failed``
+    (the CLI prints progress from it). ``only`` restricts the grid to cells whose key
+    (``dataset/system``) is listed.
+    """
+    from sourcebias.core.artifacts import _unlock
+    from sourcebias.core.atomic import atomic_write_json, atomic_write_text
+    from sourcebias.core.cache import default_cache_dir
+
+    t0 = time.perf_counter()
+    root = Path(root)
+    cells = plan_cells(cfg)
+    if only:
+        unknown = set(only) - {c.key for c in cells}
+        if unknown:
+            raise ConfigError(f"no cell(s) {', '.join(sorted(unknown))} in this grid; cells: {', '.join(c.key for c in cells)}")
+        cells = [c for c in cells if c.key in only]
+    _validate_systems(cfg)
+    lock = claim_grid_folder(root, cfg, overwrite=overwrite)
+    try:
+        atomic_write_text(root / "config.toml", cfg.text)
+        cache_dir = str(cfg.cache_dir or default_cache_dir())
+        settings_json = json.dumps(cfg.settings(), default=str)
+        state_path = root / GRID_FILE
+        try:
+            state = json.loads(state_path.read_text(encoding="utf-8")) if state_path.is_file() else {}
+        except ValueError:
+            state = {}
+        records: dict[str, dict[str, Any]] = dict(state.get("cells") or {})
+        emit = on_event or (lambda kind, rec: None)
+
+        def save_state() -> None:
+            atomic_write_json(state_path, {"name": cfg.name, "config_sha256": cfg.digest(), "cells": records, "order": [c.key for c in plan_cells(cfg)]})
+
+        todo: list[tuple[Cell, str]] = []
+        for cell in cells:
+            h = expected_hash(cfg, cell)
+            if finished_hash(cell.folder(root)) == h:
+                rec = {"cell": cell.key, "status": "cached", "hash": h, "seconds": (records.get(cell.key) or {}).get("seconds")}
+                records[cell.key] = {**(records.get(cell.key) or {}), **rec, "status": "ok", "reused": True}
+                emit("cached", rec)
+            else:
+                todo.append((cell, h))
+        _remove_stale_cells(root, plan_cells(cfg))
+        records = {k: v for k, v in records.items() if k in {c.key for c in plan_cells(cfg)}}
+        save_state()
+
+        def finish(rec: dict[str, Any]) -> None:
+            records[rec["cell"]] = {**rec, "reused": False}
+            save_state()
+            emit(rec["status"], rec)
+
+        if ray_address is None:
+            for cell, h in todo:
+                emit("start", {"cell": cell.key})
+                finish(run_cell(_cell_json(cell, root), settings_json, str(root), cache_dir, h))
+        else:
+            _run_on_ray(cfg, todo, root, settings_json, cache_dir, ray_address, emit, finish)
+        save_state()
+        return GridRun(root, records, round(time.perf_counter() - t0, 3))
+    finally:
+        _unlock(lock)
+
+
+def _validate_systems(cfg: GridConfig) -> None:
+    """Every retriever specification builds (typos, unknown options and missing offline models
+    are reported before any cell runs)."""
+    from sourcebias.retrieval import build_retriever
+
+    for r in cfg.retrievers:
+        try:
+            build_retriever(r.spec, **cfg.options)
+        except ConfigError as exc:
+            raise ConfigError(f"{cfg.path}: retriever '{r.name}': {exc}") from None
+    for run in cfg.runs:
+        if not run.path.is_file():
+            raise ConfigError(f"{cfg.path}: run '{run.name}': file {run.path} not found")
+
+
+def _remove_stale_cells(root: Path, cells: list[Cell]) -> None:
+    """Cell folders of systems or datasets no longer in the grid are results of another
+    configuration: removed, so the folder never mixes two grids."""
+    import shutil
+
+    keep = {c.folder(root) for c in cells}
+    base = root / "cells"
+    if not base.is_dir():
+        return
+    for ds_dir in base.iterdir():
+        if not ds_dir.is_dir():
+            continue
+        for cell_dir in ds_dir.iterdir():
+            if cell_dir.is_dir() and cell_dir not in keep and not cell_dir.name.startswith("."):
+                shutil.rmtree(cell_dir)
+        if not any(ds_dir.iterdir()):
+            ds_dir.rmdir()
+
+
+def _run_on_ray(cfg: GridConfig, todo, root: Path, settings_json: str, cache_dir: str, address: str, emit, finish) -> None:
+    try:
+        import ray
+    except ImportError:
+        raise ConfigError("--ray needs Ray: pip install 'ray>=2.9' (or run the grid without --ray)") from None
+    from sourcebias.experiments.encode import encode_tasks
+
+    started_here = not ray.is_initialized()
+    if started_here:
+        if address == "local":
+            ray.init(include_dashboard=False, log_to_driver=False, configure_logging=False)
+        else:
+            ray.init(address=address, log_to_driver=False, configure_logging=False)
+    try:
+        remote_cell = ray.remote(run_cell)
+        pending: dict[Any, str] = {}
+        prepared: set[tuple[str, str]] = set()
+        for cell, h in todo:
+            options: dict[str, Any] = {"num_cpus": 1.0, "num_gpus": 0.0}
+            deps: list[Any] = []
+            if not cell.is_run:
+                r: RetrieverEntry = cell.system  # type: ignore[assignment]
+                options = {"num_cpus": r.cpus, "num_gpus": r.gpus}
+                if r.encode_workers > 1 and (cell.dataset.name, r.spec) not in prepared:
+                    prepared.add((cell.dataset.name, r.spec))
+                    deps = encode_tasks(ray, r, cell.dataset, cfg.options, cache_dir)
+            if deps:
+                ray.get(deps)  # the corpus is in the store before the cell starts
+            ref = remote_cell.options(**options).remote(_cell_json(cell, root), settings_json, str(root), cache_dir, h)
+            pending[ref] = cell.key
+            emit("start", {"cell": cell.key})
+        while pending:
+            done, _ = ray.wait(list(pending), num_returns=1)
+            for ref in done:
+                key = pending.pop(ref)
+                try:
+                    rec = ray.get(ref)
+                except Exception as exc:  # noqa: BLE001 - a worker that died is a failed cell
+                    rec = {"cell": key, "status": "failed", "error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()}
+                finish(rec)
+    finally:
+        if started_here:
+            ray.shutdown()
