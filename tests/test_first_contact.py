@@ -114,7 +114,7 @@ def test_messages(capsys):
     assert "<list" not in out and "{DATASET_DIR}" not in out and "<path>" not in out and "DATASET_DIR" in out
     from sourcebias.evaluation import Measure, parse_measure
 
-    with pytest.raises(ConfigError, match="unknown measure 'MRR'; known: NDCG, MAP, Recall, P, Share"):
+    with pytest.raises(ConfigError, match="unknown measure 'MRR'; known: NDCG, MAP, Recall, P, Share, NDSR"):
         Measure("MRR", 10)
     with pytest.raises(ConfigError, match="unknown measure"):
         parse_measure("MRR@10")

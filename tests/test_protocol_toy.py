@@ -112,3 +112,17 @@ def test_paired_tests_on_hand_checkable_samples():
     from scipy import stats
 
     assert paired_t_test(x, y) == pytest.approx(2 * stats.t.sf(abs(t), df=len(d) - 1))
+
+
+def test_ndsr_hand_worked(toy):
+    """NDSR@k (Huang et al. 2026): ranks weighted 1/log2(1 + r). Toy ranking G, G, H, G, H, H."""
+    run, _ = toy
+    v = score_run(run, Qrels({}), ["q"], measure_grid(["NDSR"], [1, 3, 6]), [])
+    w = [1 / math.log2(1 + r) for r in range(1, 7)]  # 1, 0.6309, 0.5, 0.4307, 0.3869, 0.3562
+    assert v[(G, "NDSR@1")][0] == 1.0 and v[(H, "NDSR@1")][0] == 0.0
+    assert v[(H, "NDSR@3")][0] == pytest.approx(w[2] / (w[0] + w[1] + w[2]))
+    assert v[(G, "NDSR@3")][0] == pytest.approx((w[0] + w[1]) / (w[0] + w[1] + w[2]))
+    assert v[(H, "NDSR@6")][0] == pytest.approx((w[2] + w[4] + w[5]) / sum(w))
+    # fewer documents than k: the ranked ones' weights
+    short = Run(run.corpus, "short", {"q": run.positions["q"][:2]}, {"q": run.scores["q"][:2]})
+    assert score_run(short, Qrels({}), ["q"], measure_grid(["NDSR"], [5]), [])[(G, "NDSR@5")][0] == 1.0

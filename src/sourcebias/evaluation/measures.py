@@ -7,7 +7,8 @@ Two scopes of measure:
   (sourcebias prepares the qrels of each target and the tie-broken ranking, and lets trec_eval
   compute; see :mod:`sourcebias.evaluation.protocol`);
 * **source** measures are label-free functions of the ranking, one value per *source*:
-  ``Share@k`` (the fraction of each source in the top k; Cocktail's "human rate@k").
+  ``Share@k`` (the fraction of each source in the top k; Cocktail's "human rate@k") and
+  ``NDSR@k`` (the same with a log2 rank discount; Huang et al., 2026).
 
 Definitions of the target measures (trec_eval, as in BEIR and the papers):
 
@@ -93,6 +94,37 @@ class Share(SourceMeasureKind):
         return mat
 
 
+class NDSR(SourceMeasureKind):
+    """``NDSR@k``, normalized discounted source ratio (Huang et al., 2026): the share of each
+    source in the top k, each rank r weighted 1 / log2(1 + r). Label-free, so it works on any
+    query set. With fewer than k documents ranked, the weights of the ranked ones are used; a
+    query with an empty ranking gets NaN. ΔNDSR@k = mean over queries of NDSR_human − NDSR_LLM
+    (< 0: the retriever prefers LLM text); see :mod:`sourcebias.evaluation.statistics`.
+
+    Reference: Huang et al., *Relevance Supervision Can Teach Neural Retrievers to Prefer
+    LLM-Generated Text*, 2026 (package ``relevance_source_bias``); their ties are broken by
+    document id, which favours one source; here ranks come from sourcebias' fair tie rule.
+    """
+
+    name = "NDSR"
+    aliases = ("ndsr",)
+    description = "discounted share of each source in the top k (label-free; Huang et al. 2026)"
+
+    def per_query(self, run: Run, query_ids: Sequence[str], cutoff: int) -> np.ndarray:
+        codes = run.corpus.source_codes
+        n_src = len(run.corpus.sources)
+        weights = 1.0 / np.log2(1.0 + np.arange(1, cutoff + 1))
+        mat = np.full((len(query_ids), n_src), np.nan)
+        for i, q in enumerate(query_ids):
+            pos = run.positions.get(q)
+            if pos is None or len(pos) == 0:
+                continue
+            top = codes[pos[:cutoff]]
+            w = weights[: len(top)]
+            mat[i] = np.bincount(top, weights=w, minlength=n_src) / w.sum()
+        return mat
+
+
 _KINDS: dict[str, MeasureKind] = {}
 _BY_ALIAS: dict[str, str] = {}
 
@@ -112,6 +144,7 @@ register_measure(TrecMeasureKind("MAP", "map_cut", ("map", "ap"), "mean average 
 register_measure(TrecMeasureKind("Recall", "recall", ("recall", "r"), "share of the relevant documents in the top k"))
 register_measure(TrecMeasureKind("P", "P", ("p", "precision"), "precision at k"))
 register_measure(Share())
+register_measure(NDSR())
 
 
 def measure_kinds() -> dict[str, MeasureKind]:

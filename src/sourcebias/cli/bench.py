@@ -1,0 +1,75 @@
+"""``sourcebias bench``: run an experiment grid (datasets x retrievers) resumably, here or on Ray,
+and write the report."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from sourcebias.cli.common import console, err_console
+
+
+def bench(
+    config: Annotated[Path, typer.Argument(help="Grid configuration (TOML): [[datasets]], [[retrievers]], optional [[runs]], [grid] settings, [options].", show_default=False, metavar="CONFIG")],
+    output: Annotated[Path, typer.Option("--output", "-o", metavar="DIR", help="Grid folder: one result folder per cell, grid.json, the report. Rerunning into it resumes.", show_default=False)],
+    ray: Annotated[str | None, typer.Option("--ray", metavar="[ADDRESS]", help="Run cells as Ray tasks: --ray alone starts a local cluster; --ray ADDRESS joins one (e.g. ray://head:10001 or auto).")] = None,
+    only: Annotated[list[str] | None, typer.Option("--only", metavar="DATASET/SYSTEM", help="Run only these cells (repeat).")] = None,
+    overwrite: Annotated[bool, typer.Option(help="Replace a folder that holds another grid's results.")] = False,
+    report: Annotated[bool, typer.Option("--report/--no-report", help="Write the report (tables, figures, HTML) after the cells.")] = True,
+) -> None:
+    """Run every cell of an experiment grid into its own result folder, resumably.
+
+    A finished cell is never run again; a cell whose dataset files, retriever or settings changed
+    is; a failing cell is recorded with its error and the others go on. Embeddings are shared by
+    all cells and reruns.
+
+    Example:  sourcebias bench grid.toml -o out/grid   (add --ray for a local Ray cluster)
+    """
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from sourcebias.experiments.config import load_grid_config
+    from sourcebias.experiments.grid import plan_cells, run_grid
+
+    cfg = load_grid_config(config)
+    cells = plan_cells(cfg)
+    if only:
+        cells = [c for c in cells if c.key in only]
+    console.print(f"[bold]{cfg.name}[/bold]: {len(cfg.datasets)} datasets x {len(cfg.retrievers)} retrievers" + (f" + {len(cfg.runs)} runs" if cfg.runs else "") + f" = {len(cells)} cells" + (f" on Ray ({ray})" if ray else ""))
+    t0 = time.perf_counter()
+    with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console, transient=True) as progress:
+        task = progress.add_task("cells", total=len(cells))
+
+        def on_event(kind: str, rec: dict) -> None:
+            if kind == "start":
+                progress.update(task, description=f"running {rec['cell']}")
+                return
+            progress.advance(task)
+            if kind == "cached":
+                console.print(f"  [dim]= {rec['cell']}: finished earlier, reused[/dim]")
+            elif kind == "ok":
+                console.print(f"  [green]✓[/green] {rec['cell']}: {rec['seconds']:.1f} s")
+            else:
+                err_console.print(f"  [red]✗ {rec['cell']}: {rec.get('error')}[/red]", highlight=False)
+
+        result = run_grid(cfg, output, ray_address=ray, overwrite=overwrite, only=only, on_event=on_event)
+    counts = result.counts()
+    failed = counts.get("failed", 0)
+    reused = sum(1 for r in result.records.values() if r.get("reused"))
+    console.print(f"{len(result.records)} cells: {counts.get('ok', 0) - reused} run, {reused} reused, {failed} failed, in {time.perf_counter() - t0:.1f} s")
+    if report:
+        from sourcebias.experiments.aggregate import aggregate_grid
+        from sourcebias.reporting.grid_report import write_grid_report
+
+        cells_table = aggregate_grid(cfg, output)
+        paths = write_grid_report(cells_table, cfg, output)
+        console.print(f"Report: [bold]{paths['html']}[/bold]")
+    if failed:
+        err_console.print(f"[yellow]{failed} cells failed[/yellow] (errors in {output}/grid.json); rerun the same command to retry them.")
+        raise typer.Exit(1)
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(bench)
