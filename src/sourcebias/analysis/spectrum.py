@@ -1,0 +1,83 @@
+"""Singular-value spectra of embedded corpora: the "compression" view of source bias.
+
+Dai et al. (KDD 2024, long version §4.1, Figs. 7-8) embed each corpus (the human originals and
+an LLM rewrite of the same documents) with one model, "perform SVD on these matrices", sort the
+singular values in descending order and plot the LLM corpus' values relative to the human
+corpus'. Their reading: LLM text has *larger* singular values at the head (stronger main topics)
+and *smaller* ones at the tail (less noise); a higher sampling temperature moves the tail back
+towards the human one.
+
+What the paper does, and so the default here: the SVD of the raw embedding matrix, **not
+centred** (the paper names no centring, and "SVD on these matrices" of unit-norm OpenAI
+embeddings). With unit-norm rows, Σ_k s_k² = n (the squared Frobenius norm) for every
+corpus, so the two spectra distribute the same total energy and "larger head, smaller tail"
+is a statement about its concentration. ``center=True`` subtracts each corpus' mean embedding
+first (a PCA spectrum: the first, "mean" direction is removed) for readers who want that view.
+
+Requirements: the same documents of each source (twin pairs), the same model and settings, and
+the same number of rows; the spectrum does not depend on the row order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from sourcebias.core.errors import ConfigError
+
+
+def singular_values(embeddings: Any, *, center: bool = False) -> np.ndarray:
+    """Singular values of an ``(n, d)`` embedding matrix, in descending order (LAPACK via
+    ``numpy.linalg.svd``, in float64); ``min(n, d)`` of them."""
+    m = np.asarray(embeddings, dtype=np.float64)
+    if m.ndim != 2 or min(m.shape) == 0:
+        raise ConfigError(f"singular_values: expected a non-empty 2-D array, got shape {m.shape}")
+    if not np.all(np.isfinite(m)):
+        raise ConfigError("singular_values: the embeddings contain NaN or infinite values")
+    if center:
+        m = m - m.mean(axis=0, keepdims=True)
+    return np.linalg.svd(m, compute_uv=False)
+
+
+def spectrum_table(embeddings: Mapping[str, Any], *, reference: str = "human", center: bool = False) -> list[dict[str, Any]]:
+    """Tidy rows ``{source, rank, value, relative}`` for every source and rank (1-based).
+
+    ``value`` is the singular value, ``relative`` the ratio to the ``reference`` source's value
+    at the same rank (1 for the reference itself; NaN where the reference value is 0). All
+    sources must have the same shape (the same documents embedded by the same model).
+    """
+    if reference not in embeddings:
+        raise ConfigError(f"spectrum_table: reference source {reference!r} is not among {list(embeddings)}")
+    shapes = {name: np.shape(m) for name, m in embeddings.items()}
+    if len(set(shapes.values())) != 1:
+        raise ConfigError(f"spectrum_table: every source must embed the same documents with the same model; shapes {shapes}")
+    values = {name: singular_values(m, center=center) for name, m in embeddings.items()}
+    ref = values[reference]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rel = {name: np.where(ref > 0, v / np.where(ref > 0, ref, 1.0), np.nan) for name, v in values.items()}
+    return [
+        {"source": name, "rank": k + 1, "value": float(v[k]), "relative": float(rel[name][k])}
+        for name, v in values.items()
+        for k in range(len(v))
+    ]
+
+
+def ratio_summary(relative: Any, *, head: int = 10, tail: int = 10) -> dict[str, float]:
+    """Summary of an LLM/human ratio curve (``relative`` of one source, by rank): the ratio at
+    rank 1, the geometric means of the first ``head`` and last ``tail`` ranks, the number of
+    ranks above 1 and the first rank (1-based) where the ratio drops below 1 (0 if never)."""
+    r = np.asarray(relative, dtype=np.float64)
+    r = r[np.isfinite(r) & (r > 0)]
+    if r.size == 0:
+        raise ConfigError("ratio_summary: no finite positive ratios")
+    below = np.flatnonzero(r < 1)
+    return {
+        "ratio_rank1": float(r[0]),
+        "head_geomean": float(np.exp(np.mean(np.log(r[:head])))),
+        "tail_geomean": float(np.exp(np.mean(np.log(r[-tail:])))),
+        "ranks_above_1": int(np.sum(r > 1)),
+        "first_rank_below_1": int(below[0] + 1) if below.size else 0,
+        "ranks": int(r.size),
+    }
