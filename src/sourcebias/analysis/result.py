@@ -31,6 +31,8 @@ class AnalysisResult:
     tables: dict[str, Any] = field(default_factory=dict)
     summary: dict[str, Any] = field(default_factory=dict)
     figures: dict[str, Path] = field(default_factory=dict)
+    #: in-memory arrays for figures (null distributions, random-pair cosines); not saved
+    arrays: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
     def kind(self) -> str:
