@@ -293,10 +293,10 @@ def plot_direction(
             ax2 = axes[1]
             ax2.hist(ns, bins=40, color=NULL_COLOR, alpha=0.8, label=f"sign-flip null ({ns.size} flips)")
             if observed_statistic is not None:
-                lab = f"observed {observed_statistic:.4g}"
+                lab = f"observed {observed_statistic:.3g}"
                 if p_value is not None:
                     floor = 1 / (ns.size + 1)
-                    lab += f", p = 1/{ns.size + 1} (no flip reached it)" if p_value <= floor * (1 + 1e-9) else f", p = {p_value:.2g}"
+                    lab += f", p = 1/{ns.size + 1} (minimum)" if p_value <= floor * (1 + 1e-9) else f", p = {p_value:.2g}"
                 ax2.axvline(observed_statistic, color=PAIR_COLOR, lw=2, label=lab)
             hi = max(float(ns.max()), observed_statistic if observed_statistic is not None else -np.inf)
             lo = min(float(ns.min()), observed_statistic if observed_statistic is not None else np.inf)
@@ -309,7 +309,7 @@ def plot_direction(
             ax2.set_ylabel("number of flips")
             ax2.set_title("Sign-flip permutation test")
             _headroom(ax2)
-            ax2.legend(loc="best")
+            ax2.legend(loc="upper left")
         if title:
             fig.suptitle(title, fontsize=9.5)
         return _save(fig, path)
