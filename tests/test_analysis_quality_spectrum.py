@@ -92,10 +92,11 @@ def test_singular_values_recover_a_planted_spectrum():
     rng = np.random.default_rng(1)
     s_h = np.array([5.0, 3.0, 2.0, 1.0, 0.5])
     s_l = np.array([6.0, 3.3, 1.0, 0.5, 0.25])
-    h, l = _planted(s_h, 40, 5, rng), _planted(s_l, 40, 5, rng)
+    h, g = _planted(s_h, 40, 5, rng), _planted(s_l, 40, 5, rng)
     np.testing.assert_allclose(spectrum.singular_values(h), s_h)
-    rows = spectrum.spectrum_table({"human": h, "llm": l})
-    assert len(rows) == 10 and rows[0] == {"source": "human", "rank": 1, "value": pytest.approx(5.0), "relative": pytest.approx(1.0)}
+    rows = spectrum.spectrum_table({"human": h, "llm": g})
+    assert len(rows) == 10
+    assert rows[0] == {"source": "human", "rank": 1, "value": pytest.approx(5.0), "relative": pytest.approx(1.0), "numerically_zero": False}
     llm_rel = [r["relative"] for r in rows if r["source"] == "llm"]
     np.testing.assert_allclose(llm_rel, s_l / s_h)
     summ = spectrum.ratio_summary(llm_rel, head=1, tail=2)
@@ -113,5 +114,12 @@ def test_centred_spectrum_matches_sklearn_pca():
     # uncentred: the mean adds a large first value; Frobenius norm preserved
     s = spectrum.singular_values(x)
     assert np.sum(s**2) == pytest.approx(np.sum(x**2))
+    # a rank-deficient matrix: the last singular value is rounding noise, its ratio is NaN
+    y = np.concatenate([x[:, :5], x[:, :1] + x[:, 1:2]], axis=1)
+    rows = spectrum.spectrum_table({"human": x, "llm": y})
+    last = rows[-1]
+    assert last["source"] == "llm" and last["numerically_zero"] and math.isnan(last["relative"])
+    assert not any(r["numerically_zero"] for r in rows[:-1])
+    assert spectrum.ratio_summary([r["relative"] for r in rows if r["source"] == "llm"])["ranks"] == 5
     with pytest.raises(ConfigError, match="same documents"):
         spectrum.spectrum_table({"human": x, "llm": x[:10]})

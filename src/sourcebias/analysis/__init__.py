@@ -1,0 +1,56 @@
+"""Explaining source bias: the numerical cores of ``sourcebias analyze``.
+
+* :mod:`~sourcebias.analysis.effects` — descriptive statistics, Cohen's d / Hedges' g (independent
+  and paired), Welch t, Mann-Whitney U, paired t, Wilcoxon signed-rank;
+* :mod:`~sourcebias.analysis.quality` — twin quality: term Jaccard/overlap, lengths, matched vs
+  random-pair cosine, t-SNE map (SPEC §3);
+* :mod:`~sourcebias.analysis.spectrum` — singular-value spectra of embedded corpora and their
+  LLM/human ratio (SPEC §6, compression view);
+* :mod:`~sourcebias.analysis.direction` — the mean LLM - human embedding direction, its
+  consistency, sign-flip tests, and the share of score gaps along it (SPEC §10);
+* :mod:`~sourcebias.analysis.pseudo_perplexity` — batched masked-LM pseudo-log-perplexity
+  (SPEC §6, perplexity view), with the naive reference loop;
+* :mod:`~sourcebias.analysis.figures` — the PNG figures of all of the above.
+
+Every function works on arrays, texts and models passed in; heavy libraries (torch,
+transformers, scikit-learn's t-SNE, matplotlib) are imported only inside the functions that
+need them, so importing this package is cheap.
+"""
+
+from sourcebias.analysis.direction import Direction, direction_cosine, estimate_direction, pair_differences, score_gap_decomposition, sign_flip_null
+from sourcebias.analysis.effects import cohens_d, compare_independent, compare_paired, describe, describe_groups, hedges_correction, hedges_g, paired_d, paired_g
+from sourcebias.analysis.pseudo_perplexity import PseudoPerplexity, load_masked_lm, pseudo_log_perplexity, pseudo_log_perplexity_naive
+from sourcebias.analysis.quality import pair_cosines, random_pair_cosines, random_pair_indices, term_similarity, token_counts, tsne_map, word_counts
+from sourcebias.analysis.spectrum import ratio_summary, singular_values, spectrum_table
+
+__all__ = [
+    "Direction",
+    "PseudoPerplexity",
+    "cohens_d",
+    "compare_independent",
+    "compare_paired",
+    "describe",
+    "describe_groups",
+    "direction_cosine",
+    "estimate_direction",
+    "hedges_correction",
+    "hedges_g",
+    "load_masked_lm",
+    "pair_cosines",
+    "pair_differences",
+    "paired_d",
+    "paired_g",
+    "pseudo_log_perplexity",
+    "pseudo_log_perplexity_naive",
+    "random_pair_cosines",
+    "random_pair_indices",
+    "ratio_summary",
+    "score_gap_decomposition",
+    "sign_flip_null",
+    "singular_values",
+    "spectrum_table",
+    "term_similarity",
+    "token_counts",
+    "tsne_map",
+    "word_counts",
+]

@@ -41,33 +41,51 @@ def singular_values(embeddings: Any, *, center: bool = False) -> np.ndarray:
     return np.linalg.svd(m, compute_uv=False)
 
 
+def zero_tolerance(values: Any, shape: tuple[int, int], dtype: Any = np.float64) -> float:
+    """The threshold under which a singular value is numerically zero: ``s_max · max(n, d) ·
+    eps``, the rule of ``numpy.linalg.matrix_rank``, with the machine epsilon of the
+    embeddings' own precision (``dtype``; float32 embeddings carry float32 rounding even when
+    the SVD runs in float64)."""
+    v = np.asarray(values, dtype=np.float64)
+    dt = np.dtype(dtype)
+    eps = np.finfo(dt).eps if np.issubdtype(dt, np.floating) else np.finfo(np.float64).eps
+    return float(v.max(initial=0.0) * max(shape) * eps)
+
+
 def spectrum_table(embeddings: Mapping[str, Any], *, reference: str = "human", center: bool = False) -> list[dict[str, Any]]:
-    """Tidy rows ``{source, rank, value, relative}`` for every source and rank (1-based).
+    """Tidy rows ``{source, rank, value, relative, numerically_zero}`` for every source and
+    rank (1-based).
 
     ``value`` is the singular value, ``relative`` the ratio to the ``reference`` source's value
-    at the same rank (1 for the reference itself; NaN where the reference value is 0). All
-    sources must have the same shape (the same documents embedded by the same model).
+    at the same rank (1 for the reference itself); ``numerically_zero`` marks values under
+    :func:`zero_tolerance` (rounding noise of a rank-deficient matrix: some encoders' embeddings
+    span fewer than ``d`` dimensions), where ``relative`` is NaN — a ratio of two rounding
+    errors means nothing. All sources must have the same shape (the same documents embedded by
+    the same model).
     """
     if reference not in embeddings:
         raise ConfigError(f"spectrum_table: reference source {reference!r} is not among {list(embeddings)}")
     shapes = {name: np.shape(m) for name, m in embeddings.items()}
     if len(set(shapes.values())) != 1:
         raise ConfigError(f"spectrum_table: every source must embed the same documents with the same model; shapes {shapes}")
+    shape = next(iter(shapes.values()))
     values = {name: singular_values(m, center=center) for name, m in embeddings.items()}
+    zero = {name: v <= zero_tolerance(v, shape, np.asarray(embeddings[name]).dtype) for name, v in values.items()}
     ref = values[reference]
     with np.errstate(invalid="ignore", divide="ignore"):
-        rel = {name: np.where(ref > 0, v / np.where(ref > 0, ref, 1.0), np.nan) for name, v in values.items()}
+        rel = {name: np.where(zero[name] | zero[reference], np.nan, v / np.where(zero[reference], 1.0, ref)) for name, v in values.items()}
     return [
-        {"source": name, "rank": k + 1, "value": float(v[k]), "relative": float(rel[name][k])}
+        {"source": name, "rank": k + 1, "value": float(v[k]), "relative": float(rel[name][k]), "numerically_zero": bool(zero[name][k])}
         for name, v in values.items()
         for k in range(len(v))
     ]
 
 
 def ratio_summary(relative: Any, *, head: int = 10, tail: int = 10) -> dict[str, float]:
-    """Summary of an LLM/human ratio curve (``relative`` of one source, by rank): the ratio at
-    rank 1, the geometric means of the first ``head`` and last ``tail`` ranks, the number of
-    ranks above 1 and the first rank (1-based) where the ratio drops below 1 (0 if never)."""
+    """Summary of an LLM/human ratio curve (``relative`` of one source, by rank; NaN entries —
+    numerically zero values — are dropped first): the ratio at rank 1, the geometric means of the
+    first ``head`` and last ``tail`` ranks, the number of ranks above 1 and the first rank
+    (1-based) where the ratio drops below 1 (0 if never), and ``ranks``, the ranks used."""
     r = np.asarray(relative, dtype=np.float64)
     r = r[np.isfinite(r) & (r > 0)]
     if r.size == 0:
