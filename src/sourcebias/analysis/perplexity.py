@@ -114,10 +114,59 @@ class CausalPerplexity:
         }
 
 
+class MaskedPseudoPerplexity:
+    """Pseudo-log-perplexity of each text under a masked LM (each token masked once, batched:
+    :func:`sourcebias.analysis.pseudo_perplexity.pseudo_log_perplexity`); an "encoder" for the
+    embedding store like :class:`CausalPerplexity`. Default model ``bert-base-uncased`` (the CDC
+    reference's), no special tokens, 512 tokens."""
+
+    kind = "mlm"
+
+    def __init__(self, model: str = "bert-base-uncased", *, max_tokens: int = 512, batch_size: int = 8, device: str | None = None, special_tokens: bool = False):
+        from sourcebias.models.hub import resolve_model
+
+        self.model = model
+        self.max_tokens = int(max_tokens)
+        self.batch_size = int(batch_size)
+        self.device = device
+        self.special_tokens = special_tokens
+        self.resolved = resolve_model(model, what="masked language model", flag="--model mlm:PATH")
+        self.name = f"mlm:{model}"
+        self._loaded = None
+        self._fp: str | None = None
+
+    def _load(self):
+        if self._loaded is None:
+            from sourcebias.analysis.pseudo_perplexity import load_masked_lm
+
+            self._loaded = load_masked_lm(self.resolved, device=self.device)
+        return self._loaded
+
+    def encode_documents(self, texts: Sequence[str]) -> np.ndarray:
+        from sourcebias.analysis.pseudo_perplexity import pseudo_log_perplexity
+
+        model, tok = self._load()
+        res = pseudo_log_perplexity(list(texts), model, tok, max_length=self.max_tokens, special_tokens=self.special_tokens)
+        return np.array([[r.tokens, r.value] for r in res], dtype=np.float32)
+
+    encode_queries = encode_documents
+
+    def fingerprint(self, role: str) -> str:
+        if self._fp is None:
+            from sourcebias.models.hub import folder_digest
+
+            ident = {"value": VALUE_VERSION, "kind": "masked", "weights": folder_digest(self.resolved), "max_tokens": self.max_tokens, "special_tokens": self.special_tokens}
+            self._fp = "pppl-" + hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:24]
+        return self._fp
+
+    def config(self) -> dict[str, Any]:
+        return {"name": self.name, "class": "MaskedPseudoPerplexity", "model": self.model, "resolved": self.resolved, "max_tokens": self.max_tokens, "special_tokens": self.special_tokens, "value": "mean pseudo negative log-likelihood per token (nats), each token masked once"}
+
+
 def build_lm_scorer(spec: str, *, batch_size: int | None = None, device: str | None = None, cache_dir: Any = None):
     """A cached-value "encoder" for ``lm:NAME`` or ``mlm:NAME`` (options: ``max_tokens``, ``dtype``)."""
     kind, name, opts = parse_lm_spec(spec)
-    allowed = {"max_tokens", "dtype", "batch_size"}
+    allowed = {"max_tokens", "dtype", "batch_size"} if kind == "lm" else {"max_tokens", "batch_size", "special_tokens"}
     unknown = set(opts) - allowed
     if unknown:
         raise ConfigError(f"{spec}: unknown option(s) {', '.join(sorted(unknown))}; options: {', '.join(sorted(allowed))}")
@@ -128,9 +177,7 @@ def build_lm_scorer(spec: str, *, batch_size: int | None = None, device: str | N
         raise ConfigError(f"{spec}: max_tokens and batch_size are integers") from None
     if kind == "lm":
         return CausalPerplexity(name, max_tokens=max_tokens, batch_size=bs, device=device, dtype=opts.get("dtype"), cache_dir=cache_dir)
-    from sourcebias.analysis.pseudo_perplexity import MaskedPseudoPerplexity
-
-    return MaskedPseudoPerplexity(name, max_tokens=max_tokens, batch_size=bs, device=device)
+    return MaskedPseudoPerplexity(name, max_tokens=max_tokens, batch_size=bs, device=device, special_tokens=opts.get("special_tokens", "false").lower() in ("1", "true", "yes"))
 
 
 def document_values(corpus, scorer, *, cache_dir: Any = None, unique: bool = True):

@@ -124,12 +124,14 @@ def quality(dataset, model: str = "minilm", *, sources: Sequence[str] | None = N
         if len(pos) > tsne_sample:
             pos = np.sort(rng.choice(pos, size=tsne_sample, replace=False))
         emb[s] = retriever.embed([texts[i] for i in pos], "document")
-    coords, labels = q.tsne_map(emb, seed=seed)
+    n_map = sum(len(e) for e in emb.values())
+    perp = float(min(30.0, max(1.0, (n_map - 1) / 3)))  # scikit-learn's default, below N for tiny corpora
+    coords, labels = q.tsne_map(emb, seed=seed, perplexity=perp)
     tsne = pd.DataFrame({"source": labels, "x": coords[:, 0], "y": coords[:, 1]})
     result = _result(
         "quality",
         dataset,
-        {"model": model, "seed": seed, "random_pairs": random_pairs, "tsne_sample": tsne_sample, "analyzer": analyzer.config()},
+        {"model": model, "seed": seed, "random_pairs": random_pairs, "tsne_sample": tsne_sample, "tsne_perplexity": perp, "analyzer": analyzer.config()},
         {"encoder": retriever.config()},
         {"quality": pd.DataFrame(rows), "tsne": tsne},
         summary,

@@ -13,6 +13,7 @@ from typing import Annotated
 
 import typer
 
+from sourcebias.cli import analyze as _analyze
 from sourcebias.cli import evaluate as _evaluate
 from sourcebias.cli import generate as _generate
 from sourcebias.cli import inspect as _inspect
@@ -48,7 +49,7 @@ def _root(version: Annotated[bool, typer.Option("--version", help="Print the ver
     """Measure, explain and mitigate source bias."""
 
 
-for _module in (_evaluate, _inspect, _retrievers, _generate):
+for _module in (_evaluate, _analyze, _inspect, _retrievers, _generate):
     _module.register(app)
 
 

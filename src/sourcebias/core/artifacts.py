@@ -37,6 +37,7 @@ MANIFEST = "manifest.json"
 #: this module does not depend on the capabilities that register here).
 _LOADERS: dict[str, str] = {
     "evaluate": "sourcebias.evaluation.results:EvaluationResult.load",
+    **{f"analyze:{a}": "sourcebias.analysis.result:AnalysisResult.load" for a in ("quality", "spectrum", "perplexity", "artifacts", "direction")},
 }
 
 

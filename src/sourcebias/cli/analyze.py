@@ -1,0 +1,142 @@
+"""``sourcebias analyze WHAT DATASET_DIR``: explain the bias — twin quality, embedding spectra,
+perplexity, text artifacts, the LLM-minus-human direction."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from sourcebias.cli.common import console
+
+analyze_app = typer.Typer(help="Explain the bias: quality, spectrum, perplexity, artifacts, direction. Each writes tables (CSV), summary.json, figures (PNG) and a manifest to -o OUT.", no_args_is_help=True)
+
+Dataset = Annotated[Path, typer.Argument(help="Dataset folder (any layout evaluate reads).", show_default=False, metavar="DATASET_DIR")]
+Output = Annotated[Path, typer.Option("--output", "-o", metavar="DIR", help="Folder for the analysis (checked before any work).", show_default=False)]
+Split = Annotated[str | None, typer.Option(help="Qrels split (needed by direction's score gaps; optional elsewhere).")]
+Source = Annotated[list[str] | None, typer.Option("--source", "-s", metavar="SOURCE", help="LLM sources to compare with the human one (repeat); default all.")]
+Overwrite = Annotated[bool, typer.Option(help="Replace the results of an earlier run in --output.")]
+Device = Annotated[str | None, typer.Option(help="cpu, cuda, cuda:1 (default: cuda if available).")]
+BatchSize = Annotated[int | None, typer.Option(help="Batch size of the model.", min=1)]
+CacheDir = Annotated[Path | None, typer.Option(metavar="DIR", help="Embedding/perplexity store (default: $SOURCEBIAS_CACHE or ~/.cache/sourcebias).")]
+Seed = Annotated[int, typer.Option(help="Seed of random pairs, samples and permutations.")]
+
+
+def _run(what: str, dataset_dir: Path, output: Path, overwrite: bool, split: str | None, build) -> None:
+    from sourcebias.analysis.draw import draw
+    from sourcebias.core.artifacts import OutputFolder
+    from sourcebias.core.manifest import build_manifest, describe_file
+    from sourcebias.core import progress
+    from sourcebias.data import load_dataset
+
+    t0 = time.perf_counter()
+    folder = OutputFolder.claim(output, kind=f"analyze:{what}", overwrite=overwrite)
+    try:
+        with console.status(f"Loading {dataset_dir} ..."):
+            ds = load_dataset(dataset_dir, split=split)
+        counts = ", ".join(f"{s} {n:,}" for s, n in ds.corpus.source_counts().items())
+        console.print(f"[bold]{ds.name}[/bold]: {counts} documents")
+        with progress.RichProgress(console=console, transient=True) as reporter, progress.use(reporter):
+            result = build(ds)
+        result.save(folder.staging)
+        with console.status("Drawing figures ..."):
+            draw(result, folder.staging)
+        result.save(folder.staging)  # again, now with the figures listed
+        d = result.dataset
+        files = {f"corpus:{s}": describe_file(info["file"]) for s, info in d["sources"].items()}
+        files["queries"] = describe_file(d["queries_file"])
+        if d.get("qrels_file"):
+            files["qrels"] = describe_file(d["qrels_file"])
+        if result.parameters.get("run_result"):
+            rr = Path(result.parameters["run_result"]) / "result.json"
+            if rr.is_file():
+                files["run_result"] = describe_file(rr)
+        manifest = build_manifest(command=f"analyze {what}", inputs={"dataset": d, "files": files}, parameters=result.parameters, models=result.models, timings={"total_s": round(time.perf_counter() - t0, 3)})
+        path = folder.commit(manifest)
+    finally:
+        folder.abort()
+    _print_summary(result)
+    console.print(f"Wrote {', '.join(f'{k}.csv' for k in result.tables)}, summary.json and {len(result.figures)} figures to [bold]{path}[/bold]")
+
+
+def _fmt(v) -> str:
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return str(v)
+
+
+def _print_summary(result) -> None:
+    s = result.summary
+    if result.analysis in ("quality", "spectrum", "direction"):
+        for src, entry in s["sources"].items():
+            keys = {
+                "quality": ("pairs", "jaccard_mean", "overlap_mean", "cosine_matched_mean", "cosine_random_mean", "words_human_mean", "words_llm_mean"),
+                "spectrum": ("ratio_rank1", "head_geomean", "tail_geomean", "ranks_above_1", "ranks"),
+                "direction": ("pairs", "mean_difference_norm", "consistency", "p_norm", "p_consistency"),
+            }[result.analysis]
+            console.print(f"  [cyan]{src}[/cyan]: " + ", ".join(f"{k} {_fmt(entry[k])}" for k in keys if k in entry))
+            if "score_gap" in entry:
+                g = entry["score_gap"]
+                console.print(f"    score gap (LLM − human) over {g['triples']} relevant pairs: mean {_fmt(g['mean_gap'])}, share along the direction {_fmt(g['share_along_in_sample'])} (held out {_fmt(g['share_along_held_out'])})")
+    elif result.analysis == "perplexity":
+        for src, d in s["per_source"].items():
+            console.print(f"  [cyan]{src}[/cyan]: mean {_fmt(d['mean'])} (std {_fmt(d['std'])}, n {d['n']})")
+        for src, c in s["pairs"].items():
+            console.print(f"  pairs {src} − human: mean difference {_fmt(c['mean_difference'])}, d_z {_fmt(c['d_z'])}, paired t p {_fmt(c['paired_p'])}, Wilcoxon p {_fmt(c['wilcoxon_p'])}, n {c['n']}")
+    elif result.analysis == "artifacts":
+        for row in result.tables["comparisons"].to_dict("records"):
+            console.print(f"  {row['feature']} ({row['llm_source']} vs human): Hedges' g {_fmt(row['independent_hedges_g'])}, paired d_z {_fmt(row['paired_d_z'])}, paired p {_fmt(row['paired_paired_p'])}")
+        if "correlations" in result.tables:
+            for row in result.tables["correlations"].to_dict("records"):
+                console.print(f"  {row['feature']} vs within-query z-scores: Spearman {_fmt(row['spearman_pooled'])} (pooled), mean per query {_fmt(row['spearman_mean_per_query'])} (p {_fmt(row['p_per_query_ttest'])}, {row['queries']} queries)")
+
+
+@analyze_app.command()
+def quality(dataset_dir: Dataset, output: Output, model: Annotated[str, typer.Option(help="Encoder: minilm, st:NAME_OR_PATH or a preset.")] = "minilm", source: Source = None, random_pairs: Annotated[int | None, typer.Option(help="Random pairs for the baseline (default: as many as twin pairs).")] = None, tsne_sample: Annotated[int, typer.Option(help="Documents per source in the t-SNE map.")] = 2000, seed: Seed = 0, split: Split = None, device: Device = None, batch_size: BatchSize = None, cache_dir: CacheDir = None, overwrite: Overwrite = False) -> None:
+    """Twin quality (SPEC §3): term Jaccard/overlap, lengths, matched vs random-pair cosine, t-SNE map."""
+    from sourcebias.analysis import runners
+
+    opts = {"device": device, "batch_size": batch_size, "cache_dir": cache_dir}
+    _run("quality", dataset_dir, output, overwrite, split, lambda ds: runners.quality(ds, model, sources=source, seed=seed, random_pairs=random_pairs, tsne_sample=tsne_sample, options=opts))
+
+
+@analyze_app.command()
+def spectrum(dataset_dir: Dataset, output: Output, model: Annotated[str, typer.Option(help="Encoder: minilm, st:NAME_OR_PATH or a preset.")] = "minilm", source: Source = None, center: Annotated[bool, typer.Option(help="Centre each matrix first (the papers do not).")] = False, split: Split = None, device: Device = None, batch_size: BatchSize = None, cache_dir: CacheDir = None, overwrite: Overwrite = False) -> None:
+    """Singular values of each source's embeddings and the LLM/human ratio (SPEC §6)."""
+    from sourcebias.analysis import runners
+
+    opts = {"device": device, "batch_size": batch_size, "cache_dir": cache_dir}
+    _run("spectrum", dataset_dir, output, overwrite, split, lambda ds: runners.spectrum(ds, model, sources=source, center=center, options=opts))
+
+
+@analyze_app.command()
+def perplexity(dataset_dir: Dataset, output: Output, model: Annotated[str, typer.Option(help="lm:NAME (causal, e.g. lm:smollm2) or mlm:NAME (masked, e.g. mlm:bert-base-uncased); options ,max_tokens=512.")] = "lm:smollm2", source: Source = None, split: Split = None, device: Device = None, batch_size: BatchSize = None, cache_dir: CacheDir = None, overwrite: Overwrite = False) -> None:
+    """Log-perplexity of every document and the paired LLM − human difference (SPEC §6)."""
+    from sourcebias.analysis import runners
+
+    _run("perplexity", dataset_dir, output, overwrite, split, lambda ds: runners.perplexity(ds, model, sources=source, batch_size=batch_size, device=device, cache_dir=cache_dir))
+
+
+@analyze_app.command()
+def artifacts(dataset_dir: Dataset, output: Output, lm: Annotated[str | None, typer.Option(help="Language model for perplexity (lm:NAME or mlm:NAME); 'none' to leave it out.")] = "lm:smollm2", run: Annotated[Path | None, typer.Option("--run", metavar="EVALUATE_DIR", help="An evaluate output folder: correlate each artifact with the retriever's within-query z-scores.")] = None, retriever: Annotated[str | None, typer.Option(help="Which retriever of --run (when it holds several).")] = None, top: Annotated[int, typer.Option(help="Documents per query of the run used for the correlations.", min=3)] = 200, source: Source = None, split: Split = None, device: Device = None, batch_size: BatchSize = None, cache_dir: CacheDir = None, overwrite: Overwrite = False) -> None:
+    """Perplexity, length and median term IDF per document: effect sizes and tests across sources,
+    and their correlation with a retriever's scores (Huang et al. 2026)."""
+    from sourcebias.analysis import runners
+
+    lm_spec = None if (lm or "").lower() in ("", "none") else lm
+    _run("artifacts", dataset_dir, output, overwrite, split, lambda ds: runners.artifacts(ds, lm_spec, run_result=run, retriever=retriever, top=top, sources=source, batch_size=batch_size, device=device, cache_dir=cache_dir))
+
+
+@analyze_app.command()
+def direction(dataset_dir: Dataset, output: Output, model: Annotated[str, typer.Option(help="Encoder: minilm, st:NAME_OR_PATH or a preset.")] = "minilm", split: Annotated[str, typer.Option(help="Qrels split whose relevant pairs give the score gaps.")] = "test", source: Source = None, permutations: Annotated[int, typer.Option(help="Sign-flip permutations.", min=0)] = 1000, seed: Seed = 0, device: Device = None, batch_size: BatchSize = None, cache_dir: CacheDir = None, overwrite: Overwrite = False) -> None:
+    """The LLM − human embedding direction: consistency, sign-flip tests, share of score gaps along it."""
+    from sourcebias.analysis import runners
+
+    opts = {"device": device, "batch_size": batch_size, "cache_dir": cache_dir}
+    _run("direction", dataset_dir, output, overwrite, split, lambda ds: runners.direction(ds, model, sources=source, permutations=permutations, seed=seed, options=opts))
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(analyze_app, name="analyze")
