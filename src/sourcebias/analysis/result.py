@@ -108,7 +108,7 @@ class AnalysisResult:
             raise DataError(spath, f"analysis format {body.get('format')!r} is not supported")
         tables = {}
         for name in body["tables"]:
-            tables[name] = pd.read_csv(folder / f"{name}.csv", keep_default_na=False, na_values=["", "nan", "NaN"], dtype={"doc_id": str, "query_id": str, "source": str}, float_precision="round_trip")
+            tables[name] = pd.read_csv(folder / f"{name}.csv", keep_default_na=False, na_values=["", "nan", "NaN"], dtype={"doc_id": str, "query_id": str, "source": str})
         return cls(
             analysis=body["analysis"],
             dataset=body["dataset"],

@@ -320,11 +320,14 @@ def _score_correlations(dataset, table, features, run_result, retriever, setting
     for f in features:
         v = np.concatenate(f_all[f])
         ok = np.isfinite(v)
+        if ok.sum() < 3 or np.ptp(v[ok]) == 0:  # a constant feature has no correlation
+            out.append({"feature": f, "spearman_pooled": float("nan"), "p_pooled": float("nan"), "pairs": int(ok.sum()), "spearman_mean_per_query": float("nan"), "p_per_query_ttest": float("nan"), "queries": 0})
+            continue
         pooled = stats.spearmanr(z[ok], v[ok])
         per_q = []
         for zq, vq in zip(z_all, f_all[f]):
             m = np.isfinite(vq)
-            if m.sum() >= 3 and np.std(vq[m]) > 0:
+            if m.sum() >= 3 and np.std(vq[m]) > 0 and np.std(zq[m]) > 0:
                 per_q.append(stats.spearmanr(zq[m], vq[m]).statistic)
         per_q = np.asarray(per_q, dtype=float)
         t = stats.ttest_1samp(per_q, 0.0) if len(per_q) > 1 else None
