@@ -12,8 +12,8 @@ per-token log-probabilities of a *continuation* given a *prefix*, computed here 
 * :meth:`CausalLMScorer.sequence_logprobs` — every token of each sequence given the tokens before
   it (the first token is context only), in length-sorted, right-padded batches.
 
-Log-probabilities are ``logit - logsumexp(logits)`` at the target token (no ``[batch, length,
-vocab]`` log-softmax copy), accumulated in float64. Batches hold at most ``max_batch_tokens``
+Log-probabilities at the target tokens come from PyTorch's fused cross-entropy kernel (no
+``[batch, length, vocab]`` log-softmax copy) and are summed in float64. Batches hold at most ``max_batch_tokens``
 positions whose logits are materialised, so memory stays bounded for large vocabularies.
 
 Why not a library: transformers gives logits, not batched per-token log-probabilities with
@@ -63,6 +63,7 @@ class CausalLMScorer:
         self._torch = torch
         pad = tokenizer.pad_token_id
         self.pad_id = int(pad) if pad is not None else 0
+        self._split_ok: bool | None = None
 
     @classmethod
     def load(cls, name_or_path: str, *, device: str | None = None, dtype: str | None = None, cache_dir: Any = None, flag: str | None = None, **kwargs: Any) -> CausalLMScorer:
@@ -121,32 +122,91 @@ class CausalLMScorer:
     def sequence_logprobs(self, sequences: Sequence[Sequence[int]], task: Any = None) -> list[np.ndarray]:
         """For each sequence: ``log P(x_t | x_<t)`` for ``t = 1 .. len - 1`` (float64; the first
         token is context only, so a sequence of ``n`` tokens gives ``n - 1`` values). ``task``
-        advances by one per sequence."""
+        advances by one per sequence.
+
+        Where the model's logits are its output layer applied to its decoder's last hidden
+        state (checked once on a short input), the output layer runs only at real (not padded)
+        positions, in chunks; otherwise on the model's full logits.
+        """
         torch = self._torch
         n = len(sequences)
         out: list[np.ndarray] = [np.empty(0)] * n
-        order = sorted(range(n), key=lambda i: -len(sequences[i]))
-        pos = 0
         with torch.inference_mode():
-            while pos < n:
-                width = max(len(sequences[order[pos]]), 1)
-                rows = max(1, min(self.batch_size, self.max_batch_tokens // width))
-                idx = order[pos : pos + rows]
-                pos += len(idx)
+            for idx in self._length_batches([len(s) for s in sequences]):
                 seqs = [list(sequences[i]) for i in idx]
+                targets = [s[1:] for s in seqs]
                 if max(len(s) for s in seqs) < 2:
                     for i in idx:
                         out[i] = np.empty(0)
-                    if task is not None:
-                        task.advance(len(idx))
-                    continue
-                ids, mask = self._right_pad(seqs)
-                logits = self.model(input_ids=ids, attention_mask=mask, use_cache=False).logits[:, :-1]
-                targets = [s[1:] for s in seqs]
-                for i, lp in zip(idx, self._target_logprobs(logits, targets)):
-                    out[i] = lp
+                elif self._head_split():
+                    for i, lp in zip(idx, self._split_logprobs(seqs, targets)):
+                        out[i] = lp
+                else:
+                    ids, mask = self._right_pad(seqs)
+                    kw = {} if len({len(x) for x in seqs}) == 1 else {"attention_mask": mask}
+                    logits = self.model(input_ids=ids, use_cache=False, **kw).logits[:, :-1]
+                    for i, lp in zip(idx, self._target_logprobs(logits, targets)):
+                        out[i] = lp
                 if task is not None:
                     task.advance(len(idx))
+        return out
+
+    def _length_batches(self, lengths: list[int]) -> list[list[int]]:
+        """Batches of sequence indices, longest first. On a GPU: up to ``batch_size`` rows (and
+        ``max_batch_tokens`` positions) of similar length, padded. On a CPU, where padding and the
+        masked attention it needs cost more than a batch saves: runs of *equal* length only, which
+        need neither (a bare causal pass per batch)."""
+        order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
+        batches: list[list[int]] = []
+        equal_only = getattr(self.device, "type", str(self.device)) == "cpu"
+        k = 0
+        while k < len(order):
+            width = max(lengths[order[k]], 1)
+            rows = max(1, min(self.batch_size, self.max_batch_tokens // width))
+            batch = [order[k]]
+            k += 1
+            while k < len(order) and len(batch) < rows and (not equal_only or lengths[order[k]] == lengths[batch[0]]):
+                batch.append(order[k])
+                k += 1
+            batches.append(batch)
+        return batches
+
+    def _head_split(self) -> bool:
+        """Whether ``logits == output_layer(decoder(x).last_hidden_state)`` for this model (checked
+        once, on a short input): then the output layer can skip padding."""
+        if self._split_ok is None:
+            self._split_ok = False
+            try:
+                decoder, head = self.model.get_decoder(), self.model.get_output_embeddings()
+                if decoder is not None and head is not None:
+                    x = self._torch.tensor([[self.pad_id if self.pad_id else 1] + list(range(2, 9))], device=self.device)
+                    full = self.model(input_ids=x, use_cache=False).logits.float()
+                    split = head(decoder(input_ids=x, use_cache=False).last_hidden_state).float()
+                    self._split_ok = bool(full.shape == split.shape and self._torch.allclose(full, split, atol=1e-4, rtol=1e-4))
+            except Exception:  # noqa: BLE001 - any architecture that does not fit takes the plain path
+                self._split_ok = False
+        return self._split_ok
+
+    def _split_logprobs(self, seqs: list[list[int]], targets: list[list[int]]) -> list[np.ndarray]:
+        torch = self._torch
+        ids, mask = self._right_pad(seqs)
+        kw = {} if len({len(x) for x in seqs}) == 1 else {"attention_mask": mask}  # equal lengths: no padding, no mask
+        hidden = self.model.get_decoder()(input_ids=ids, use_cache=False, **kw).last_hidden_state[:, :-1]
+        real = torch.zeros(hidden.shape[:2], dtype=torch.bool, device=hidden.device)
+        tgt = torch.zeros(hidden.shape[:2], dtype=torch.long, device=hidden.device)
+        for r, t in enumerate(targets):
+            if t:
+                real[r, : len(t)] = True
+                tgt[r, : len(t)] = torch.tensor(t, dtype=torch.long)
+        h, y = hidden[real], tgt[real]
+        head = self.model.get_output_embeddings()
+        chunk = max(1, self.max_batch_tokens)
+        nll = torch.cat([torch.nn.functional.cross_entropy(head(h[s : s + chunk]).float(), y[s : s + chunk], reduction="none") for s in range(0, len(h), chunk)]) if len(h) else torch.empty(0)
+        flat = (-nll).double().cpu().numpy()
+        out, k = [], 0
+        for t in targets:
+            out.append(flat[k : k + len(t)].copy())
+            k += len(t)
         return out
 
     # -- internals -------------------------------------------------------------------------------
@@ -184,7 +244,9 @@ class CausalLMScorer:
             if t:
                 tgt[r, : len(t)] = torch.tensor(t, dtype=torch.long)
         lg = logits[:, :width].float()
-        lp = (lg.gather(-1, tgt.unsqueeze(-1)).squeeze(-1) - torch.logsumexp(lg, dim=-1)).double().cpu().numpy()
+        # -log softmax at the target: PyTorch's fused cross-entropy kernel (no log-softmax copy)
+        nll = torch.nn.functional.cross_entropy(lg.reshape(-1, lg.shape[-1]), tgt.reshape(-1), reduction="none").view(tgt.shape)
+        lp = (-nll).double().cpu().numpy()
         return [lp[r, : len(t)].copy() for r, t in enumerate(targets)]
 
     def _full(self, prefixes: list[list[int]], conts: list[list[int]]) -> list[np.ndarray]:
