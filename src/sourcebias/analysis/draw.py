@@ -57,7 +57,7 @@ def _perplexity(r: AnalysisResult, out: Path) -> dict[str, Path]:
         g = t[t["source"] == others[0]].set_index("doc_id")["value"]
         common = h.index.intersection(g.index)
         diffs = (g[common] - h[common]).to_numpy(dtype=float)
-    label = "log-perplexity (mean NLL per token, nats)" if str(r.parameters.get("model", "")).startswith("lm:") else "pseudo-log-perplexity (nats per token)"
+    label = "log-perplexity (nats/token)" if str(r.parameters.get("model", "")).startswith("lm:") else "pseudo-log-perplexity (nats/token)"
     return {"perplexity": fg.plot_perplexity(values, out / "perplexity.png", paired_differences=diffs, human_source=human, label=label, title=f"{r.dataset['name']}, {r.parameters.get('model')}")}
 
 
@@ -67,7 +67,7 @@ def _artifacts(r: AnalysisResult, out: Path) -> dict[str, Path]:
     figs = {"lengths": fg.plot_lengths({s: t.loc[t["source"] == s, "words"].to_numpy() for s in t["source"].unique()}, out / "lengths.png", unit="words", human_source=human, title=f"{r.dataset['name']}: document length")}
     if "perplexity" in t:
         vals = {s: t.loc[t["source"] == s, "perplexity"].to_numpy(dtype=float) for s in t["source"].unique()}
-        figs["perplexity"] = fg.plot_perplexity(vals, out / "perplexity.png", human_source=human, label="log-perplexity (mean NLL per token, nats)", title=f"{r.dataset['name']}, {r.parameters.get('lm')}")
+        figs["perplexity"] = fg.plot_perplexity(vals, out / "perplexity.png", human_source=human, label="log-perplexity (nats/token)", title=f"{r.dataset['name']}, {r.parameters.get('lm')}")
     vals = {s: t.loc[t["source"] == s, "median_idf"].to_numpy(dtype=float) for s in t["source"].unique()}
     figs["median_idf"] = fg.plot_perplexity(vals, out / "median_idf.png", human_source=human, label="median term IDF (Lucene BM25 idf)", title=f"{r.dataset['name']}: median term IDF per document")
     return figs
