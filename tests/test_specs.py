@@ -51,7 +51,7 @@ def test_precedence_on_built_objects(tmp_path):
     "spec, message",
     [
         ("bm25:k1=high", "bm25: option 'k1' expects a number, got 'high'"),
-        ("bm25:k3=1", "bm25: unknown option 'k3'; options: k1, b, method, stemmer"),
+        ("bm25:k3=1", "bm25: unknown option 'k3'; options: k1, b, norms, method, stemmer"),
         ("bm25:k1=1,k1=2", "option 'k1' given twice"),
         ("tfidf:sublinear_tf=maybe", "expects true/false"),
         ("minilm:pooling=median", "option 'pooling' must be one of cls, mean"),

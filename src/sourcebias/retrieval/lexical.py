@@ -167,30 +167,48 @@ class _LexicalRetriever(FirstStage):
 
 
 class BM25(_LexicalRetriever):
-    """Okapi BM25 on `bm25s <https://github.com/xhluca/bm25s>`_, with Lucene's scoring
-    (``method="lucene"``) and Elasticsearch's defaults ``k1=1.2, b=0.75``.
+    """Okapi BM25 as Elasticsearch computes it: Lucene's ``BM25Similarity`` with
+    Elasticsearch's defaults ``k1=1.2, b=0.75`` and one-byte document lengths
+    (:mod:`sourcebias.retrieval.lucene`), so that scores equal Elasticsearch's to the last bit.
 
-    A document is its title and text joined; only documents sharing at least one term with
-    the query are returned (as a search engine does).
+    ``norms="exact"`` scores with each document's exact length on `bm25s
+    <https://github.com/xhluca/bm25s>`_ (``method`` picks bm25s's variant, ``lucene`` by
+    default). A document is its title and text joined; only documents sharing at least one term
+    with the query are returned (as a search engine does). Equal scores are ordered by the tie
+    rule (Lucene orders them by internal document id, i.e. by indexing order, which favours the
+    source indexed first).
     """
 
-    def __init__(self, k1: float = 1.2, b: float = 0.75, method: str = "lucene", analyzer: EnglishAnalyzer | None = None, name: str = "bm25"):
+    def __init__(self, k1: float = 1.2, b: float = 0.75, method: str = "lucene", analyzer: EnglishAnalyzer | None = None, name: str = "bm25", norms: str = "lucene"):
         super().__init__(analyzer)
-        self.k1, self.b, self.method, self.name = k1, b, method, name
+        if norms not in ("lucene", "exact"):
+            from sourcebias.core.errors import ConfigError
+
+            raise ConfigError(f"bm25: norms must be 'lucene' (Elasticsearch's one-byte lengths) or 'exact', got '{norms}'")
+        self.k1, self.b, self.method, self.name, self.norms = k1, b, method, name, norms
 
     def config(self) -> dict[str, Any]:
+        if self.norms == "lucene":
+            return {"name": self.name, "class": "BM25", "scoring": "Lucene BM25Similarity (one-byte length norms, float32), sourcebias.retrieval.lucene", "k1": self.k1, "b": self.b, "norms": self.norms, "analyzer": self.analyzer.config()}
         import bm25s
 
-        return {"name": self.name, "class": "BM25", "library": f"bm25s {bm25s.__version__}", "k1": self.k1, "b": self.b, "method": self.method, "analyzer": self.analyzer.config()}
+        return {"name": self.name, "class": "BM25", "library": f"bm25s {bm25s.__version__}", "k1": self.k1, "b": self.b, "method": self.method, "norms": self.norms, "analyzer": self.analyzer.config()}
 
     def _index(self, doc_ids, vocab):
+        self._n = len(doc_ids)
+        if self.norms == "lucene":
+            from sourcebias.retrieval.lucene import LuceneBM25
+
+            self._lucene = LuceneBM25(self.k1, self.b, norms="lucene").index(doc_ids, len(vocab))
+            return
         import bm25s
 
         self._model = bm25s.BM25(k1=self.k1, b=self.b, method=self.method)
         self._model.index((doc_ids, dict(vocab)), show_progress=False)
-        self._n = len(doc_ids)
 
     def _score(self, query_ids):
+        if self.norms == "lucene":
+            return self._lucene.score_batch(query_ids)
         get = self._model.get_scores
         return [get(ids) if ids else np.zeros(self._n, dtype=np.float32) for ids in query_ids]
 
@@ -236,8 +254,14 @@ _ANALYZER_PARAMS = {"stemmer": Param(str, "Snowball stemmer for PyStemmer (porte
 
 @register_first_stage(
     "bm25",
-    params={"k1": Param(float, "term-frequency saturation", default=1.2), "b": Param(float, "length normalisation", default=0.75), "method": Param(str, "bm25s scoring variant", default="lucene"), **_ANALYZER_PARAMS},
-    help="BM25 (bm25s, Lucene scoring, k1=1.2 b=0.75, Elasticsearch english analyzer); bm25:k1=0.9,b=0.4",
+    params={
+        "k1": Param(float, "term-frequency saturation", default=1.2),
+        "b": Param(float, "length normalisation", default=0.75),
+        "norms": Param(str, "document lengths: lucene (one byte, as Elasticsearch) or exact (bm25s)", default="lucene", choices=("lucene", "exact")),
+        "method": Param(str, "bm25s scoring variant (with norms=exact)", default="lucene"),
+        **_ANALYZER_PARAMS,
+    },
+    help="BM25 as Elasticsearch scores it (Lucene BM25Similarity, one-byte length norms, k1=1.2 b=0.75, english analyzer); bm25:k1=0.9,b=0.4; bm25:norms=exact (bm25s, exact lengths)",
     offline="always (no model)",
 )
 def _bm25(params: dict[str, Any], text: str) -> BM25:

@@ -1,0 +1,175 @@
+"""BM25 scores equal to Lucene's (and so Elasticsearch's) to the last bit.
+
+Lucene's ``BM25Similarity`` (Lucene 8 and later; Elasticsearch 7 and later) does not use a
+document's exact length. At indexing time it stores the length — the number of tokens the
+analyzer emitted for the field — in one byte (``SmallFloat.intToByte4``); at search time it
+decodes the byte (``SmallFloat.byte4ToInt``) and looks up a 256-entry table of float32 values.
+Lengths 0 to 40 are stored exactly; longer ones are rounded down to 4 significant bits
+(41 -> 40, 100 -> 96, 1000 -> 984). The arithmetic, following ``BM25Similarity.java``::
+
+    idf       = (float) ln(1 + (docCount - docFreq + 0.5) / (docFreq + 0.5))      # in double
+    avgdl     = (float) (sumTotalTermFreq / (double) docCount)
+    cache[i]  = 1f / (k1 * ((1 - b) + b * LENGTH_TABLE[i] / avgdl))           # float32
+    weight    = boost * idf                                                       # float32
+    term      = weight - weight / (1f + freq * cache[norm])                       # float32
+    score     = (float) sum over the query's terms (in double)                    # WANDScorer,
+                                                                                  # MaxScoreBulkScorer
+
+(the ``(k1 + 1)`` factor of classic BM25 was dropped in Lucene 8: it does not change rankings).
+A term that appears twice in a query counts twice (Lucene merges duplicate SHOULD clauses into
+one with boost 2, which gives exactly twice the score). Summing float32 term scores in double is
+exact for scores within 2^29 of each other, so the order of the terms does not matter and the
+float32 result equals Lucene's.
+
+Why written here: bm25s (the BM25 library sourcebias uses for exact lengths, ``norms="exact"``)
+scores with exact lengths and its own operation order; no maintained Python library reproduces
+Lucene's one-byte norms bit for bit. The scorer precomputes each posting's float32 score once
+(a sparse term x document matrix, as bm25s does) and sums the query's rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from sourcebias.core.errors import ConfigError
+
+# SmallFloat: longToInt4(Integer.MAX_VALUE) == 231, so 255 - 231 = 24 byte values hold lengths
+# 0..23 exactly and the rest encode (length - 24) with 4 significant bits.
+MAX_INT4 = 231
+NUM_FREE_VALUES = 255 - MAX_INT4
+
+
+def long_to_int4(i: int) -> int:
+    """``SmallFloat.longToInt4``: a float-like code of a non-negative integer (4 significant bits)."""
+    if i < 0:
+        raise ValueError(f"only non-negative values, got {i}")
+    num_bits = int(i).bit_length()
+    if num_bits < 4:
+        return int(i)  # subnormal: exact
+    shift = num_bits - 4
+    encoded = (int(i) >> shift) & 0x07  # keep the 4 most significant bits, the top one implicit
+    return encoded | ((shift + 1) << 3)
+
+
+def int4_to_long(i: int) -> int:
+    bits = i & 0x07
+    shift = (i >> 3) - 1
+    return bits if shift == -1 else (bits | 0x08) << shift
+
+
+def int_to_byte4(n: int) -> int:
+    """``SmallFloat.intToByte4`` as an unsigned byte (0..255)."""
+    if n < 0:
+        raise ValueError(f"only non-negative values, got {n}")
+    return n if n < NUM_FREE_VALUES else NUM_FREE_VALUES + long_to_int4(n - NUM_FREE_VALUES)
+
+
+def byte4_to_int(b: int) -> int:
+    """``SmallFloat.byte4ToInt`` of an unsigned byte."""
+    b &= 0xFF
+    return b if b < NUM_FREE_VALUES else NUM_FREE_VALUES + int4_to_long(b - NUM_FREE_VALUES)
+
+
+#: the decoded length of each norm byte, as Lucene's ``LENGTH_TABLE`` (float32)
+LENGTH_TABLE = np.array([byte4_to_int(i) for i in range(256)], dtype=np.float32)
+_BYTE_OF_LENGTH: dict[int, int] = {}
+
+
+def encode_lengths(lengths: np.ndarray) -> np.ndarray:
+    """Norm bytes of an array of lengths (vectorised through a memo of distinct lengths)."""
+    lengths = np.asarray(lengths, dtype=np.int64)
+    uniq, inv = np.unique(lengths, return_inverse=True)
+    codes = np.array([_BYTE_OF_LENGTH.setdefault(int(n), int_to_byte4(int(n))) for n in uniq], dtype=np.uint8)
+    return codes[inv]
+
+
+def norm_cache(k1: float, b: float, avgdl: np.float32) -> np.ndarray:
+    """``1f / (k1 * ((1 - b) + b * LENGTH_TABLE[i] / avgdl))`` for the 256 norm bytes, float32,
+    in Java's evaluation order."""
+    k1f, bf, avg = np.float32(k1), np.float32(b), np.float32(avgdl)
+    one_minus_b = np.float32(np.float32(1.0) - bf)
+    with np.errstate(divide="ignore"):
+        return (np.float32(1.0) / (k1f * (one_minus_b + (bf * LENGTH_TABLE) / avg))).astype(np.float32)
+
+
+class LuceneBM25:
+    """Lucene's BM25 over documents given as lists of term ids.
+
+    Parameters
+    ----------
+    k1, b:
+        Elasticsearch's defaults 1.2 and 0.75.
+    norms:
+        ``"lucene"`` (one-byte lengths, the default: Elasticsearch's scores) or ``"exact"``
+        (each document's exact length; otherwise the same arithmetic).
+
+    ``index(doc_term_ids, n_terms)`` then ``score_batch(query_term_ids)`` -> float32 array
+    ``(queries, documents)``; a document sharing no term with the query scores 0.
+    """
+
+    def __init__(self, k1: float = 1.2, b: float = 0.75, norms: str = "lucene"):
+        if norms not in ("lucene", "exact"):
+            raise ConfigError(f"norms must be 'lucene' or 'exact', got '{norms}'")
+        self.k1, self.b, self.norms = float(k1), float(b), norms
+
+    def index(self, doc_term_ids: Sequence[Sequence[int]], n_terms: int) -> LuceneBM25:
+        from scipy.sparse import csr_matrix
+
+        n_docs = len(doc_term_ids)
+        lengths = np.fromiter((len(d) for d in doc_term_ids), dtype=np.int64, count=n_docs)
+        doc_count = int(np.count_nonzero(lengths))  # documents with at least one term in the field
+        total = int(lengths.sum())
+        self.n_docs, self.n_terms, self.doc_count, self.sum_total_term_freq = n_docs, int(n_terms), doc_count, total
+        # term frequencies: a (documents x terms) count matrix, duplicates summed
+        indptr = np.zeros(n_docs + 1, dtype=np.int64)
+        indptr[1:] = np.cumsum(lengths)
+        indices = np.fromiter((t for d in doc_term_ids for t in d), dtype=np.int64, count=total)
+        tf = csr_matrix((np.ones(total, dtype=np.float32), indices, indptr), shape=(n_docs, max(self.n_terms, 1)))
+        tf.sum_duplicates()
+        tf = tf.tocsc()  # columns = terms
+        df = np.diff(tf.indptr).astype(np.int64)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            idf64 = np.log(1.0 + (doc_count - df + 0.5) / (df + 0.5))
+        self.idf = idf64.astype(np.float32)
+        self.avgdl = np.float32(total / float(doc_count)) if doc_count else np.float32(0.0)
+        if self.norms == "lucene":
+            self.norm_bytes = encode_lengths(lengths)
+            inverse = norm_cache(self.k1, self.b, self.avgdl)[self.norm_bytes]
+        else:
+            k1f, bf = np.float32(self.k1), np.float32(self.b)
+            one_minus_b = np.float32(np.float32(1.0) - bf)
+            with np.errstate(divide="ignore"):
+                inverse = (np.float32(1.0) / (k1f * (one_minus_b + (bf * lengths.astype(np.float32)) / self.avgdl))).astype(np.float32)
+        # each posting's score, float32, in Lucene's order: weight - weight / (1 + freq * inv)
+        rows = tf.indices  # documents of each posting, column by column
+        term_of = np.repeat(np.arange(tf.shape[1]), np.diff(tf.indptr))
+        weight = self.idf[term_of]
+        freq = tf.data.astype(np.float32)
+        post = (weight - weight / (np.float32(1.0) + freq * inverse[rows])).astype(np.float32)
+        from scipy.sparse import csc_matrix
+
+        # terms x documents, float64 so that sums over a query's terms are exact
+        self._matrix = csc_matrix((post.astype(np.float64), rows, tf.indptr), shape=(n_docs, tf.shape[1])).T.tocsr()
+        return self
+
+    def posting_scores(self, term: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(documents, float32 scores)`` of one term's postings."""
+        row = self._matrix.getrow(term)
+        return row.indices.copy(), row.data.astype(np.float32)
+
+    def score_batch(self, query_term_ids: Sequence[Sequence[int]]) -> np.ndarray:
+        """Scores of every document for each query (float32, ``(len(queries), n_docs)``)."""
+        from scipy.sparse import csr_matrix
+
+        n_q = len(query_term_ids)
+        counts = [np.bincount(np.asarray(q, dtype=np.int64), minlength=0) if len(q) else np.zeros(0) for q in query_term_ids]
+        data, cols, indptr = [], [], [0]
+        for c in counts:
+            nz = np.flatnonzero(c)
+            cols.append(nz)
+            data.append(c[nz].astype(np.float64))
+            indptr.append(indptr[-1] + len(nz))
+        qm = csr_matrix((np.concatenate(data) if data else np.zeros(0), np.concatenate(cols) if cols else np.zeros(0, dtype=np.int64), np.asarray(indptr)), shape=(n_q, self._matrix.shape[0]))
+        return np.asarray((qm @ self._matrix).todense(), dtype=np.float64).astype(np.float32)
