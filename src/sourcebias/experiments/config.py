@@ -159,8 +159,12 @@ def load_grid_config(path: str | Path) -> GridConfig:
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        line = getattr(exc, "lineno", None)
-        msg = getattr(exc, "msg", str(exc))
+        import re
+
+        msg = str(exc)
+        m = re.search(r"\(at line (\d+), column (\d+)\)", msg)  # Python < 3.14 puts the place in the text
+        line = getattr(exc, "lineno", None) or (int(m.group(1)) if m else None)
+        msg = re.sub(r"\s*\(at line \d+, column \d+\)", f" (column {m.group(2)})" if m else "", msg)
         raise DataError(path, f"not valid TOML: {msg}", line) from None
     _check_keys(raw, {"grid", "options", "datasets", "retrievers", "runs"}, "top level", path)
     base = path.parent

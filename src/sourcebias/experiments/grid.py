@@ -27,6 +27,7 @@ without it the grid runs here, one cell after another.
 from __future__ import annotations
 
 import json
+import os
 import time
 import traceback
 from collections.abc import Callable
@@ -73,38 +74,45 @@ def plan_cells(cfg: GridConfig) -> list[Cell]:
     return cells
 
 
-_FINGERPRINTS: dict[tuple, dict[str, Any]] = {}
+_DIGESTS: dict[tuple, str] = {}
+
+
+def _digest(path: Path) -> str | None:
+    """SHA-256 of a file, remembered per (path, size, modification time) within the process."""
+    from sourcebias.core.manifest import file_digest
+
+    path = Path(path)
+    if not path.is_file():
+        return None
+    st = path.stat()
+    key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
+    if key not in _DIGESTS:
+        _DIGESTS[key] = file_digest(path)
+    return _DIGESTS[key]
 
 
 def dataset_fingerprint(entry: DatasetEntry) -> dict[str, Any]:
     """The dataset's identity for cell hashes: its settings and the SHA-256 of the files a cell
     reads (corpus files of the chosen sources, queries, the split's qrels)."""
-    from sourcebias.core.manifest import file_digest
     from sourcebias.data.dataset import detect_layout
 
-    key = (str(entry.path), entry.split, entry.sources, entry.human_source)
-    if key not in _FINGERPRINTS:
-        layout = detect_layout(entry.path, entry.human_source)
-        chosen = list(entry.sources) if entry.sources else list(layout.source_files)
-        files = {f"corpus:{s}": layout.source_files[s] for s in sorted(set(chosen) | {entry.human_source}) if s in layout.source_files}
-        files["queries"] = layout.queries_file
-        files["qrels"] = layout.qrels_file(entry.split)
-        digests = {k: (file_digest(p) if Path(p).is_file() else None) for k, p in files.items()}
-        _FINGERPRINTS[key] = {"split": entry.split, "sources": chosen, "human_source": entry.human_source, "files": digests}
-    return _FINGERPRINTS[key]
+    layout = detect_layout(entry.path, entry.human_source)
+    chosen = list(entry.sources) if entry.sources else list(layout.source_files)
+    files = {f"corpus:{s}": layout.source_files[s] for s in sorted(set(chosen) | {entry.human_source}) if s in layout.source_files}
+    files["queries"] = layout.queries_file
+    files["qrels"] = layout.qrels_file(entry.split)
+    return {"split": entry.split, "sources": chosen, "human_source": entry.human_source, "files": {k: _digest(p) for k, p in files.items()}}
 
 
 def system_identity(cell: Cell) -> dict[str, Any]:
     if cell.is_run:
-        from sourcebias.core.manifest import file_digest
-
         run: RunEntry = cell.system  # type: ignore[assignment]
         ident = entry_dict(run)
         ident["path"] = None  # the run's content, not where it lies, decides the results
-        ident["sha256"] = file_digest(run.path) if run.path.is_file() else None
+        ident["sha256"] = _digest(run.path)
         if run.docnos is not None:
             ident["docnos"] = None
-            ident["docnos_sha256"] = file_digest(run.docnos) if run.docnos.is_file() else None
+            ident["docnos_sha256"] = _digest(run.docnos)
         return ident
     r: RetrieverEntry = cell.system  # type: ignore[assignment]
     return {"spec": r.spec, "name": r.name}
@@ -130,6 +138,7 @@ def run_cell(cell_json: str, settings_json: str, root: str, cache_dir: str | Non
     Returns the cell's status record; exceptions become a ``failed`` record, not a crash.
     """
     t0 = time.perf_counter()
+    started = time.time()
     cell_spec = json.loads(cell_json)
     settings = json.loads(settings_json)
     key = f"{cell_spec['dataset']['name']}/{cell_spec['system']['name']}"
@@ -174,7 +183,7 @@ def run_cell(cell_json: str, settings_json: str, root: str, cache_dir: str | Non
             write_result(result, folder, timings={"cell_s": round(time.perf_counter() - t0, 3)}, command="bench", manifest_extra={"grid": {"cell_hash": expected, "cell": key}})
         finally:
             folder.abort()  # no-op after the commit
-        return {"cell": key, "status": "ok", "hash": expected, "seconds": round(time.perf_counter() - t0, 3)}
+        return {"cell": key, "status": "ok", "hash": expected, "seconds": round(time.perf_counter() - t0, 3), "started": started, "finished": time.time(), "pid": os.getpid()}
     except BaseException as exc:  # noqa: BLE001 - a failing cell is recorded, the grid goes on
         if isinstance(exc, KeyboardInterrupt):
             raise
@@ -185,6 +194,9 @@ def run_cell(cell_json: str, settings_json: str, root: str, cache_dir: str | Non
             "seconds": round(time.perf_counter() - t0, 3),
             "error": f"{type(exc).__name__}: {exc}",
             "traceback": traceback.format_exc(),
+            "started": started,
+            "finished": time.time(),
+            "pid": os.getpid(),
         }
 
 
