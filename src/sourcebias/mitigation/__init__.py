@@ -1,0 +1,1 @@
+"""Mitigating the bias: debiased training, CDC (a causal correction at inference), embedding projection."""
