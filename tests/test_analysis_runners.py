@@ -194,3 +194,35 @@ def test_cli_writes_a_loadable_folder_with_figures(small, tmp_path, capsys):
     with pytest.raises(SystemExit) as info:
         main(["analyze", "quality", str(small), "-o", str(out)])
     assert info.value.code == 2 and "holds the results of another run" in capsys.readouterr().err
+
+
+def test_masked_lm_perplexity_through_the_store(small, tmp_path):
+    """`analyze perplexity --model mlm:DIR` on a tiny random BERT saved to a folder (no masked LM
+    ships offline): values equal the pseudo-perplexity core's, and a rerun reads the store."""
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
+    from transformers import BertConfig, BertForMaskedLM, BertTokenizerFast
+
+    from sourcebias.analysis import runners
+    from sourcebias.analysis.pseudo_perplexity import pseudo_log_perplexity_naive
+
+    tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+    tok.normalizer = normalizers.BertNormalizer(lowercase=True)
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tok.train_from_iterator(HUMAN + LLM, trainers.WordPieceTrainer(vocab_size=200, special_tokens=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]))
+    tokenizer = BertTokenizerFast(tokenizer_object=tok)
+    import torch
+
+    torch.manual_seed(0)
+    model = BertForMaskedLM(BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64, max_position_embeddings=64))
+    folder = tmp_path / "tiny-bert"
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    ds = sb.load_dataset(small)
+    res = runners.perplexity(ds, f"mlm:{folder},max_tokens=32", cache_dir=tmp_path / "cache", device="cpu")
+    t = res.tables["perplexity"]
+    naive = pseudo_log_perplexity_naive(HUMAN[:2], model.eval(), tokenizer, max_length=32)
+    got = t[t["source"] == "human"].set_index("doc_id")
+    assert got.loc["d0", "value"] == pytest.approx(naive[0].value, abs=1e-5) and got.loc["d0", "tokens"] == naive[0].tokens
+    assert got.loc["d1", "value"] == pytest.approx(naive[1].value, abs=1e-5)
+    again = runners.perplexity(ds, f"mlm:{folder},max_tokens=32", cache_dir=tmp_path / "cache", device="cpu")
+    assert again.summary["cache"]["encoded"] == 0
