@@ -58,3 +58,33 @@ def test_cdc_fit_errors(tmp_path):
     bad.write_text(json.dumps({"lm": "lm:smollm2"}))
     with pytest.raises(DataError, match="not a CDC fit: no 'beta'"):
         build_retriever(f"bm25>>cdc:{bad}")
+
+
+def test_projection_option_removes_the_direction_from_documents_only(cocktail_dir, tmp_path):
+    """`minilm,project=FILE`: scores become q·d − (q·u)(d·u) (derived by hand), from stored
+    vectors (nothing is encoded again); another encoder's projection is refused."""
+    from sourcebias.core.errors import ConfigError
+    from sourcebias.models.projection import DirectionRemoval
+    from sourcebias.retrieval import build_retriever
+
+    ds = sb.load_dataset(cocktail_dir)
+    queries = {q: ds.queries[q] for q in ds.evaluation_queries()}
+    plain = build_retriever("minilm", cache_dir=tmp_path)
+    base = plain.retrieve(ds.corpus, queries, 6)
+    d = plain.embed_corpus(ds.corpus).astype(np.float64)
+    rng = np.random.default_rng(0)
+    u = rng.normal(size=d.shape[1])
+    u /= np.linalg.norm(u)
+    DirectionRemoval(u, fingerprint=plain.encoder.fingerprint("document")).save(tmp_path / "projection.json")
+    proj = build_retriever(f"minilm:project={tmp_path / 'projection.json'}", cache_dir=tmp_path)
+    run = proj.retrieve(ds.corpus, queries, 6)
+    assert proj.stats["encoded"] == 0  # document and query vectors from the store
+    for q in queries:
+        qv = plain.embed([queries[q]], "query")[0].astype(np.float64)
+        expected = {(ds.corpus.doc_ids[i], ds.corpus.source_of(i)): float(qv @ d[i] - (qv @ u) * (d[i] @ u)) for i in range(len(ds.corpus))}
+        np.testing.assert_allclose(run.scores[q], sorted(expected.values(), reverse=True), atol=1e-5)
+        assert set(run.keys(q)) == set(base.keys(q))
+    DirectionRemoval(u, fingerprint="another-encoder").save(tmp_path / "other.json")
+    with pytest.raises(ConfigError, match="fitted on vectors of encoder another-encoder"):
+        build_retriever(f"minilm:project={tmp_path / 'other.json'}", cache_dir=tmp_path).retrieve(ds.corpus, queries, 3)
+    np.testing.assert_allclose(DirectionRemoval(u)(d.astype(np.float32)) @ u, 0, atol=1e-6)  # orthogonal to u

@@ -107,6 +107,9 @@ class DenseRetriever(FirstStage):
     # -- scoring -------------------------------------------------------------------------------
     def score(self, corpus: Corpus, queries: Mapping[str, str], depth: int) -> Iterator[ScoreBlock]:
         qids = list(queries)
+        if self.doc_transform is not None and hasattr(self.doc_transform, "check_encoder"):
+            fp = getattr(self.encoder, "fingerprint", None)
+            self.doc_transform.check_encoder(fp("document") if fp else None)
         doc_vecs, doc_rows = self.embed_unique(corpus.retrieval_texts(), "document")
         if self.doc_transform is not None:
             doc_vecs = np.asarray(self.doc_transform(doc_vecs), dtype=np.float32)
@@ -218,6 +221,7 @@ def _dense_params(preset: Preset | None) -> dict[str, Param]:
         "device": Param(str, "cpu, cuda, cuda:1", option="device"),
         "cache_dir": Param(Path, "embedding store root", option="cache_dir"),
         "cache": Param(bool, "keep vectors on disk", default=True),
+        "project": Param(Path, "remove a fitted LLM-minus-human direction from the document vectors (a projection.json)"),
     }
     if preset is None:
         params = {"model": Param(str, "Hugging Face name or local path", required=True), **params}
@@ -250,7 +254,13 @@ def _build_dense(params: dict[str, Any], text: str, preset_name: str | None) -> 
     cache_dir: Any = params.get("cache_dir")
     if params["cache"] is False or cache_dir is False:
         cache_dir = False
-    return DenseRetriever(encoder, name=name, cache_dir=cache_dir, index=params["index"])
+    transform = None
+    if params.get("project"):
+        from sourcebias.models.projection import DirectionRemoval
+
+        transform = DirectionRemoval.load(params["project"])
+    retriever = DenseRetriever(encoder, name=name, cache_dir=cache_dir, index=params["index"], doc_transform=transform)
+    return retriever
 
 
 register_first_stage(
