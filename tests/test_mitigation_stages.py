@@ -88,3 +88,47 @@ def test_projection_option_removes_the_direction_from_documents_only(cocktail_di
     with pytest.raises(ConfigError, match="fitted on vectors of encoder another-encoder"):
         build_retriever(f"minilm:project={tmp_path / 'other.json'}", cache_dir=tmp_path).retrieve(ds.corpus, queries, 3)
     np.testing.assert_allclose(DirectionRemoval(u)(d.astype(np.float32)) @ u, 0, atol=1e-6)  # orthogonal to u
+
+
+def test_cdc_fit_cli_then_the_stage(tmp_path, capsys):
+    """`sourcebias cdc fit`: the sample's scores are MiniLM's cosines, its perplexities SmolLM2's,
+    β̂₂ equals the Wald estimator computed here from them; the before/after evaluation and the
+    fit load back; `minilm>>cdc:OUT/cdc.json` evaluates like any pipeline."""
+    from sentence_transformers import SentenceTransformer
+
+    from conftest import write_jsonl, write_qrels
+    from sourcebias.cli.main import main
+    from sourcebias.mitigation.cdc import CDCFit
+    from sourcebias.models.hub import resolve_model
+    from sourcebias.models.llm import load_causal_lm
+
+    human = ["The cat sat on the mat all day.", "Dogs bark at night near the old house.", "The river flooded the valley after the rain.", "Fresh bread is baked every morning here."]
+    llm = ["A cat was sitting on the mat all day long.", "At night, dogs bark near the old house.", "After the rain, the river flooded the valley.", "Every morning, fresh bread is baked here."]
+    root = tmp_path / "d"
+    write_jsonl(root / "corpus" / "human.jsonl", [{"_id": f"d{i}", "title": "", "text": t} for i, t in enumerate(human)])
+    write_jsonl(root / "corpus" / "llm.jsonl", [{"_id": f"d{i}", "title": "", "text": t} for i, t in enumerate(llm)])
+    write_jsonl(root / "queries.jsonl", [{"_id": f"q{i}", "text": t} for i, t in enumerate(["cat on a mat", "barking dogs", "river flood", "bread bakery"])])
+    write_qrels(root / "qrels" / "dev.tsv", [(f"q{i}", f"d{i}", 1) for i in range(4)])
+    out = tmp_path / "cdc"
+    with pytest.raises(SystemExit) as info:
+        main(["cdc", "fit", str(root), "-r", "minilm", "--lm", "lm:smollm2", "--sample", "4", "--split", "dev", "-o", str(out), "--cache-dir", str(tmp_path / "cache")])
+    assert info.value.code in (0, None), capsys.readouterr().err
+    fit = CDCFit.load(out)
+    enc = SentenceTransformer(resolve_model("sentence-transformers/all-MiniLM-L6-v2"), device="cpu")
+    model, tok = load_causal_lm("smollm2", device="cpu")
+    qv = enc.encode(["cat on a mat", "barking dogs", "river flood", "bread bakery"], normalize_embeddings=True)
+    s_h = np.sum(qv * enc.encode(human, normalize_embeddings=True), axis=1)
+    s_l = np.sum(qv * enc.encode(llm, normalize_embeddings=True), axis=1)
+    p_h = np.array([plain_log_perplexity(model, tok, t) for t in human])
+    p_l = np.array([plain_log_perplexity(model, tok, t) for t in llm])
+    wald = (s_l.mean() - s_h.mean()) / (p_l.mean() - p_h.mean())
+    assert fit.beta == pytest.approx(wald, rel=1e-3) and fit.n_pairs == 4 and fit.lm == "lm:smollm2"
+    ev = sb.load_result(out / "evaluation")
+    assert set(ev.retrievers) == {"minilm", "minilm>>cdc"}
+    # the fit, used as a stage, ranks as the evaluation's "after" system did
+    from sourcebias.retrieval import build_retriever
+
+    ds = sb.load_dataset(root, split="dev")
+    run = build_retriever(f"minilm>>cdc:{out / 'cdc.json'}", cache_dir=tmp_path / "cache").retrieve(ds.corpus, {q: ds.queries[q] for q in ds.evaluation_queries()}, 8)
+    for q in run.query_ids:
+        assert run.keys(q) == ev.runs[("minilm>>cdc", "mixed")].keys(q)

@@ -82,6 +82,16 @@ def load_artifact(path: str | Path) -> Any:
     return obj(path)
 
 
+def list_files(folder: str | Path) -> dict[str, dict[str, Any]]:
+    """Every file under ``folder`` but its own manifest: relative path -> bytes and SHA-256."""
+    folder = Path(folder)
+    out: dict[str, dict[str, Any]] = {}
+    for p in sorted(folder.rglob("*")):
+        if p.is_file() and p.relative_to(folder).as_posix() != MANIFEST:
+            out[p.relative_to(folder).as_posix()] = {"bytes": p.stat().st_size, "sha256": file_digest(p)}
+    return out
+
+
 def _is_sourcebias_output(folder: Path) -> bool:
     try:
         read_manifest(folder)
@@ -148,11 +158,7 @@ class OutputFolder:
     # -- finishing -----------------------------------------------------------------------------
     def files(self) -> dict[str, dict[str, Any]]:
         """Every file under the staging folder: relative path -> bytes and SHA-256."""
-        out: dict[str, dict[str, Any]] = {}
-        for p in sorted(self.staging.rglob("*")):
-            if p.is_file() and p.name != MANIFEST:
-                out[p.relative_to(self.staging).as_posix()] = {"bytes": p.stat().st_size, "sha256": file_digest(p)}
-        return out
+        return list_files(self.staging)
 
     def commit(self, manifest: dict[str, Any]) -> Path:
         """Write ``manifest.json`` (with ``kind`` and the list of every file) and move the folder

@@ -39,6 +39,32 @@ def evaluation_manifest(result: EvaluationResult, *, timings: dict[str, Any] | N
     )
 
 
+def write_result_into(
+    result: EvaluationResult,
+    folder: str | Path,
+    *,
+    write_runs: bool = True,
+    timings: dict[str, Any] | None = None,
+    command: str = "evaluate",
+    manifest_extra: dict[str, Any] | None = None,
+    render: Callable[[EvaluationResult, Path], Any] | None = None,
+) -> Path:
+    """Write ``result`` and its manifest (with every file listed) into ``folder``, a folder inside
+    an output folder that is already claimed (e.g. the before/after evaluation of ``cdc fit``)."""
+    from sourcebias.core.artifacts import MANIFEST, list_files
+    from sourcebias.core.atomic import atomic_write_json
+
+    folder = Path(folder)
+    result.save(folder, write_runs=write_runs)
+    if render is not None:
+        render(result, folder)
+    manifest = evaluation_manifest(result, timings=timings, command=command, extra=manifest_extra)
+    manifest["kind"] = "evaluate"
+    manifest["outputs"] = {**(manifest.get("outputs") or {}), "files": list_files(folder)}
+    atomic_write_json(folder / MANIFEST, manifest)
+    return folder
+
+
 def write_result(
     result: EvaluationResult,
     out: str | Path | OutputFolder,
