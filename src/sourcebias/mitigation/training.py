@@ -1,0 +1,181 @@
+"""Debiased training (SPEC §7): fine-tune a dense retriever with
+:class:`~sourcebias.mitigation.losses.TwinPositivesRankingLoss` through sentence-transformers'
+trainer, on the batches of a saved :class:`~sourcebias.mitigation.plan.TrainingPlan`.
+
+* **Same batches for every α.** The trainer reads the plan's batches in order
+  (:class:`PlanBatchSamplerFactory`: no shuffling, batch boundaries as planned), so a sweep over α
+  differs only in α.
+* **Resumable.** Checkpoints every ``save_steps`` steps under ``OUT/checkpoints``; a rerun into the
+  same folder resumes from the last one (the trainer skips the batches already trained).
+* **The result** is a sentence-transformers model folder (``--retriever st:OUT/model``) with
+  ``training.json``: the plan's digest, α, the hyper-parameters, steps, the loss curve and the
+  package versions.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from sourcebias.core.errors import ConfigError
+from sourcebias.mitigation.plan import TrainingPlan
+
+
+def plan_columns(plan: TrainingPlan, dataset: Any) -> tuple[dict[str, list[str]], list[int]]:
+    """The plan's tuples as text columns (query, human, llm[, negative_human, negative_llm]), in
+    training order, and the sizes of the batches."""
+    corpus = dataset.corpus
+    texts = corpus.retrieval_texts()
+    human, llm = plan.header["human_source"], plan.header["llm_source"]
+    hard = plan.strategy != "in-batch"
+    cols: dict[str, list[str]] = {"query": [], "human": [], "llm": []}
+    if hard:
+        cols.update({"negative_human": [], "negative_llm": []})
+    sizes = []
+    for batch in plan.batches():
+        sizes.append(len(batch))
+        for t in batch:
+            cols["query"].append(dataset.queries[t.query_id])
+            cols["human"].append(texts[corpus.position(t.doc_id, human)])
+            cols["llm"].append(texts[corpus.position(t.doc_id, llm)])
+            if hard:
+                cols["negative_human"].append(texts[corpus.position(t.negative, human)])
+                cols["negative_llm"].append(texts[corpus.position(t.negative, llm)])
+    return cols, sizes
+
+
+def _sampler_base():
+    from sentence_transformers.base.sampler import DefaultBatchSampler
+
+    return DefaultBatchSampler
+
+
+class PlanBatchSamplerFactory:
+    """Makes the batch sampler of the trainer: consecutive index ranges of the plan's batch sizes,
+    in order, never shuffled. (A picklable object: the trainer saves its arguments in checkpoints.)"""
+
+    def __init__(self, sizes: list[int]):
+        self.sizes = list(sizes)
+
+    def __call__(self, dataset, batch_size, drop_last, valid_label_columns=None, generator=None, seed=0):
+        sizes = self.sizes
+
+        class PlanBatchSampler(_sampler_base()):
+            def __iter__(self):
+                start = 0
+                for n in sizes:
+                    yield list(range(start, start + n))
+                    start += n
+
+            def __len__(self) -> int:
+                return len(sizes)
+
+        return PlanBatchSampler(dataset, batch_size=batch_size, drop_last=False, valid_label_columns=valid_label_columns, generator=generator, seed=seed)
+
+
+def train(
+    dataset: Any,
+    plan: TrainingPlan,
+    base: str,
+    out: str | Path,
+    *,
+    alpha: float,
+    learning_rate: float = 2e-5,
+    warmup_ratio: float = 0.1,
+    scale: float = 20.0,
+    max_seq_length: int | None = None,
+    save_steps: int = 50,
+    seed: int = 42,
+    device: str | None = None,
+    fp16: bool | None = None,
+    log_every: int = 10,
+) -> Path:
+    """Train ``base`` (a sentence-transformers name, preset or path) on ``plan`` with weight
+    ``alpha`` into ``out`` (``out/model`` is the result); resumes from ``out/checkpoints``."""
+    import torch
+    from datasets import Dataset as HFDataset
+    from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer, SentenceTransformerTrainingArguments
+    from transformers import set_seed
+
+    from sourcebias.core.atomic import atomic_write_json
+    from sourcebias.core.manifest import package_versions
+    from sourcebias.mitigation.losses import TwinPositivesRankingLoss
+    from sourcebias.models.hub import resolve_device, resolve_model
+    from sourcebias.models.encoders import PRESETS
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    final = out / "model"
+    if (final / "training.json").is_file():
+        return final  # finished earlier
+    set_seed(seed)
+    name = PRESETS[base].model if base in PRESETS else base
+    device = resolve_device(device)
+    model = SentenceTransformer(resolve_model(name, what="encoder", flag="--base PATH"), device=device)
+    if max_seq_length:
+        model.max_seq_length = int(max_seq_length)
+    cols, sizes = plan_columns(plan, dataset)
+    data = HFDataset.from_dict(cols)
+    loss = TwinPositivesRankingLoss(model, alpha=alpha, scale=scale, in_batch_negatives=plan.strategy != "hard-only")
+    ckpt = out / "checkpoints"
+    args = SentenceTransformerTrainingArguments(
+        output_dir=str(ckpt),
+        num_train_epochs=1,  # the plan already holds every epoch's batches
+        per_device_train_batch_size=max(sizes),
+        learning_rate=learning_rate,
+        warmup_steps=float(warmup_ratio),  # a float is a ratio of the total steps
+        weight_decay=0.01,
+        optim="adamw_torch",
+        lr_scheduler_type="linear",
+        seed=seed,
+        data_seed=seed,
+        fp16=bool(fp16) if fp16 is not None else device.startswith("cuda"),
+        save_strategy="steps",
+        save_steps=save_steps,
+        save_total_limit=2,
+        logging_steps=log_every,
+        report_to="none",
+        batch_sampler=PlanBatchSamplerFactory(sizes),
+        dataloader_drop_last=False,
+        disable_tqdm=True,
+    )
+    trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=data, loss=loss)
+    resume = ckpt.is_dir() and any(p.name.startswith("checkpoint-") for p in ckpt.iterdir())
+    t0 = time.perf_counter()
+    trainer.train(resume_from_checkpoint=bool(resume))
+    seconds = time.perf_counter() - t0
+    tmp = out / ".model.tmp"
+    model.save(str(tmp))
+    info = {
+        "kind": "debiased-training",
+        "base": base,
+        "resolved": name,
+        "alpha": alpha,
+        "loss": loss.get_config_dict(),
+        "plan": {"digest": plan.digest(), **{k: v for k, v in plan.header.items() if k != "checksums"}, "checksums": plan.header.get("checksums")},
+        "hyperparameters": {"learning_rate": learning_rate, "warmup_ratio": warmup_ratio, "optimizer": "AdamW (weight decay 0.01), linear schedule", "max_seq_length": model.max_seq_length, "seed": seed, "fp16": args.fp16},
+        "steps": trainer.state.global_step,
+        "examples": len(data),
+        "resumed": bool(resume),
+        "seconds": round(seconds, 1),
+        "log": [e for e in trainer.state.log_history if "loss" in e],
+        "versions": package_versions(),
+        "device": device,
+        "threads": torch.get_num_threads(),
+    }
+    atomic_write_json(tmp / "training.json", info)
+    if final.exists():
+        import shutil
+
+        shutil.rmtree(final)
+    tmp.rename(final)
+    return final
+
+
+def read_training(model_dir: str | Path) -> dict[str, Any]:
+    path = Path(model_dir) / "training.json"
+    if not path.is_file():
+        raise ConfigError(f"{model_dir}: not a model trained by sourcebias (no training.json)")
+    return json.loads(path.read_text(encoding="utf-8"))
