@@ -19,6 +19,7 @@ from sourcebias.cli import generate as _generate
 from sourcebias.cli import inspect as _inspect
 from sourcebias.cli import mitigate as _mitigate
 from sourcebias.cli import retrievers as _retrievers
+from sourcebias.cli import train as _train
 from sourcebias.cli.common import err_console, expand_greedy_options, tidy_typer_help
 from sourcebias.core.errors import SourceBiasError
 
@@ -50,7 +51,7 @@ def _root(version: Annotated[bool, typer.Option("--version", help="Print the ver
     """Measure, explain and mitigate source bias."""
 
 
-for _module in (_evaluate, _analyze, _inspect, _retrievers, _generate, _mitigate):
+for _module in (_evaluate, _analyze, _inspect, _retrievers, _generate, _mitigate, _train):
     _module.register(app)
 
 
