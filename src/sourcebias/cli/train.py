@@ -103,7 +103,7 @@ def train(
             es = eval_split or ("dev" if "dev" in splits else "test")
             target = load_dataset(target_dir, split=es)
         if target is not None:
-            rows.append(_evaluate_model(base, "base", None, target, out / "base-evaluation", k, device, cache_dir))
+            rows.append(_evaluate_model(base, "base", None, target, out / "base-evaluation", k, device, cache_dir, max_seq_length))
         for a in alphas:
             folder = out / _alpha_dir(a)
             t1 = time.perf_counter()
@@ -112,7 +112,7 @@ def train(
             info = read_training(model_dir)
             console.print(f"  {info['steps']} steps in {info['seconds']:.0f} s{' (resumed)' if info['resumed'] else ''}; model {model_dir}")
             if target is not None:
-                row = _evaluate_model(f"st:{model_dir}", f"alpha={a:g}", a, target, folder / "evaluation", k, device, cache_dir)
+                row = _evaluate_model(f"st:{model_dir}", f"alpha={a:g}", a, target, folder / "evaluation", k, device, cache_dir, max_seq_length)
                 row.update({"steps": info["steps"], "train_seconds": info["seconds"]})
                 rows.append(row)
             console.print(f"  done in {time.perf_counter() - t1:.0f} s")
@@ -128,8 +128,9 @@ def train(
         _unlock(lock)
 
 
-def _evaluate_model(spec: str, label: str, alpha: float | None, target, folder: Path, k: int, device, cache_dir) -> dict:
-    """Evaluate one model on the target split (cached in ``folder``) and return its sweep row."""
+def _evaluate_model(spec: str, label: str, alpha: float | None, target, folder: Path, k: int, device, cache_dir, max_length: int | None = None) -> dict:
+    """Evaluate one model on the target split (cached in ``folder``) and return its sweep row;
+    with ``max_length`` (the training's), the base model is evaluated on as many tokens."""
     from sourcebias.core import progress
     from sourcebias.evaluation import evaluate, load_result
     from sourcebias.evaluation.artifact import write_result
@@ -140,7 +141,7 @@ def _evaluate_model(spec: str, label: str, alpha: float | None, target, folder: 
     if (folder / "result.json").is_file():
         result = load_result(folder, runs=False)
     else:
-        r = build_retriever(spec, device=device, cache_dir=cache_dir)
+        r = build_retriever(spec, device=device, cache_dir=cache_dir, max_length=max_length)
         r.name = label
         with progress.RichProgress(console=console, transient=True) as reporter, progress.use(reporter):
             result = evaluate(target, [r], measures=measure_grid(["NDCG", "MAP", "Share"], [1, 3, 5, 10]), significance_resamples=10_000)

@@ -1,0 +1,87 @@
+"""Grid statistics checked against hand-worked values and independent computations."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from sourcebias.data import Corpus, Qrels
+from sourcebias.evaluation.statistics import adjust_pvalues, bootstrap_relative_delta, delta_ndsr, relative_delta_values, twin_preference
+from sourcebias.retrieval import Run
+
+H, G = "human", "llm"
+
+
+def toy_run():
+    docs = [(d, s) for s in (H, G) for d in ("d1", "d2", "d3")]
+    corpus = Corpus([d for d, _ in docs], [s for _, s in docs], [""] * 6, ["x"] * 6)
+    order = {
+        "q1": [("d1", G), ("d2", G), ("d1", H), ("d3", G), ("d2", H), ("d3", H)],  # G G H G H H
+        "q2": [("d2", H), ("d3", G)],  # H G
+        "q3": [],
+    }
+    pos = {q: np.array([corpus.position(d, s) for d, s in o], dtype=np.int64) for q, o in order.items()}
+    return Run(corpus, "toy", pos, {q: -np.arange(len(p), dtype=float) for q, p in pos.items()})
+
+
+def test_delta_ndsr_hand_worked():
+    run = toy_run()
+    w = [1 / math.log2(1 + r) for r in range(1, 4)]
+    res = delta_ndsr(run, ["q1", "q2", "q3"], H, G, k=3)
+    q1 = (w[2] - (w[0] + w[1])) / sum(w)  # H at rank 3; G at 1 and 2
+    q2 = (w[0] - w[1]) / (w[0] + w[1])  # two documents only: their weights
+    assert res["delta"] == pytest.approx((q1 + q2) / 2)
+    assert res["queries"] == 2 and res["empty_rankings"] == 1  # q3 ranks nothing
+    assert res["p_ttest"] == pytest.approx(stats.ttest_1samp([q1, q2], 0.0).pvalue)
+
+
+def test_twin_preference_hand_worked():
+    run = toy_run()
+    qrels = Qrels({"q1": {"d1": 1, "d3": 2, "d2": 0}, "q2": {"d1": 1, "d3": 1}, "q3": {"d1": 1}})
+    res = twin_preference(run, qrels, ["q1", "q2", "q3"], H, G)
+    # q1: d1 G(1) before H(3) -> LLM; d3 G(4) before H(6) -> LLM; d2 is not relevant.
+    # q2: d1 not retrieved at all -> left out; d3 G retrieved, H not -> LLM first.
+    # q3: nothing retrieved -> left out.
+    assert (res["llm_first"], res["human_first"], res["neither_retrieved"]) == (3, 0, 2)
+    assert res["rate"] == 1.0 and res["p_sign_test"] == pytest.approx(2 * 0.5**3)
+
+
+def test_bootstrap_ci_is_seeded_and_covers():
+    rng = np.random.default_rng(0)
+    h, g = rng.uniform(size=60), rng.uniform(size=60) * 0.8
+    a = bootstrap_relative_delta(h, g, n_resamples=500, seed=3)
+    b = bootstrap_relative_delta(h, g, n_resamples=500, seed=3)
+    assert a == b and a["low"] < a["estimate"] < a["high"] and a["method"] == "BCa"
+    assert a["estimate"] == pytest.approx(float(relative_delta_values(h, g)))
+    # coverage over simulated samples of a population with a known Relative Δ
+    truth_h, truth_g = 0.5, 0.4
+    true_delta = (truth_h - truth_g) / ((truth_h + truth_g) / 2) * 100
+    hits = 0
+    for seed in range(60):
+        r = np.random.default_rng(100 + seed)
+        hh = r.binomial(1, truth_h, size=80).astype(float)  # per-query success, human target
+        gg = r.binomial(1, truth_g, size=80).astype(float)
+        ci = bootstrap_relative_delta(hh, gg, n_resamples=400, seed=seed)
+        hits += ci["low"] <= true_delta <= ci["high"]
+    assert 0.85 <= hits / 60 <= 1.0
+
+
+def test_bootstrap_degenerate_cases():
+    assert math.isnan(bootstrap_relative_delta([0, 0, 0], [0, 0, 0])["estimate"])
+    flat = bootstrap_relative_delta([1, 1, 1], [0.5, 0.5, 0.5])
+    assert flat["low"] == flat["high"] == flat["estimate"] == pytest.approx(200 / 3)
+
+
+def test_holm_and_bh_against_hand_values():
+    p = [0.01, 0.04, 0.03, 0.005]
+    # Holm: sorted 0.005, 0.01, 0.03, 0.04 times 4, 3, 2, 1, cumulative max
+    holm = {0.005: 0.02, 0.01: 0.03, 0.03: 0.06, 0.04: 0.06}
+    np.testing.assert_allclose(adjust_pvalues(p, "holm"), [holm[x] for x in p])
+    # BH: p * m / rank, cumulative min from the top: 0.04*4/4 = .04, 0.03*4/3 = .04, 0.01*4/2 = .02, 0.005*4 = .02
+    bh = {0.005: 0.02, 0.01: 0.02, 0.03: 0.04, 0.04: 0.04}
+    np.testing.assert_allclose(adjust_pvalues(p, "fdr_bh"), [bh[x] for x in p])
+    out = adjust_pvalues([0.01, float("nan"), 0.04], "holm")
+    assert math.isnan(out[1]) and out[0] == pytest.approx(0.02)  # NaN is not a test
