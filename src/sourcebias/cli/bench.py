@@ -63,9 +63,13 @@ def bench(
         from sourcebias.experiments.aggregate import aggregate_grid
         from sourcebias.reporting.grid_report import write_grid_report
 
-        cells_table = aggregate_grid(cfg, output)
-        paths = write_grid_report(cells_table, cfg, output)
-        console.print(f"Report: [bold]{paths['html']}[/bold]")
+        from sourcebias.reporting.grid_report import rich_tables
+
+        with console.status("Statistics and report ..."):
+            cells_table = aggregate_grid(cfg, output)
+            paths = write_grid_report(cells_table, cfg, output)
+        console.print(rich_tables(cells_table))
+        console.print(f"Report: [bold]{paths['html']}[/bold] (tables.md, tables.tex, cells.csv, figures/ beside it)")
     if failed:
         err_console.print(f"[yellow]{failed} cells failed[/yellow] (errors in {output}/grid.json); rerun the same command to retry them.")
         raise typer.Exit(1)

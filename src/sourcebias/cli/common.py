@@ -55,7 +55,17 @@ def _belongs(flag: str, tok: str) -> bool:
 
 
 def expand_greedy_options(argv: list[str]) -> list[str]:
-    """``--k 1 3 5`` -> ``--k 1 --k 3 --k 5`` (click takes one value per flag)."""
+    """``--k 1 3 5`` -> ``--k 1 --k 3 --k 5`` (click takes one value per flag); a bare ``--ray``
+    (followed by an option, a path or nothing) means ``--ray local``."""
+    from pathlib import Path
+
+    argv = list(argv)
+    for i, tok in enumerate(list(argv)):
+        if tok == "--ray":
+            nxt = argv[i + 1] if i + 1 < len(argv) else None
+            if nxt is None or nxt.startswith("-") or Path(nxt).exists() or nxt.endswith(".toml"):
+                argv.insert(i + 1, "local")
+            break
     out: list[str] = []
     i = 0
     while i < len(argv):

@@ -14,6 +14,7 @@ from typing import Annotated
 import typer
 
 from sourcebias.cli import analyze as _analyze
+from sourcebias.cli import bench as _bench
 from sourcebias.cli import evaluate as _evaluate
 from sourcebias.cli import generate as _generate
 from sourcebias.cli import inspect as _inspect
@@ -51,7 +52,7 @@ def _root(version: Annotated[bool, typer.Option("--version", help="Print the ver
     """Measure, explain and mitigate source bias."""
 
 
-for _module in (_evaluate, _analyze, _inspect, _retrievers, _generate, _mitigate, _train):
+for _module in (_evaluate, _analyze, _bench, _inspect, _retrievers, _generate, _mitigate, _train):
     _module.register(app)
 
 

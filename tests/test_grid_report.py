@@ -1,0 +1,92 @@
+"""The grid report: tables with the correction named and significance marked, and a
+self-contained HTML page that headless Chromium renders with its tables and images and no
+console errors."""
+
+from __future__ import annotations
+
+import shutil
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from sourcebias.experiments.aggregate import COLUMNS
+from sourcebias.reporting.grid_report import latex_tables, markdown_tables, write_grid_report
+
+RETRIEVERS = ["bm25", "tfidf", "all-MiniLM-L6-v2", "bm25>>lm:smollm2 (top 20)"]
+
+
+def synthetic_cells() -> pd.DataFrame:
+    rng = np.random.default_rng(0)
+    rows = []
+    for ds, split in (("nq-utd", "test"), ("nfcorpus", "dev")):
+        for r, delta in zip(RETRIEVERS, (12.6, 5.9, -9.2, -18.0)):
+            if ds == "nfcorpus" and r.startswith("bm25>>"):
+                rows.append({"dataset": ds, "split": split, "retriever": r, "measure": "NDCG@3", "status": "failed", "error": "ModelUnavailableError: <b>model</b> missing & offline"})
+                continue
+            h = rng.uniform(0.3, 0.5)
+            rows.append(
+                {
+                    "dataset": ds, "split": split, "retriever": r, "llm_source": "llama-2-7b-chat-tmp0.2", "measure": "NDCG@3",
+                    "all": rng.uniform(0.3, 0.7), "human": h, "llm": h * (1 - delta / 100), "rel_delta": delta,
+                    "rel_delta_ci_low": delta - 8, "rel_delta_ci_high": delta + 8, "ci_level": 0.95, "ci_method": "BCa",
+                    "mean_difference": 0.01, "p_ttest": 0.02, "p_randomization": 0.01 if abs(delta) > 10 else 0.4,
+                    "p_adjusted": 0.03 if abs(delta) > 10 else 0.8, "correction": "Holm", "n_queries": 80,
+                    "twin_pref_rate": 0.5 - delta / 200, "twin_pref_pairs": 200, "twin_pref_p": 0.1, "delta_ndsr": delta / 1000,
+                    "delta_ndsr_k": 10, "delta_ndsr_p": 0.2, "human_only": 0.6, "llm_only": 0.62, "status": "ok", "error": "",
+                }
+            )  # fmt: skip
+    df = pd.DataFrame(rows)
+    for c in COLUMNS:
+        if c not in df:
+            df[c] = np.nan
+    return df[list(COLUMNS)]
+
+
+def test_tables_name_the_correction_and_mark_significance():
+    cells = synthetic_cells()
+    md = markdown_tables(cells)
+    assert "Holm-corrected" in md and "| bm25 | " in md and "12.6* [4.6, 20.6]" in md and "5.9 [" in md
+    assert "failed: ModelUnavailableError" in md
+    tex = latex_tables(cells)
+    assert r"\toprule" in tex and r"\textcolor{red}{-18.0$^*$}" in tex  # nq-utd's re-ranker, significant
+    assert r"lm:smollm2 (top 20) & \multicolumn{6}{l}{failed}" in tex  # nfcorpus's failed cell has no numbers
+    assert r"\textcolor{red}{-9.2}" in tex and "Holm" in tex and "($<$ 0: prefers LLM text)" in tex
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    path = shutil.which("chromium") or shutil.which("chromium-browser")
+    if path is None:
+        pytest.fail("Debian's chromium is needed for this test (.ci/run installs it: apt-get install -y chromium)")
+    return path
+
+
+def test_html_report_renders_in_headless_chromium(tmp_path, chromium):
+    from playwright.sync_api import sync_playwright
+
+    cfg = SimpleNamespace(name="cocktail-mini", text='[grid]\nname = "cocktail-mini"\n# <script>alert(1)</script>\n')
+    paths = write_grid_report(synthetic_cells(), cfg, tmp_path)
+    page_html = paths["html"].read_text()
+    assert "http://" not in page_html and "https://" not in page_html and "<script" not in page_html  # self-contained, escaped
+    errors: list[str] = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox", "--disable-gpu"])
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.on("requestfailed", lambda r: errors.append(f"request failed: {r.url}"))
+        page.goto(paths["html"].as_uri())
+        page.wait_for_load_state("load")
+        widths = page.eval_on_selector_all("img", "imgs => imgs.map(i => [i.complete, i.naturalWidth])")
+        tables = page.eval_on_selector_all("table", "ts => ts.map(t => t.querySelectorAll('tbody tr').length)")
+        text = page.inner_text("body")
+        page.screenshot(path=str(tmp_path / "report.png"), full_page=True)
+        browser.close()
+    assert errors == []
+    assert len(widths) == 3 and all(done and w > 300 for done, w in widths)  # Figure 1 and one bar chart per dataset
+    assert tables[:2] == [4, 4]  # nq-utd: 4 retrievers; nfcorpus: 3 results + the failed cell
+    assert "ModelUnavailableError: <b>model</b> missing & offline" in text  # shown as text, not markup
+    assert "Holm-corrected" in text and "cocktail-mini" in text
+    assert (tmp_path / "report.png").stat().st_size > 10_000
