@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -15,7 +14,6 @@ import numpy as np
 import pytest
 
 import sourcebias as sb
-from conftest import LLAMA
 from sourcebias.core.errors import ConfigError, DataError, OutputError
 from sourcebias.experiments.config import load_grid_config
 from sourcebias.experiments.grid import plan_cells, run_grid
@@ -283,7 +281,7 @@ def test_the_same_grid_on_a_local_ray_cluster_gives_identical_numbers(grid_cfg, 
     import ray
 
     cfg = load_grid_config(grid_cfg)
-    here = run_grid(cfg, tmp_path / "here")
+    run_grid(cfg, tmp_path / "here")
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
     try:
         there = run_grid(cfg, tmp_path / "ray", ray_address="local")

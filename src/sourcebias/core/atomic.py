@@ -59,3 +59,19 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
 def atomic_write_json(path: str | Path, obj: Any, *, indent: int | None = 2) -> Path:
     """JSON with a trailing newline; objects that JSON cannot encode are written with ``str``."""
     return atomic_write_text(path, json.dumps(obj, indent=indent, default=str, ensure_ascii=False) + "\n")
+
+
+def read_json_file(path: str | Path, *, default_name: str | None = None, missing: str = "not found") -> tuple[Path, Any]:
+    """``(path, object)`` of a JSON file (``path/default_name`` when ``path`` is a folder); a
+    missing file or invalid JSON is a :class:`~sourcebias.core.errors.DataError` naming the file."""
+    from sourcebias.core.errors import DataError
+
+    path = Path(path)
+    if path.is_dir() and default_name:
+        path = path / default_name
+    if not path.is_file():
+        raise DataError(path, missing)
+    try:
+        return path, json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise DataError(path, f"not valid JSON ({exc})") from None

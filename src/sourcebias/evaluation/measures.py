@@ -72,6 +72,22 @@ class SourceMeasureKind(MeasureKind):
         ranking (left out of means)."""
 
 
+def weighted_source_shares(run: Run, query_ids: Sequence[str], weights: np.ndarray) -> np.ndarray:
+    """Per query and source, the share of the rank weights (``weights[r - 1]`` for rank r, as many
+    ranks as weights) that the source's documents take; queries with an empty ranking get NaN."""
+    codes = run.corpus.source_codes
+    n_src = len(run.corpus.sources)
+    mat = np.full((len(query_ids), n_src), np.nan)
+    for i, q in enumerate(query_ids):
+        pos = run.positions.get(q)
+        if pos is None or len(pos) == 0:
+            continue
+        top = codes[pos[: len(weights)]]
+        w = weights[: len(top)]
+        mat[i] = np.bincount(top, weights=w, minlength=n_src) / w.sum()
+    return mat
+
+
 class Share(SourceMeasureKind):
     """``Share@k``: the fraction of each source among the top k of a query's ranking
     (Cocktail's "human rate@k"). The denominator is the number of documents in the top k (fewer
@@ -82,16 +98,7 @@ class Share(SourceMeasureKind):
     description = "fraction of each source in the top k (Cocktail's human rate@k)"
 
     def per_query(self, run: Run, query_ids: Sequence[str], cutoff: int) -> np.ndarray:
-        codes = run.corpus.source_codes
-        n_src = len(run.corpus.sources)
-        mat = np.full((len(query_ids), n_src), np.nan)
-        for i, q in enumerate(query_ids):
-            pos = run.positions.get(q)
-            if pos is None or len(pos) == 0:
-                continue
-            top = codes[pos[:cutoff]]
-            mat[i] = np.bincount(top, minlength=n_src) / len(top)
-        return mat
+        return weighted_source_shares(run, query_ids, np.ones(cutoff))
 
 
 class NDSR(SourceMeasureKind):
@@ -111,18 +118,7 @@ class NDSR(SourceMeasureKind):
     description = "discounted share of each source in the top k (label-free; Huang et al. 2026)"
 
     def per_query(self, run: Run, query_ids: Sequence[str], cutoff: int) -> np.ndarray:
-        codes = run.corpus.source_codes
-        n_src = len(run.corpus.sources)
-        weights = 1.0 / np.log2(1.0 + np.arange(1, cutoff + 1))
-        mat = np.full((len(query_ids), n_src), np.nan)
-        for i, q in enumerate(query_ids):
-            pos = run.positions.get(q)
-            if pos is None or len(pos) == 0:
-                continue
-            top = codes[pos[:cutoff]]
-            w = weights[: len(top)]
-            mat[i] = np.bincount(top, weights=w, minlength=n_src) / w.sum()
-        return mat
+        return weighted_source_shares(run, query_ids, 1.0 / np.log2(1.0 + np.arange(1, cutoff + 1)))
 
 
 _KINDS: dict[str, MeasureKind] = {}

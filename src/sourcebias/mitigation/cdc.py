@@ -24,7 +24,6 @@ it. Estimation is linearmodels' ``IV2SLS``.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -110,13 +109,9 @@ class CDCFit:
 
     @classmethod
     def load(cls, path: str | Path) -> CDCFit:
-        path = Path(path)
-        if path.is_dir():
-            path = path / "cdc.json"
-        try:
-            body = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise DataError(path, f"cannot read a CDC fit ({exc})") from None
+        from sourcebias.core.atomic import read_json_file
+
+        path, body = read_json_file(path, default_name="cdc.json", missing="CDC fit not found")
         if body.pop("kind", None) != "cdc-fit":
             raise DataError(path, "not a CDC fit (kind is not cdc-fit)")
         return cls(**body)

@@ -99,7 +99,7 @@ class TwinPositivesRankingLoss(nn.Module):
         """The loss from the column embeddings ``[queries, human, llm, negatives...]``."""
         if len(embeddings) < 3:
             raise ValueError(f"TwinPositivesRankingLoss needs (query, human, llm[, negatives]) columns, got {len(embeddings)}")
-        q, h, l = embeddings[0], embeddings[1], embeddings[2]
+        q = embeddings[0]
         b = q.size(0)
         cands = torch.cat(embeddings[1:], dim=0)  # [h_1..h_B, l_1..l_B, negatives...]
         sim = self.similarity_fct(q, cands)  # (B, B * (2 + k)), unscaled

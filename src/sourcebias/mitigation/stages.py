@@ -13,7 +13,6 @@ retrieval layer does not know mitigations).
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -32,15 +31,9 @@ from sourcebias.retrieval.ties import TieRule
 
 def read_cdc_fit(path: str | Path) -> dict[str, Any]:
     """The fit written by ``sourcebias cdc fit`` (``cdc.json``, or its folder)."""
-    path = Path(path)
-    if path.is_dir():
-        path = path / "cdc.json"
-    if not path.is_file():
-        raise DataError(path, "CDC fit not found (write one with: sourcebias cdc fit DATASET --retriever SPEC --lm SPEC -o OUT)")
-    try:
-        fit = json.loads(path.read_text(encoding="utf-8"))
-    except ValueError as exc:
-        raise DataError(path, f"not valid JSON ({exc})") from None
+    from sourcebias.core.atomic import read_json_file
+
+    path, fit = read_json_file(path, default_name="cdc.json", missing="CDC fit not found (write one with: sourcebias cdc fit DATASET --retriever SPEC --lm SPEC -o OUT)")
     for key in ("beta", "lm"):
         if key not in fit:
             raise DataError(path, f"not a CDC fit: no '{key}'")

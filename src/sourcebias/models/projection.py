@@ -10,7 +10,6 @@ dimension, and a retriever whose encoder has another fingerprint.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -61,15 +60,9 @@ class DirectionRemoval:
 
     @classmethod
     def load(cls, path: str | Path) -> DirectionRemoval:
-        path = Path(path)
-        if path.is_dir():
-            path = path / "projection.json"
-        if not path.is_file():
-            raise DataError(path, "projection not found (fit one with: sourcebias project fit ...)")
-        try:
-            body = json.loads(path.read_text(encoding="utf-8"))
-        except ValueError as exc:
-            raise DataError(path, f"not valid JSON ({exc})") from None
+        from sourcebias.core.atomic import read_json_file
+
+        path, body = read_json_file(path, default_name="projection.json", missing="projection not found (fit one with: sourcebias project fit ...)")
         if body.get("kind") != "direction-removal" or "direction" not in body:
             raise DataError(path, "not a projection file (no direction-removal direction)")
         details = {k: v for k, v in body.items() if k not in ("kind", "direction", "encoder_fingerprint")}
