@@ -63,7 +63,7 @@ def _run(what: str, dataset_dir: Path, output: Path, overwrite: bool, split: str
 
 def _fmt(v) -> str:
     if isinstance(v, float):
-        return f"{v:.4g}"
+        return "< 1e-300" if v == 0.0 else f"{v:.4g}"  # a p-value that underflows
     return str(v)
 
 
