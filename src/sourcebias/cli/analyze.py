@@ -63,8 +63,13 @@ def _run(what: str, dataset_dir: Path, output: Path, overwrite: bool, split: str
 
 def _fmt(v) -> str:
     if isinstance(v, float):
-        return "< 1e-300" if v == 0.0 else f"{v:.4g}"  # a p-value that underflows
+        return f"{v:.4g}"
     return str(v)
+
+
+def _p(v) -> str:
+    """A p-value; one that underflows to 0 is shown as a bound."""
+    return "< 1e-300" if isinstance(v, float) and v == 0.0 else _fmt(v)
 
 
 def _print_summary(result) -> None:
@@ -76,7 +81,7 @@ def _print_summary(result) -> None:
                 "spectrum": ("ratio_rank1", "head_geomean", "tail_geomean", "ranks_above_1", "ranks"),
                 "direction": ("pairs", "mean_difference_norm", "consistency", "p_norm", "p_consistency"),
             }[result.analysis]
-            console.print(f"  [cyan]{src}[/cyan]: " + ", ".join(f"{k} {_fmt(entry[k])}" for k in keys if k in entry))
+            console.print(f"  [cyan]{src}[/cyan]: " + ", ".join(f"{k} {_p(entry[k]) if k.startswith('p_') else _fmt(entry[k])}" for k in keys if k in entry))
             if "score_gap" in entry:
                 g = entry["score_gap"]
                 console.print(f"    score gap (LLM − human) over {g['triples']} relevant pairs: mean {_fmt(g['mean_gap'])}, share along the direction {_fmt(g['share_along_in_sample'])} (held out {_fmt(g['share_along_held_out'])})")
@@ -84,13 +89,13 @@ def _print_summary(result) -> None:
         for src, d in s["per_source"].items():
             console.print(f"  [cyan]{src}[/cyan]: mean {_fmt(d['mean'])} (std {_fmt(d['std'])}, n {d['n']})")
         for src, c in s["pairs"].items():
-            console.print(f"  pairs {src} − human: mean difference {_fmt(c['mean_difference'])}, d_z {_fmt(c['d_z'])}, paired t p {_fmt(c['paired_p'])}, Wilcoxon p {_fmt(c['wilcoxon_p'])}, n {c['n']}")
+            console.print(f"  pairs {src} − human: mean difference {_fmt(c['mean_difference'])}, d_z {_fmt(c['d_z'])}, paired t p {_p(c['paired_p'])}, Wilcoxon p {_p(c['wilcoxon_p'])}, n {c['n']}")
     elif result.analysis == "artifacts":
         for row in result.tables["comparisons"].to_dict("records"):
-            console.print(f"  {row['feature']} ({row['llm_source']} vs human): Hedges' g {_fmt(row['independent_hedges_g'])}, paired d_z {_fmt(row['paired_d_z'])}, paired p {_fmt(row['paired_paired_p'])}")
+            console.print(f"  {row['feature']} ({row['llm_source']} vs human): Hedges' g {_fmt(row['independent_hedges_g'])}, paired d_z {_fmt(row['paired_d_z'])}, paired p {_p(row['paired_paired_p'])}")
         if "correlations" in result.tables:
             for row in result.tables["correlations"].to_dict("records"):
-                console.print(f"  {row['feature']} vs within-query z-scores: Spearman {_fmt(row['spearman_pooled'])} (pooled), mean per query {_fmt(row['spearman_mean_per_query'])} (p {_fmt(row['p_per_query_ttest'])}, {row['queries']} queries)")
+                console.print(f"  {row['feature']} vs within-query z-scores: Spearman {_fmt(row['spearman_pooled'])} (pooled), mean per query {_fmt(row['spearman_mean_per_query'])} (p {_p(row['p_per_query_ttest'])}, {row['queries']} queries)")
 
 
 @analyze_app.command()
