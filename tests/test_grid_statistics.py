@@ -49,6 +49,18 @@ def test_twin_preference_hand_worked():
     assert res["rate"] == 1.0 and res["p_sign_test"] == pytest.approx(2 * 0.5**3)
 
 
+def test_twin_preference_equal_scores_are_ties_not_wins():
+    run = toy_run()
+    q1 = run.scores["q1"].copy()
+    q1[2] = q1[0]  # d1 LLM (rank 1) and d1 human (rank 3) now score the same: the tie rule ordered them
+    run.scores["q1"] = q1
+    qrels = Qrels({"q1": {"d1": 1, "d3": 2}, "q2": {"d3": 1}})
+    res = twin_preference(run, qrels, ["q1", "q2"], H, G)
+    # q1: d1 tie (left out); d3 G(4) above H(6). q2: d3 G retrieved, H not -> LLM first.
+    assert (res["llm_first"], res["human_first"], res["ties"], res["pairs"]) == (2, 0, 1, 2)
+    assert res["p_sign_test"] == pytest.approx(2 * 0.5**2)
+
+
 def test_bootstrap_ci_is_seeded_and_covers():
     rng = np.random.default_rng(0)
     h, g = rng.uniform(size=60), rng.uniform(size=60) * 0.8

@@ -78,31 +78,40 @@ def bootstrap_relative_delta(h: Sequence[float], llm: Sequence[float], *, n_resa
 
 
 def twin_preference(run: Any, qrels: Any, query_ids: Sequence[str], human: str, llm: str) -> dict[str, Any]:
-    """Share of relevant pairs whose LLM copy is ranked above its original, with a sign test."""
+    """Share of relevant pairs whose LLM copy is ranked above its original, with an exact sign test.
+
+    The unit is a relevant (query, document) pair with both copies in the corpus. A copy that
+    was not retrieved ranks below every retrieved one; a pair where neither copy was retrieved is
+    left out (``neither_retrieved``). Two copies with *equal scores* are a tie: the documented tie
+    rule, not the retriever, ordered them, so they are left out of the test and counted in ``ties``.
+    """
     from scipy import stats
 
     corpus = run.corpus
-    llm_first = human_first = neither = 0
+    ids, codes, names = corpus.doc_ids, corpus.source_codes, corpus.sources
+    llm_first = human_first = neither = ties = 0
     for q in query_ids:
         pos = run.positions.get(q)
-        rank = {}
+        rank: dict[tuple[str, str], tuple[int, float]] = {}
         if pos is not None:
-            ids, codes, names = corpus.doc_ids, corpus.source_codes, corpus.sources
+            scores = run.scores[q]
             for r, p in enumerate(pos.tolist()):
-                rank[(ids[p], names[codes[p]])] = r
+                rank[(ids[p], names[codes[p]])] = (r, float(scores[r]))
         for d, g in qrels.get(q, {}).items():
             if g <= 0:
                 continue
-            rh, rl = rank.get((d, human), math.inf), rank.get((d, llm), math.inf)
-            if rh == math.inf and rl == math.inf:
+            h, l = rank.get((d, human)), rank.get((d, llm))
+            if h is None and l is None:
                 neither += 1
-            elif rl < rh:
+            elif h is not None and l is not None and h[1] == l[1]:
+                ties += 1
+            elif h is None or (l is not None and l[0] < h[0]):
                 llm_first += 1
             else:
                 human_first += 1
     n = llm_first + human_first
     p = float(stats.binomtest(llm_first, n, 0.5).pvalue) if n else float("nan")
-    return {"rate": llm_first / n if n else float("nan"), "llm_first": llm_first, "human_first": human_first, "pairs": n, "neither_retrieved": neither, "p_sign_test": p}
+    return {"rate": llm_first / n if n else float("nan"), "llm_first": llm_first, "human_first": human_first, "pairs": n, "ties": ties, "neither_retrieved": neither, "p_sign_test": p}
 
 
 def delta_ndsr(run: Any, query_ids: Sequence[str], human: str, llm: str, k: int = 10) -> dict[str, Any]:
@@ -187,6 +196,6 @@ def cell_statistics(result: Any, qrels: Any, *, measure: str = "NDCG@3", ndsr_k:
             if run is not None:
                 tp = twin_preference(run, qrels, result.query_ids, human, llm)
                 dn = delta_ndsr(run, result.query_ids, human, llm, ndsr_k)
-                row.update({"twin_pref_rate": tp["rate"], "twin_pref_pairs": tp["pairs"], "twin_pref_p": tp["p_sign_test"], "delta_ndsr": dn["delta"], "delta_ndsr_k": ndsr_k, "delta_ndsr_p": dn["p_ttest"]})
+                row.update({"twin_pref_rate": tp["rate"], "twin_pref_pairs": tp["pairs"], "twin_pref_ties": tp["ties"], "twin_pref_p": tp["p_sign_test"], "delta_ndsr": dn["delta"], "delta_ndsr_k": ndsr_k, "delta_ndsr_p": dn["p_ttest"]})
             rows.append(row)
     return rows

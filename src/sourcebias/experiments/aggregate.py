@@ -4,7 +4,7 @@
 Columns (:data:`COLUMNS`): dataset, split, retriever, llm_source, measure, all, human, llm,
 rel_delta, rel_delta_ci_low, rel_delta_ci_high, ci_level, ci_method, mean_difference, p_ttest,
 p_randomization, p_adjusted (of the randomization test), correction, n_queries, twin_pref_rate,
-twin_pref_pairs, twin_pref_p, delta_ndsr, delta_ndsr_k, delta_ndsr_p, human_only, llm_only,
+twin_pref_pairs, twin_pref_ties, twin_pref_p, delta_ndsr, delta_ndsr_k, delta_ndsr_p, human_only, llm_only,
 status (ok / failed / missing), error. Means are fractions (0–1), Relative Δ in percent.
 """
 
@@ -22,7 +22,7 @@ from sourcebias.experiments.grid import GRID_FILE, plan_cells
 COLUMNS = (
     "dataset", "split", "retriever", "llm_source", "measure", "all", "human", "llm", "rel_delta", "rel_delta_ci_low", "rel_delta_ci_high",
     "ci_level", "ci_method", "mean_difference", "p_ttest", "p_randomization", "p_adjusted", "correction", "n_queries",
-    "twin_pref_rate", "twin_pref_pairs", "twin_pref_p", "delta_ndsr", "delta_ndsr_k", "delta_ndsr_p", "human_only", "llm_only", "status", "error",
+    "twin_pref_rate", "twin_pref_pairs", "twin_pref_ties", "twin_pref_p", "delta_ndsr", "delta_ndsr_k", "delta_ndsr_p", "human_only", "llm_only", "status", "error",
 )  # fmt: skip
 
 
