@@ -119,6 +119,10 @@ def test_a_short_training_run_changes_the_weights_and_resumes(nf_train, tmp_path
     assert (out / "checkpoints" / f"checkpoint-{n - 1}").is_dir()
     again = read_training(train(nf_train, plan, "minilm", out, alpha=1.0, max_seq_length=32, save_steps=1, learning_rate=1e-3))
     assert again["resumed"] and again["steps"] == n
+    # ... and ends with the weights of the uninterrupted run (the plan's order, the saved RNG state)
+    resumed = SentenceTransformer(str(model_dir), device="cpu")
+    for (name, a), b in zip(tuned[0].auto_model.named_parameters(), resumed[0].auto_model.parameters()):
+        assert torch.allclose(a.detach(), b.detach(), atol=1e-6), name
     # the evaluation of the trained model through --retriever st:DIR
     ret = sb.build_retriever(f"st:{model_dir}", cache_dir=tmp_path / "cache")
     assert ret.encoder.model == str(model_dir)
