@@ -174,6 +174,30 @@ def test_config_errors_name_the_place(tmp_path, cocktail_dir):
     with pytest.raises(ConfigError, match="retriever 'bm99': unknown retriever 'bm99'"):
         run_grid(load_grid_config(unknown), tmp_path / "o")
     assert not (tmp_path / "o").exists() or not any((tmp_path / "o").iterdir())  # refused before any work
+    wrong = write_config(tmp_path / "w.toml", f'[[datasets]]\npath = "{cocktail_dir}"\nname = "tiny"\n[[retrievers]]\nspec = "bm25"\ndatasets = ["nq"]\n')
+    with pytest.raises(DataError, match=r"w.toml: retrievers\[1\].datasets: 'nq' is not a dataset of this grid \(tiny\)"):
+        load_grid_config(wrong)
+
+
+def test_a_retriever_limited_to_some_datasets(tmp_path, cocktail_dir):
+    cfg = write_config(
+        tmp_path / "g.toml",
+        f"""
+        [[datasets]]
+        path = "{cocktail_dir}"
+        name = "a"
+        [[datasets]]
+        path = "{cocktail_dir}"
+        name = "b"
+        [[retrievers]]
+        spec = "bm25"
+        [[retrievers]]
+        spec = "tfidf"
+        datasets = ["b"]
+        """,
+    )
+    cells = [(c.dataset.name, c.system.name) for c in plan_cells(load_grid_config(cfg))]
+    assert cells == [("a", "bm25"), ("b", "bm25"), ("b", "tfidf")]
 
 
 def test_the_grid_folder_contract(grid_cfg, tmp_path):

@@ -32,6 +32,7 @@ Example (every key but ``datasets[].path`` and ``retrievers[].spec`` is optional
     encode_workers = 4                   # Ray: encode the corpus with 4 workers first
     [[retrievers]]
     spec = "bm25>>lm:smollm2,depth=20"
+    datasets = ["nq-utd"]                # only on these datasets (default: all)
 
     [[runs]]                             # a run made by another system, for one dataset
     name = "pyserini-bm25"
@@ -56,7 +57,7 @@ from sourcebias.core.errors import ConfigError, DataError
 
 GRID_KEYS = {"name", "measures", "cutoffs", "depth", "seed", "sole", "significance_resamples", "bootstrap_resamples", "confidence", "correction", "primary", "cache_dir"}
 DATASET_KEYS = {"path", "name", "split", "sources", "human_source"}
-RETRIEVER_KEYS = {"spec", "name", "gpus", "cpus", "encode_workers"}
+RETRIEVER_KEYS = {"spec", "name", "gpus", "cpus", "encode_workers", "datasets"}
 RUN_KEYS = {"name", "dataset", "path", "docnos", "docno_pattern", "source_labels"}
 OPTION_KEYS = {"batch_size", "device", "max_length", "rerank_depth"}
 CORRECTIONS = ("holm", "fdr_bh", "bonferroni", "none")
@@ -78,6 +79,7 @@ class RetrieverEntry:
     gpus: float = 0.0
     cpus: float = 1.0
     encode_workers: int = 0
+    datasets: tuple[str, ...] | None = None  # only these datasets (None: all)
 
 
 @dataclass(frozen=True)
@@ -198,6 +200,13 @@ def load_grid_config(path: str | Path) -> GridConfig:
         if "spec" not in r:
             raise DataError(path, f"{where}: 'spec' is required (a --retriever specification, e.g. bm25)")
         spec = _typed(r["spec"], str, f"{where}.spec", path)
+        only = r.get("datasets")
+        if only is not None:
+            if not (isinstance(only, list) and only and all(isinstance(x, str) for x in only)):
+                raise DataError(path, f"{where}.datasets: expected a non-empty list of dataset names, got {only!r}")
+            unknown = [x for x in only if x not in names]
+            if unknown:
+                raise DataError(path, f"{where}.datasets: {', '.join(map(repr, unknown))} is not a dataset of this grid ({', '.join(names)})")
         retrievers.append(
             RetrieverEntry(
                 spec,
@@ -205,6 +214,7 @@ def load_grid_config(path: str | Path) -> GridConfig:
                 float(_typed(r.get("gpus", 0), (int, float), f"{where}.gpus", path)),
                 float(_typed(r.get("cpus", 1), (int, float), f"{where}.cpus", path)),
                 int(_typed(r.get("encode_workers", 0), int, f"{where}.encode_workers", path)),
+                tuple(only) if only is not None else None,
             )
         )
     runs: list[RunEntry] = []

@@ -66,7 +66,7 @@ def plan_cells(cfg: GridConfig) -> list[Cell]:
     """Every cell of the grid, datasets outer, retrievers then runs inner (the config's order)."""
     cells: list[Cell] = []
     for d in cfg.datasets:
-        cells += [Cell(d, r) for r in cfg.retrievers]
+        cells += [Cell(d, r) for r in cfg.retrievers if r.datasets is None or d.name in r.datasets]
         cells += [Cell(d, r) for r in cfg.runs if r.dataset == d.name]
     folders = [c.folder(Path("/")) for c in cells]
     if len(set(folders)) != len(folders):
