@@ -51,8 +51,15 @@ def test_tables_name_the_correction_and_mark_significance():
     assert "failed: ModelUnavailableError" in md
     tex = latex_tables(cells)
     assert r"\toprule" in tex and r"\textcolor{red}{-18.0$^*$}" in tex  # nq-utd's re-ranker, significant
-    assert r"lm:smollm2 (top 20) & \multicolumn{6}{l}{failed}" in tex  # nfcorpus's failed cell has no numbers
-    assert r"\textcolor{red}{-9.2}" in tex and "Holm" in tex and "($<$ 0: prefers LLM text)" in tex
+    assert r"bm25\textgreater{}\textgreater{}lm:smollm2 (top 20) & \multicolumn{6}{l}{failed}" in tex  # no numbers
+    assert r"\textcolor{red}{-9.2}" in tex and "Holm" in tex and r"(\textless{} 0: prefers LLM text)" in tex
+
+
+def test_latex_escape_leaves_no_active_character():
+    from sourcebias.reporting.tables import latex_escape
+
+    assert latex_escape("a_b & 50% #1 {x} $y$ ^~ \\ |") == r"a\_b \& 50\% \#1 \{x\} \$y\$ \textasciicircum{}\textasciitilde{} \textbackslash{} \textbar{}"
+    assert latex_escape("bm25>>cdc (Rel Δ × 2 − 1)") == r"bm25\textgreater{}\textgreater{}cdc (Rel $\Delta$ $\times$ 2 -- 1)"
 
 
 @pytest.fixture(scope="module")

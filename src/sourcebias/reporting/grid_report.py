@@ -18,6 +18,8 @@ import math
 from pathlib import Path
 from typing import Any
 
+from sourcebias.reporting.tables import latex_escape
+
 SIGNIFICANCE = 0.05
 HUMAN_COLOR = "#0072B2"  # Okabe-Ito blue (human text), as in the analysis figures
 LLM_COLOR = "#D55E00"  # Okabe-Ito vermillion (LLM text)
@@ -71,11 +73,7 @@ def markdown_tables(cells) -> str:
 
 
 def latex_tables(cells) -> str:
-    def esc(s: Any) -> str:
-        return (
-            str(s).replace("\\", r"\textbackslash{}").replace("_", r"\_").replace("&", r"\&").replace("%", r"\%").replace("#", r"\#")
-            .replace(">", r"$>$").replace("<", r"$<$").replace("Δ", r"$\Delta$").replace("−", "--").replace("×", r"$\times$")
-        )  # fmt: skip
+    esc = latex_escape
 
     out = [r"\begin{table}[t]", r"\centering", r"\small", r"\begin{tabular}{llrrrrrr}", r"\toprule", r"dataset & retriever & all & human & LLM & Rel $\Delta$ & 95\% CI & twin pref. \\", r"\midrule"]
     first = True

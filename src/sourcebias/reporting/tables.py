@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 from sourcebias.evaluation.results import ALL, MIXED, EvaluationResult, Key
 
@@ -105,12 +106,23 @@ def markdown_table(result: EvaluationResult) -> str:
     return "\n".join(lines) + "\n"
 
 
+_LATEX = {
+    "\\": r"\textbackslash{}", "{": r"\{", "}": r"\}", "$": r"\$", "&": r"\&", "%": r"\%", "#": r"\#", "_": r"\_",
+    "^": r"\textasciicircum{}", "~": r"\textasciitilde{}", ">": r"\textgreater{}", "<": r"\textless{}", "|": r"\textbar{}",
+    "Δ": r"$\Delta$", "−": "--", "×": r"$\times$", "·": r"$\cdot$", "α": r"$\alpha$", "β": r"$\beta$",
+}  # fmt: skip
+
+
+def latex_escape(value: Any) -> str:
+    """Text safe in a LaTeX table cell: special characters escaped (``>`` would print as ¡ in
+    the default font encoding), the Greek letters and signs our names use in math mode."""
+    return "".join(_LATEX.get(ch, ch) for ch in str(value))
+
+
 def latex_table(result: EvaluationResult) -> str:
     """A ``tabular`` for papers (booktabs)."""
     t = summary_table(result)
-
-    def esc(s: str) -> str:
-        return s.replace("\\", r"\textbackslash{}").replace("_", r"\_").replace("&", r"\&").replace("%", r"\%").replace("#", r"\#").replace("Δ", r"$\Delta$")
+    esc = latex_escape
 
     lines = [r"\begin{tabular}{ll" + "r" * (len(t.columns) - 2) + "}", r"\toprule", " & ".join(esc(c) for c in t.columns) + r" \\", r"\midrule"]
     for row in t.rows:
