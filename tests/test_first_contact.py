@@ -184,3 +184,26 @@ def test_ctrl_c_during_encoding_keeps_finished_batches(nq_utd, tmp_path):
     line = next(x for x in rerun.stdout.splitlines() if "texts encoded" in x)
     read_back = int(line.split(" read from the embedding cache")[0].rsplit(",", 1)[-1].strip().replace(",", ""))
     assert read_back == saved
+
+
+def test_no_help_text_is_eaten_as_rich_markup():
+    """--help renders with rich markup: an unescaped "[x]" in a help text is taken as a style
+    tag and vanishes ("[[datasets]]" printed as "[]"). Every help text must render to itself."""
+    import typer
+    from rich.text import Text
+
+    from sourcebias.cli.main import app
+
+    def walk(cmd, path=()):
+        yield path, cmd
+        for name, sub in getattr(cmd, "commands", {}).items():  # typer's groups are not click.Group
+            yield from walk(sub, path + (name,))
+
+    checked = 0
+    for path, cmd in walk(typer.main.get_command(app)):
+        texts = [cmd.help or ""] + [getattr(p, "help", None) or "" for p in cmd.params]
+        for text in texts:
+            if "[" in text:
+                checked += 1
+                assert Text.from_markup(text).plain == text.replace("\\[", "["), f"sourcebias {' '.join(path)}: {text!r}"
+    assert checked >= 3

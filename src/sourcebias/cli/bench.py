@@ -13,7 +13,7 @@ from sourcebias.cli.common import console, err_console
 
 
 def bench(
-    config: Annotated[Path, typer.Argument(help="Grid configuration (TOML): [[datasets]], [[retrievers]], optional [[runs]], [grid] settings, [options].", show_default=False, metavar="CONFIG")],
+    config: Annotated[Path, typer.Argument(help=r"Grid configuration (TOML): [\[datasets]], [\[retrievers]], optional [\[runs]], \[grid] settings, \[options].", show_default=False, metavar="CONFIG")],
     output: Annotated[Path, typer.Option("--output", "-o", metavar="DIR", help="Grid folder: one result folder per cell, grid.json, the report. Rerunning into it resumes.", show_default=False)],
     ray: Annotated[str | None, typer.Option("--ray", metavar="[ADDRESS]", help="Run cells as Ray tasks: --ray alone starts a local cluster; --ray ADDRESS joins one (e.g. ray://head:10001 or auto).")] = None,
     only: Annotated[list[str] | None, typer.Option("--only", metavar="DATASET/SYSTEM", help="Run only these cells (repeat).")] = None,

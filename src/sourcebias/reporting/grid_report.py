@@ -121,6 +121,7 @@ def figure_accuracy_vs_bias(cells, path: Path) -> Path:
     datasets = list(dict.fromkeys(ok["dataset"]))
     markers = ["o", "s", "^", "D", "v", "P"]
     fig, ax = plt.subplots(figsize=(6.4, 4.4), dpi=180, layout="constrained")
+    points: list[tuple[float, float, str]] = []
     for i, ds in enumerate(datasets):
         part = ok[ok["dataset"] == ds]
         x = part["rel_delta"].astype(float).to_numpy()
@@ -130,8 +131,7 @@ def figure_accuracy_vs_bias(cells, path: Path) -> Path:
         colors = [LLM_COLOR if v < 0 else HUMAN_COLOR for v in x]
         ax.errorbar(x, y, xerr=[lo, hi], fmt="none", ecolor="#999999", elinewidth=1, capsize=2, zorder=1)
         ax.scatter(x, y, c=colors, marker=markers[i % len(markers)], s=46, zorder=2, edgecolors="black", linewidths=0.5, label=ds)
-        for xv, yv, name in zip(x, y, part["retriever"]):
-            ax.annotate(name, (xv, yv), textcoords="offset points", xytext=(5, 4 if i % 2 == 0 else -11), fontsize=7.5)
+        points += [(float(xv), float(yv), str(name)) for xv, yv, name in zip(x, y, part["retriever"])]
     ax.axvline(0, color="black", lw=0.8, ls="--")
     ax.set_xlabel("Relative Δ (%): < 0 LLM text ranked higher, > 0 human text ranked higher")
     measure = ok["measure"].iloc[0] if len(ok) else "NDCG"
@@ -140,14 +140,54 @@ def figure_accuracy_vs_bias(cells, path: Path) -> Path:
     ymin, ymax = ax.get_ylim()
     ax.text(0.01, 0.98, "← prefers LLM-generated", transform=ax.transAxes, ha="left", va="top", fontsize=8, color=LLM_COLOR)
     ax.text(0.99, 0.98, "prefers human-written →", transform=ax.transAxes, ha="right", va="top", fontsize=8, color=HUMAN_COLOR)
-    ax.set_ylim(ymin, ymax + (ymax - ymin) * 0.08)
+    ax.set_ylim(ymin - (ymax - ymin) * 0.06, ymax + (ymax - ymin) * 0.10)
     # marker shapes tell the datasets apart; colours are the sign of Relative Δ
     handles = [plt.Line2D([], [], marker=markers[i % len(markers)], ls="", color="gray", markeredgecolor="black", label=ds) for i, ds in enumerate(datasets)]
     fig.legend(handles=handles, loc="outside lower center", ncol=max(len(handles), 1), fontsize=8, title="dataset (marker); colour: sign of Relative Δ; error bars: 95% CI", title_fontsize=8, frameon=False)
+    _place_labels(fig, ax, points)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path)
     plt.close(fig)
     return path
+
+
+def _place_labels(fig, ax, points: list[tuple[float, float, str]], fontsize: float = 7.5) -> None:
+    """Label each point where its text overlaps no earlier label, no marker and no axes edge.
+
+    Greedy over eight offsets around the point (first that fits wins; else the one overlapping
+    least). Written here because matplotlib has no label placement of its own and adjustText, the
+    usual add-on, moves labels iteratively and is not deterministic across versions.
+    """
+    from matplotlib.transforms import Bbox
+
+    fig.canvas.draw()  # final layout, so that display coordinates hold
+    renderer = fig.canvas.get_renderer()
+    frame = ax.get_window_extent(renderer)
+    marker_r = 5.0 * fig.dpi / 72
+    markers = [Bbox.from_bounds(px - marker_r, py - marker_r, 2 * marker_r, 2 * marker_r) for px, py in ax.transData.transform([(x, y) for x, y, _ in points])] if points else []
+    placed: list = []
+    offsets = [(6, 3, "left", "bottom"), (6, -3, "left", "top"), (-6, 3, "right", "bottom"), (-6, -3, "right", "top"), (0, 7, "center", "bottom"), (0, -7, "center", "top"), (6, 12, "left", "bottom"), (6, -12, "left", "top")]
+
+    def cost(box, own: int) -> float:
+        inside = frame.x0 <= box.x0 and box.x1 <= frame.x1 and frame.y0 <= box.y0 and box.y1 <= frame.y1
+        hits = sum(box.overlaps(b) for b in placed) + sum(box.overlaps(m) for j, m in enumerate(markers) if j != own)
+        return hits + (0 if inside else 10)
+
+    for own, (x, y, name) in enumerate(points):
+        best = None
+        for dx, dy, ha, va in offsets:
+            t = ax.annotate(name, (x, y), textcoords="offset points", xytext=(dx, dy), ha=ha, va=va, fontsize=fontsize)
+            box = t.get_window_extent(renderer).expanded(1.04, 1.1)
+            c = cost(box, own)
+            if best is None or c < best[0]:
+                if best is not None:
+                    best[1].remove()
+                best = (c, t, box)
+            else:
+                t.remove()
+            if c == 0:
+                break
+        placed.append(best[2])
 
 
 def figure_relative_delta(cells, dataset: str, path: Path) -> Path:
