@@ -92,6 +92,16 @@ def test_plan_is_seeded_saved_and_reloaded(nf_train, tmp_path):
     assert len(a.epochs) == 2 and [t for e in a.epochs for bt in e for t in bt] != []
 
 
+def test_tuples_without_a_mined_negative_are_listed_not_lost(nf_train):
+    # mining only BM25's first document: where that one is relevant, the query has no negative
+    plan = build_plan(nf_train, batch_size=16, epochs=1, seed=42, strategy="hard", max_tuples=200, mine_depth=1)
+    left = plan.header["left_out_without_negative"]
+    assert left and plan.header["tuples"] + len(left) == 200
+    assert sum(len(b) for b in plan.batches()) == plan.header["tuples"]
+    for q, d in left:
+        assert nf_train.qrels[q][d] > 0
+
+
 @pytest.mark.slow
 def test_a_short_training_run_changes_the_weights_and_resumes(nf_train, tmp_path):
     from sentence_transformers import SentenceTransformer

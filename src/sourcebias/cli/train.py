@@ -93,6 +93,8 @@ def train(
                 plan = build_plan(ds, batch_size=batch_size, epochs=epochs, seed=seed, strategy=negatives, max_tuples=max_tuples)
             plan.save(plan_path)
             console.print(f"Plan: {plan.header['tuples']:,} tuples in {len(plan.batches())} batches ({negatives}), saved to {plan_path}")
+            if plan.header.get("left_out_without_negative"):
+                console.print(f"  {len(plan.header['left_out_without_negative'])} tuples left out: BM25 found no non-relevant document for their query (listed in the plan's header)")
         target_dir = eval_dataset or dataset_dir
         rows = []
         target = None

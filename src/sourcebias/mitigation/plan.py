@@ -11,7 +11,8 @@ sweep (and every rerun) trains on exactly the same batches.
   A mined negative is the highest-ranked BM25 document (on the query, over the mixed corpus)
   that is not relevant to the query, skipping every copy of every relevant document; it is used
   with **both** of its copies (human and LLM), so that negatives never teach the model which
-  source to avoid.
+  source to avoid. A tuple whose query has no non-relevant document in BM25's top ``mine_depth``
+  cannot have one; it is left out and listed in the plan's header (``left_out_without_negative``).
 * **Batches.** Tuples are shuffled with ``numpy.random.default_rng(seed + epoch)`` and packed in
   that order into batches in which no query and no document appears twice (a duplicate would be
   a false in-batch negative); the last batch may be short.
@@ -175,14 +176,18 @@ def build_plan(dataset: Any, *, batch_size: int = 32, epochs: int = 1, seed: int
     if max_tuples is not None and max_tuples < len(tuples):
         keep = np.sort(np.random.default_rng(seed).choice(len(tuples), size=max_tuples, replace=False))
         tuples = [tuples[i] for i in keep.tolist()]
+    without_negative: list[list[str]] = []
     if strategy != "in-batch":
         cands = mine_negatives(dataset, sorted({t.query_id for t in tuples}), mine_depth)
         mined = []
         for t in tuples:
             negs = cands.get(t.query_id) or []
-            if not negs:
-                continue  # BM25 found no non-relevant document for this query: the tuple has no negative
+            if not negs:  # BM25 found no non-relevant document for this query: no negative to pair
+                without_negative.append([t.query_id, t.doc_id])
+                continue
             mined.append(Tuple(t.query_id, t.doc_id, negs[0]))
+        if not mined:
+            raise ConfigError(f"BM25 found no non-relevant document in its top {mine_depth} for any query: no hard negatives; raise the mining depth or use in-batch")
         tuples = mined
     epochs_out = []
     for e in range(epochs):
@@ -199,6 +204,7 @@ def build_plan(dataset: Any, *, batch_size: int = 32, epochs: int = 1, seed: int
         "tuples": len(tuples),
         "max_tuples": max_tuples,
         "mine_depth": mine_depth if strategy != "in-batch" else None,
+        "left_out_without_negative": without_negative,  # (query, doc) tuples with no mined negative
         "dataset": str(dataset.root),
         "split": dataset.split,
         "human_source": dataset.human_source,
