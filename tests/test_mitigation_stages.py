@@ -132,3 +132,21 @@ def test_cdc_fit_cli_then_the_stage(tmp_path, capsys):
     run = build_retriever(f"minilm>>cdc:{out / 'cdc.json'}", cache_dir=tmp_path / "cache").retrieve(ds.corpus, {q: ds.queries[q] for q in ds.evaluation_queries()}, 8)
     for q in run.query_ids:
         assert run.keys(q) == ev.runs[("minilm>>cdc", "mixed")].keys(q)
+
+
+def test_fit_commands_refuse_a_missing_evaluation_dataset_before_any_work(cocktail_dir, tmp_path, capsys):
+    """A typo in --eval-dataset / --target stops both fit commands before the (long) fit, naming
+    the folder, and leaves no output folder behind."""
+    from sourcebias.cli.main import main
+
+    missing = tmp_path / "no-such-dataset"
+    for argv, out in (
+        (["cdc", "fit", str(cocktail_dir), "-r", "bm25", "--lm", "lm:smollm2", "--split", "test", "--eval-dataset", str(missing)], tmp_path / "cdc"),
+        (["project", "fit", str(cocktail_dir), "--target", str(missing)], tmp_path / "proj"),
+    ):
+        with pytest.raises(SystemExit) as info:
+            main([*argv, "-o", str(out), "--cache-dir", str(tmp_path / "cache")])
+        err = capsys.readouterr().err
+        assert info.value.code not in (0, None)
+        assert "no-such-dataset" in err, err
+        assert not out.exists() or not any(out.iterdir())

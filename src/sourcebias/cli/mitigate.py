@@ -92,10 +92,12 @@ def cdc_fit(
     t0 = time.perf_counter()
     folder = OutputFolder.claim(output, kind="cdc", overwrite=overwrite)
     try:
+        # the data first: a typo in a folder stops here, before any model loads
+        ds = load_dataset(dataset_dir, split=split)
+        target = load_dataset(eval_dataset or dataset_dir, split=eval_split or split) if evaluation else None
         options = {"device": device, "batch_size": batch_size, "cache_dir": cache_dir}
         system = build_retriever(retriever, **options)
         scorer = build_lm_scorer(lm, batch_size=batch_size, device=device, cache_dir=cache_dir)
-        ds = load_dataset(dataset_dir, split=split)
         llm = ds.other_sources[0] if len(ds.other_sources) == 1 else fail(f"{ds.name} has several LLM sources; keep one with a dataset of two sources")
         pairs = calibration_sample(ds, sample, seed=seed, llm_source=llm)
         corpus = ds.corpus
@@ -141,8 +143,7 @@ def cdc_fit(
         console.print(f"[bold]{fit.summary()}[/bold]")
         if dropped:
             console.print(f"[yellow]Note:[/yellow] {dropped} documents of the sample were not scored by the retriever (below its depth); their pairs were left out")
-        if evaluation:
-            target = load_dataset(eval_dataset or dataset_dir, split=eval_split or split)
+        if target is not None:
             from sourcebias.mitigation.stages import CDCCorrection
             from sourcebias.retrieval import Pipeline
 
@@ -189,14 +190,15 @@ def project_fit(
     try:
         if target is not None and any(Path(c).resolve() == Path(target).resolve() for c in calibration):
             fail(f"the target {target} is among the calibration datasets: leave it out (the direction must come from other data)")
+        # the data first: a typo in a folder stops here, before any model loads
+        cal = [load_dataset(c, split=None) for c in calibration]
+        ds = load_dataset(target, split=split) if target is not None else None
         options = {"device": device, "batch_size": batch_size, "cache_dir": cache_dir}
         system = build_retriever(model, **options)
-        cal = [load_dataset(c, split=None) for c in calibration]
         proj = fit_direction(system, cal, pairs_per_dataset=pairs, seed=seed)
         proj.save(folder.staging / "projection.json")
         console.print(f"Direction from {proj.details['pairs']} twin pairs of {', '.join(proj.details['calibration'])}: ‖mean difference‖ {proj.details['mean_difference_norm']:.4f}")
-        if target is not None:
-            ds = load_dataset(target, split=split)
+        if ds is not None:
             after = build_retriever(model, **options)
             proj.source = str(Path(output) / "projection.json")
             after.doc_transform = proj

@@ -131,8 +131,9 @@ def fit_iv(scores: Sequence[float], perplexity: Sequence[float], is_llm: Sequenc
 
     ``cov_type``: ``robust`` (heteroskedasticity-robust, default), ``clustered`` (by query) or
     ``unadjusted``. ``query_effects``: subtract each query's mean from score, perplexity and
-    instrument first (fixed effects; the standard errors then account for the absorbed means
-    through the degrees of freedom of the clustered or robust estimator).
+    instrument first (fixed effects, the within transformation). The standard errors do not
+    count the absorbed means as parameters; use ``clustered`` with query effects — cluster-robust
+    errors stay valid under the within transformation, the others are then slightly too small.
     """
     import pandas as pd
     from linearmodels.iv import IV2SLS
