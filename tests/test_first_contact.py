@@ -163,15 +163,17 @@ def test_ctrl_c_during_encoding_keeps_finished_batches(nq_utd, tmp_path):
 
     data = nq_subset(nq_utd, tmp_path / "data", 300)
     cache = tmp_path / "cache"
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "SOURCEBIAS_CACHE": str(cache), "HF_HUB_OFFLINE": "1", "COLUMNS": "200"}
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "SOURCEBIAS_CACHE": str(cache), "HF_HUB_OFFLINE": "1", "COLUMNS": "200", "SOURCEBIAS_FLUSH_SECONDS": "1"}
+    # a flush every second (not 10): the interruption comes well before the 600 texts are done
+    # however fast the machine encodes
     cmd = [sys.executable, "-m", "sourcebias", "evaluate", str(data), "-r", "minilm", "--k", "1", "--batch-size", "8", "--no-sole"]
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     store = cache / "embeddings"
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline and not list(store.glob("*/shard-*.npz")) and proc.poll() is None:
-        time.sleep(0.1)  # the first timed flush (every 10 s of encoding)
+        time.sleep(0.05)  # the first timed flush
     first = sum(int(np.load(p)["keys"].shape[0]) for p in store.glob("*/shard-*.npz"))
-    time.sleep(1.0)  # a few more batches of 8, not yet flushed
+    time.sleep(0.5)  # a few more batches of 8, not yet flushed
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err
@@ -207,3 +209,17 @@ def test_no_help_text_is_eaten_as_rich_markup():
                 checked += 1
                 assert Text.from_markup(text).plain == text.replace("\\[", "["), f"sourcebias {' '.join(path)}: {text!r}"
     assert checked >= 3
+
+
+def test_flush_interval_from_the_environment(monkeypatch):
+    from sourcebias.core.cache import default_flush_seconds
+    from sourcebias.core.errors import ConfigError
+
+    monkeypatch.delenv("SOURCEBIAS_FLUSH_SECONDS", raising=False)
+    assert default_flush_seconds() == 10.0
+    monkeypatch.setenv("SOURCEBIAS_FLUSH_SECONDS", "2.5")
+    assert default_flush_seconds() == 2.5
+    for bad in ("0", "-1", "soon"):
+        monkeypatch.setenv("SOURCEBIAS_FLUSH_SECONDS", bad)
+        with pytest.raises(ConfigError, match=f"SOURCEBIAS_FLUSH_SECONDS='{bad}'"):
+            default_flush_seconds()

@@ -155,10 +155,11 @@ class Embedder:
         at most one batch).
     shard_size, flush_seconds:
         A shard is written when this many new vectors are pending or this many seconds have
-        passed since the last write, and whenever encoding stops (normally or not).
+        passed since the last write (default ``$SOURCEBIAS_FLUSH_SECONDS`` or 10), and whenever
+        encoding stops (normally or not).
     """
 
-    def __init__(self, encoder: Any, *, cache_dir: str | Path | bool | None = None, batch_size: int | None = None, shard_size: int = 2048, flush_seconds: float = 10.0, name: str | None = None):
+    def __init__(self, encoder: Any, *, cache_dir: str | Path | bool | None = None, batch_size: int | None = None, shard_size: int = 2048, flush_seconds: float | None = None, name: str | None = None):
         self.encoder = encoder
         if cache_dir is None or cache_dir is True:
             from sourcebias.core.cache import default_cache_dir
@@ -167,6 +168,10 @@ class Embedder:
         self.cache_dir = None if cache_dir is False else Path(cache_dir)
         self.batch_size = int(batch_size or getattr(encoder, "batch_size", 32) or 32)
         self.shard_size = shard_size
+        if flush_seconds is None:
+            from sourcebias.core.cache import default_flush_seconds
+
+            flush_seconds = default_flush_seconds()
         self.flush_seconds = flush_seconds
         self.name = name or getattr(encoder, "name", type(encoder).__name__)
         self._memory: dict[str, dict[bytes, np.ndarray]] = {}
