@@ -167,7 +167,9 @@ def test_ctrl_c_during_encoding_keeps_finished_batches(nq_utd, tmp_path):
     # a flush every second (not 10): the interruption comes well before the 600 texts are done
     # however fast the machine encodes
     cmd = [sys.executable, "-m", "sourcebias", "evaluate", str(data), "-r", "minilm", "--k", "1", "--batch-size", "8", "--no-sole"]
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # a shell's background job (CI started with `... &`) inherits SIGINT ignored, and Python then
+    # keeps it ignored; the child gets the default disposition, as in a terminal
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     store = cache / "embeddings"
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline and not list(store.glob("*/shard-*.npz")) and proc.poll() is None:
