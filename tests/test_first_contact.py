@@ -164,8 +164,7 @@ def test_ctrl_c_during_encoding_keeps_finished_batches(nq_utd, tmp_path):
     data = nq_subset(nq_utd, tmp_path / "data", 300)
     cache = tmp_path / "cache"
     env = {**os.environ, "OMP_NUM_THREADS": "1", "SOURCEBIAS_CACHE": str(cache), "HF_HUB_OFFLINE": "1", "COLUMNS": "200", "SOURCEBIAS_FLUSH_SECONDS": "1"}
-    # a flush every second (not 10): the interruption comes well before the 600 texts are done
-    # however fast the machine encodes
+    # a flush every second (not 10): the first shard, which the test waits for, comes sooner
     cmd = [sys.executable, "-m", "sourcebias", "evaluate", str(data), "-r", "minilm", "--k", "1", "--batch-size", "8", "--no-sole"]
     # a shell's background job (CI started with `... &`) inherits SIGINT ignored, and Python then
     # keeps it ignored; the child gets the default disposition, as in a terminal

@@ -22,8 +22,8 @@ def default_flush_seconds() -> float:
         return 10.0
     try:
         value = float(text)
+        if value > 0:  # also refuses nan
+            return value
     except ValueError:
-        value = -1.0
-    if not value > 0:
-        raise ConfigError(f"SOURCEBIAS_FLUSH_SECONDS={text!r}: expected a positive number of seconds")
-    return value
+        pass
+    raise ConfigError(f"SOURCEBIAS_FLUSH_SECONDS={text!r}: expected a positive number of seconds")
