@@ -8,6 +8,10 @@
   does, so every document token is scored.
 * **Masked LM** (``mlm:NAME``): pseudo-log-perplexity, each token masked once
   (:mod:`sourcebias.analysis.pseudo_perplexity`).
+* **The retriever's own masked LM** (``mlm:from-retriever:SPEC``, SPEC a retriever such as
+  ``minilm`` or ``st:NAME_OR_PATH``, or a checkpoint): the same pseudo-log-perplexity with the
+  masked-LM head stored in the retriever's checkpoint (:mod:`sourcebias.models.mlm_head`), as the
+  Perplexity Trap paper measures it; a checkpoint without that head is refused.
 
 Values are "log-perplexities" (mean NLL in nats, not exponentiated), as in the CDC code. Each
 document's value is stored in the embedding store under the model's fingerprint (a two-column
@@ -54,11 +58,12 @@ def field_texts(corpus, field: str = DEFAULT_FIELD) -> list[str]:
 
 
 def parse_lm_spec(spec: str) -> tuple[str, str, dict[str, str]]:
-    """``lm:NAME[,key=value...]`` or ``mlm:NAME[,...]`` -> ``(kind, name, options)``."""
+    """``lm:NAME[,key=value...]``, ``mlm:NAME[,...]`` or ``mlm:from-retriever:SPEC[,...]`` ->
+    ``(kind, name, options)`` (for ``from-retriever``, ``name`` is ``from-retriever:SPEC``)."""
     kind, sep, rest = spec.partition(":")
     kind = kind.strip().lower()
     if not sep or kind not in ("lm", "mlm") or not rest.strip():
-        raise ConfigError(f"a language model is written lm:NAME (causal) or mlm:NAME (masked), e.g. lm:smollm2; got '{spec}'")
+        raise ConfigError(f"a language model is written lm:NAME (causal), mlm:NAME (masked) or mlm:from-retriever:RETRIEVER (the retriever's own masked-LM head), e.g. lm:smollm2; got '{spec}'")
     name, *opts = rest.split(",")
     options: dict[str, str] = {}
     for o in opts:
@@ -189,11 +194,63 @@ class MaskedPseudoPerplexity:
         return {"name": self.name, "class": "MaskedPseudoPerplexity", "model": self.model, "resolved": self.resolved, "max_tokens": self.max_tokens, "special_tokens": self.special_tokens, "field": self.field, "value": "mean pseudo negative log-likelihood per token (nats), each token masked once"}
 
 
+#: the model name of ``mlm:from-retriever:SPEC``
+FROM_RETRIEVER = "from-retriever"
+
+
+class RetrieverPseudoPerplexity(MaskedPseudoPerplexity):
+    """Pseudo-log-perplexity under a retriever's own masked-LM head (``mlm:from-retriever:SPEC``):
+    the checkpoint the retriever ``SPEC`` resolves to, its transformer folder and the head weights
+    stored there (:func:`sourcebias.models.mlm_head.find_head`; refused without one), scored as
+    :class:`MaskedPseudoPerplexity` scores ``mlm:NAME``."""
+
+    def __init__(self, retriever: str, *, max_tokens: int = 512, batch_size: int = 8, device: str | None = None, special_tokens: bool = False, field: str = DEFAULT_FIELD):
+        from sourcebias.models.mlm_head import find_head
+
+        self.field = check_field(field)
+        self.model = f"{FROM_RETRIEVER}:{retriever}"
+        self.max_tokens = int(max_tokens)
+        self.batch_size = int(batch_size)
+        self.device = device
+        self.special_tokens = special_tokens
+        self.head = find_head(retriever)
+        self.resolved = self.head.folder
+        self.name = f"mlm:{self.model}"
+        self._loaded = None
+        self._fp: str | None = None
+
+    def _load(self):
+        if self._loaded is None:
+            from sourcebias.models.mlm_head import load_retriever_mlm
+
+            self._loaded = load_retriever_mlm(self.head, device=self.device)
+        return self._loaded
+
+    def config(self) -> dict[str, Any]:
+        cfg = super().config()
+        cfg.update({"class": "RetrieverPseudoPerplexity", "head": self.head.config()})
+        return cfg
+
+
+def _split_retriever_options(name: str, opts: dict[str, str], allowed: set[str]) -> tuple[str, dict[str, str]]:
+    """For ``mlm:from-retriever:SPEC,...``: options that are not the scorer's belong to the retriever
+    spec (``minilm,path=DIR``), and go back into it."""
+    extra = [f"{k}={v}" for k, v in opts.items() if k not in allowed]
+    spec = name.partition(":")[2].strip()
+    if not spec:
+        raise ConfigError("mlm:from-retriever needs a retriever: mlm:from-retriever:minilm, mlm:from-retriever:st:PATH")
+    return ",".join([spec, *extra]), {k: v for k, v in opts.items() if k in allowed}
+
+
 def build_lm_scorer(spec: str, *, batch_size: int | None = None, device: str | None = None, cache_dir: Any = None, field: str = DEFAULT_FIELD):
-    """A cached-value "encoder" for ``lm:NAME`` or ``mlm:NAME`` (options: ``max_tokens``, ``dtype``)
-    that scores a document's ``field`` (``text`` or ``title+text``; part of its fingerprint)."""
+    """A cached-value "encoder" for ``lm:NAME``, ``mlm:NAME`` or ``mlm:from-retriever:SPEC``
+    (options: ``max_tokens``, ``dtype``, ``batch_size``, ``special_tokens``) that scores a
+    document's ``field`` (``text`` or ``title+text``; part of its fingerprint)."""
     kind, name, opts = parse_lm_spec(spec)
     allowed = {"max_tokens", "dtype", "batch_size"} if kind == "lm" else {"max_tokens", "batch_size", "special_tokens"}
+    retriever = None
+    if kind == "mlm" and name.split(":", 1)[0].strip().lower() == FROM_RETRIEVER:
+        retriever, opts = _split_retriever_options(name, opts, allowed)
     unknown = set(opts) - allowed
     if unknown:
         raise ConfigError(f"{spec}: unknown option(s) {', '.join(sorted(unknown))}; options: {', '.join(sorted(allowed))}")
@@ -204,7 +261,10 @@ def build_lm_scorer(spec: str, *, batch_size: int | None = None, device: str | N
         raise ConfigError(f"{spec}: max_tokens and batch_size are integers") from None
     if kind == "lm":
         return CausalPerplexity(name, max_tokens=max_tokens, batch_size=bs, device=device, dtype=opts.get("dtype"), cache_dir=cache_dir, field=field)
-    return MaskedPseudoPerplexity(name, max_tokens=max_tokens, batch_size=bs, device=device, special_tokens=opts.get("special_tokens", "false").lower() in ("1", "true", "yes"), field=field)
+    special = opts.get("special_tokens", "false").lower() in ("1", "true", "yes")
+    if retriever is not None:
+        return RetrieverPseudoPerplexity(retriever, max_tokens=max_tokens, batch_size=bs, device=device, special_tokens=special, field=field)
+    return MaskedPseudoPerplexity(name, max_tokens=max_tokens, batch_size=bs, device=device, special_tokens=special, field=field)
 
 
 def document_values(corpus, scorer, *, cache_dir: Any = None, unique: bool = True, positions: Sequence[int] | None = None):

@@ -176,7 +176,7 @@ def spectrum(dataset_dir: Dataset, output: Output, model: Annotated[str, typer.O
 
 
 @analyze_app.command()
-def perplexity(dataset_dir: Dataset, output: Output, model: Annotated[str, typer.Option(help="lm:NAME (causal, e.g. lm:smollm2) or mlm:NAME (masked, e.g. mlm:bert-base-uncased); options ,max_tokens=512.")] = "lm:smollm2", field: Field = "text", source: Source = None, split: Split = None, device: Device = None, batch_size: BatchSize = None, cache_dir: CacheDir = None, overwrite: Overwrite = False) -> None:
+def perplexity(dataset_dir: Dataset, output: Output, model: Annotated[str, typer.Option(help="lm:NAME (causal, e.g. lm:smollm2), mlm:NAME (masked, e.g. mlm:bert-base-uncased) or mlm:from-retriever:RETRIEVER (the masked-LM head in a retriever's checkpoint, e.g. mlm:from-retriever:st:DIR; refused without one); options ,max_tokens=512.")] = "lm:smollm2", field: Field = "text", source: Source = None, split: Split = None, device: Device = None, batch_size: BatchSize = None, cache_dir: CacheDir = None, overwrite: Overwrite = False) -> None:
     """Log-perplexity of every document and the paired LLM − human difference (SPEC §6)."""
     from sourcebias.analysis import runners
 
@@ -184,7 +184,7 @@ def perplexity(dataset_dir: Dataset, output: Output, model: Annotated[str, typer
 
 
 @analyze_app.command()
-def artifacts(dataset_dir: Dataset, output: Output, lm: Annotated[str | None, typer.Option(help="Language model for perplexity (lm:NAME or mlm:NAME); 'none' to leave it out.")] = "lm:smollm2", run: Annotated[Path | None, typer.Option("--run", metavar="EVALUATE_DIR", help="An evaluate output folder: correlate each artifact with the retriever's within-query z-scores.")] = None, retriever: Annotated[str | None, typer.Option(help="Which retriever of --run (when it holds several).")] = None, top: Annotated[int, typer.Option(help="Documents per query of the run used for the correlations.", min=3)] = 200, field: Field = "text", source: Source = None, split: Split = None, device: Device = None, batch_size: BatchSize = None, cache_dir: CacheDir = None, overwrite: Overwrite = False) -> None:
+def artifacts(dataset_dir: Dataset, output: Output, lm: Annotated[str | None, typer.Option(help="Language model for perplexity (lm:NAME, mlm:NAME or mlm:from-retriever:RETRIEVER); 'none' to leave it out.")] = "lm:smollm2", run: Annotated[Path | None, typer.Option("--run", metavar="EVALUATE_DIR", help="An evaluate output folder: correlate each artifact with the retriever's within-query z-scores.")] = None, retriever: Annotated[str | None, typer.Option(help="Which retriever of --run (when it holds several).")] = None, top: Annotated[int, typer.Option(help="Documents per query of the run used for the correlations.", min=3)] = 200, field: Field = "text", source: Source = None, split: Split = None, device: Device = None, batch_size: BatchSize = None, cache_dir: CacheDir = None, overwrite: Overwrite = False) -> None:
     """Perplexity, length and median term IDF per document: effect sizes and tests across sources,
     and their correlation with a retriever's scores (Huang et al. 2026)."""
     from sourcebias.analysis import runners
@@ -211,7 +211,7 @@ def length(dataset_dir: Dataset, output: Output, tokenizer: Annotated[str, typer
 
 
 @analyze_app.command()
-def decompose(dataset_dir: Dataset, output: Output, model: Annotated[str, typer.Option(help="Dense retriever whose score gaps are explained: minilm, st:NAME_OR_PATH or a preset.")] = "minilm", lm: Annotated[str | None, typer.Option(help="Language model for the Δ log-perplexity factor (lm:NAME or mlm:NAME; slow). Left out when not given.")] = None, split: Annotated[str, typer.Option(help="Qrels split whose relevant pairs are regressed.")] = "test", confidence: Annotated[float, typer.Option(help="Level of the clustered confidence intervals.", min=0.5, max=0.999)] = 0.95, field: Field = "text", source: Source = None, seed: Seed = 0, device: Device = None, batch_size: BatchSize = None, cache_dir: CacheDir = None, overwrite: Overwrite = False) -> None:
+def decompose(dataset_dir: Dataset, output: Output, model: Annotated[str, typer.Option(help="Dense retriever whose score gaps are explained: minilm, st:NAME_OR_PATH or a preset.")] = "minilm", lm: Annotated[str | None, typer.Option(help="Language model for the Δ log-perplexity factor (lm:NAME, mlm:NAME or mlm:from-retriever:RETRIEVER; slow). Left out when not given.")] = None, split: Annotated[str, typer.Option(help="Qrels split whose relevant pairs are regressed.")] = "test", confidence: Annotated[float, typer.Option(help="Level of the clustered confidence intervals.", min=0.5, max=0.999)] = 0.95, field: Field = "text", source: Source = None, seed: Seed = 0, device: Device = None, batch_size: BatchSize = None, cache_dir: CacheDir = None, overwrite: Overwrite = False) -> None:
     """One joint account of the twin gap: s(q, LLM) − s(q, human) regressed on Δ perplexity (--lm), Δ words, Δ median IDF and the cross-fitted direction projection, SEs clustered by query, shares of the mean gap, a held-out half."""
     from sourcebias.analysis import decompose as dc
 

@@ -55,7 +55,7 @@ def cdc_fit(
     dataset_dir: Annotated[Path, typer.Argument(help="Dataset folder of the calibration sample.", show_default=False, metavar="DATASET_DIR")],
     retriever: Annotated[str, typer.Option("--retriever", "-r", metavar="SPEC", help="The retriever to correct (any --retriever specification).", show_default=False)],
     output: Annotated[Path, typer.Option("--output", "-o", metavar="DIR", help="Folder for cdc.json, the sample, the before/after evaluation and a manifest.", show_default=False)],
-    lm: Annotated[str, typer.Option(metavar="SPEC", help="Language model of the perplexities: lm:NAME (causal) or mlm:NAME (masked), options ,max_tokens=N.")] = "lm:smollm2",
+    lm: Annotated[str, typer.Option(metavar="SPEC", help="Language model of the perplexities: lm:NAME (causal), mlm:NAME (masked) or mlm:from-retriever:RETRIEVER (the masked-LM head in the retriever's checkpoint), options ,max_tokens=N.")] = "lm:smollm2",
     field: Annotated[str, typer.Option(metavar="text|title+text", help="Which field's perplexity: the text (the papers' code) or title and text joined.")] = "text",
     split: Annotated[str, typer.Option(help="Split whose relevant pairs form the calibration sample.")] = "train",
     sample: Annotated[int, typer.Option(help="Relevant (query, document) pairs in the sample (each with its twin).", min=2)] = 128,

@@ -51,7 +51,7 @@ class CDCCorrection(Stage):
     beta:
         The causal effect of perplexity on the retriever's score (β̂₂ of the 2SLS fit).
     lm:
-        The language model of the perplexities (``lm:NAME`` or ``mlm:NAME``, as in the fit).
+        The language model of the perplexities (``lm:NAME``, ``mlm:NAME`` or ``mlm:from-retriever:SPEC``, as in the fit).
     field:
         The document field scored (``text`` or ``title+text``, as in the fit).
     depth:
