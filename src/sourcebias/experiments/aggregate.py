@@ -9,6 +9,13 @@ tests, twin preference, ΔNDSR), then ``status`` and ``error``. ``status`` is ``
 configuration: its recorded hash is not the one the current configuration expects; such rows
 carry no statistics and are left out of tables and figures). Means are fractions (0–1),
 Relative Δ in percent.
+
+In a grid of several ``seeds`` there is one row per (cell, seed, LLM source), with two more
+columns: ``seed`` and ``mean_abs_delta_ndsr`` (the mean over queries of |NDSR_human − NDSR_LLM|
+within that seed, the rule of ΔNDSR for unpaired documents), and the p-values are corrected
+across the cells of each seed (each seed is one replicate of the grid, so a seed's rows equal a
+one-seed grid's with that seed); :func:`seed_summary` gives, per
+(dataset, system, LLM source), the mean, sample SD, min and max of each quantity across seeds.
 """
 
 from __future__ import annotations
@@ -43,6 +50,9 @@ def cell_rows(cfg: GridConfig, root: Path, cell: Any, rec: dict[str, Any], datas
     from sourcebias.evaluation.results import load_result
 
     base = {"dataset": cell.dataset.name, "split": cell.dataset.split, "retriever": cell.system.name, "measure": measure}
+    seed = cfg.seed if cell.seed is None else cell.seed
+    if cell.seed is not None:
+        base["seed"] = cell.seed
     folder = cell.folder(root)
     if rec.get("status") == "failed":
         return [{**base, "status": "failed", "error": rec.get("error", "")}]
@@ -56,13 +66,36 @@ def cell_rows(cfg: GridConfig, root: Path, cell: Any, rec: dict[str, Any], datas
     ds = datasets[d.name]
     result = load_result(folder, dataset=ds)
     ctx = StatContext(
-        qrels=ds.qrels, measures=[measure], ndsr_k=ndsr_k, bootstrap_resamples=cfg.bootstrap_resamples, confidence=cfg.confidence, seed=cfg.seed,
+        qrels=ds.qrels, measures=[measure], ndsr_k=ndsr_k, bootstrap_resamples=cfg.bootstrap_resamples, confidence=cfg.confidence, seed=seed,
         significance_resamples=cfg.significance_resamples, correction="none", orphans=cfg.orphans,
     )  # fmt: skip
     rows = compute_statistics(result, ctx, statistics, correct=False).rows()
     if not rows:
         raise DataError(folder / "result.json", f"cell {cell.key} is finished but holds no {measure} values of a human and an LLM target on the mixed corpus; its report row cannot be made")
-    return [{**base, **row, "status": "ok", "error": ""} for row in rows]
+    out = [{**base, **row, "status": "ok", "error": ""} for row in rows]
+    if cell.seed is not None:  # a grid of several seeds: mean |ΔNDSR| of this seed, per row
+        for row in out:
+            row["mean_abs_delta_ndsr"] = mean_abs_delta_ndsr(result, row["retriever"], row["llm_source"], ndsr_k, cfg.orphans)
+    return out
+
+
+def mean_abs_delta_ndsr(result: Any, retriever: str, llm: str, k: int = 10, orphans: str = "drop") -> float:
+    """The mean over queries of |NDSR_human − NDSR_LLM|@k on the mixed ranking of ``retriever`` (queries with an empty ranking left out, unpaired documents removed first with the
+    orphan policy ``drop``, as ΔNDSR does); NaN without a mixed run."""
+    from sourcebias.evaluation.measures import NDSR
+    from sourcebias.evaluation.results import MIXED, RunKey
+    from sourcebias.evaluation.stats.delta_ndsr import without_unpaired
+
+    run = result.runs.get(RunKey(retriever, MIXED))
+    if run is None:
+        return float("nan")
+    if orphans == "drop":
+        run = without_unpaired(run, k)[0]
+    sources = list(run.corpus.sources)
+    mat = NDSR().per_query(run, result.query_ids, k)
+    d = np.abs(mat[:, sources.index(result.human_source)] - mat[:, sources.index(llm)])
+    d = d[np.isfinite(d)]
+    return float(d.mean()) if len(d) else float("nan")
 
 
 def aggregate_grid(cfg: GridConfig, root: str | Path, *, measure: str | None = None, ndsr_k: int = 10, statistics: list[str] | None = None):
@@ -83,6 +116,8 @@ def aggregate_grid(cfg: GridConfig, root: str | Path, *, measure: str | None = N
         rows += cell_rows(cfg, root, cell, records.get(cell.key, {}), datasets, measure, ndsr_k, names)
     table = pd.DataFrame(rows)
     cols = columns(names)
+    if cfg.several_seeds:
+        cols = (*cols[:3], "seed", *cols[3:-2], "mean_abs_delta_ndsr", *cols[-2:])
     for c in cols:
         if c not in table:
             table[c] = "" if c in TEXT_COLUMNS else np.nan
@@ -90,5 +125,36 @@ def aggregate_grid(cfg: GridConfig, root: str | Path, *, measure: str | None = N
     if "p_randomization" in table:
         table["correction"] = np.where(ok, CORRECTIONS[cfg.correction], "")
         table["p_adjusted"] = np.nan
-        table.loc[ok, "p_adjusted"] = adjust_pvalues(table.loc[ok, "p_randomization"].astype(float).to_numpy(), cfg.correction)
+        for seed in cfg.seeds if cfg.several_seeds else [None]:  # within a seed: each seed is one replicate of the grid
+            rows = ok if seed is None else ok & (table["seed"] == seed)
+            table.loc[rows, "p_adjusted"] = adjust_pvalues(table.loc[rows, "p_randomization"].astype(float).to_numpy(), cfg.correction)
     return table[list(cols)]
+
+
+#: the quantities :func:`seed_summary` summarises across seeds (cells-table columns)
+SEED_QUANTITIES = ("all", "human", "llm", "rel_delta", "delta_ndsr", "mean_abs_delta_ndsr", "twin_pref_rate")
+
+
+def seed_summary(cells: Any) -> Any:
+    """Per (dataset, split, retriever, llm_source, measure) of a cells table of several seeds:
+    ``n_seeds`` (the finished seeds), ``seeds``, and for each of :data:`SEED_QUANTITIES`
+    ``<q>_mean``, ``<q>_sd`` (sample SD, ddof = 1; NaN with one seed), ``<q>_min``, ``<q>_max``
+    across the seeds. Cells without a finished seed are left out."""
+    import pandas as pd
+
+    ok = cells[cells["status"] == "ok"]
+    keys = ["dataset", "split", "retriever", "llm_source", "measure"]
+    rows = []
+    for ident, part in ok.groupby(keys, sort=False):
+        row: dict[str, Any] = dict(zip(keys, ident))
+        row["n_seeds"] = len(part)
+        row["seeds"] = " ".join(str(int(s)) for s in part["seed"]) if "seed" in part else ""
+        for q in SEED_QUANTITIES:
+            v = part[q].astype(float).to_numpy() if q in part else np.array([np.nan])
+            fin = v[np.isfinite(v)]
+            row[f"{q}_mean"] = float(fin.mean()) if len(fin) else float("nan")
+            row[f"{q}_sd"] = (0.0 if fin.min() == fin.max() else float(fin.std(ddof=1))) if len(fin) > 1 else float("nan")  # equal values: exactly 0
+            row[f"{q}_min"] = float(fin.min()) if len(fin) else float("nan")
+            row[f"{q}_max"] = float(fin.max()) if len(fin) else float("nan")
+        rows.append(row)
+    return pd.DataFrame(rows, columns=keys + ["n_seeds", "seeds"] + [f"{q}_{s}" for q in SEED_QUANTITIES for s in ("mean", "sd", "min", "max")])

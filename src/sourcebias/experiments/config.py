@@ -8,6 +8,8 @@ Example (every key but ``datasets[].path`` and ``retrievers[].spec`` is optional
     cutoffs = [1, 3, 5]                  # the --k values
     depth = 1000                         # documents kept per ranking
     seed = 0                             # tie rule, tests, bootstrap
+    # seeds = [42, 100, 2026]            # instead of seed: every cell once per seed, and the
+    #                                    # report gives the mean and spread across seeds
     sole = true                          # also rank each source alone
     significance_resamples = 10000       # paired randomization test per cell
     bootstrap_resamples = 2000           # confidence interval of Relative Δ
@@ -44,6 +46,12 @@ Example (every key but ``datasets[].path`` and ``retrievers[].spec`` is optional
 Each cell is one (dataset, retriever) or (dataset, run) pair. A cell's *hash* covers everything
 that decides its results: the dataset's files (SHA-256), the retriever specification, the
 command-wide options, the measures, cut-offs, depth, seed, settings, and the sourcebias version.
+
+**Seeds.** ``seeds = [42, 100, 2026]`` (a non-empty list of distinct integers) runs every cell once
+per seed: each (cell, seed) is its own cell run, with the seed in its hash, its own folder and
+record, and every seeded step (the tie rule, the randomization tests, the bootstrap) takes that
+seed. ``seed = N`` is ``seeds = [N]``, and a grid of one seed is exactly the grid it always was
+(same cell keys, folders and hashes). Giving both keys is an error.
 """
 
 from __future__ import annotations
@@ -56,7 +64,7 @@ from typing import Any
 
 from sourcebias.core.errors import ConfigError, DataError
 
-GRID_KEYS = {"name", "measures", "cutoffs", "depth", "seed", "sole", "significance_resamples", "bootstrap_resamples", "confidence", "correction", "primary", "cache_dir", "orphans"}
+GRID_KEYS = {"name", "measures", "cutoffs", "depth", "seed", "seeds", "sole", "significance_resamples", "bootstrap_resamples", "confidence", "correction", "primary", "cache_dir", "orphans"}
 DATASET_KEYS = {"path", "name", "split", "sources", "human_source", "twins"}
 RETRIEVER_KEYS = {"spec", "name", "gpus", "cpus", "encode_workers", "datasets"}
 RUN_KEYS = {"name", "dataset", "path", "docnos", "docno_pattern", "source_labels"}
@@ -107,7 +115,8 @@ class GridConfig:
     measures: list[str] = field(default_factory=lambda: ["NDCG", "MAP", "Recall", "P", "Share"])
     cutoffs: list[int] = field(default_factory=lambda: [1, 3, 5, 10])
     depth: int = 1000
-    seed: int = 0
+    seed: int = 0  # the first of ``seeds``
+    seeds: list[int] = field(default_factory=lambda: [0])
     sole: bool = True
     significance_resamples: int = 10_000
     bootstrap_resamples: int = 2_000
@@ -121,13 +130,19 @@ class GridConfig:
     def digest(self) -> str:
         return hashlib.sha256(self.text.encode()).hexdigest()
 
-    def settings(self) -> dict[str, Any]:
-        """What every cell shares and what decides its results (beyond dataset and retriever)."""
+    @property
+    def several_seeds(self) -> bool:
+        """Whether each cell runs once per seed (``seeds`` with more than one seed)."""
+        return len(self.seeds) > 1
+
+    def settings(self, seed: int | None = None) -> dict[str, Any]:
+        """What every cell shares and what decides its results (beyond dataset and retriever),
+        for one of the grid's seeds (default: the first, the only one of a one-seed grid)."""
         return {
             "measures": self.measures,
             "cutoffs": self.cutoffs,
             "depth": self.depth,
-            "seed": self.seed,
+            "seed": self.seed if seed is None else int(seed),
             "sole": self.sole,
             "significance_resamples": self.significance_resamples,
             "orphans": self.orphans,
@@ -292,9 +307,11 @@ def load_grid_config(path: str | Path) -> GridConfig:
         correction=correction,
         options=dict(options),
     )
-    for key, typ in (("measures", list), ("cutoffs", list), ("depth", int), ("seed", int), ("sole", bool), ("significance_resamples", int), ("bootstrap_resamples", int), ("confidence", float), ("primary", str), ("orphans", str)):
+    for key, typ in (("measures", list), ("cutoffs", list), ("depth", int), ("sole", bool), ("significance_resamples", int), ("bootstrap_resamples", int), ("confidence", float), ("primary", str), ("orphans", str)):
         if key in grid:
             setattr(cfg, key, _typed(grid[key], typ, f"[grid].{key}", path))
+    cfg.seeds = _seeds(grid, text, path)
+    cfg.seed = cfg.seeds[0]
     if "cache_dir" in grid:
         cd = Path(_typed(grid["cache_dir"], str, "[grid].cache_dir", path)).expanduser()
         cfg.cache_dir = (cd if cd.is_absolute() else base / cd).resolve()
@@ -313,6 +330,28 @@ def load_grid_config(path: str | Path) -> GridConfig:
     if not 0.5 < cfg.confidence < 1:
         raise DataError(path, f"[grid].confidence must be between 0.5 and 1, got {cfg.confidence}")
     return cfg
+
+
+def _seeds(grid: dict[str, Any], text: str, path: Path) -> list[int]:
+    """The grid's seeds: ``seeds = [..]`` (non-empty, distinct integers) or ``seed = N`` (one
+    seed; 0 when neither is given). Errors name the line of the key."""
+    if "seed" in grid and "seeds" in grid:
+        raise DataError(path, f"[grid].seeds: give either seed = N (line {_key_line(text, 'seed')}) or seeds = [..], not both (seed = N is seeds = [N])", _key_line(text, "seeds"))
+    if "seeds" not in grid:
+        seed = grid.get("seed", 0)
+        if isinstance(seed, bool) or not isinstance(seed, int):
+            raise DataError(path, f"[grid].seed: expected int, got {seed!r}", _key_line(text, "seed"))
+        return [seed]
+    seeds, line = grid["seeds"], _key_line(text, "seeds")
+    if not isinstance(seeds, list) or not seeds:
+        raise DataError(path, f"[grid].seeds: expected a non-empty list of integers, got {seeds!r}", line)
+    bad = [s for s in seeds if isinstance(s, bool) or not isinstance(s, int)]
+    if bad:
+        raise DataError(path, f"[grid].seeds: expected integers, got {', '.join(map(repr, bad))}", line)
+    repeated = sorted({s for s in seeds if seeds.count(s) > 1})
+    if repeated:
+        raise DataError(path, f"[grid].seeds: seed(s) {', '.join(map(str, repeated))} given more than once; the seeds must be distinct", line)
+    return list(seeds)
 
 
 def _check_primary(cfg: GridConfig, ms: list, path: Path, given: bool = True) -> None:

@@ -6,6 +6,12 @@ Layout of a grid folder::
     DIR/config.toml                      the configuration this folder's cells were made with
     DIR/grid.json                        per cell: status (ok / cached / failed), hash, seconds, error
     DIR/cells/<dataset>/<system>/        an ``evaluate`` output folder (load_result reads it)
+    DIR/cells/<dataset>/<system>.seed-<N>/   the same, per seed, in a grid of several ``seeds``
+
+**Seeds.** With ``seeds = [42, 100, 2026]`` each (cell, seed) is its own cell run: key
+``dataset/system@seed=N``, its own folder and record, the seed in its hash (settings' ``seed``),
+resumed and made stale exactly as a cell is. A grid of one seed has the keys, folders and hashes
+it always had.
 
 **Resumable.** A cell whose folder's manifest carries the cell's hash (see
 :func:`~sourcebias.experiments.config.cell_hash`) is never run again; a cell whose inputs or
@@ -50,29 +56,39 @@ CELL_RETRIES = 3  # Ray reruns of a cell whose worker process or node died
 
 @dataclass(frozen=True)
 class Cell:
-    """One (dataset, system) pair of a grid."""
+    """One (dataset, system) pair of a grid, and in a grid of several seeds one of its seeds
+    (``seed`` None: the grid's only seed, named in neither the key nor the folder)."""
 
     dataset: DatasetEntry
     system: RetrieverEntry | RunEntry
+    seed: int | None = None
+
+    @property
+    def base_key(self) -> str:
+        """``dataset/system``, whatever the seed."""
+        return f"{self.dataset.name}/{self.system.name}"
 
     @property
     def key(self) -> str:
-        return f"{self.dataset.name}/{self.system.name}"
+        return self.base_key if self.seed is None else f"{self.base_key}@seed={self.seed}"
 
     @property
     def is_run(self) -> bool:
         return isinstance(self.system, RunEntry)
 
     def folder(self, root: Path) -> Path:
-        return root / "cells" / slug(self.dataset.name) / slug(self.system.name)
+        name = slug(self.system.name) + ("" if self.seed is None else f".seed-{self.seed}")
+        return root / "cells" / slug(self.dataset.name) / name
 
 
 def plan_cells(cfg: GridConfig) -> list[Cell]:
-    """Every cell of the grid, datasets outer, retrievers then runs inner (the config's order)."""
+    """Every cell of the grid, datasets outer, retrievers then runs inner (the config's order),
+    each once per seed (innermost) in a grid of several seeds."""
     cells: list[Cell] = []
+    seeds: list[int | None] = list(cfg.seeds) if cfg.several_seeds else [None]
     for d in cfg.datasets:
-        cells += [Cell(d, r) for r in cfg.retrievers if r.datasets is None or d.name in r.datasets]
-        cells += [Cell(d, r) for r in cfg.runs if r.dataset == d.name]
+        cells += [Cell(d, r, s) for r in cfg.retrievers if r.datasets is None or d.name in r.datasets for s in seeds]
+        cells += [Cell(d, r, s) for r in cfg.runs if r.dataset == d.name for s in seeds]
     folders = [c.folder(Path("/")) for c in cells]
     if len(set(folders)) != len(folders):
         raise ConfigError("two cells map to the same folder: give datasets and retrievers names that differ in letters and digits")
@@ -134,7 +150,12 @@ def system_identity(cell: Cell) -> dict[str, Any]:
 
 
 def expected_hash(cfg: GridConfig, cell: Cell) -> str:
-    return cell_hash(cfg.settings(), dataset_fingerprint(cell.dataset), system_identity(cell))
+    return cell_hash(cfg.settings(cell.seed), dataset_fingerprint(cell.dataset), system_identity(cell))
+
+
+def cell_settings_json(cfg: GridConfig, cell: Cell) -> str:
+    """The settings a cell runs with (its seed among them), as :func:`run_cell` takes them."""
+    return json.dumps(cfg.settings(cell.seed), default=str)
 
 
 def finished_hash(folder: Path) -> str | None:
@@ -172,7 +193,7 @@ def run_cell(cell_json: str, settings_json: str, root: str, cache_dir: str | Non
     started = time.time()
     cell_spec = json.loads(cell_json)
     settings = json.loads(settings_json)
-    key = f"{cell_spec['dataset']['name']}/{cell_spec['system']['name']}"
+    key = cell_spec.get("key") or f"{cell_spec['dataset']['name']}/{cell_spec['system']['name']}"
     folder_path = Path(cell_spec["folder"])
     try:
         from sourcebias.evaluation import evaluate
@@ -230,7 +251,7 @@ def _node() -> dict[str, str]:
 
 
 def _cell_json(cell: Cell, root: Path) -> str:
-    return json.dumps({"dataset": entry_dict(cell.dataset), "system": entry_dict(cell.system), "is_run": cell.is_run, "folder": str(cell.folder(root))})
+    return json.dumps({"dataset": entry_dict(cell.dataset), "system": entry_dict(cell.system), "is_run": cell.is_run, "folder": str(cell.folder(root)), "key": cell.key, "seed": cell.seed})
 
 
 @dataclass
@@ -297,7 +318,7 @@ def run_grid(
 
     ``on_event(kind, record)`` is called with ``kind`` in ``start``, ``cached``, ``ok``, ``failed``
     (the CLI prints progress from it). ``only`` restricts the grid to cells whose key
-    (``dataset/system``) is listed.
+    (``dataset/system``, or ``dataset/system@seed=N`` for one seed of it) is listed.
     """
     from sourcebias.core.artifacts import _unlock
     from sourcebias.core.atomic import atomic_write_json, atomic_write_text
@@ -311,7 +332,6 @@ def run_grid(
     try:
         atomic_write_text(root / "config.toml", cfg.text)
         cache_dir = str(cfg.cache_dir or default_cache_dir())
-        settings_json = json.dumps(cfg.settings(), default=str)
         state_path = root / GRID_FILE
         records = _read_records(state_path)
         emit = on_event or (lambda kind, rec: None)
@@ -332,9 +352,9 @@ def run_grid(
         if ray_address is None:
             for cell, h in todo:
                 emit("start", {"cell": cell.key})
-                finish(run_cell(_cell_json(cell, root), settings_json, str(root), cache_dir, h))
+                finish(run_cell(_cell_json(cell, root), cell_settings_json(cfg, cell), str(root), cache_dir, h))
         else:
-            _run_on_ray(cfg, todo, root, settings_json, cache_dir, ray_address, emit, finish)
+            _run_on_ray(cfg, todo, root, cache_dir, ray_address, emit, finish)
         save_state()
         return GridRun(root, {c.key: records[c.key] for c in cells if c.key in records}, round(time.perf_counter() - t0, 3))
     finally:
@@ -345,10 +365,10 @@ def _selected_cells(cfg: GridConfig, only: list[str] | None) -> list[Cell]:
     cells = plan_cells(cfg)
     if not only:
         return cells
-    unknown = set(only) - {c.key for c in cells}
+    unknown = set(only) - {c.key for c in cells} - {c.base_key for c in cells}
     if unknown:
         raise ConfigError(f"no cell(s) {', '.join(sorted(unknown))} in this grid; cells: {', '.join(c.key for c in cells)}")
-    return [c for c in cells if c.key in only]
+    return [c for c in cells if c.key in only or c.base_key in only]
 
 
 def _read_records(state_path: Path) -> dict[str, dict[str, Any]]:
@@ -435,7 +455,7 @@ def _encode_first(ray: Any, cfg: GridConfig, r: RetrieverEntry, dataset: Dataset
     return None
 
 
-def _submit_on_ray(ray: Any, cfg: GridConfig, todo, root: Path, settings_json: str, cache_dir: str, emit, finish) -> dict[Any, str]:
+def _submit_on_ray(ray: Any, cfg: GridConfig, todo, root: Path, cache_dir: str, emit, finish) -> dict[Any, str]:
     """Submit every cell as a Ray task (after its corpus is encoded, for ``encode_workers``);
     returns the pending tasks. A cell whose encoding failed is recorded as failed and not
     submitted, and so is every other cell that needs the same encoding; the rest go on."""
@@ -457,13 +477,13 @@ def _submit_on_ray(ray: Any, cfg: GridConfig, todo, root: Path, settings_json: s
                     finish(_failed_record(cell.key, h, *encoded[prep]))
                     continue
         # cells are coarse: spread over the nodes rather than queued behind the driver's node
-        ref = remote_cell.options(**options, scheduling_strategy="SPREAD").remote(_cell_json(cell, root), settings_json, str(root), cache_dir, h)
+        ref = remote_cell.options(**options, scheduling_strategy="SPREAD").remote(_cell_json(cell, root), cell_settings_json(cfg, cell), str(root), cache_dir, h)
         pending[ref] = cell.key
         emit("start", {"cell": cell.key})
     return pending
 
 
-def _run_on_ray(cfg: GridConfig, todo, root: Path, settings_json: str, cache_dir: str, address: str, emit, finish) -> None:
+def _run_on_ray(cfg: GridConfig, todo, root: Path, cache_dir: str, address: str, emit, finish) -> None:
     try:
         import ray
     except ImportError:
@@ -475,7 +495,7 @@ def _run_on_ray(cfg: GridConfig, todo, root: Path, settings_json: str, cache_dir
         else:
             ray.init(address=address, log_to_driver=False, configure_logging=False)
     try:
-        pending = _submit_on_ray(ray, cfg, todo, root, settings_json, cache_dir, emit, finish)
+        pending = _submit_on_ray(ray, cfg, todo, root, cache_dir, emit, finish)
         while pending:
             done, _ = ray.wait(list(pending), num_returns=1)
             for ref in done:

@@ -9,6 +9,14 @@ Layout of ``DIR/report/``::
     tables.md, tables.tex   one table per dataset: retrievers x statistics, the papers' layout
     figures/accuracy_vs_bias.png   Cocktail's Figure 1: accuracy against Relative Δ per retriever
     figures/relative_delta_<dataset>.png   Relative Δ per retriever with its bootstrap CI
+    seeds.csv, figures/seeds_<dataset>.png   with several ``seeds``: mean, SD, min, max across
+                       seeds per cell (:func:`~sourcebias.experiments.aggregate.seed_summary`) and
+                       each seed's Relative Δ beside its mean ± SD
+
+With several seeds the cells tables have one row per seed (a ``seed`` column), and a table per
+dataset gives each cell's mean ± sample SD [min, max] across seeds with the number of seeds; a
+cell with one finished seed shows its value and "1 seed", never an SD of 0. A spread of exactly 0
+is printed as 0: for a deterministic retriever only tie-breaking depends on the seed.
 
 Stale cells (results of an earlier configuration) are listed apart and in no table or figure.
 """
@@ -19,7 +27,10 @@ import math
 from pathlib import Path
 from typing import Any
 
-from sourcebias.evaluation.stats import SIGNIFICANCE
+from dataclasses import dataclass
+
+from sourcebias.evaluation.stats import SIGNIFICANCE, Column
+from sourcebias.evaluation.stats.base import _number
 from sourcebias.reporting.render import to_html, to_latex, to_markdown, to_rich
 from sourcebias.reporting.report import Report, cells_report
 
@@ -43,12 +54,78 @@ def _level(ok) -> str:
 
 
 def _label(row: dict[str, Any], several: bool) -> str:
-    return f"{row['retriever']} / {row['llm_source']}" if several else str(row["retriever"])
+    name = f"{row['retriever']} / {row['llm_source']}" if several else str(row["retriever"])
+    seed = row.get("seed")
+    return f"{name} (seed {int(seed)})" if isinstance(seed, (int, float)) and math.isfinite(seed) else name
+
+
+@dataclass(frozen=True)
+class SpreadColumn(Column):
+    """A quantity across seeds in one cell: ``mean ± SD [min, max]`` from the fields
+    ``<key>_mean``, ``_sd``, ``_min``, ``_max`` of a :func:`seed_summary` row; with one seed the
+    value alone (no SD of 0 for a spread that was not measured)."""
+
+    def text(self, row: dict[str, Any]) -> str:
+        q, n = self.key[: -len("_mean")], row.get("n_seeds", 0)
+        mean = _number(row.get(self.key), self.kind, self.digits)
+        if n < 2 or mean == "–":
+            return mean
+        sd, lo, hi = (_number(row.get(f"{q}_{s}"), self.kind, self.digits) for s in ("sd", "min", "max"))
+        return f"{mean} ± {sd} [{lo}, {hi}]"
+
+
+def seed_columns(several_sources: bool) -> list[Column]:
+    cols = [Column("retriever", "retriever", "text")] + ([Column("llm_source", "LLM source", "text")] if several_sources else [])
+    return cols + [
+        Column("n_text", "n", "text"),
+        SpreadColumn("all_mean", "all", "pct"),
+        SpreadColumn("rel_delta_mean", "Rel Δ", "delta", 1),
+        SpreadColumn("delta_ndsr_mean", "ΔNDSR", "delta", 3),
+        SpreadColumn("mean_abs_delta_ndsr_mean", "mean abs. ΔNDSR", "num", 3),
+        SpreadColumn("twin_pref_rate_mean", "twin pref.", "pct"),
+    ]
+
+
+def seed_caption(cells, summary) -> str:
+    """What the spread is, the seeds and their number, stated from the table itself."""
+    seeds = sorted({int(s) for s in cells["seed"].dropna()}) if "seed" in cells else []
+    k = ", ".join(str(int(v)) for v in sorted(set(cells.loc[cells["status"] == "ok", "delta_ndsr_k"].dropna()))) or "k"
+    measure = summary["measure"].iloc[0] if len(summary) else "the primary measure"
+    return (
+        f"Across {len(seeds)} seeds ({', '.join(map(str, seeds))}): each cell is run once per seed (tie rule, randomization tests, bootstrap). "
+        f"Cells show mean ± sample SD (n − 1) over the seeds that finished (n), then the minimum and maximum in brackets; a cell with one seed shows its value alone. "
+        f"all and twin pref. in percent, Rel Δ of {measure} in percent, ΔNDSR@{k} = mean over queries of NDSR_human − NDSR_LLM, "
+        f"mean abs. ΔNDSR = mean over queries of |NDSR_human − NDSR_LLM| within a seed. "
+        "For a deterministic retriever only tie-breaking depends on the seed, so a spread of 0 is a measured result. Per-seed values: the tables above; every field: seeds.csv."
+    )
+
+
+def _with_seeds(report: Report, cells) -> Report:
+    """A report of a cells table of several seeds: a seed column in the per-seed tables, and per
+    dataset a table of the mean and spread across seeds (data ``seeds`` for seeds.csv)."""
+    from sourcebias.experiments.aggregate import seed_summary
+    from sourcebias.reporting.report import Table
+
+    summary = seed_summary(cells)
+    report.data["seeds"] = summary
+    n = int(cells["seed"].nunique())
+    for t in report.tables:
+        if t.key.startswith("dataset:"):
+            t.columns.insert(1, Column("seed", "seed", "text"))
+            t.caption = f"One row per (cell, seed), {n} seeds. " + t.caption.replace("across the grid's tests", "across the cells of its seed")
+    several = summary["llm_source"].nunique() > 1 if len(summary) else False
+    caption = seed_caption(cells, summary)
+    for ds, part in summary.groupby("dataset", sort=False):
+        rows = [{**r, "n_text": f"{r['n_seeds']} seed{'s' if r['n_seeds'] != 1 else ''}"} for r in part.to_dict("records")]
+        report.tables.append(Table(f"seeds:{ds}", f"{ds} ({part['split'].iloc[0]}): mean and spread across seeds", seed_columns(several), rows, caption, status_rows=False))
+    return report
 
 
 def grid_report(cells, title: str = "sourcebias grid") -> Report:
-    """The report model of a cells table (tables only; :func:`write_grid_report` adds figures)."""
-    return cells_report(cells, title)
+    """The report model of a cells table (tables only; :func:`write_grid_report` adds figures);
+    with a ``seed`` column (several seeds), the tables across seeds too."""
+    report = cells_report(cells, title)
+    return _with_seeds(report, cells) if "seed" in cells else report
 
 
 def markdown_tables(cells) -> str:
@@ -87,7 +164,7 @@ def figure_accuracy_vs_bias(cells, path: Path) -> Path:
         colors = [_color(v) for v in x]
         ax.errorbar(x, y, xerr=[lo, hi], fmt="none", ecolor="#999999", elinewidth=1, capsize=2, zorder=1)
         ax.scatter(x, y, c=colors, marker=markers[i % len(markers)], s=46, zorder=2, edgecolors="black", linewidths=0.5, label=ds)
-        points += [(float(xv), float(yv), _label(r, several)) for xv, yv, r in zip(x, y, part.to_dict("records")) if math.isfinite(xv) and math.isfinite(yv)]
+        points += _points(x, y, part, several)
     ax.axvline(0, color="black", lw=0.8, ls="--")
     ax.set_xlabel("Relative Δ (%): < 0 LLM text ranked higher, > 0 human text ranked higher")
     measure = ok["measure"].iloc[0] if len(ok) else "NDCG"
@@ -105,6 +182,25 @@ def figure_accuracy_vs_bias(cells, path: Path) -> Path:
     fig.savefig(path)
     plt.close(fig)
     return path
+
+
+def _points(x, y, part, several: bool) -> list[tuple[float, float, str]]:
+    """Labelled points of Figure 1; with several seeds each cell is labelled once ("bm25 (3
+    seeds)", on its first seed's point), as its seeds' points often coincide."""
+    out, seen = [], set()
+    counts = part.groupby(["retriever", "llm_source"], sort=False).size().to_dict() if "seed" in part else {}
+    for xv, yv, r in zip(x, y, part.to_dict("records")):
+        if not (math.isfinite(xv) and math.isfinite(yv)):
+            continue
+        if "seed" not in part:
+            out.append((float(xv), float(yv), _label(r, several)))
+            continue
+        cell = (r["retriever"], r["llm_source"])
+        if cell not in seen:
+            seen.add(cell)
+            n = counts[cell]
+            out.append((float(xv), float(yv), f"{_label({**r, 'seed': None}, several)} ({n} seed{'s' if n != 1 else ''})"))
+    return out
 
 
 def _place_labels(fig, ax, points: list[tuple[float, float, str]], fontsize: float = 7.5) -> None:
@@ -184,6 +280,47 @@ def figure_relative_delta(cells, dataset: str, path: Path) -> Path:
     return path
 
 
+def figure_seeds(cells, dataset: str, path: Path) -> Path:
+    """Relative Δ of each seed (dots) and its mean ± sample SD across seeds (bar), per retriever
+    on one dataset; n seeds named on each row."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from sourcebias.experiments.aggregate import seed_summary
+
+    part = cells[(cells["dataset"] == dataset) & (cells["status"] == "ok")]
+    summary = seed_summary(part)
+    several = summary["llm_source"].nunique() > 1
+    fig, ax = plt.subplots(figsize=(6.4, 0.9 + 0.6 * max(len(summary), 1)), dpi=180, layout="constrained")
+    names = []
+    for i, r in enumerate(summary.to_dict("records")):
+        y = len(summary) - 1 - i
+        sel = part[(part["retriever"] == r["retriever"]) & (part["llm_source"] == r["llm_source"])]
+        vals = sel["rel_delta"].astype(float).to_numpy()
+        m, sd = r["rel_delta_mean"], r["rel_delta_sd"]
+        ax.scatter(vals, np.full(len(vals), y + 0.12), s=22, color=[_color(v) for v in vals], edgecolors="black", linewidths=0.4, zorder=3)
+        if math.isfinite(m):
+            ax.errorbar([m], [y - 0.12], xerr=[[sd if math.isfinite(sd) else 0.0]] * 2, fmt="D", color="black", ms=4, capsize=3, lw=1, zorder=2)
+        spread = f"mean {m:.2f} ± {sd:.2f}" if math.isfinite(sd) else (f"{m:.2f}" if math.isfinite(m) else "undefined")
+        names.append(f"{r['retriever']}{' / ' + str(r['llm_source']) if several else ''}\n{r['n_seeds']} seed{'s' if r['n_seeds'] != 1 else ''}: {spread}")
+    ax.set_yticks(np.arange(len(summary))[::-1], names, fontsize=7.5)
+    ax.axvline(0, color="black", lw=0.8, ls="--")
+    measure = part["measure"].iloc[0] if len(part) else "NDCG"
+    ax.set_xlabel(f"Relative Δ of {measure} (%)\ndots: each seed; diamond and bar: mean ± sample SD across seeds", fontsize=8.5)
+    ax.set_title(f"{dataset}: Relative Δ across seeds (< 0: LLM-generated ranked higher)", fontsize=9)
+    lo, hi = ax.get_xlim()
+    span = max(abs(lo), abs(hi), 1e-6)
+    ax.set_xlim(-1.1 * span, 1.1 * span)
+    ax.set_ylim(-0.6, len(summary) - 0.4)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
 # -- the report folder -------------------------------------------------------------------------
 def _timings_table(timings: dict[str, Any]):
     from sourcebias.evaluation.stats import Column
@@ -224,6 +361,8 @@ def write_grid_report(cells, cfg: Any, root: str | Path) -> dict[str, Path]:
         for ds in dict.fromkeys(cells.loc[ok, "dataset"]):
             slug = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in str(ds))
             report.figures[f"Relative Δ per retriever: {ds}"] = figure_relative_delta(cells, ds, tmp / "figures" / f"relative_delta_{slug}.png")
+            if "seed" in cells:
+                report.figures[f"Relative Δ across seeds: {ds}"] = figure_seeds(cells, ds, tmp / "figures" / f"seeds_{slug}.png")
     report.sections.append(("Configuration", cfg.text))
     state = root / "grid.json"
     timings = json.loads(state.read_text(encoding="utf-8")).get("cells", {}) if state.is_file() else None

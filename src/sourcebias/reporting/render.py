@@ -20,7 +20,7 @@ from sourcebias.reporting.report import Report, Table
 _LATEX = {
     "\\": r"\textbackslash{}", "{": r"\{", "}": r"\}", "$": r"\$", "&": r"\&", "%": r"\%", "#": r"\#", "_": r"\_",
     "^": r"\textasciicircum{}", "~": r"\textasciitilde{}", ">": r"\textgreater{}", "<": r"\textless{}", "|": r"\textbar{}",
-    "Δ": r"$\Delta$", "−": "--", "×": r"$\times$", "·": r"$\cdot$", "α": r"$\alpha$", "β": r"$\beta$",
+    "Δ": r"$\Delta$", "−": "--", "×": r"$\times$", "·": r"$\cdot$", "α": r"$\alpha$", "β": r"$\beta$", "±": r"$\pm$",
 }  # fmt: skip
 
 
