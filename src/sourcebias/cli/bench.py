@@ -36,7 +36,7 @@ def bench(
     cfg = load_grid_config(config)
     cells = plan_cells(cfg)
     if only:
-        cells = [c for c in cells if c.key in only]
+        cells = [c for c in cells if c.key in only or getattr(c, "base_key", None) in only]
     console.print(f"[bold]{cfg.name}[/bold]: {len(cfg.datasets)} datasets x {len(cfg.retrievers)} retrievers" + (f" + {len(cfg.runs)} runs" if cfg.runs else "") + f" = {len(cells)} cells" + (f" on Ray ({ray})" if ray else ""))
     t0 = time.perf_counter()
     with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console, transient=True) as progress:

@@ -42,6 +42,7 @@ _LOADERS: dict[str, str] = {
     "analyze:*": "sourcebias.analysis.result:AnalysisResult.load",
     "power": "sourcebias.power.result:PowerResult.load",
     "audit": "sourcebias.audit.result:AuditResult.load",
+    "simulate": "sourcebias.simulate.result:SimulationResult.load",
 }
 
 
