@@ -10,7 +10,7 @@
   (:mod:`sourcebias.analysis.pseudo_perplexity`).
 * **The retriever's own masked LM** (``mlm:from-retriever:SPEC``, SPEC a retriever such as
   ``minilm`` or ``st:NAME_OR_PATH``, or a checkpoint): the same pseudo-log-perplexity with the
-  masked-LM head stored in the retriever's checkpoint (:mod:`sourcebias.models.mlm_head`), as the
+  masked-LM head stored in the retriever's checkpoint (:mod:`sourcebias.analysis.mlm_head`), as the
   Perplexity Trap paper measures it; a checkpoint without that head is refused.
 
 Values are "log-perplexities" (mean NLL in nats, not exponentiated), as in the CDC code. Each
@@ -201,11 +201,11 @@ FROM_RETRIEVER = "from-retriever"
 class RetrieverPseudoPerplexity(MaskedPseudoPerplexity):
     """Pseudo-log-perplexity under a retriever's own masked-LM head (``mlm:from-retriever:SPEC``):
     the checkpoint the retriever ``SPEC`` resolves to, its transformer folder and the head weights
-    stored there (:func:`sourcebias.models.mlm_head.find_head`; refused without one), scored as
+    stored there (:func:`sourcebias.analysis.mlm_head.find_head`; refused without one), scored as
     :class:`MaskedPseudoPerplexity` scores ``mlm:NAME``."""
 
     def __init__(self, retriever: str, *, max_tokens: int = 512, batch_size: int = 8, device: str | None = None, special_tokens: bool = False, field: str = DEFAULT_FIELD):
-        from sourcebias.models.mlm_head import find_head
+        from sourcebias.analysis.mlm_head import find_head
 
         self.field = check_field(field)
         self.model = f"{FROM_RETRIEVER}:{retriever}"
@@ -221,7 +221,7 @@ class RetrieverPseudoPerplexity(MaskedPseudoPerplexity):
 
     def _load(self):
         if self._loaded is None:
-            from sourcebias.models.mlm_head import load_retriever_mlm
+            from sourcebias.analysis.mlm_head import load_retriever_mlm
 
             self._loaded = load_retriever_mlm(self.head, device=self.device)
         return self._loaded
