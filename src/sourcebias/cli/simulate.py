@@ -14,6 +14,7 @@ def simulate(
     config: Annotated[Path, typer.Argument(help=r"Simulation configuration (TOML): \[simulation], \[dataset], [\[retrievers]], \[generator], optional \[intervention].", show_default=False, metavar="CONFIG")],
     output: Annotated[Path, typer.Option("--output", "-o", metavar="DIR", help="Simulation folder: a folder per retriever and round, the report. Rerunning into it resumes; more rounds continue it.", show_default=False)],
     overwrite: Annotated[bool, typer.Option(help="Replace a folder of another simulation, or rounds made with other settings.")] = False,
+    ray: Annotated[str | None, typer.Option("--ray", metavar="ADDRESS", help="Run each retriever's loop as a Ray task: local starts a cluster here; an address (auto, head:6379) joins one. The folder, config and dataset must be on storage every node sees.")] = None,
 ) -> None:
     """Simulate LLM text feeding back into a corpus: rank, let a generator write from the top k,
     add what it wrote as a source of its own ('<generator>-round<r>'), repeat.
@@ -40,7 +41,7 @@ def simulate(
             console.print(f"  [green]✓[/green] {rec['retriever']} round {rec['round']}: {rec['seconds']:.1f} s")
 
     with progress.RichProgress(console=console, transient=True) as reporter, progress.use(reporter):
-        result, root = run_simulation(cfg, output, overwrite=overwrite, on_event=on_event)
+        result, root = run_simulation(cfg, output, overwrite=overwrite, on_event=on_event, ray_address=ray)
     console.print(to_rich(result.report()))
     console.print(f"Wrote simulation.csv, sources.csv, report.md, report.html and curves.png to [bold]{root}[/bold] (load with sourcebias.simulate.load_simulation)")
 
