@@ -192,25 +192,9 @@ def _typed(value: Any, typ: type | tuple[type, ...], where: str, path: Path) -> 
 def load_grid_config(path: str | Path) -> GridConfig:
     """Read and validate a grid TOML file; errors name the file, the line (TOML syntax) or the
     entry (``retrievers[2].spec``) and what is wrong."""
-    try:
-        import tomllib
-    except ImportError:  # Python 3.10
-        import tomli as tomllib  # type: ignore[no-redef]
+    from sourcebias.core.tomlfile import read_toml
 
-    path = Path(path)
-    if not path.is_file():
-        raise DataError(path, "grid configuration not found")
-    text = path.read_text(encoding="utf-8")
-    try:
-        raw = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        import re
-
-        msg = str(exc)
-        m = re.search(r"\(at line (\d+), column (\d+)\)", msg)  # Python < 3.14 puts the place in the text
-        line = getattr(exc, "lineno", None) or (int(m.group(1)) if m else None)
-        msg = re.sub(r"\s*\(at line \d+, column \d+\)", f" (column {m.group(2)})" if m else "", msg)
-        raise DataError(path, f"not valid TOML: {msg}", line) from None
+    path, text, raw = read_toml(path, "grid configuration")
     _check_keys(raw, {"grid", "options", "datasets", "retrievers", "runs"}, "top level", path)
     base = path.parent
     grid = raw.get("grid", {})

@@ -185,20 +185,9 @@ class _Checker:
 
 def load_simulation_config(path: str | Path) -> SimulationConfig:
     """Read and check a simulation TOML file (see the module docstring)."""
-    try:
-        import tomllib
-    except ImportError:  # Python 3.10
-        import tomli as tomllib  # type: ignore[no-redef]
+    from sourcebias.core.tomlfile import read_toml
 
-    path = Path(path)
-    if not path.is_file():
-        raise DataError(path, "no such configuration file")
-    text = path.read_text(encoding="utf-8")
-    try:
-        raw = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        m = re.search(r"line (\d+)", str(exc))
-        raise DataError(path, f"not valid TOML: {exc}", int(m.group(1)) if m else None) from None
+    path, text, raw = read_toml(path, "simulation configuration")
     c = _Checker(path, text)
     c.keys(raw, {"simulation", "dataset", "retrievers", "generator", "intervention"}, "the file")
     sim = c.keys(raw.get("simulation", {}), SIM_KEYS, "[simulation]")
