@@ -72,7 +72,7 @@ def claim_simulation_folder(root: Path, cfg: SimulationConfig, overwrite: bool):
     if root.is_dir() and any(root.iterdir()):
         state = root / STATE_FILE
         previous = json.loads(state.read_text(encoding="utf-8")).get("name") if state.is_file() else None
-        if state.is_file() and previous == cfg.name and not overwrite:
+        if state.is_file() and previous == cfg.name:  # this simulation: rounds reused or (overwrite) replaced per loop
             return lock
         if not state.is_file():
             raise OutputError(f"{root}: is not empty and is not a sourcebias simulation folder (no {STATE_FILE}); choose another --output")
@@ -118,24 +118,20 @@ class Loop:
         self.index = None
         self._last = None  # the view after the last round (what readers see next)
 
-    def _check(self, r: int) -> bool:
+    def _check(self, r: int) -> bool | None:
+        """As :func:`finished_round`; a round of other settings is refused, or with ``overwrite``
+        its whole loop is removed (``False``)."""
         state = finished_round(round_dir(self.root, self.name, r), self.hash)
         if state is False:
             if not self.overwrite:
                 raise OutputError(f"{round_dir(self.root, self.name, r)}: made with other settings than this configuration's; pass --overwrite to run the loop of {self.name} again, or choose another --output")
             shutil.rmtree(self.root / "loops" / self.name)
-            return False
-        return bool(state)
+        return state
 
     def run(self) -> None:
         from sourcebias.simulate.indexes import loop_index
 
-        done = 0
-        while done <= self.cfg.rounds and self._check(done):
-            if done:
-                self.generated.append(self.cfg.source_name(done))
-                self.corpus = extend(self.corpus, added_documents(read_records(round_dir(self.root, self.name, done)), self.cfg.source_name(done)))
-            done += 1
+        done = self._replay()
         spec = dict(self.cfg.retrievers)[self.name]
         self.index = loop_index(self.name, spec, state=self.root / "loops" / self.name / "index", n_docs=len(self.corpus), cache_dir=self.cfg.cache_dir, device=self.cfg.generator.device)
         for r in range(self.cfg.rounds + 1):
@@ -149,6 +145,23 @@ class Loop:
             self._commit(r, records, view, time.perf_counter() - t0)
             self._last = view
             self.emit("ok", {"retriever": self.name, "round": r, "seconds": round(time.perf_counter() - t0, 1)})
+
+    def _replay(self) -> int:
+        """Put the finished rounds' documents back into the corpus; returns how many rounds are
+        finished. A loop with a round of other settings starts again (with ``overwrite``)."""
+        done = 0
+        while done <= self.cfg.rounds:
+            state = self._check(done)
+            if state is None:
+                break
+            if state is False:  # the loop's folder was removed: start from the human corpus
+                self.corpus, self.generated = self.dataset.corpus, []
+                return 0
+            if done:
+                self.generated.append(self.cfg.source_name(done))
+                self.corpus = extend(self.corpus, added_documents(read_records(round_dir(self.root, self.name, done)), self.cfg.source_name(done)))
+            done += 1
+        return done
 
     def _view(self) -> Any:
         """The ranking readers see: the retriever's, with exposure parity when that is the intervention."""
