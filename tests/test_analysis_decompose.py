@@ -159,6 +159,21 @@ def test_coefficient_plot_is_written(tmp_path):
     assert path.stat().st_size > 10_000
 
 
+def test_a_long_title_stays_inside_the_figure(tmp_path):
+    """The title names every factor; with perplexity included it once ran off both edges: the
+    saved image's first and last pixel columns must stay background in the title's band."""
+    import matplotlib.image
+
+    y, x, groups = _simulated(seed=8)
+    res = dc.decompose_gap(y, x, groups)
+    terms = pd.DataFrame([{"llm_source": "llm", **t, "share_held_out": res["held_out"]["shares"][t["term"]]} for t in res["terms"]])
+    title = "nq-utd, minilm: twin score gap (297 pairs, 80 queries) on Δ log-perplexity, Δ words, Δ median IDF, Δe · u (cross-fitted) [text]"
+    img = matplotlib.image.imread(dc.plot_coefficients(terms, tmp_path / "d.png", title=title))
+    band = img[: img.shape[0] // 10, :, :3]
+    assert band.max() > band.min()  # the title is drawn in the band ...
+    assert (band[:, :3] > 0.95).all() and (band[:, -3:] > 0.95).all()  # ... and does not touch either edge
+
+
 def test_command_end_to_end_on_a_small_dataset(tmp_path):
     pytest.importorskip("torch")
     from conftest import write_jsonl, write_qrels

@@ -283,7 +283,9 @@ def plot_coefficients(terms, path: str | Path, *, residual_held_out: Mapping[str
         bx.invert_yaxis()
         bx.set_xlabel("share of the mean gap\nb·mean(x) / mean(gap)")
         bx.legend(loc="upper center", bbox_to_anchor=(0.5, -0.28), ncol=2)
-        fig.suptitle(title or "Joint decomposition of the twin score gap", fontsize=9)
+        import textwrap
+
+        fig.suptitle("\n".join(textwrap.wrap(title or "Joint decomposition of the twin score gap", 110)), fontsize=9)  # a long factor list fits the width
         return fg._save(fig, path)
 
 
