@@ -265,7 +265,7 @@ def test_fair_view_interleaves_human_and_generated_text():
 
     class Cfg:
         k = 4
-        intervention = InterventionEntry(kind="fair")
+        intervention = InterventionEntry(kind="fair", fair_target="equal")
 
     view = fair_view(run, Cfg, "human")
     group = np.array([0] * 6 + [1] * 4)

@@ -35,7 +35,9 @@ Example (every key but ``dataset.path``, ``retrievers`` and ``generator.model`` 
     [intervention]
     kind = "none"              # "fair": exposure parity of human vs generated text in every top k;
                                # "detector": generated documents flagged by the audit's detector are not added
-    # detector = "../shared/data/nfcorpus,dev"; threshold = "youden"; fair_target = "equal"
+    # detector = "../shared/data/nfcorpus,dev"; threshold = "youden"
+    # fair_target = "proportional" (default: each group's exposure in proportion to its share of
+    # the candidates) or "equal" (half each: it promotes generated text while that is the minority)
 
 Each retriever runs its own loop (its readers write from its rankings), from the same starting
 corpus, with the same queries drawn in each round.
@@ -91,7 +93,7 @@ class InterventionEntry:
     kind: str = "none"
     detector: str | None = None  # DIR[,split]: labelled twins the built-in detector is trained on
     threshold: str | float = "youden"
-    fair_target: str = "equal"
+    fair_target: str = "proportional"  # "equal" would promote generated text while it is the minority
     detector_model: str = "minilm"
     max_pairs: int | None = 400
 
@@ -287,5 +289,5 @@ def _intervention(c: _Checker, raw: dict[str, Any], path: Path) -> InterventionE
         folder = path.parent / (head if sep and "/" not in tail else detector)
         detector = str(folder.resolve()) + (f",{tail}" if sep and "/" not in tail else "")
     threshold = c.get(t, "threshold", (str, int, float), w, "youden")
-    fair_target = c.choice(t, "fair_target", ("equal", "proportional"), w, "equal")
+    fair_target = c.choice(t, "fair_target", ("equal", "proportional"), w, "proportional")
     return InterventionEntry(kind=kind, detector=detector, threshold=threshold, fair_target=fair_target, detector_model=c.get(t, "detector_model", str, w, "minilm"), max_pairs=c.get(t, "max_pairs", int, w, 400, 10))
