@@ -12,8 +12,7 @@ from scipy import stats
 
 from conftest import write_jsonl, write_qrels
 from sourcebias.power import ANALYTIC, RESAMPLING, PairedPower, PowerSettings, TwinPower, load_power, power_analysis
-from sourcebias.power.twin import analytic_power as sign_power
-from sourcebias.power.twin import sign_test_p
+from sourcebias.power.twin import FlipTable, clustered_z_power, d_moments
 
 ALPHA = 0.05
 STUDIES = 2000  # simulated studies behind each "true" rejection rate
@@ -73,75 +72,123 @@ def clustered_pairs(queries: int = 300, seed: int = 5) -> tuple[np.ndarray, np.n
     return a.astype(float), (m - a).astype(float)
 
 
-def simulated_sign_rejections(a: np.ndarray, b: np.ndarray, n: int, rate: float, seed: int) -> float:
-    """Studies of n queries drawn with all their pairs, pair outcomes flipped one by one so that
-    the population's rate is ``rate`` (human-first pairs to LLM-first when it is above the
-    pilot's, the other way below); the pooled pairs tested with scipy's binomtest."""
-    rng = np.random.default_rng(seed)
+def study_counts(a: np.ndarray, b: np.ndarray, n: int, rate: float, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Per query of STUDIES studies of n queries (drawn with all their pairs) the LLM-first and
+    human-first counts after each pair is flipped on its own (numpy's binomial, not the inverse
+    CDF the code uses) so that the population's rate is ``rate``: human-first pairs to LLM-first
+    when it is above the pilot's, the other way below."""
     pilot = a.sum() / (a.sum() + b.sum())
-    p_of: dict[tuple[int, int], float] = {}  # binomtest per distinct (k, n), not per study
-    rejections = 0
-    for _ in range(STUDIES):
-        idx = rng.integers(0, len(a), n)
-        llm_first, human_first = int(a[idx].sum()), int(b[idx].sum())
-        if rate >= pilot:
-            moved = int((rng.random(human_first) < (rate - pilot) / (1 - pilot)).sum())
-        else:
-            moved = -int((rng.random(llm_first) < (pilot - rate) / pilot).sum())
-        key = (llm_first + moved, llm_first + human_first)
+    idx = rng.integers(0, len(a), (STUDIES, n))
+    k, h = a[idx].astype(np.int64), b[idx].astype(np.int64)
+    if rate >= pilot:
+        moved = rng.binomial(h, (rate - pilot) / (1 - pilot))
+        return k + moved, h - moved
+    moved = rng.binomial(k, (pilot - rate) / pilot)
+    return k - moved, h + moved
+
+
+def simulated_cluster_rejections(a: np.ndarray, b: np.ndarray, n: int, rate: float, seed: int) -> float:
+    """Rejection rate of the query-clustered test in its large-sample form, computed here by
+    hand: z = (|Σd| − 1) / √Σd² with d = llm_first − human_first per query, two-sided normal p."""
+    k, h = study_counts(a, b, n, rate, np.random.default_rng(seed))
+    d = (k - h).astype(float)
+    total, squares = d.sum(axis=1), (d * d).sum(axis=1)
+    p = np.full(STUDIES, np.nan)
+    ok = squares > 0
+    p[ok] = 2 * stats.norm.sf(np.maximum(0, np.abs(total[ok]) - 1) / np.sqrt(squares[ok]))
+    return float(np.mean(np.nan_to_num(p, nan=1.0) < ALPHA))
+
+
+def simulated_sign_rejections(a: np.ndarray, b: np.ndarray, n: int, rate: float, seed: int) -> float:
+    """Rejection rate of the exact sign test over the pooled pairs (scipy's binomtest)."""
+    k, h = study_counts(a, b, n, rate, np.random.default_rng(seed))
+    p_of: dict[tuple[int, int], float] = {}
+    hits = 0
+    for key in zip(k.sum(axis=1).tolist(), (k + h).sum(axis=1).tolist()):
         if key not in p_of:
-            p_of[key] = stats.binomtest(*key, 0.5).pvalue
-        rejections += p_of[key] < ALPHA
-    return rejections / STUDIES
+            p_of[key] = stats.binomtest(*key, 0.5).pvalue if key[1] else 1.0
+        hits += p_of[key] < ALPHA
+    return hits / STUDIES
 
 
-@pytest.mark.parametrize("n, rate", [(40, None), (60, 0.6), (150, 0.56), (80, 0.4)])
+@pytest.mark.parametrize("n, rate", [(40, None), (60, 0.6), (150, 0.56), (80, 0.4), (300, 0.53)])
 def test_twin_power_matches_simulated_studies(n, rate):
     a, b = clustered_pairs()
     pilot = a.sum() / (a.sum() + b.sum())
     rate = pilot if rate is None else rate
-    truth = simulated_sign_rejections(a, b, n, rate, seed=n)
+    truth = simulated_cluster_rejections(a, b, n, rate, seed=n)
     model = TwinPower(a, b, alpha=ALPHA, resamples=20_000, seed=2, key="validation")
-    predicted = model.power(RESAMPLING, n, rate)
-    assert abs(predicted - truth) <= 0.03, f"resampling: predicted {predicted:.3f}, simulated {truth:.3f}"
+    for method in (RESAMPLING, ANALYTIC):
+        predicted = model.power(method, n, rate)
+        assert abs(predicted - truth) <= 0.03, f"{method}: predicted {predicted:.3f}, simulated {truth:.3f}"
 
 
-def test_clustered_pairs_inflate_the_sign_tests_size():
-    """With no effect (rate 1/2), pairs that share a query make the exact sign test reject more
-    often than α: the cluster resampling sees it, the independent-pairs formula cannot."""
+def test_clustered_test_keeps_its_size_where_the_pair_sign_test_does_not():
+    """With no effect (rate 1/2), pairs that share a query make the pooled sign test reject more
+    often than α; the clustered test, whose power is computed, stays near α."""
     a, b = clustered_pairs()
     model = TwinPower(a, b, alpha=ALPHA, resamples=20_000, seed=2, key="validation")
-    truth = simulated_sign_rejections(a, b, 100, 0.5, seed=7)
-    assert truth > ALPHA + 0.02
+    assert simulated_sign_rejections(a, b, 100, 0.5, seed=7) > ALPHA + 0.02
+    truth = simulated_cluster_rejections(a, b, 100, 0.5, seed=7)
+    assert abs(truth - ALPHA) <= 0.015
     assert abs(model.power(RESAMPLING, 100, 0.5) - truth) <= 0.03
-    assert model.power(ANALYTIC, 100, 0.5) <= ALPHA
+    assert abs(model.power(ANALYTIC, 100, 0.5) - truth) <= 0.015
 
 
-def test_exact_binomial_power_matches_simulated_independent_pairs():
-    # one decided pair per query: pairs are independent, and the analytic power is exact
-    rng = np.random.default_rng(3)
-    a = (rng.random(400) < 0.62).astype(float)
-    b = 1.0 - a
-    model = TwinPower(a, b, alpha=ALPHA, resamples=20_000, seed=3, key="single")
-    truth = simulated_sign_rejections(a, b, 80, a.mean(), seed=80)
-    assert model.analytic_pairs(80) == 80
-    assert abs(model.power(ANALYTIC, 80, model.rate) - truth) <= 0.03
-    assert abs(model.power(RESAMPLING, 80, model.rate) - truth) <= 0.03
+@pytest.mark.parametrize("n, rate", [(20, 0.5), (20, 0.65)])
+def test_twin_power_matches_evaluates_exact_test(n, rate):
+    """Against the test `evaluate` reports (exact sign-flip for at most 20 queries), not its
+    large-sample form."""
+    from sourcebias.evaluation.stats.twin_preference import cluster_sign_flip_test
+
+    a, b = clustered_pairs()
+    k, h = study_counts(a, b, n, rate, np.random.default_rng(n))
+    truth = np.mean([cluster_sign_flip_test(k[i], h[i])["p"] < ALPHA for i in range(STUDIES)])
+    model = TwinPower(a, b, alpha=ALPHA, resamples=20_000, seed=2, key="validation")
+    for method in (RESAMPLING, ANALYTIC):
+        assert abs(model.power(method, n, rate) - truth) <= 0.03, f"{method}: predicted {model.power(method, n, rate):.3f}, exact test rejects {truth:.3f}"
+
+
+def test_resampled_twin_power_is_monotone_in_the_rate():
+    a, b = clustered_pairs()
+    model = TwinPower(a, b, alpha=ALPHA, resamples=4000, seed=5, key="mono")
+    up = [model.power(RESAMPLING, 60, r) for r in np.linspace(model.rate, 0.8, 12)]
+    down = [model.power(RESAMPLING, 60, r) for r in np.linspace(model.rate, 0.2, 12)]
+    assert all(x <= y for x, y in zip(up[2:], up[3:])) and all(x <= y for x, y in zip(down[2:], down[3:]))
 
 
 # -- closed forms -----------------------------------------------------------------------------------
-def test_sign_test_p_is_binomtest():
-    for n in (1, 2, 7, 20, 51):
-        k = np.arange(n + 1)
-        expected = [stats.binomtest(int(i), n, 0.5).pvalue for i in k]
-        assert np.allclose(sign_test_p(k, np.full(n + 1, n)), expected, rtol=1e-12, atol=1e-15)
-    assert np.isnan(sign_test_p(np.array([0]), np.array([0])))[0]
+def test_flip_quantiles_are_binom_ppf():
+    rng = np.random.default_rng(1)
+    counts = rng.integers(0, 25, 120).astype(float)
+    for f in (0.0, 0.17, 0.5, 0.93, 1.0):
+        idx, u = rng.integers(0, 120, (30, 50)), 1.0 - rng.random((30, 50))
+        assert np.array_equal(FlipTable(counts, f).flips(idx, u), stats.binom.ppf(u, counts[idx], f))
 
 
-def test_exact_binomial_power_by_enumeration():
-    n, rate = 25, 0.7
-    by_hand = sum(stats.binom.pmf(k, n, rate) for k in range(n + 1) if stats.binomtest(k, n, 0.5).pvalue < ALPHA)
-    assert sign_power(n, rate, ALPHA) == pytest.approx(by_hand, rel=1e-12)
+def test_d_moments_by_enumeration():
+    a, b = np.array([2.0, 0.0, 1.0, 3.0]), np.array([1.0, 2.0, 0.0, 4.0])
+    pilot = a.sum() / (a.sum() + b.sum())
+    for rate in (0.3, pilot, 0.7):
+        up = rate >= pilot
+        f = (rate - pilot) / (1 - pilot) if up else (pilot - rate) / pilot
+        m1 = m2 = 0.0
+        for ai, bi in zip(a, b):  # d = a - b ± 2X, X ~ Bin(flipped, f), by its pmf
+            c = int(bi if up else ai)
+            for x in range(c + 1):
+                d = ai - bi + (2 * x if up else -2 * x)
+                m1 += stats.binom.pmf(x, c, f) * d / len(a)
+                m2 += stats.binom.pmf(x, c, f) * d * d / len(a)
+        assert d_moments(a, b, pilot, rate) == pytest.approx((m1, m2), rel=1e-12, abs=1e-12)
+
+
+def test_clustered_z_power_closed_form():
+    # reject when |Σd| > 1 + z·√(n·m2), Σd ~ N(n·μ, n·(m2 − μ²))
+    n, mu, m2 = 90, 0.12, 1.7
+    bar, sd = 1 + stats.norm.isf(ALPHA / 2) * math.sqrt(n * m2), math.sqrt(n * (m2 - mu**2))
+    by_hand = stats.norm.sf(bar, loc=n * mu, scale=sd) + stats.norm.cdf(-bar, loc=n * mu, scale=sd)
+    assert clustered_z_power(n, mu, m2, ALPHA) == pytest.approx(by_hand, rel=1e-12)
+    assert clustered_z_power(n, 0.0, m2, ALPHA) < ALPHA
 
 
 def test_analytic_mde_and_n_are_statsmodels_solve_power():
@@ -186,7 +233,7 @@ def test_undefined_pilots_say_so():
 
 
 def test_unreachable_and_impossible_effects_are_not_numbers():
-    # 3 queries with one pair each: the exact sign test cannot reach p < 0.05 with 3 pairs
+    # 3 queries with one pair each: z = Σd/√Σd² is at most 3/√3 = 1.73 < 1.96
     twin = TwinPower(np.array([1.0, 1.0, 0.0]), np.array([0.0, 0.0, 1.0]), alpha=ALPHA, resamples=500, seed=0, key="t")
     for method in (RESAMPLING, ANALYTIC):
         value, note = twin.mde(method, 3, 0.8)
@@ -286,7 +333,7 @@ def test_pilot_values_are_the_analysis_statistics(pilot_dir):
     twin = twin_preference(run, ds.qrels, result.query_ids, "human", "llm")
     ndsr = delta_ndsr(run, result.query_ids, "human", "llm", 10)
     by = {p["statistic"]: p for p in res.pilots if p["measure"] in ("pairs", "NDSR@10")}
-    assert by["twin_preference"]["estimate"] == twin["rate"] and by["twin_preference"]["p_value"] == twin["p_sign_test"]
+    assert by["twin_preference"]["estimate"] == twin["rate"] and by["twin_preference"]["p_value"] == twin["p_cluster"]
     assert by["delta_ndsr"]["estimate"] == pytest.approx(ndsr["delta"], abs=1e-15)
 
 

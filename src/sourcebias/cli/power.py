@@ -121,8 +121,10 @@ def _print(result: Any) -> None:
     console.print(
         "[dim]Each cell: resampling / analytic. MDE: smallest effect (in the pilot's direction) detected with the target power by a study of n queries; "
         "n needed: queries for the effect (the pilot's own estimate unless --effect). Relative Δ in percent, differences human − LLM, twin pref. = share of pairs "
-        "with the LLM copy first (unit: a relevant pair; queries resampled as clusters; its analytic column assumes independent pairs). "
-        "Tests: paired t (Relative Δ, difference, ΔNDSR), exact sign test (twin pref.). p: the pilot's own test. – : undefined (see power.csv notes).[/dim]"
+        "with the LLM copy first (unit: a relevant pair; queries resampled as clusters with their pairs). "
+        "Tests: paired t (Relative Δ, difference, ΔNDSR); twin pref.: the query-clustered sign-flip test of evaluate, simulated and approximated in its "
+        "large-sample form z = (|Σd| − 1)/√Σd² (d = LLM-first − human-first pairs per query; the exact test is more conservative with about 10 queries). "
+        "p: the pilot's own test. – : undefined (see power.csv notes).[/dim]"
     )
     for note in result.notes:
         console.print(f"[yellow]Note:[/yellow] {note}")

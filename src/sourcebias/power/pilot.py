@@ -148,7 +148,7 @@ def twin_pilots(result: Any, qrels: Any, *, alpha: float, resamples: int, seed: 
                 raise AssertionError("per-query twin counts do not add up to the whole run's")  # pragma: no cover - a bug
             model = TwinPower(a, b, alpha=alpha, resamples=resamples, seed=seed, key=f"{retriever}\t{llm}\ttwin")
             details = {"pairs": whole["pairs"], "ties": whole["ties"], "neither_retrieved": whole["neither_retrieved"], "unpaired": whole["unpaired"], "pairs_per_query": model.pairs_per_query}
-            out.append(Pilot(TWIN_PREFERENCE, retriever, llm, "pairs", model, whole["p_sign_test"], details))
+            out.append(Pilot(TWIN_PREFERENCE, retriever, llm, "pairs", model, whole["p_cluster"], details))
     return out
 
 
