@@ -11,7 +11,7 @@ from sourcebias.power.result import PowerResult, format_effect
 TITLES = {
     "relative_delta": "Relative Δ (paired t-test of the per-query differences)",
     "ndcg_difference": "NDCG difference human − LLM (paired t-test)",
-    "twin_preference": "Twin preference (sign test over pairs; queries resampled as clusters)",
+    "twin_preference": "Twin preference (query-clustered sign-flip test; queries resampled with their pairs)",
     "delta_ndsr": "ΔNDSR (t-test over queries)",
 }
 
