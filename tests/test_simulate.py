@@ -273,3 +273,25 @@ def test_fair_view_interleaves_human_and_generated_text():
     assert view.positions["q"].tolist() == order[expected].tolist()
     top = [corpus.source_of(int(p)) for p in view.positions["q"][:4]]
     assert sum(s != "human" for s in top) == 2  # both generated rounds count as one group
+
+
+def test_the_dense_loop_index_grown_in_rounds_ranks_as_a_fresh_dense_retriever(nq_utd, tmp_path):
+    """MiniLM (offline): vectors appended over two adds (through an embedding store) give the
+    rankings of a DenseRetriever over the whole corpus, no store."""
+    from sourcebias.data import load_dataset
+    from sourcebias.retrieval import build_retriever
+    from sourcebias.simulate.indexes import DenseLoopIndex, loop_index
+
+    ds = load_dataset(nq_utd, split="test")
+    corpus = ds.corpus.take(np.arange(0, 1600, 10))  # 160 documents of both sources
+    index = loop_index("minilm", "minilm", cache_dir=tmp_path / "store")
+    assert isinstance(index, DenseLoopIndex)
+    queries = {q: ds.queries[q] for q in ds.evaluation_queries()[:12]}
+    index.add(corpus, range(0, 100))
+    index.add(corpus, range(100, 130))
+    run = index.rank(corpus, queries, 20, 0)  # fills the last 30 itself
+    assert len(index.vectors) == len(corpus)
+    fresh = build_retriever("minilm,cache=false").retrieve(corpus, queries, 20, seed=0)
+    for q in queries:
+        assert run.keys(q) == fresh.keys(q)
+        np.testing.assert_allclose(run.scores[q], fresh.scores[q], atol=1e-5)

@@ -71,12 +71,11 @@ class BM25LoopIndex(LoopIndex):
             self.index = SegmentedBM25(k1=retriever.k1, b=retriever.b, norms=retriever.norms, analyzer=retriever.analyzer)
 
     def add(self, corpus: Corpus, positions: Sequence[int]) -> None:
-        texts = corpus.retrieval_texts()
         pos = list(positions)
         if pos and pos[0] != self.index.n_docs:
             raise RuntimeError(f"{self.name}: documents must be added in corpus order (index holds {self.index.n_docs}, got position {pos[0]})")
         if pos:
-            self.index.add([texts[i] for i in pos])
+            self.index.add(_texts(corpus, pos))
 
     def rank(self, corpus: Corpus, queries: Mapping[str, str], depth: int, seed: int) -> Run:
         if self.index.n_docs == 0 and len(corpus):
@@ -99,17 +98,27 @@ class DenseLoopIndex(LoopIndex):
 
     def __init__(self, retriever: Any, name: str):
         super().__init__(retriever, name)
-        self.vectors = np.zeros((0, 0), dtype=np.float32)
+        self._buffer = np.zeros((0, 0), dtype=np.float32)  # grown by doubling: a round copies no old vectors
+        self._n = 0
+
+    @property
+    def vectors(self) -> np.ndarray:
+        return self._buffer[: self._n]
 
     def add(self, corpus: Corpus, positions: Sequence[int]) -> None:
         pos = list(positions)
         if not pos:
             return
-        if pos[0] != len(self.vectors):
-            raise RuntimeError(f"{self.name}: documents must be added in corpus order (index holds {len(self.vectors)}, got position {pos[0]})")
-        texts = corpus.retrieval_texts()
-        new = np.asarray(self.retriever.embed([texts[i] for i in pos], "document"), dtype=np.float32)
-        self.vectors = new if not len(self.vectors) else np.vstack([self.vectors, new])
+        if pos[0] != self._n:
+            raise RuntimeError(f"{self.name}: documents must be added in corpus order (index holds {self._n}, got position {pos[0]})")
+        new = np.asarray(self.retriever.embed(_texts(corpus, pos), "document"), dtype=np.float32)
+        if self._n + len(new) > len(self._buffer):
+            grown = np.empty((max(2 * len(self._buffer), self._n + len(new)), new.shape[1]), dtype=np.float32)
+            if self._n:
+                grown[: self._n] = self._buffer[: self._n]
+            self._buffer = grown
+        self._buffer[self._n : self._n + len(new)] = new
+        self._n += len(new)
 
     def rank(self, corpus: Corpus, queries: Mapping[str, str], depth: int, seed: int) -> Run:
         from sourcebias.retrieval.dense import exact_blocks
@@ -122,6 +131,11 @@ class DenseLoopIndex(LoopIndex):
         for block in exact_blocks(self.vectors, q_vecs, qids):
             builder.add(block)
         return builder.build(self.name, qids, info={"index": "exact (in memory)"})
+
+
+def _texts(corpus: Corpus, positions: list[int]) -> list[str]:
+    """The retrieval texts of some documents (not the whole corpus's: a round touches only its own)."""
+    return [corpus[i].retrieval_text() for i in positions]
 
 
 def loop_index(name: str, spec: str, *, state: Path | None = None, n_docs: int | None = None, cache_dir: Any = None, device: str | None = None) -> LoopIndex:
