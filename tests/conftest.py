@@ -72,6 +72,27 @@ def cocktail_dir(tmp_path: Path) -> Path:
     return root
 
 
+def tiny_grid_toml(tmp_path: Path, data: Path, extra: str = "", name: str = "grid.toml", retrievers=("bm25", "tfidf")) -> Path:
+    """A small grid file (NDCG and Share at 1 and 3, 200 resamples) over ``data``; ``extra``: more
+    ``[grid]`` lines, written as given."""
+    systems = "".join(f'\n[[retrievers]]\nspec = "{r}"\n' for r in retrievers)
+    body = f"""
+[grid]
+name = "tiny"
+measures = ["NDCG", "Share"]
+cutoffs = [1, 3]
+significance_resamples = 200
+bootstrap_resamples = 200
+{extra}
+
+[[datasets]]
+path = "{data}"
+"""
+    path = tmp_path / name
+    path.write_text(body + systems, encoding="utf-8")
+    return path
+
+
 # -- independent re-implementations of documented rules, for checking the package against ------------
 _MASK = (1 << 64) - 1
 

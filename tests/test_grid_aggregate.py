@@ -3,7 +3,6 @@ cells of an earlier configuration are marked stale and left out, the orphan poli
 
 from __future__ import annotations
 
-import textwrap
 
 import numpy as np
 import pytest
@@ -16,30 +15,9 @@ from sourcebias.experiments.grid import run_grid
 
 
 def config(tmp_path, cocktail_dir, grid_extra: str = "", name: str = "grid.toml"):
-    path = tmp_path / name
-    path.write_text(
-        textwrap.dedent(
-            f"""
-            [grid]
-            name = "tiny"
-            measures = ["NDCG", "Share"]
-            cutoffs = [1, 3]
-            significance_resamples = 200
-            bootstrap_resamples = 200
-            {grid_extra}
+    from conftest import tiny_grid_toml
 
-            [[datasets]]
-            path = "{cocktail_dir}"
-
-            [[retrievers]]
-            spec = "bm25"
-            [[retrievers]]
-            spec = "tfidf"
-            """
-        ),
-        encoding="utf-8",
-    )
-    return path
+    return tiny_grid_toml(tmp_path, cocktail_dir, grid_extra, name)
 
 
 def test_primary_in_any_spelling_reports_every_finished_cell(tmp_path, cocktail_dir):

@@ -5,7 +5,6 @@ a tie-heavy corpus has a spread > 0; config errors name the line."""
 from __future__ import annotations
 
 import math
-import textwrap
 
 import numpy as np
 import pytest
@@ -22,22 +21,9 @@ PER_SEED = ("all", "human", "llm", "rel_delta", "rel_delta_ci_low", "rel_delta_c
 
 
 def config(tmp_path, data, seed_line: str, name: str = "grid.toml", retrievers=("bm25", "tfidf")):
-    path = tmp_path / name
-    systems = "".join(f'\n[[retrievers]]\nspec = "{r}"\n' for r in retrievers)
-    body = f"""
-    [grid]
-    name = "tiny"
-    measures = ["NDCG", "Share"]
-    cutoffs = [1, 3]
-    significance_resamples = 200
-    bootstrap_resamples = 200
-    {seed_line}
+    from conftest import tiny_grid_toml
 
-    [[datasets]]
-    path = "{data}"
-    """
-    path.write_text(textwrap.dedent(body) + systems, encoding="utf-8")
-    return path
+    return tiny_grid_toml(tmp_path, data, seed_line, name, retrievers)
 
 
 def rows_by(table, keys=("retriever", "llm_source")):
@@ -193,7 +179,7 @@ def test_ties_make_the_seed_matter(tmp_path):
     ],
 )
 def test_seed_config_errors_name_the_line(tmp_path, cocktail_dir, lines, message, key):
-    path = config(tmp_path, cocktail_dir, lines.replace("\n", "\n    "))
+    path = config(tmp_path, cocktail_dir, lines)
     with pytest.raises(DataError, match=message) as info:
         load_grid_config(path)
     line = next(i for i, t in enumerate(path.read_text().splitlines(), start=1) if t.strip().startswith(f"{key} ="))
