@@ -153,7 +153,16 @@ name = "bm25-b"
 [[retrievers]]
 spec = "bm25:k1=0.6,b=0.6"
 name = "bm25-c"
-"""
+[[retrievers]]
+spec = "bm25:k1=1.0,b=0.5"
+name = "bm25-d"
+[[retrievers]]
+spec = "bm25:k1=2.0,b=0.3"
+name = "bm25-e"
+[[retrievers]]
+spec = "tfidf:sublinear_tf=true"
+name = "tfidf-s"
+"""  # 8 cells: under a loaded CPU the worker node still gets a second one before the grid ends
 
 
 def _state(out: Path) -> dict:
