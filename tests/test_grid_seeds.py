@@ -184,3 +184,16 @@ def test_seed_config_errors_name_the_line(tmp_path, cocktail_dir, lines, message
         load_grid_config(path)
     line = next(i for i, t in enumerate(path.read_text().splitlines(), start=1) if t.strip().startswith(f"{key} ="))
     assert f"grid.toml:{line}:" in str(info.value)
+
+
+def test_bench_only_one_cell_counts_all_its_seeds(tmp_path, cocktail_dir, capsys):
+    """`bench --only dataset/system` in a grid of several seeds runs, and announces, every seed of it."""
+    from sourcebias.cli.main import main
+
+    path = config(tmp_path, cocktail_dir, "seeds = [42, 100]")
+    with pytest.raises(SystemExit) as info:
+        main(["bench", str(path), "-o", str(tmp_path / "out"), "--only", "tiny/bm25", "--no-report"])
+    assert info.value.code in (0, None)
+    out = capsys.readouterr().out
+    assert "= 2 cells" in out and "2 cells: 2 run" in out
+    assert sorted(p.name for p in (tmp_path / "out" / "cells" / "tiny").iterdir() if not p.name.startswith(".")) == ["bm25.seed-100", "bm25.seed-42"]
