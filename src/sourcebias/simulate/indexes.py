@@ -78,8 +78,8 @@ class BM25LoopIndex(LoopIndex):
             self.index.add(_texts(corpus, pos))
 
     def rank(self, corpus: Corpus, queries: Mapping[str, str], depth: int, seed: int) -> Run:
-        if self.index.n_docs == 0 and len(corpus):
-            self.add(corpus, range(len(corpus)))
+        if self.index.n_docs < len(corpus):  # what it lacks (all of it when new or stale)
+            self.add(corpus, range(self.index.n_docs, len(corpus)))
         qids = list(queries)
         builder = RunBuilder(corpus, depth, seed=seed, only_matching=True)
         for start in range(0, len(qids), 256):

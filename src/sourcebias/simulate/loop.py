@@ -173,13 +173,12 @@ class Loop:
         return run
 
     def _write(self, r: int) -> list[dict[str, Any]]:
+        from sourcebias.core import progress
         from sourcebias.simulate.writer import plan_tasks, write_documents
 
         w = self.writer()
         view = (self._last if self._last is not None else self._view()).cut(self.cfg.k)
         tasks = plan_tasks(view, round_queries(self.cfg, self.eval_qids, r), self.dataset.queries, write=self.cfg.generator.write, k=self.cfg.k, context=self.cfg.generator.context, round_=r)
-        from sourcebias.core import progress
-
         with progress.task(f"{self.name}: round {r}, writing", total=len(tasks), unit="docs") as t:
             records = write_documents(tasks, self.corpus, w.backend, self.cfg.generator, w.template, seed=self.cfg.seed, round_=r, retriever=self.name, on_done=t.advance)
         for rec in records:
@@ -196,7 +195,7 @@ class Loop:
         return records
 
     def _commit(self, r: int, records: list[dict[str, Any]], view: Any, seconds: float) -> None:
-        from sourcebias.core.artifacts import OutputFolder
+        from sourcebias.core.artifacts import OutputFolder, json_plain
         from sourcebias.core.atomic import atomic_open, atomic_write_json
         from sourcebias.core.manifest import build_manifest
         from sourcebias.simulate.metrics import round_metrics
@@ -210,7 +209,7 @@ class Loop:
                 for rec in records:
                     fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
             view.write_trec(folder.staging / "run.trec", tag=self.name)
-            atomic_write_json(folder.staging / "metrics.json", _plain(metrics))
+            atomic_write_json(folder.staging / "metrics.json", json_plain(metrics))
             params = {"settings_hash": self.hash, "round": r, "retriever": self.name, "seed": self.cfg.seed}
             folder.commit(build_manifest(command=ROUND_KIND, inputs={"config": str(self.cfg.path.resolve())}, parameters=params, timings={"round_s": round(seconds, 3)}))
         finally:
@@ -224,9 +223,3 @@ def _statuses(records: list[dict[str, Any]]) -> dict[str, int]:
         key = rec["metadata"]["rewrite_status"] if rec["metadata"]["added"] or rec["metadata"]["rewrite_status"] != "ok" else "filtered by detector"
         out[key] = out.get(key, 0) + 1
     return out
-
-
-def _plain(obj: Any) -> Any:
-    from sourcebias.core.artifacts import json_plain
-
-    return json_plain(obj)

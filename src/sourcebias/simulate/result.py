@@ -12,7 +12,6 @@ NDSR@k of every source per retriever and round.
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -103,7 +102,3 @@ def _loop_rows(retriever: str, metrics: list[dict[str, Any]], k: Any) -> tuple[l
 
 def _num(v: Any) -> float:
     return float("nan") if v is None else float(v)
-
-
-def is_nan(v: Any) -> bool:
-    return isinstance(v, float) and math.isnan(v)

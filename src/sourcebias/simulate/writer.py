@@ -94,9 +94,9 @@ def request_for(task: WriteTask, corpus: Corpus, gen: Any, template: Any, seed: 
     from sourcebias.generation.rewrite import document_seed
 
     if gen.write == "answer":
-        user = template.replace("{passages}", _passages(corpus, task)).replace("{query}", task.query)
-        messages = ([{"role": "system", "content": gen.system}] if gen.system else []) + [{"role": "user", "content": user}]
         source_text, marker = _passages(corpus, task), None
+        user = template.replace("{passages}", source_text).replace("{query}", task.query)
+        messages = ([{"role": "system", "content": gen.system}] if gen.system else []) + [{"role": "user", "content": user}]
     else:
         d = corpus[task.sources[0][0]]
         messages, user = template.messages(d.text, d.title), template.render(d.text, d.title)
