@@ -31,6 +31,7 @@ ALLOWED = {
     # adapters to other tools (top-level modules: sourcebias.irds, sourcebias.pyterrier)
     "irds": {"core", "data", "irds"},
     "pyterrier": {"core", "data", "models", "retrieval", "pyterrier"},
+    "testing": {"core", "data", "models", "retrieval", "evaluation", "testing"},  # test cases for extension authors
     "cli": None,  # anything
 }
 

@@ -1,0 +1,225 @@
+"""Test helpers for people who extend sourcebias in their own package.
+
+A toy mixed dataset small enough to check by hand, and test cases that hold a new retriever,
+statistic or measure to the contracts sourcebias relies on (as ``pyterrier.testing`` and
+``mteb.mocks`` do for their extension authors). Subclass a case, say what to test, and let your
+test runner (pytest or unittest) collect it::
+
+    from sourcebias.testing import RetrieverTestCase
+
+    class TestWordOverlap(RetrieverTestCase):
+        def make_retriever(self):
+            return WordOverlap()
+
+The base classes themselves are not collected (``__test__ = False``); each subclass is.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import tempfile
+import unittest
+from pathlib import Path
+from typing import Any
+
+#: The toy corpus: three human documents and their LLM twins (``d3``'s twin is an exact copy, so
+#: a retriever that scores by text gives the pair equal scores and the tie rule orders them).
+TOY_HUMAN = [
+    {"_id": "d1", "title": "", "text": "The cat sat on the mat in the sun."},
+    {"_id": "d2", "title": "Dogs", "text": "Dogs bark loudly at night."},
+    {"_id": "d3", "title": "", "text": "Cats and dogs can live together peacefully."},
+]
+TOY_LLM = [
+    {"_id": "d1", "title": "", "text": "A cat was sitting on the mat under the sun."},
+    {"_id": "d2", "title": "Dogs", "text": "At night, dogs bark very loudly."},
+    {"_id": "d3", "title": "", "text": "Cats and dogs can live together peacefully."},
+]
+TOY_QUERIES = [{"_id": "q1", "text": "cat on a mat"}, {"_id": "q2", "text": "barking dogs"}, {"_id": "q3", "text": "cats and dogs together"}]
+TOY_QRELS = [("q1", "d1", 1), ("q2", "d2", 2), ("q2", "d3", 0), ("q3", "d3", 1)]
+TOY_LLM_SOURCE = "llm"
+
+
+def write_toy_dataset(folder: str | Path) -> Path:
+    """Write the toy dataset in Cocktail's layout (``corpus/human.jsonl``, ``corpus/llm.jsonl``,
+    ``queries.jsonl``, ``qrels/test.tsv``).
+
+    Args:
+        folder: where to write it (created if absent).
+
+    Returns:
+        The folder, ready for :func:`sourcebias.load_dataset` or ``sourcebias evaluate``.
+    """
+    root = Path(folder)
+    (root / "corpus").mkdir(parents=True, exist_ok=True)
+    (root / "qrels").mkdir(exist_ok=True)
+    for name, docs in (("human", TOY_HUMAN), (TOY_LLM_SOURCE, TOY_LLM)):
+        (root / "corpus" / f"{name}.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs), encoding="utf-8")
+    (root / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in TOY_QUERIES), encoding="utf-8")
+    rows = ["query-id\tcorpus-id\tscore"] + [f"{q}\t{d}\t{g}" for q, d, g in TOY_QRELS]
+    (root / "qrels" / "test.tsv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    return root
+
+
+def toy_dataset() -> Any:
+    """The toy dataset, loaded (split ``test``; written to a temporary folder first).
+
+    Returns:
+        A :class:`sourcebias.data.Dataset` with sources ``human`` and ``llm``.
+    """
+    from sourcebias.data import load_dataset
+
+    folder = Path(tempfile.mkdtemp(prefix="sourcebias-toy-"))
+    return load_dataset(write_toy_dataset(folder / "toy"), split="test")
+
+
+class _Case(unittest.TestCase):
+    """Collect subclasses, not the base class."""
+
+    __test__ = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.__test__ = cls.__module__ != __name__  # the cases defined here are bases, not tests
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        super().setUpClass()
+        cls.dataset = toy_dataset()
+
+    def queries(self) -> dict[str, str]:
+        """The toy queries that have a relevant document, ``query_id -> text``."""
+        return {q: self.dataset.queries[q] for q in self.dataset.evaluation_queries()}
+
+
+class RetrieverTestCase(_Case):
+    """Contract of a retriever (a first stage or a pipeline). Implement :meth:`make_retriever`."""
+
+    def make_retriever(self) -> Any:
+        """Return the retriever to test (a :class:`sourcebias.retrieval.Retriever`)."""
+        raise NotImplementedError("implement make_retriever() in your subclass")
+
+    def test_a_run_ranks_documents_of_the_corpus_best_first(self) -> None:
+        run = self.make_retriever().retrieve(self.dataset.corpus, self.queries(), 10)
+        self.assertEqual(set(run.query_ids), set(self.queries()))
+        for q in run.query_ids:
+            positions, scores = run.positions[q], run.scores[q]
+            self.assertEqual(len(positions), len(set(positions.tolist())), f"{q}: a document ranked twice")
+            self.assertTrue(all(0 <= p < len(self.dataset.corpus) for p in positions.tolist()))
+            self.assertTrue(all(a >= b for a, b in zip(scores[:-1].tolist(), scores[1:].tolist())), f"{q}: scores not best first")
+
+    def test_depth_is_respected(self) -> None:
+        run = self.make_retriever().retrieve(self.dataset.corpus, self.queries(), 2)
+        self.assertTrue(all(len(run.positions[q]) <= 2 for q in run.query_ids))
+
+    def test_the_same_call_gives_the_same_run(self) -> None:
+        a = self.make_retriever().retrieve(self.dataset.corpus, self.queries(), 10)
+        b = self.make_retriever().retrieve(self.dataset.corpus, self.queries(), 10)
+        self.assertEqual(a, b)
+
+    def test_equal_scores_follow_the_tie_rule(self) -> None:
+        from sourcebias.retrieval.ties import TieRule
+
+        run = self.make_retriever().retrieve(self.dataset.corpus, self.queries(), 10, seed=3)
+        rule = TieRule(self.dataset.corpus, 3)
+        for q in run.query_ids:
+            positions, scores = run.positions[q], run.scores[q]
+            expected = rule.top(q, scores, positions, len(positions))
+            self.assertEqual(positions[expected].tolist(), positions.tolist(), f"{q}: tied documents are not in the tie rule's order")
+
+    def test_it_is_measured_by_the_protocol(self) -> None:
+        from sourcebias.evaluation import evaluate, measure_grid
+
+        retriever = self.make_retriever()
+        result = evaluate(self.dataset, [retriever], measures=measure_grid(["NDCG"], [3]), depth=10)
+        for source in self.dataset.sources:
+            value = result.mean(retriever.name, "mixed", source, "NDCG@3")
+            self.assertTrue(0.0 <= value <= 1.0, f"NDCG@3 for target {source} is {value}")
+
+
+class StatisticTestCase(_Case):
+    """Contract of a statistic. Implement :meth:`make_statistic`; :meth:`measures` may be
+    overridden (default ``["NDCG@3"]``)."""
+
+    def make_statistic(self) -> Any:
+        """Return the statistic to test (a :class:`sourcebias.evaluation.stats.Statistic`)."""
+        raise NotImplementedError("implement make_statistic() in your subclass")
+
+    def measures(self) -> list[str]:
+        """The measures the statistic is computed for."""
+        return ["NDCG@3"]
+
+    def _records(self) -> tuple[Any, list[Any]]:
+        from sourcebias.evaluation import evaluate, measure_grid
+        from sourcebias.evaluation.stats import StatContext
+        from sourcebias.retrieval import build_retriever
+
+        stat = self.make_statistic()
+        names = sorted({m.split("@")[0] for m in self.measures()})
+        cutoffs = sorted({int(m.split("@")[1]) for m in self.measures()})
+        result = evaluate(self.dataset, [build_retriever("bm25"), build_retriever("tfidf")], measures=measure_grid(names, cutoffs), depth=10)
+        ctx = StatContext(qrels=self.dataset.qrels, measures=self.measures(), bootstrap_resamples=200, significance_resamples=200)
+        return stat, stat.compute(result, ctx)
+
+    def test_records_name_their_retriever_source_and_measure(self) -> None:
+        stat, records = self._records()
+        self.assertTrue(records, "no records for two retrievers on the toy dataset")
+        for r in records:
+            self.assertIsInstance(r, stat.record)
+            self.assertIn(r.retriever, ("bm25", "tfidf"))
+            self.assertEqual(r.llm_source, TOY_LLM_SOURCE)
+            if stat.per_measure:
+                self.assertIn(r.measure, self.measures())
+
+    def test_displayed_columns_are_fields_and_rows_round_trip(self) -> None:
+        stat, records = self._records()
+        fields = set(stat.record.field_names())
+        for column in stat.record.columns:
+            self.assertIn(column.key, fields)
+        for r in records:
+            back = stat.record.from_row(r.row())
+            for name, value in r.row().items():
+                other = back.row()[name]
+                same = value == other or (isinstance(value, float) and isinstance(other, float) and math.isnan(value) and math.isnan(other))
+                self.assertTrue(same, f"{name}: {value!r} came back as {other!r}")
+
+    def test_the_caption_says_what_was_computed(self) -> None:
+        stat, records = self._records()
+        caption = stat.caption(records)
+        self.assertIsInstance(caption, str)
+        self.assertTrue(caption.strip(), "empty caption: say the method and level used")
+
+    def test_it_is_registered_by_name(self) -> None:
+        from sourcebias.evaluation.stats import get_statistic
+
+        stat = self.make_statistic()
+        self.assertIs(get_statistic(stat.name), get_statistic(stat.name.upper()))
+        self.assertEqual(get_statistic(stat.name).name, stat.name)
+
+
+class MeasureTestCase(_Case):
+    """Contract of a measure kind. Implement :meth:`measure_name` (its registered name)."""
+
+    def measure_name(self) -> str:
+        """Return the registered name of the measure kind to test (``"NDCG"``)."""
+        raise NotImplementedError("implement measure_name() in your subclass")
+
+    def test_it_parses_with_a_cutoff_and_its_aliases(self) -> None:
+        from sourcebias.evaluation.measures import measure_kinds, parse_measure
+
+        kind = measure_kinds()[self.measure_name()]
+        for alias in (kind.name, *kind.aliases):
+            self.assertEqual(str(parse_measure(f"{alias}@3")), f"{kind.name}@3")
+
+    def test_values_are_finite_fractions_for_every_target(self) -> None:
+        from sourcebias.evaluation import evaluate, measure_grid
+        from sourcebias.retrieval import build_retriever
+
+        name = self.measure_name()
+        result = evaluate(self.dataset, [build_retriever("bm25")], measures=measure_grid([name], [1, 3]), depth=10)
+        rows = [r for r in result.metric_rows() if r["metric"].startswith(name + "@")]
+        self.assertTrue(rows, f"no values of {name}")
+        for r in rows:
+            if r["target"].startswith("relative_delta"):
+                continue
+            self.assertTrue(0.0 <= r["value"] <= 1.0 or math.isnan(r["value"]), r)

@@ -1,0 +1,81 @@
+"""sourcebias.testing, the extension authors' test cases: they pass for the built-in retrievers,
+statistics and measures, and they fail for a retriever that breaks a contract."""
+
+from __future__ import annotations
+
+import unittest
+
+import numpy as np
+
+from sourcebias.retrieval import FirstStage, ScoreBlock, build_retriever
+from sourcebias.testing import TOY_HUMAN, TOY_LLM, MeasureTestCase, RetrieverTestCase, StatisticTestCase, toy_dataset
+
+
+class TestBM25Contract(RetrieverTestCase):
+    def make_retriever(self):
+        return build_retriever("bm25")
+
+
+class TestPipelineContract(RetrieverTestCase):
+    def make_retriever(self):
+        return build_retriever("tfidf>>cut:2")
+
+
+class TestTwinPreferenceContract(StatisticTestCase):
+    def make_statistic(self):
+        from sourcebias.evaluation.stats import get_statistic
+
+        return get_statistic("twin_preference")
+
+
+class TestRelativeDeltaContract(StatisticTestCase):
+    def make_statistic(self):
+        from sourcebias.evaluation.stats import get_statistic
+
+        return get_statistic("relative_delta_ci")
+
+
+class TestShareContract(MeasureTestCase):
+    def measure_name(self):
+        return "Share"
+
+
+class TestNDCGContract(MeasureTestCase):
+    def measure_name(self):
+        return "NDCG"
+
+
+class CorpusOrderTies(FirstStage):
+    """Breaks the tie contract: every document scores 1, ranked in corpus order (human first)."""
+
+    name = "corpus-order"
+
+    def retrieve(self, corpus, queries, depth=1000, *, seed=0):
+        from sourcebias.retrieval import Run
+
+        n = min(depth, len(corpus))
+        return Run(corpus, self.name, {q: np.arange(n) for q in queries}, {q: np.ones(n, dtype=np.float32) for q in queries}, {})
+
+    def score(self, corpus, queries, depth):
+        yield ScoreBlock(list(queries), np.ones((len(queries), len(corpus)), dtype=np.float32))
+
+
+def test_the_toy_dataset_is_what_the_module_says():
+    ds = toy_dataset()
+    assert tuple(ds.sources) == ("human", "llm")
+    assert len(ds.corpus) == len(TOY_HUMAN) + len(TOY_LLM)
+    assert sorted(ds.evaluation_queries()) == ["q1", "q2", "q3"]  # q2 and q3 have a relevant document
+
+
+def test_a_retriever_that_orders_ties_by_corpus_position_fails_the_case():
+    class Case(RetrieverTestCase):
+        def make_retriever(self):
+            return CorpusOrderTies()
+
+    outcome = unittest.TextTestRunner(stream=open("/dev/null", "w"), verbosity=0).run(unittest.defaultTestLoader.loadTestsFromTestCase(Case))
+    failed = {t.id().rsplit(".", 1)[-1] for t, _ in outcome.failures}
+    assert failed == {"test_equal_scores_follow_the_tie_rule"}
+
+
+def test_the_base_cases_are_not_collected():
+    assert RetrieverTestCase.__test__ is False and TestBM25Contract.__test__ is True
