@@ -125,7 +125,7 @@ def _plural(typ: type) -> str:
 
 
 def _num(v: float) -> str:
-    return f"{int(v):,}" if float(v).is_integer() else f"{v:g}"
+    return str(int(v)) if float(v).is_integer() else f"{v:g}"
 
 
 #: the ``[grid]`` table's settings, in the order of the documentation
