@@ -215,3 +215,8 @@ def test_the_reference_table_lists_every_setting_with_bounds_and_default():
     assert '| `measures` | list of str | `["NDCG", "MAP", "Recall", "P", "Share"]` | – | yes |' in rows["measures"]
     assert "| `cutoffs` | list of int | `[1, 3, 5, 10]` | ≥ 1 | yes |" in rows["cutoffs"]
     assert "| `seed` | int | `0` | – | yes | `--seed` |" in rows["seed"]
+
+
+def test_the_readme_holds_the_current_reference_table():
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    assert settings_markdown() in readme

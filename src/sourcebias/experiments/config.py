@@ -1,6 +1,7 @@
 """Experiment grids: a TOML file naming datasets, retrievers (and runs), measures and settings.
 
-Example (every key but ``datasets[].path`` and ``retrievers[].spec`` is optional)::
+Example (every key but ``datasets[].path`` and ``retrievers[].spec`` is optional; the ``[grid]``
+settings, their bounds and defaults are declared in :mod:`sourcebias.experiments.settings`)::
 
     [grid]
     name = "cocktail-mini"
@@ -17,6 +18,7 @@ Example (every key but ``datasets[].path`` and ``retrievers[].spec`` is optional
     correction = "holm"                  # or "fdr_bh": across all of the grid's tests
     primary = "NDCG@3"                   # the report's measure: one of measures x cutoffs (any spelling)
     orphans = "drop"                     # or "keep": judged originals without a copy in every source
+    ndsr_k = 10                          # cut-off of ΔNDSR@k in the report
 
     [options]                            # command-wide options of every cell (--batch-size ...)
     batch_size = 32

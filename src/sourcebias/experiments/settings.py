@@ -135,7 +135,8 @@ GRID_SETTINGS: tuple[Setting, ...] = (
     Setting("cutoffs", list, CUTOFFS, "Cut-offs k of every measure.", min=1, item=int, distinct=True, hashed=True, option="--k"),
     Setting("depth", int, 1000, "Documents kept per query in each ranking (at least the largest cut-off).", min=1, hashed=True, option="--depth"),
     Setting("seed", int, 0, "Seed of the tie rule, the randomization tests and the bootstrap (seed = N is seeds = [N]).", hashed=True, option="--seed"),
-    Setting("seeds", list, (0,), "Instead of seed: run every cell once per seed; the report gives the mean and spread across seeds.", item=int, distinct=True),
+    Setting("seeds", list, (0,), "Instead of seed: run every cell once per seed (each cell's own seed in its hash); the report gives the mean and spread across seeds.",
+            item=int, distinct=True),
     Setting("sole", bool, True, "Also rank each source alone (human-only, LLM-only settings).", hashed=True, option="--sole/--no-sole"),
     Setting("significance_resamples", int, 10_000, "Resamples of the paired randomization test.", min=100, hashed=True, context=True, option="--resamples"),
     Setting("bootstrap_resamples", int, 2_000, "Resamples of the bootstrap CI of Relative Δ.", min=100, context=True, option="--bootstrap-resamples"),
@@ -189,8 +190,6 @@ def option_kwargs(name: str) -> dict[str, Any]:
 
 
 def _default_text(s: Setting) -> str:
-    if s.default is None:
-        return "see description"
     if isinstance(s.default, bool):
         return str(s.default).lower()
     if isinstance(s.default, (list, tuple)):
@@ -204,7 +203,7 @@ def settings_markdown(settings: tuple[Setting, ...] = GRID_SETTINGS) -> str:
     lines = ["| key | type | default | bounds | in cell hash | evaluate option | what it does |", "|---|---|---|---|---|---|---|"]
     for s in settings:
         typ = f"list of {s.item.__name__}" if s.type is list and s.item else s.type.__name__
-        cells = [f"`{s.name}`", typ, f"`{_default_text(s)}`", s.bounds() or "–", "yes" if s.hashed else "no", f"`{s.option}`" if s.option else "–", s.help.replace("|", "\\|")]
+        cells = [f"`{s.name}`", typ, f"`{_default_text(s)}`" if s.default is not None else "see text", s.bounds() or "–", "yes" if s.hashed else "no", f"`{s.option}`" if s.option else "–", s.help.replace("|", "\\|")]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
