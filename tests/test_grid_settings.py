@@ -8,13 +8,13 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import tiny_grid_toml
 
 import sourcebias
 from sourcebias.core.errors import DataError
 from sourcebias.experiments.config import GridConfig, load_grid_config
 from sourcebias.experiments.grid import dataset_fingerprint, expected_hash, plan_cells
 from sourcebias.experiments.settings import GRID_SETTINGS, key_line, option_kwargs, setting, settings_markdown
-from conftest import tiny_grid_toml
 
 
 def line_of(path: Path, start: str) -> int:

@@ -65,7 +65,6 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from sourcebias.core.errors import ConfigError, DataError
-
 from sourcebias.experiments.settings import GRID_SETTINGS, RETRIEVER_SETTINGS, Setting, key_line, unknown_keys
 
 GRID_KEYS = frozenset(s.name for s in GRID_SETTINGS)

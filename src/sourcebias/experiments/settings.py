@@ -98,7 +98,7 @@ class Setting:
         return None
 
     def _within(self, v: Any) -> bool:
-        if isinstance(v, str) or isinstance(v, bool):
+        if isinstance(v, (str, bool)):
             return True
         return (self.min is None or v >= self.min) and (self.max is None or v <= self.max)
 
@@ -160,6 +160,12 @@ RETRIEVER_SETTINGS: tuple[Setting, ...] = (
 def setting(name: str) -> Setting:
     """The declaration of a ``[grid]`` setting by its key.
 
+    Args:
+        name: the key, e.g. ``"bootstrap_resamples"``.
+
+    Returns:
+        Its :class:`Setting`.
+
     Raises:
         KeyError: no such setting.
     """
@@ -176,6 +182,12 @@ def option_kwargs(name: str) -> dict[str, Any]:
     Example: ``bootstrap_resamples: Annotated[int, typer.Option(**option_kwargs("bootstrap_resamples"))] = setting("bootstrap_resamples").default``.
     A setting with choices gets a ``metavar`` (``holm|fdr_bh|...``); check the value with
     :meth:`Setting.problem`.
+
+    Args:
+        name: the setting's key in ``[grid]``.
+
+    Returns:
+        ``{"help": ..., "min": ..., "max": ..., "metavar": ...}`` (the keys that apply).
 
     Raises:
         KeyError: no such setting.
@@ -198,8 +210,15 @@ def _default_text(s: Setting) -> str:
 
 
 def settings_markdown(settings: tuple[Setting, ...] = GRID_SETTINGS) -> str:
-    """A Markdown reference table of the settings: key, type, default, bounds or choices, whether
-    it enters the cell hash, the ``evaluate`` option of the same setting, and what it does."""
+    """A Markdown reference table of the settings (the README's and the documentation's).
+
+    Args:
+        settings: the declarations to list (default: every ``[grid]`` setting).
+
+    Returns:
+        The table: key, type, default, bounds or choices, whether it enters the cell hash, the
+        ``evaluate`` option of the same setting, and what it does; one row per setting.
+    """
     lines = ["| key | type | default | bounds | in cell hash | evaluate option | what it does |", "|---|---|---|---|---|---|---|"]
     for s in settings:
         typ = f"list of {s.item.__name__}" if s.type is list and s.item else s.type.__name__
@@ -213,9 +232,18 @@ _HEADER = re.compile(r"\s*\[(\[)?\s*([^\]]+?)\s*\]\]?\s*(?:#.*)?$")
 
 
 def key_line(text: str, key: str, table: str | None = None, index: int = 1) -> int | None:
-    """The line of ``key = ...`` in a TOML text, inside ``[table]`` (or the ``index``-th
-    ``[[table]]``; ``table`` None: the top level, where a key may also be a table's header), for
-    error messages; None when it is not there as a plain ``key =`` line."""
+    """The line of ``key = ...`` in a TOML text, for error messages.
+
+    Args:
+        text: the file's text.
+        key: the key (bare or quoted in the file).
+        table: the table it is in (``[table]``, or the ``index``-th ``[[table]]``); None: the top
+            level, where ``key`` may also be a table's header (``[grdi]``).
+        index: which ``[[table]]`` entry, from 1.
+
+    Returns:
+        The line number (from 1), or None when the key is not there as a plain ``key =`` line.
+    """
     here: str | None = None
     seen: dict[str, int] = {}
     key_re = re.compile(rf"""\s*(["']?){re.escape(key)}\1\s*=""")
@@ -233,8 +261,17 @@ def key_line(text: str, key: str, table: str | None = None, index: int = 1) -> i
 
 
 def unknown_keys(table: dict[str, Any], allowed: set[str] | frozenset[str]) -> tuple[str, str] | None:
-    """``(first unknown key, the problem)`` for keys of ``table`` not in ``allowed``, with a
-    "did you mean" for close misspellings (difflib); None when every key is known."""
+    """The keys of ``table`` not in ``allowed``, with a "did you mean" for close misspellings.
+
+    Args:
+        table: a parsed TOML table.
+        allowed: its known keys.
+
+    Returns:
+        ``(the first unknown key, the problem)``, e.g. ``("primry", "unknown key(s) primry (did
+        you mean primary?); allowed: ...")`` (difflib's closest match, if any is close), or None
+        when every key is known.
+    """
     unknown = sorted(set(table) - set(allowed))
     if not unknown:
         return None
