@@ -165,7 +165,7 @@ def test_an_external_run_cell_equals_the_own_run_when_rankings_are_the_same(tmp_
 
 def test_config_errors_name_the_place(tmp_path, cocktail_dir):
     bad = write_config(tmp_path / "bad.toml", '[grid]\nname = "x"\n[[datasets]]\npath = "d"\n[[retrievers]]\nspecs = "bm25"\n')
-    with pytest.raises(DataError, match=r"bad.toml: retrievers\[1\]: unknown key\(s\) specs"):
+    with pytest.raises(DataError, match=r"bad.toml:6: retrievers\[1\]: unknown key\(s\) specs \(did you mean spec\?\)"):
         load_grid_config(bad)
     syntax = write_config(tmp_path / "syntax.toml", "[grid]\nname = \n")
     with pytest.raises(DataError, match=r"syntax.toml:2: not valid TOML"):
@@ -175,7 +175,7 @@ def test_config_errors_name_the_place(tmp_path, cocktail_dir):
         run_grid(load_grid_config(unknown), tmp_path / "o")
     assert not (tmp_path / "o").exists() or not any((tmp_path / "o").iterdir())  # refused before any work
     wrong = write_config(tmp_path / "w.toml", f'[[datasets]]\npath = "{cocktail_dir}"\nname = "tiny"\n[[retrievers]]\nspec = "bm25"\ndatasets = ["nq"]\n')
-    with pytest.raises(DataError, match=r"w.toml: retrievers\[1\].datasets: 'nq' is not a dataset of this grid \(tiny\)"):
+    with pytest.raises(DataError, match=r"w.toml:6: retrievers\[1\].datasets: 'nq' is not a dataset of this grid \(tiny\)"):
         load_grid_config(wrong)
 
 

@@ -238,7 +238,7 @@ def test_a_grid_runs_an_irds_dataset_like_its_folder(nfcorpus, tmp_path):
     """`sourcebias bench` with an `irds:` dataset: the cell hash takes the id and the twins' digests
     (no folder to read), and the cell's figures equal the same grid over the folder."""
     home = placed_nfcorpus(nfcorpus, tmp_path / "irds-home")
-    head = '[grid]\nname = "g"\nmeasures = ["NDCG"]\ncutoffs = [3]\nsole = false\ndepth = 100\nsignificance_resamples = 0\nbootstrap_resamples = 200\n'
+    head = '[grid]\nname = "g"\nmeasures = ["NDCG"]\ncutoffs = [3]\nsole = false\ndepth = 100\nsignificance_resamples = 100\nbootstrap_resamples = 200\n'
     irds = tmp_path / "irds.toml"
     irds.write_text(head + f'[[datasets]]\npath = "irds:beir/nfcorpus/dev"\nname = "nf"\ntwins = "{nfcorpus.as_posix()}"\nsplit = "dev"\n[[retrievers]]\nspec = "bm25"\n')
     folder = tmp_path / "folder.toml"

@@ -234,7 +234,7 @@ def test_self_bleu_equals_sacrebleu_sentence_scores():
     [
         (("write = \"answer\"", "write = \"summary\""), "'summary' is not one of answer, rewrite", "write"),
         (("depth = 30", "depth = 5"), "must be at least k", "depth"),
-        (("seed = 7", "seed = 7\nspeed = 1"), "unknown key(s) speed", "speed"),
+        (("seed = 7", "seed = 7\nspeed = 1"), "unknown key(s) speed (did you mean seed?)", "speed"),
         (("temperature = 0", "temperature = 0\n[intervention]\nkind = \"detector\""), "needs detector", "kind"),
         (("spec = \"bm25\"", "spec = \"nosuch\""), "unknown retriever 'nosuch'", "spec"),
     ],

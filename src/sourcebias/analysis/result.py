@@ -40,7 +40,7 @@ class AnalysisResult:
 
     def __repr__(self) -> str:
         tables = ", ".join(f"{k} ({len(v)} rows)" for k, v in self.tables.items())
-        return f"AnalysisResult({self.analysis} on {self.dataset.get('name', '?')}: {tables}; {len(self.figures)} figures)"
+        return f"AnalysisResult({self.analysis} on {self.dataset.get('name', '?')}: {tables}; {len(self.figures)} figure{'s' if len(self.figures) != 1 else ''})"
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, AnalysisResult):

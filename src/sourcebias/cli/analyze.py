@@ -59,7 +59,7 @@ def _run(what: str, dataset_dir: Path, output: Path, overwrite: bool, split: str
     finally:
         folder.abort()
     _print_summary(result)
-    console.print(f"Wrote {', '.join(f'{k}.csv' for k in result.tables)}, summary.json and {len(result.figures)} figures to [bold]{path}[/bold]")
+    console.print(f"Wrote {', '.join(f'{k}.csv' for k in result.tables)}, summary.json and {len(result.figures)} figure{'s' if len(result.figures) != 1 else ''} to [bold]{path}[/bold]")
 
 
 def _fmt(v) -> str:

@@ -71,7 +71,10 @@ def main(argv: list[str] | None = None) -> None:
     try:
         code = app(args=args, prog_name="sourcebias", standalone_mode=False)
     except SourceBiasError as exc:
-        err_console.print(f"[bold red]Error:[/bold red] {exc}", highlight=False, soft_wrap=True)
+        from rich.markup import escape
+
+        # escaped: "[grid]", "retrievers[2]" in a message are text, not rich markup (unescaped, "[grid]" vanished)
+        err_console.print(f"[bold red]Error:[/bold red] {escape(str(exc))}", highlight=False, soft_wrap=True)
         sys.exit(2)
     except KeyboardInterrupt:
         code = 130

@@ -65,10 +65,8 @@ def cell_rows(cfg: GridConfig, root: Path, cell: Any, rec: dict[str, Any], datas
         datasets[d.name] = cfg.load_dataset(d)
     ds = datasets[d.name]
     result = load_result(folder, dataset=ds)
-    ctx = StatContext(
-        qrels=ds.qrels, measures=[measure], ndsr_k=ndsr_k, bootstrap_resamples=cfg.bootstrap_resamples, confidence=cfg.confidence, seed=seed,
-        significance_resamples=cfg.significance_resamples, correction="none", orphans=cfg.orphans,
-    )  # fmt: skip
+    # the grid's statistics settings (declared in experiments.settings); p-values are corrected across the grid afterwards
+    ctx = StatContext(qrels=ds.qrels, measures=[measure], **{**cfg.statistics_settings(), "ndsr_k": ndsr_k}, seed=seed, correction="none")
     rows = compute_statistics(result, ctx, statistics, correct=False).rows()
     if not rows:
         raise DataError(folder / "result.json", f"cell {cell.key} is finished but holds no {measure} values of a human and an LLM target on the mixed corpus; its report row cannot be made")
@@ -98,15 +96,26 @@ def mean_abs_delta_ndsr(result: Any, retriever: str, llm: str, k: int = 10, orph
     return float(d.mean()) if len(d) else float("nan")
 
 
-def aggregate_grid(cfg: GridConfig, root: str | Path, *, measure: str | None = None, ndsr_k: int = 10, statistics: list[str] | None = None):
-    """The cells table of a grid folder (a pandas DataFrame with :data:`COLUMNS`, or the
-    columns of ``statistics``). ``measure`` defaults to the grid's ``primary`` (any spelling)."""
+def aggregate_grid(cfg: GridConfig, root: str | Path, *, measure: str | None = None, ndsr_k: int | None = None, statistics: list[str] | None = None):
+    """The cells table of a grid folder.
+
+    Args:
+        cfg: the grid's configuration.
+        root: the grid folder.
+        measure: the measure of the statistics (any spelling); default the grid's ``primary``.
+        ndsr_k: the cut-off of ΔNDSR@k; default the grid's ``ndsr_k``.
+        statistics: the registered statistics to compute; default :data:`DEFAULT_STATISTICS`.
+
+    Returns:
+        A pandas DataFrame with :data:`COLUMNS` (or the columns of ``statistics``).
+    """
     import pandas as pd
 
     from sourcebias.evaluation.measures import parse_measure
 
     root = Path(root)
     measure = str(parse_measure(measure or cfg.primary))
+    ndsr_k = cfg.ndsr_k if ndsr_k is None else ndsr_k
     names = list(statistics or DEFAULT_STATISTICS)
     state_path = root / GRID_FILE
     records = json.loads(state_path.read_text(encoding="utf-8")).get("cells", {}) if state_path.is_file() else {}

@@ -1,6 +1,7 @@
 """Experiment grids: a TOML file naming datasets, retrievers (and runs), measures and settings.
 
-Example (every key but ``datasets[].path`` and ``retrievers[].spec`` is optional)::
+Example (every key but ``datasets[].path`` and ``retrievers[].spec`` is optional; the ``[grid]``
+settings, their bounds and defaults are declared in :mod:`sourcebias.experiments.settings`)::
 
     [grid]
     name = "cocktail-mini"
@@ -17,6 +18,7 @@ Example (every key but ``datasets[].path`` and ``retrievers[].spec`` is optional
     correction = "holm"                  # or "fdr_bh": across all of the grid's tests
     primary = "NDCG@3"                   # the report's measure: one of measures x cutoffs (any spelling)
     orphans = "drop"                     # or "keep": judged originals without a copy in every source
+    ndsr_k = 10                          # cut-off of ΔNDSR@k in the report
 
     [options]                            # command-wide options of every cell (--batch-size ...)
     batch_size = 32
@@ -60,16 +62,17 @@ import hashlib
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from sourcebias.core.errors import ConfigError, DataError
+from sourcebias.experiments.settings import GRID_SETTINGS, RETRIEVER_SETTINGS, Setting, key_line, unknown_keys
 
-GRID_KEYS = {"name", "measures", "cutoffs", "depth", "seed", "seeds", "sole", "significance_resamples", "bootstrap_resamples", "confidence", "correction", "primary", "cache_dir", "orphans"}
+GRID_KEYS = frozenset(s.name for s in GRID_SETTINGS)
 DATASET_KEYS = {"path", "name", "split", "sources", "human_source", "twins"}
-RETRIEVER_KEYS = {"spec", "name", "gpus", "cpus", "encode_workers", "datasets"}
+RETRIEVER_KEYS = {"spec", "name", "datasets"} | {s.name for s in RETRIEVER_SETTINGS}
 RUN_KEYS = {"name", "dataset", "path", "docnos", "docno_pattern", "source_labels"}
 OPTION_KEYS = {"batch_size", "device", "max_length", "rerank_depth"}
-CORRECTIONS = ("holm", "fdr_bh", "bonferroni", "none")
+TABLES = {"grid", "options", "datasets", "retrievers", "runs"}
 
 
 @dataclass(frozen=True)
@@ -102,29 +105,30 @@ class RunEntry:
     source_labels: tuple[tuple[str, str], ...] = ()
 
 
+def _declared_settings(cls: type) -> type:
+    """Give the (not yet dataclass) class one field per declared ``[grid]`` setting, with the
+    declared default: the settings are declared once, in :data:`GRID_SETTINGS`."""
+    types = {int: int, float: float, bool: bool, str: str, list: list}
+    for s in GRID_SETTINGS:
+        cls.__annotations__[s.name] = types[s.type] if s.default is not None else Any
+        setattr(cls, s.name, field(default_factory=s.initial))
+    return cls
+
+
 @dataclass
+@_declared_settings
 class GridConfig:
-    """A parsed and validated grid configuration (see the module docstring)."""
+    """A parsed and validated grid configuration (see the module docstring): the file, its
+    entries, ``[options]``, and one field per setting of
+    :data:`~sourcebias.experiments.settings.GRID_SETTINGS` (``depth``, ``seeds``, ...; ``seed`` is
+    the first of ``seeds``, ``name`` the file's stem unless given, ``cache_dir`` a resolved path
+    or None)."""
 
     path: Path
     text: str
-    name: str
     datasets: list[DatasetEntry]
     retrievers: list[RetrieverEntry]
     runs: list[RunEntry] = field(default_factory=list)
-    measures: list[str] = field(default_factory=lambda: ["NDCG", "MAP", "Recall", "P", "Share"])
-    cutoffs: list[int] = field(default_factory=lambda: [1, 3, 5, 10])
-    depth: int = 1000
-    seed: int = 0  # the first of ``seeds``
-    seeds: list[int] = field(default_factory=lambda: [0])
-    sole: bool = True
-    significance_resamples: int = 10_000
-    bootstrap_resamples: int = 2_000
-    confidence: float = 0.95
-    correction: str = "holm"
-    primary: str = "NDCG@3"
-    orphans: str = "drop"
-    cache_dir: Path | None = None
     options: dict[str, Any] = field(default_factory=dict)
 
     def digest(self) -> str:
@@ -136,18 +140,17 @@ class GridConfig:
         return len(self.seeds) > 1
 
     def settings(self, seed: int | None = None) -> dict[str, Any]:
-        """What every cell shares and what decides its results (beyond dataset and retriever),
-        for one of the grid's seeds (default: the first, the only one of a one-seed grid)."""
-        return {
-            "measures": self.measures,
-            "cutoffs": self.cutoffs,
-            "depth": self.depth,
-            "seed": self.seed if seed is None else int(seed),
-            "sole": self.sole,
-            "significance_resamples": self.significance_resamples,
-            "orphans": self.orphans,
-            "options": self.options,
-        }
+        """What every cell shares and what decides its results (beyond dataset and retriever): the
+        ``hashed`` settings and ``[options]``, for one of the grid's seeds (default: the first,
+        the only one of a one-seed grid). A cell's hash covers exactly this."""
+        out = {s.name: getattr(self, s.name) for s in GRID_SETTINGS if s.hashed}
+        out["seed"] = self.seed if seed is None else int(seed)
+        return {**out, "options": self.options}
+
+    def statistics_settings(self) -> dict[str, Any]:
+        """The settings the report's statistics take (the ``context`` settings), as keyword
+        arguments of :class:`~sourcebias.evaluation.stats.StatContext`."""
+        return {s.name: getattr(self, s.name) for s in GRID_SETTINGS if s.context}
 
     def load_dataset(self, entry: DatasetEntry | dict[str, Any]):
         """The dataset of a grid entry (a :class:`DatasetEntry` or its JSON form, as a cell task
@@ -164,181 +167,165 @@ def load_grid_dataset(entry: DatasetEntry | dict[str, Any], orphans: str = "drop
     return load_dataset(d["path"], split=d["split"], sources=d["sources"], human_source=d["human_source"], orphans=orphans, twins=d.get("twins"))
 
 
-def _key_line(text: str, key: str) -> int | None:
-    """The line of ``key = ...`` in a TOML text (for error messages), if there is one."""
-    import re
+class _File:
+    """A grid file being read: errors name the file, the line of the key and what is wrong."""
 
-    for i, line in enumerate(text.splitlines(), start=1):
-        if re.match(rf"\s*{re.escape(key)}\s*=", line):
-            return i
-    return None
+    def __init__(self, path: Path, text: str):
+        self.path, self.text = path, text
 
+    def fail(self, problem: str, key: str | None = None, table: str | None = None, index: int = 1) -> NoReturn:
+        raise DataError(self.path, problem, key_line(self.text, key, table, index) if key else None)
 
-def _check_keys(table: dict[str, Any], allowed: set[str], where: str, path: Path) -> None:
-    unknown = sorted(set(table) - allowed)
-    if unknown:
-        raise DataError(path, f"{where}: unknown key(s) {', '.join(unknown)}; allowed: {', '.join(sorted(allowed))}")
+    def keys(self, table: Any, allowed: set[str] | frozenset[str], where: str, name: str | None = None, index: int = 1) -> dict[str, Any]:
+        """``table`` after checking that it is a table of known keys (a near miss gets a "did you mean")."""
+        if not isinstance(table, dict):
+            self.fail(f"{where}: expected a table, got {table!r}", name, None, index)
+        unknown = unknown_keys(table, allowed)
+        if unknown:
+            self.fail(f"{where}: {unknown[1]}", unknown[0], name, index)
+        return table
 
+    def value(self, table: dict[str, Any], s: Setting, where: str, name: str | None = None, index: int = 1) -> Any:
+        """The checked value of setting ``s`` in ``table`` (its declared default when absent)."""
+        if s.name not in table:
+            return s.initial()
+        problem = s.problem(table[s.name])
+        if problem:
+            self.fail(f"{where}.{s.name}: {problem}", s.name, name, index)
+        return s.convert(table[s.name])
 
-def _typed(value: Any, typ: type | tuple[type, ...], where: str, path: Path) -> Any:
-    if isinstance(value, bool) and typ in (int, float, (int, float)):
-        raise DataError(path, f"{where}: expected {getattr(typ, '__name__', 'a number')}, got {value!r}")
-    if not isinstance(value, typ):
-        name = typ.__name__ if isinstance(typ, type) else " or ".join(t.__name__ for t in typ)
-        raise DataError(path, f"{where}: expected {name}, got {value!r}")
-    return value
+    def typed(self, value: Any, typ: type, where: str, key: str, table: str | None, index: int = 1) -> Any:
+        if isinstance(value, bool) or not isinstance(value, typ):
+            self.fail(f"{where}.{key}: expected {typ.__name__}, got {value!r}", key, table, index)
+        return value
 
 
 def load_grid_config(path: str | Path) -> GridConfig:
-    """Read and validate a grid TOML file; errors name the file, the line (TOML syntax) or the
-    entry (``retrievers[2].spec``) and what is wrong."""
+    """Read and validate a grid TOML file, before any work.
+
+    Args:
+        path: the grid file (see the module docstring).
+
+    Returns:
+        The configuration, every setting checked against its declaration
+        (:data:`~sourcebias.experiments.settings.GRID_SETTINGS`: type, bounds, choices).
+
+    Raises:
+        DataError: the file is missing or wrong; the message names the file, the line of the key
+            (or the TOML syntax error), the entry (``retrievers[2].spec``) and what is wrong.
+    """
     from sourcebias.core.tomlfile import read_toml
 
     path, text, raw = read_toml(path, "grid configuration")
-    _check_keys(raw, {"grid", "options", "datasets", "retrievers", "runs"}, "top level", path)
-    base = path.parent
-    grid = raw.get("grid", {})
-    _check_keys(grid, GRID_KEYS, "[grid]", path)
-    options = raw.get("options", {})
-    _check_keys(options, OPTION_KEYS, "[options]", path)
-
-    datasets: list[DatasetEntry] = []
-    for i, d in enumerate(raw.get("datasets", [])):
-        where = f"datasets[{i + 1}]"
-        _check_keys(d, DATASET_KEYS, where, path)
-        if "path" not in d:
-            raise DataError(path, f"{where}: 'path' is required (the dataset folder)")
-        irds = str(d["path"]).startswith("irds:")  # the human side through ir_datasets, twins beside it
-        p = Path(_typed(d["path"], str, f"{where}.path", path)).expanduser()
-        p = p if (p.is_absolute() or irds) else (base / p)
-        twins = Path(_typed(d["twins"], str, f"{where}.twins", path)).expanduser() if "twins" in d else None
-        twins = (twins if twins.is_absolute() else base / twins).resolve() if twins is not None else None
-        sources = d.get("sources")
-        if sources is not None and not (isinstance(sources, list) and all(isinstance(s, str) for s in sources)):
-            raise DataError(path, f"{where}.sources: expected a list of source names")
-        p, default_name = (p, str(d["path"])[len("irds:") :].replace("/", "-")) if irds else (p.resolve(), p.resolve().name)
-        datasets.append(DatasetEntry(p, str(d.get("name") or default_name), str(d.get("split", "test")), tuple(sources) if sources else None, str(d.get("human_source", "human")), twins))
+    f = _File(path, text)
+    f.keys(raw, TABLES, "top level")
+    grid = f.keys(raw.get("grid", {}), GRID_KEYS, "[grid]", "grid")
+    options = f.keys(raw.get("options", {}), OPTION_KEYS, "[options]", "options")
+    datasets = [_dataset(f, d, i) for i, d in enumerate(raw.get("datasets", []), start=1)]
     if not datasets:
-        raise DataError(path, "no [[datasets]]: name at least one dataset folder")
+        f.fail("no [[datasets]]: name at least one dataset folder")
     names = [d.name for d in datasets]
     if len(set(names)) != len(names):
-        raise DataError(path, f"two datasets have the same name ({', '.join(names)}); give them distinct 'name's")
-
-    retrievers: list[RetrieverEntry] = []
-    for i, r in enumerate(raw.get("retrievers", [])):
-        where = f"retrievers[{i + 1}]"
-        _check_keys(r, RETRIEVER_KEYS, where, path)
-        if "spec" not in r:
-            raise DataError(path, f"{where}: 'spec' is required (a --retriever specification, e.g. bm25)")
-        spec = _typed(r["spec"], str, f"{where}.spec", path)
-        only = r.get("datasets")
-        if only is not None:
-            if not (isinstance(only, list) and only and all(isinstance(x, str) for x in only)):
-                raise DataError(path, f"{where}.datasets: expected a non-empty list of dataset names, got {only!r}")
-            unknown = [x for x in only if x not in names]
-            if unknown:
-                raise DataError(path, f"{where}.datasets: {', '.join(map(repr, unknown))} is not a dataset of this grid ({', '.join(names)})")
-        retrievers.append(
-            RetrieverEntry(
-                spec,
-                str(r.get("name") or spec),
-                float(_typed(r.get("gpus", 0), (int, float), f"{where}.gpus", path)),
-                float(_typed(r.get("cpus", 1), (int, float), f"{where}.cpus", path)),
-                int(_typed(r.get("encode_workers", 0), int, f"{where}.encode_workers", path)),
-                tuple(only) if only is not None else None,
-            )
-        )
-    runs: list[RunEntry] = []
-    for i, r in enumerate(raw.get("runs", [])):
-        where = f"runs[{i + 1}]"
-        _check_keys(r, RUN_KEYS, where, path)
-        for k in ("name", "dataset", "path"):
-            if k not in r:
-                raise DataError(path, f"{where}: '{k}' is required")
-        if r["dataset"] not in names:
-            raise DataError(path, f"{where}.dataset: '{r['dataset']}' is not a dataset of this grid ({', '.join(names)})")
-        rp = Path(r["path"]).expanduser()
-        dn = Path(r["docnos"]).expanduser() if r.get("docnos") else None
-        labels = r.get("source_labels") or {}
-        if not isinstance(labels, dict):
-            raise DataError(path, f"{where}.source_labels: expected a table source = label")
-        runs.append(
-            RunEntry(
-                str(r["name"]),
-                str(r["dataset"]),
-                (rp if rp.is_absolute() else base / rp).resolve(),
-                None if dn is None else (dn if dn.is_absolute() else base / dn).resolve(),
-                r.get("docno_pattern"),
-                tuple(sorted((str(k), str(v)) for k, v in labels.items())),
-            )
-        )
+        f.fail(f"two datasets have the same name ({', '.join(names)}); give them distinct 'name's")
+    retrievers = [_retriever(f, r, i, names) for i, r in enumerate(raw.get("retrievers", []), start=1)]
+    runs = [_run(f, r, i, names) for i, r in enumerate(raw.get("runs", []), start=1)]
     if not retrievers and not runs:
-        raise DataError(path, "no [[retrievers]] and no [[runs]]: nothing to evaluate")
+        f.fail("no [[retrievers]] and no [[runs]]: nothing to evaluate")
     systems = [r.name for r in retrievers] + [r.name for r in runs]
-    if len({s for s in systems}) != len(systems):
-        raise DataError(path, f"two retrievers or runs have the same name ({', '.join(systems)}); give them distinct 'name's")
-
-    correction = str(grid.get("correction", "holm"))
-    if correction not in CORRECTIONS:
-        raise DataError(path, f"[grid].correction: '{correction}' is not one of {', '.join(CORRECTIONS)}")
-    cfg = GridConfig(
-        path=path.resolve(),
-        text=text,
-        name=str(grid.get("name") or path.stem),
-        datasets=datasets,
-        retrievers=retrievers,
-        runs=runs,
-        correction=correction,
-        options=dict(options),
-    )
-    for key, typ in (("measures", list), ("cutoffs", list), ("depth", int), ("sole", bool), ("significance_resamples", int), ("bootstrap_resamples", int), ("confidence", float), ("primary", str), ("orphans", str)):
-        if key in grid:
-            setattr(cfg, key, _typed(grid[key], typ, f"[grid].{key}", path))
-    cfg.seeds = _seeds(grid, text, path)
-    cfg.seed = cfg.seeds[0]
-    if "cache_dir" in grid:
-        cd = Path(_typed(grid["cache_dir"], str, "[grid].cache_dir", path)).expanduser()
-        cfg.cache_dir = (cd if cd.is_absolute() else base / cd).resolve()
-    # Check measures, cut-offs and every retriever specification now, before any work.
-    from sourcebias.evaluation.measures import measure_grid, parse_measure
-
-    try:
-        ms = measure_grid(cfg.measures, cfg.cutoffs)
-    except ConfigError as exc:
-        raise DataError(path, f"[grid]: {exc}") from None
-    _check_primary(cfg, ms, path, given="primary" in grid)
-    if cfg.orphans not in ("drop", "keep"):
-        raise DataError(path, f"[grid].orphans: '{cfg.orphans}' is not one of drop, keep", _key_line(text, "orphans"))
-    if cfg.depth < max(m.cutoff for m in ms):
-        raise DataError(path, f"[grid].depth {cfg.depth} is smaller than the largest cut-off")
-    if not 0.5 < cfg.confidence < 1:
-        raise DataError(path, f"[grid].confidence must be between 0.5 and 1, got {cfg.confidence}")
+    if len(set(systems)) != len(systems):
+        f.fail(f"two retrievers or runs have the same name ({', '.join(systems)}); give them distinct 'name's")
+    cfg = GridConfig(path=path.resolve(), text=text, datasets=datasets, retrievers=retrievers, runs=runs, options=dict(options))
+    _grid_settings(f, grid, cfg)
     return cfg
 
 
-def _seeds(grid: dict[str, Any], text: str, path: Path) -> list[int]:
-    """The grid's seeds: ``seeds = [..]`` (non-empty, distinct integers) or ``seed = N`` (one
-    seed; 0 when neither is given). Errors name the line of the key."""
+def _grid_settings(f: _File, grid: dict[str, Any], cfg: GridConfig) -> None:
+    """Every ``[grid]`` setting of the file, checked against its declaration, into ``cfg``; then
+    what ties settings together (seed or seeds, primary among the measures, depth ≥ cut-offs)."""
+    from sourcebias.evaluation.measures import measure_grid
+
+    for s in GRID_SETTINGS:
+        setattr(cfg, s.name, f.value(grid, s, "[grid]", "grid"))
     if "seed" in grid and "seeds" in grid:
-        raise DataError(path, f"[grid].seeds: give either seed = N (line {_key_line(text, 'seed')}) or seeds = [..], not both (seed = N is seeds = [N])", _key_line(text, "seeds"))
-    if "seeds" not in grid:
-        seed = grid.get("seed", 0)
-        if isinstance(seed, bool) or not isinstance(seed, int):
-            raise DataError(path, f"[grid].seed: expected int, got {seed!r}", _key_line(text, "seed"))
-        return [seed]
-    seeds, line = grid["seeds"], _key_line(text, "seeds")
-    if not isinstance(seeds, list) or not seeds:
-        raise DataError(path, f"[grid].seeds: expected a non-empty list of integers, got {seeds!r}", line)
-    bad = [s for s in seeds if isinstance(s, bool) or not isinstance(s, int)]
-    if bad:
-        raise DataError(path, f"[grid].seeds: expected integers, got {', '.join(map(repr, bad))}", line)
-    repeated = sorted({s for s in seeds if seeds.count(s) > 1})
-    if repeated:
-        raise DataError(path, f"[grid].seeds: seed(s) {', '.join(map(str, repeated))} given more than once; the seeds must be distinct", line)
-    return list(seeds)
+        f.fail(f"[grid].seeds: give either seed = N (line {key_line(f.text, 'seed', 'grid')}) or seeds = [..], not both (seed = N is seeds = [N])", "seeds", "grid")
+    cfg.seeds = list(cfg.seeds) if "seeds" in grid else [cfg.seed]
+    cfg.seed = cfg.seeds[0]
+    cfg.name = str(cfg.name or f.path.stem)
+    if cfg.cache_dir is not None:
+        cd = Path(cfg.cache_dir).expanduser()
+        cfg.cache_dir = (cd if cd.is_absolute() else f.path.parent / cd).resolve()
+    try:
+        ms = measure_grid(cfg.measures, cfg.cutoffs)
+    except ConfigError as exc:
+        f.fail(f"[grid]: {exc}", "measures", "grid")
+    _check_primary(cfg, ms, f, given="primary" in grid)
+    if cfg.depth < max(m.cutoff for m in ms):
+        f.fail(f"[grid].depth {cfg.depth} is smaller than the largest cut-off", "depth", "grid")
 
 
-def _check_primary(cfg: GridConfig, ms: list, path: Path, given: bool = True) -> None:
+def _dataset(f: _File, d: Any, i: int) -> DatasetEntry:
+    """The ``i``-th ``[[datasets]]`` entry, checked; paths relative to the grid file."""
+    where = f"datasets[{i}]"
+    f.keys(d, DATASET_KEYS, where, "datasets", i)
+    if "path" not in d:
+        f.fail(f"{where}: 'path' is required (the dataset folder)", None)
+    base = f.path.parent
+    irds = str(d["path"]).startswith("irds:")  # the human side through ir_datasets, twins beside it
+    p = Path(f.typed(d["path"], str, where, "path", "datasets", i)).expanduser()
+    p = p if (p.is_absolute() or irds) else (base / p)
+    twins = Path(f.typed(d["twins"], str, where, "twins", "datasets", i)).expanduser() if "twins" in d else None
+    twins = (twins if twins.is_absolute() else base / twins).resolve() if twins is not None else None
+    sources = d.get("sources")
+    if sources is not None and not (isinstance(sources, list) and all(isinstance(s, str) for s in sources)):
+        f.fail(f"{where}.sources: expected a list of source names", "sources", "datasets", i)
+    p, default_name = (p, str(d["path"])[len("irds:") :].replace("/", "-")) if irds else (p.resolve(), p.resolve().name)
+    return DatasetEntry(p, str(d.get("name") or default_name), str(d.get("split", "test")), tuple(sources) if sources else None, str(d.get("human_source", "human")), twins)
+
+
+def _retriever(f: _File, r: Any, i: int, names: list[str]) -> RetrieverEntry:
+    """The ``i``-th ``[[retrievers]]`` entry, checked (its Ray resources against their declarations)."""
+    where = f"retrievers[{i}]"
+    f.keys(r, RETRIEVER_KEYS, where, "retrievers", i)
+    if "spec" not in r:
+        f.fail(f"{where}: 'spec' is required (a --retriever specification, e.g. bm25)")
+    spec = f.typed(r["spec"], str, where, "spec", "retrievers", i)
+    only = r.get("datasets")
+    if only is not None:
+        if not (isinstance(only, list) and only and all(isinstance(x, str) for x in only)):
+            f.fail(f"{where}.datasets: expected a non-empty list of dataset names, got {only!r}", "datasets", "retrievers", i)
+        unknown = [x for x in only if x not in names]
+        if unknown:
+            f.fail(f"{where}.datasets: {', '.join(map(repr, unknown))} is not a dataset of this grid ({', '.join(names)})", "datasets", "retrievers", i)
+    ray = {s.name: f.value(r, s, where, "retrievers", i) for s in RETRIEVER_SETTINGS}
+    return RetrieverEntry(spec, str(r.get("name") or spec), float(ray["gpus"]), float(ray["cpus"]), int(ray["encode_workers"]), tuple(only) if only is not None else None)
+
+
+def _run(f: _File, r: Any, i: int, names: list[str]) -> RunEntry:
+    """The ``i``-th ``[[runs]]`` entry, checked; paths relative to the grid file."""
+    where = f"runs[{i}]"
+    f.keys(r, RUN_KEYS, where, "runs", i)
+    for k in ("name", "dataset", "path"):
+        if k not in r:
+            f.fail(f"{where}: '{k}' is required")
+    if r["dataset"] not in names:
+        f.fail(f"{where}.dataset: '{r['dataset']}' is not a dataset of this grid ({', '.join(names)})", "dataset", "runs", i)
+    base = f.path.parent
+    rp = Path(r["path"]).expanduser()
+    dn = Path(r["docnos"]).expanduser() if r.get("docnos") else None
+    labels = r.get("source_labels") or {}
+    if not isinstance(labels, dict):
+        f.fail(f"{where}.source_labels: expected a table source = label", "source_labels", "runs", i)
+    return RunEntry(
+        str(r["name"]),
+        str(r["dataset"]),
+        (rp if rp.is_absolute() else base / rp).resolve(),
+        None if dn is None else (dn if dn.is_absolute() else base / dn).resolve(),
+        r.get("docno_pattern"),
+        tuple(sorted((str(k), str(v)) for k, v in labels.items())),
+    )
+
+
+def _check_primary(cfg: GridConfig, ms: list, f: _File, given: bool = True) -> None:
     """``primary`` canonicalised (``ndcg@3`` -> ``NDCG@3``) and required among the grid's
     measures and cut-offs, as a measure with labels (its Relative Δ is the report's headline).
     Not given, it is NDCG@3 when the grid has it, else the grid's first measure with labels."""
@@ -346,18 +333,17 @@ def _check_primary(cfg: GridConfig, ms: list, path: Path, given: bool = True) ->
 
     targets = [m for m in ms if m.scope == "target"]
     if not targets:
-        raise DataError(path, "[grid].measures: no measure with relevance labels (NDCG, MAP, Recall, P): Relative Δ and the report need one", _key_line(cfg.text, "measures"))
+        f.fail("[grid].measures: no measure with relevance labels (NDCG, MAP, Recall, P): Relative Δ and the report need one", "measures", "grid")
     if not given and parse_measure(cfg.primary) not in ms:
         cfg.primary = str(targets[0])
-    line = _key_line(cfg.text, "primary")
     try:
         primary = parse_measure(cfg.primary)
     except ConfigError as exc:
-        raise DataError(path, f"[grid].primary: {exc}", line) from None
+        f.fail(f"[grid].primary: {exc}", "primary", "grid")
     if primary not in ms:
-        raise DataError(path, f"[grid].primary: {primary} is not among the grid's measures x cutoffs ({', '.join(map(str, ms))})", line)
+        f.fail(f"[grid].primary: {primary} is not among the grid's measures x cutoffs ({', '.join(map(str, ms))})", "primary", "grid")
     if primary.scope != "target":
-        raise DataError(path, f"[grid].primary: {primary} needs no labels and has no human/LLM target; choose one of {', '.join(str(m) for m in ms if m.scope == 'target')}", line)
+        f.fail(f"[grid].primary: {primary} needs no labels and has no human/LLM target; choose one of {', '.join(str(m) for m in ms if m.scope == 'target')}", "primary", "grid")
     cfg.primary = str(primary)
 
 

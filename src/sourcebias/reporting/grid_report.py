@@ -14,9 +14,11 @@ Layout of ``DIR/report/``::
                        each seed's Relative Δ beside its mean ± SD
 
 With several seeds the cells tables have one row per seed (a ``seed`` column), and a table per
-dataset gives each cell's mean ± sample SD [min, max] across seeds with the number of seeds; a
-cell with one finished seed shows its value and "1 seed", never an SD of 0. A spread of exactly 0
-is printed as 0: for a deterministic retriever only tie-breaking depends on the seed.
+dataset gives each cell's mean ± sample SD [min, max] across seeds with the number of seeds
+(:class:`SpreadColumn`: brackets only where the seeds' values differ, printed with enough decimals
+to tell min from max); a cell with one finished seed shows its value and "1 seed", never an SD of
+0. A spread of exactly 0 is printed as ``± 0``: for a deterministic retriever only tie-breaking
+depends on the seed.
 
 Stale cells (results of an earlier configuration) are listed apart and in no table or figure.
 """
@@ -59,19 +61,39 @@ def _label(row: dict[str, Any], several: bool) -> str:
     return f"{name} (seed {int(seed)})" if isinstance(seed, (int, float)) and math.isfinite(seed) else name
 
 
+def fixed(v: float, digits: int) -> str:
+    """``v`` with ``digits`` decimals; a value that rounds to zero prints as 0.0, never -0.0."""
+    text = f"{v:.{digits}f}"
+    return text[1:] if text.startswith("-") and float(text) == 0 else text
+
+
 @dataclass(frozen=True)
 class SpreadColumn(Column):
-    """A quantity across seeds in one cell: ``mean ± SD [min, max]`` from the fields
-    ``<key>_mean``, ``_sd``, ``_min``, ``_max`` of a :func:`seed_summary` row; with one seed the
-    value alone (no SD of 0 for a spread that was not measured)."""
+    """A quantity across seeds in one cell, from the fields ``<key>_mean``, ``_sd``, ``_min``,
+    ``_max`` of a :func:`seed_summary` row.
+
+    * one seed: the value alone (no SD of 0 for a spread that was not measured);
+    * every seed gave the same value (min = max): ``mean ± 0``, no brackets;
+    * the seeds differ: ``mean ± SD [min, max]``, with as many decimals beyond the column's as it
+      takes for min and max to print differently (``70.52 ± 0.02 [70.51, 70.54]``, not
+      ``70.5 ± 0.0 [70.5, 70.5]``): the text never shows a spread that is not there, nor hides one.
+    """
 
     def text(self, row: dict[str, Any]) -> str:
         q, n = self.key[: -len("_mean")], row.get("n_seeds", 0)
         mean = _number(row.get(self.key), self.kind, self.digits)
         if n < 2 or mean == "–":
             return mean
-        sd, lo, hi = (_number(row.get(f"{q}_{s}"), self.kind, self.digits) for s in ("sd", "min", "max"))
-        return f"{mean} ± {sd} [{lo}, {hi}]"
+        scale = 100.0 if self.kind == "pct" else 1.0
+        m, sd, lo, hi = (float(row.get(f"{q}_{s}")) * scale for s in ("mean", "sd", "min", "max"))
+        if not math.isfinite(sd):  # one seed with a defined value: no spread was measured
+            return mean
+        if lo == hi:
+            return f"{fixed(m, self.digits)} ± 0"
+        d = self.digits
+        while fixed(lo, d) == fixed(hi, d) and d < 17:  # more decimals until min and max differ in print
+            d += 1
+        return f"{fixed(m, d)} ± {fixed(sd, d)} [{fixed(lo, d)}, {fixed(hi, d)}]"
 
 
 def seed_columns(several_sources: bool) -> list[Column]:
@@ -93,7 +115,8 @@ def seed_caption(cells, summary) -> str:
     measure = summary["measure"].iloc[0] if len(summary) else "the primary measure"
     return (
         f"Across {len(seeds)} seeds ({', '.join(map(str, seeds))}): each cell is run once per seed (tie rule, randomization tests, bootstrap). "
-        f"Cells show mean ± sample SD (n − 1) over the seeds that finished (n), then the minimum and maximum in brackets; a cell with one seed shows its value alone. "
+        f"Cells show mean ± sample SD (n − 1) over the seeds that finished (n), then the minimum and maximum in brackets where the seeds' values differ, "
+        f"with as many decimals as it takes to tell them apart; ± 0: every seed gave the same value; a cell with one seed shows its value alone. "
         f"all and twin pref. in percent, Rel Δ of {measure} in percent, ΔNDSR@{k} = mean over queries of NDSR_human − NDSR_LLM, "
         f"mean abs. ΔNDSR = mean over queries of |NDSR_human − NDSR_LLM| within a seed. "
         "For a deterministic retriever only tie-breaking depends on the seed, so a spread of 0 is a measured result. Per-seed values: the tables above; every field: seeds.csv."
@@ -149,6 +172,8 @@ def figure_accuracy_vs_bias(cells, path: Path) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from sourcebias.reporting.axes import value_limits
+
     ok = cells[cells["status"] == "ok"]
     several = ok["llm_source"].nunique() > 1
     datasets = list(dict.fromkeys(ok["dataset"]))
@@ -170,13 +195,16 @@ def figure_accuracy_vs_bias(cells, path: Path) -> Path:
     measure = ok["measure"].iloc[0] if len(ok) else "NDCG"
     ax.set_ylabel(f"{measure} on all targets (%)")
     ax.set_title("Accuracy against source bias (Cocktail, Fig. 1)")
-    ymin, ymax = ax.get_ylim()
+    ymin, ymax = value_limits(ok["all"].astype(float) * 100)  # a least span: seeds' 70.51 and 70.54 are not drawn far apart
     ax.text(0.01, 0.98, "← prefers LLM-generated", transform=ax.transAxes, ha="left", va="top", fontsize=8, color=LLM_COLOR)
     ax.text(0.99, 0.98, "prefers human-written →", transform=ax.transAxes, ha="right", va="top", fontsize=8, color=HUMAN_COLOR)
     ax.set_ylim(ymin - (ymax - ymin) * 0.06, ymax + (ymax - ymin) * 0.10)
     # marker shapes tell the datasets apart; colours are the sign of Relative Δ
     handles = [plt.Line2D([], [], marker=markers[i % len(markers)], ls="", color="gray", markeredgecolor="black", label=ds) for i, ds in enumerate(datasets)]
-    fig.legend(handles=handles, loc="outside lower center", ncol=max(len(handles), 1), fontsize=8, title=f"dataset (marker); colour: sign of Relative Δ (grey: undefined); error bars: {_level(ok)} bootstrap CI", title_fontsize=8, frameon=False)
+    title = f"dataset (marker); colour: sign of Relative Δ (grey: undefined); error bars: {_level(ok)} bootstrap CI"
+    if "seed" in ok:
+        title += "\none point per seed; ×n: n seeds with the same accuracy and Relative Δ, drawn as one marker"
+    fig.legend(handles=handles, loc="outside lower center", ncol=max(len(handles), 1), fontsize=8, title=title, title_fontsize=8, frameon=False)
     _place_labels(fig, ax, points)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path)
@@ -185,21 +213,30 @@ def figure_accuracy_vs_bias(cells, path: Path) -> Path:
 
 
 def _points(x, y, part, several: bool) -> list[tuple[float, float, str]]:
-    """Labelled points of Figure 1; with several seeds each cell is labelled once ("bm25 (3
-    seeds)", on its first seed's point), as its seeds' points often coincide."""
-    out, seen = [], set()
+    """Labelled points of Figure 1. With several seeds each cell is labelled once ("bm25 (3
+    seeds)", on its first seed's point), and seeds whose points coincide (the same accuracy and
+    Relative Δ, as a deterministic retriever's often do) would hide each other: such a point is
+    labelled with the count, "×3" (on the cell's label where it is the first point)."""
+    out, first = [], set()
     counts = part.groupby(["retriever", "llm_source"], sort=False).size().to_dict() if "seed" in part else {}
-    for xv, yv, r in zip(x, y, part.to_dict("records")):
-        if not (math.isfinite(xv) and math.isfinite(yv)):
-            continue
+    same: dict[tuple, int] = {}  # (cell, x, y) -> how many seeds share the point
+    rows = [(float(xv), float(yv), r) for xv, yv, r in zip(x, y, part.to_dict("records")) if math.isfinite(xv) and math.isfinite(yv)]
+    for xv, yv, r in rows:
+        key = (r["retriever"], r["llm_source"], round(xv, 9), round(yv, 9))
+        same[key] = same.get(key, 0) + 1
+    for xv, yv, r in rows:
         if "seed" not in part:
-            out.append((float(xv), float(yv), _label(r, several)))
+            out.append((xv, yv, _label(r, several)))
             continue
         cell = (r["retriever"], r["llm_source"])
-        if cell not in seen:
-            seen.add(cell)
+        shared = same.pop((*cell, round(xv, 9), round(yv, 9)), 0)  # popped: a shared point is labelled once
+        times = f" ×{shared}" if shared > 1 else ""
+        if cell not in first:
+            first.add(cell)
             n = counts[cell]
-            out.append((float(xv), float(yv), f"{_label({**r, 'seed': None}, several)} ({n} seed{'s' if n != 1 else ''})"))
+            out.append((xv, yv, f"{_label({**r, 'seed': None}, several)} ({n} seed{'s' if n != 1 else ''}){times}"))
+        elif times:
+            out.append((xv, yv, times.strip()))
     return out
 
 
@@ -267,7 +304,7 @@ def figure_relative_delta(cells, dataset: str, path: Path) -> Path:
         if not math.isfinite(xi):
             ax.text(0.03 * span, yi, "undefined", ha="left", va="center", fontsize=7.5, color="#666666")
             continue
-        ax.text(end, yi, f"{xi:.1f}{_mark(r)}", ha=ha, va="center", fontsize=7.5)
+        ax.text(end, yi, f"{fixed(xi, 1)}{_mark(r)}", ha=ha, va="center", fontsize=7.5)
     ax.set_xlim(-1.25 * span, 1.25 * span)
     ax.set_yticks(y, names, fontsize=8)
     ax.axvline(0, color="black", lw=0.8)
@@ -278,6 +315,15 @@ def figure_relative_delta(cells, dataset: str, path: Path) -> Path:
     fig.savefig(path)
     plt.close(fig)
     return path
+
+
+def _coinciding(values) -> list[tuple[float, int]]:
+    """``(value, how many)`` for each finite value that two or more of ``values`` share."""
+    counts: dict[float, int] = {}
+    for v in values:
+        if math.isfinite(v):
+            counts[round(float(v), 9)] = counts.get(round(float(v), 9), 0) + 1
+    return [(v, n) for v, n in counts.items() if n > 1]
 
 
 def figure_seeds(cells, dataset: str, path: Path) -> Path:
@@ -302,14 +348,16 @@ def figure_seeds(cells, dataset: str, path: Path) -> Path:
         vals = sel["rel_delta"].astype(float).to_numpy()
         m, sd = r["rel_delta_mean"], r["rel_delta_sd"]
         ax.scatter(vals, np.full(len(vals), y + 0.12), s=22, color=[_color(v) for v in vals], edgecolors="black", linewidths=0.4, zorder=3)
+        for v, times in _coinciding(vals):  # seeds with the same value would hide each other
+            ax.annotate(f"×{times}", (v, y + 0.12), textcoords="offset points", xytext=(5, 3), ha="left", va="bottom", fontsize=7)
         if math.isfinite(m):
             ax.errorbar([m], [y - 0.12], xerr=[[sd if math.isfinite(sd) else 0.0]] * 2, fmt="D", color="black", ms=4, capsize=3, lw=1, zorder=2)
-        spread = f"mean {m:.2f} ± {sd:.2f}" if math.isfinite(sd) else (f"{m:.2f}" if math.isfinite(m) else "undefined")
+        spread = f"mean {fixed(m, 2)} ± {'0' if sd == 0 else fixed(sd, 2)}" if math.isfinite(sd) else (fixed(m, 2) if math.isfinite(m) else "undefined")
         names.append(f"{r['retriever']}{' / ' + str(r['llm_source']) if several else ''}\n{r['n_seeds']} seed{'s' if r['n_seeds'] != 1 else ''}: {spread}")
     ax.set_yticks(np.arange(len(summary))[::-1], names, fontsize=7.5)
     ax.axvline(0, color="black", lw=0.8, ls="--")
     measure = part["measure"].iloc[0] if len(part) else "NDCG"
-    ax.set_xlabel(f"Relative Δ of {measure} (%)\ndots: each seed; diamond and bar: mean ± sample SD across seeds", fontsize=8.5)
+    ax.set_xlabel(f"Relative Δ of {measure} (%)\ndots: each seed (×n: n seeds with the same value)\ndiamond and bar: mean ± sample SD across seeds", fontsize=8.5)
     ax.set_title(f"{dataset}: Relative Δ across seeds (< 0: LLM-generated ranked higher)", fontsize=9)
     lo, hi = ax.get_xlim()
     span = max(abs(lo), abs(hi), 1e-6)

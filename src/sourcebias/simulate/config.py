@@ -53,6 +53,7 @@ from pathlib import Path
 from typing import Any
 
 from sourcebias.core.errors import DataError
+from sourcebias.experiments.settings import key_line, unknown_keys
 
 SIM_KEYS = {"name", "rounds", "queries_per_round", "k", "depth", "seed", "eval_queries", "cache_dir"}
 DATASET_KEYS = {"path", "split", "sources", "human_source"}
@@ -142,28 +143,24 @@ class SimulationConfig:
         return f"{self.generator.name}-round{round_}"
 
 
-def _line(text: str, key: str) -> int | None:
-    for i, line in enumerate(text.splitlines(), start=1):
-        if re.match(rf"\s*{re.escape(key)}\s*=", line):
-            return i
-    return None
-
-
 class _Checker:
-    """Type and range checks whose errors name the file, the line of the key and the problem."""
+    """Type and range checks whose errors name the file, the line of the key (inside the table
+    ``where`` names: ``[generator]``, ``retrievers[2]``) and the problem."""
 
     def __init__(self, path: Path, text: str):
         self.path, self.text = path, text
 
     def fail(self, where: str, problem: str, key: str | None = None) -> None:
-        raise DataError(self.path, f"{where}: {problem}", _line(self.text, key) if key else None)
+        m = re.match(r"\[?([a-z_]+)\]?(?:\[(\d+)\])?", where)
+        table, index = (m.group(1), int(m.group(2) or 1)) if m and where != "the file" else (None, 1)
+        raise DataError(self.path, f"{where}: {problem}", key_line(self.text, key, table, index) if key else None)
 
     def keys(self, table: Any, allowed: set[str], where: str) -> dict[str, Any]:
         if not isinstance(table, dict):
             self.fail(where, f"expected a table, got {table!r}")
-        unknown = sorted(set(table) - allowed)
+        unknown = unknown_keys(table, allowed)
         if unknown:
-            self.fail(where, f"unknown key(s) {', '.join(unknown)}; allowed: {', '.join(sorted(allowed))}", unknown[0])
+            self.fail(where, unknown[1], unknown[0])
         return table
 
     def get(self, table: dict[str, Any], key: str, typ: Any, where: str, default: Any = None, minimum: float | None = None) -> Any:

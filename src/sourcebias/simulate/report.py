@@ -43,29 +43,46 @@ def simulation_report(result: Any, figure: Path | None = None) -> Report:
     return Report(f"sourcebias simulate: {result.name}", [table], notes=list(result.notes), figures={"curves": figure} if figure else {}, data=data)
 
 
+def curve_panels(result: Any) -> list[tuple[str, dict[str, tuple[list[int], list[float]]], tuple[float, float]]]:
+    """Per panel of :data:`PANELS`: its title, each retriever's (rounds, values in percent), and
+    the y-limits by :func:`~sourcebias.reporting.axes.value_limits` (a least span, so that a change
+    of 0.03 points does not fill a panel like a collapse)."""
+    from sourcebias.reporting.axes import value_limits
+
+    k = result.settings.get("k")
+    out = []
+    for key, label in PANELS:
+        lines = {name: ([r["round"] for r in result.rounds(name)], [100 * r[key] for r in result.rounds(name)]) for name in result.retrievers}
+        out.append((label.replace("@k", f"@{k}"), lines, value_limits([v for _, values in lines.values() for v in values])))
+    return out
+
+
 def plot_curves(result: Any, path: Path) -> Path | None:
-    """Each measure of :data:`PANELS` against the round, one line per retriever."""
+    """Each measure of :data:`PANELS` against the round, one line per retriever, on the axes of
+    :func:`curve_panels` (their rule stated under the figure)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from sourcebias.reporting.axes import RULE
+
     if not result.rows:
         return None
-    k = result.settings.get("k")
     fig, grid = plt.subplots(2, 3, figsize=(12.5, 7.0), constrained_layout=True)
     axes = grid.ravel()
-    for ax, (key, label) in zip(axes, PANELS):
-        for name in result.retrievers:
-            rows = result.rounds(name)
-            ax.plot([r["round"] for r in rows], [100 * r[key] for r in rows], marker="o", label=name)
-        ax.set_title(label.replace("@k", f"@{k}"), fontsize=10)
+    for ax, (title, lines, limits) in zip(axes, curve_panels(result)):
+        for name, (rounds, values) in lines.items():
+            ax.plot(rounds, values, marker="o", label=name)
+        ax.set_ylim(*limits)
+        ax.set_title(title, fontsize=10)
         ax.set_xlabel("round")
         ax.xaxis.get_major_locator().set_params(integer=True)
         ax.grid(alpha=0.3)
     handles, labels = axes[0].get_legend_handles_labels()
     axes[-1].axis("off")
     axes[-1].legend(handles, labels, loc="center", title="retriever (own loop)", fontsize=10)
+    fig.supxlabel(f"Percent; {RULE}.", fontsize=8.5, color="#444444")
     fig.suptitle(f"Feedback loop '{result.name}' ({(result.settings.get('generator') or {}).get('model')} writing; intervention: {(result.settings.get('intervention') or {}).get('kind', 'none')})", fontsize=11)
     fig.savefig(path, dpi=110)
     plt.close(fig)
