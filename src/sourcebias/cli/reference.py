@@ -132,7 +132,15 @@ def presets_reference() -> str:
     return _table(["preset", "checkpoint", "score", "pooling", "query prefix", "document prefix"], rows)
 
 
+def grid_settings_reference() -> str:
+    """The ``[grid]`` settings of a grid file, from their one declaration (``experiments.settings``)."""
+    from sourcebias.experiments.settings import settings_markdown
+
+    return settings_markdown()
+
+
 REFERENCES: dict[str, Callable[[], str]] = {
+    "grid-settings": grid_settings_reference,
     "cli": cli_reference,
     "measures": measures_reference,
     "statistics": statistics_reference,
