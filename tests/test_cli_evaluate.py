@@ -323,3 +323,44 @@ def test_significance_option_only_says_what_replaced_it(cocktail_dir, tmp_path, 
         rows = list(csv.DictReader(fh))
     assert rows and all(r["p_randomization"] != "" for r in rows)
     assert "tests" not in json.loads((out / "result.json").read_text())
+
+
+def _p_text(v: float) -> str:
+    """A p-value as the tables write it, from the CSV value (3 significant digits)."""
+    return "< 1e-300" if v == 0 else (f"{v:.3g}" if v >= 1e-3 else f"{v:.2e}")
+
+
+def test_no_number_is_cut_in_an_80_column_terminal(nq_out, nq_utd):
+    """The quick start's tables (papers' table and both statistics tables) printed at 80 columns:
+    every number metrics.csv and statistics.csv hold appears whole on screen (compared with the
+    values formatted here from the CSVs), and nothing is cut with an ellipsis."""
+    from rich.console import Console
+
+    from sourcebias.data import load_dataset
+    from sourcebias.evaluation import load_result
+    from sourcebias.reporting import result_report, to_rich
+
+    report = result_report(load_result(nq_out), load_dataset(nq_utd).qrels, significance_resamples=1000)
+    console = Console(width=80, record=True, color_system=None)
+    console.print(to_rich(report))
+    screen = console.export_text()
+    assert "…" not in screen
+    tokens = {t.rstrip("*") for t in screen.replace("│", " ").replace("┃", " ").split()}
+    expected = set()
+    with (nq_out / "metrics.csv").open() as fh:
+        for r in csv.DictReader(fh):
+            if r["metric"].startswith(("NDCG", "MAP", "Recall", "P@")) and r["target"] in ("all", "human", LLAMA):
+                expected.add(f"{float(r['value']) * 100:.1f}")
+            elif r["target"] == "relative_delta" and r["corpus"] == "mixed":
+                expected.add(f"{float(r['value']):.1f}")
+    with (nq_out / "statistics.csv").open() as fh:
+        stats_rows = list(csv.DictReader(fh))
+    assert len(stats_rows) == 6
+    for r in stats_rows:
+        f = {k: float(v) for k, v in r.items() if k not in ("retriever", "llm_source", "measure") and v not in ("",) and v.replace(".", "", 1).replace("-", "", 1).replace("e", "", 1).isdigit()}
+        expected |= {f"{f['rel_delta']:.1f}", f"[{f['rel_delta_ci_low']:.1f},", f"{f['rel_delta_ci_high']:.1f}]", f"{f['mean_difference']:.3f}"}
+        expected |= {_p_text(f[k]) for k in ("p_ttest", "p_sign", "p_randomization", "p_adjusted")}
+        expected |= {f"{f['twin_pref_rate'] * 100:.1f}", f"{int(f['twin_pref_pairs']):,}", f"{int(f['twin_pref_queries']):,}", f"{f['twin_pref_ci_low'] * 100:.1f}", f"{f['twin_pref_ci_high'] * 100:.1f}"}
+        expected |= {_p_text(f["twin_pref_p_cluster"]), _p_text(f["twin_pref_p"]), f"{f['delta_ndsr']:.3f}", _p_text(f["delta_ndsr_p"]), _p_text(f["delta_ndsr_p_sign"])}
+    missing = sorted(expected - tokens)
+    assert not missing, f"not shown whole at 80 columns: {missing}\n{screen}"
