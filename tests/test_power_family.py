@@ -130,6 +130,7 @@ def test_a_pilot_without_an_evaluable_query_is_refused_naming_the_qrels(tmp_path
     """A pilot folder whose split had no judgement of grade > 0 (0 queries evaluated): power stops
     (exit 2) naming the qrels file, instead of reporting nothing with exit 0."""
     from conftest import write_jsonl, write_qrels
+
     from sourcebias.cli.main import main
     from sourcebias.evaluation import EvaluationResult, parse_measure
     from sourcebias.evaluation.protocol import json_safe

@@ -184,7 +184,8 @@ def _welch(a: np.ndarray, b: np.ndarray) -> dict[str, Any]:
 
     if np.ptp(a) == 0 and np.ptp(b) == 0:
         what = "every value of both groups is equal" if a[0] == b[0] else f"each group is constant ({float(a[0]):g} and {float(b[0]):g})"
-        return {"welch_t": float("nan"), "welch_df": float("nan"), "welch_p": float("nan"), "welch_note": f"undefined (NaN): {what}, so the standard error is 0; see the Mann-Whitney test"}
+        note = f"undefined (NaN): {what}, so the standard error is 0; see the Mann-Whitney test"
+        return {"welch_t": float("nan"), "welch_df": float("nan"), "welch_p": float("nan"), "welch_note": note}
     t = stats.ttest_ind(a, b, equal_var=False)
     return {"welch_t": float(t.statistic), "welch_df": float(t.df), "welch_p": float(t.pvalue)}
 

@@ -57,5 +57,6 @@ def require_evaluable(query_ids: list[str], qrels_file: object, *, split: str | 
 
     if not query_ids:
         where = f" of split '{split}'" if split else ""
-        raise DataError(qrels_file, f"no query{where} has a relevant judgement (grade > 0): nothing can be evaluated; every judgement is grade 0 or the split is empty")
+        problem = f"no query{where} has a relevant judgement (grade > 0): nothing can be evaluated; every judgement is grade 0 or the split is empty"
+        raise DataError(qrels_file, problem)
     return query_ids

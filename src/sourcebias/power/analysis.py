@@ -97,7 +97,15 @@ class PowerSettings:
         return d
 
 
-def pilots_of(result: Any, *, qrels: Any = None, settings: PowerSettings, statistics: Sequence[str] | None = None, measures: Sequence[str] | None = None, retrievers: Sequence[str] | None = None) -> tuple[list[Pilot], list[str]]:
+def pilots_of(
+    result: Any,
+    *,
+    qrels: Any = None,
+    settings: PowerSettings,
+    statistics: Sequence[str] | None = None,
+    measures: Sequence[str] | None = None,
+    retrievers: Sequence[str] | None = None,
+) -> tuple[list[Pilot], list[str]]:
     """The pilots of ``result`` (``statistics``, ``measures``: default every NDCG@k,
     ``retrievers``: default all) and notes on what could not be analysed."""
     chosen = {statistic_name(s) for s in (statistics or STATISTICS)}
@@ -168,7 +176,9 @@ def curve_sizes(model: PowerModel, settings: PowerSettings, needed: Sequence[int
     return sorted({*grid.tolist(), *(n for n in settings.ns if n >= model.min_n)})
 
 
-def model_rows(model: PowerModel, base: dict[str, Any], method: str, settings: PowerSettings, effect: float, given: bool, problem: str) -> tuple[list[dict[str, Any]], int | None]:
+def model_rows(
+    model: PowerModel, base: dict[str, Any], method: str, settings: PowerSettings, effect: float, given: bool, problem: str
+) -> tuple[list[dict[str, Any]], int | None]:
     """The ``mde``, ``power`` and ``n_needed`` rows of one model and method, and the n needed."""
     rows: list[dict[str, Any]] = []
     source = "given" if given else "pilot"
@@ -180,7 +190,18 @@ def model_rows(model: PowerModel, base: dict[str, Any], method: str, settings: P
         note = problem or ("" if n >= model.min_n else f"undefined: the test needs at least {model.min_n} queries")
         rows.append({**base, "quantity": "power", "method": method, "n": n, "effect": effect, "effect_source": source, "value": value, "note": note})
     n_req, note = model.n_needed(method, effect, settings.power, settings.max_n) if not problem else (None, problem)
-    rows.append({**base, "quantity": "n_needed", "method": method, "n": math.nan, "effect": effect, "effect_source": source, "value": float(n_req) if n_req is not None else math.nan, "note": note})
+    rows.append(
+        {
+            **base,
+            "quantity": "n_needed",
+            "method": method,
+            "n": math.nan,
+            "effect": effect,
+            "effect_source": source,
+            "value": float(n_req) if n_req is not None else math.nan,
+            "note": note,
+        }
+    )
     return rows, n_req
 
 
@@ -204,7 +225,11 @@ def analyse_pilot(pilot: Pilot, settings: PowerSettings, emit: Callable[[str], N
             rows += r
             needed.append(n_req)
         if not problem:
-            curves += [{**base, "method": method, "n": n, "effect": effect, "power": model.power(method, n, effect)} for n in curve_sizes(model, settings, needed) for method in METHODS]
+            curves += [
+                {**base, "method": method, "n": n, "effect": effect, "power": model.power(method, n, effect)}
+                for n in curve_sizes(model, settings, needed)
+                for method in METHODS
+            ]
     return rows, curves
 
 
@@ -216,13 +241,24 @@ def undefined_study_notes(pilots: Sequence[Pilot], settings: PowerSettings) -> l
             bad = {n: u for n in settings.ns if model is not None and hasattr(model, "undefined_studies") and (u := model.undefined_studies(n))}
             if bad:
                 notes.append(
-                    f"{p.statistic} {p.retriever} {p.measure}: " + ", ".join(f"{u:,} of {settings.resamples:,} studies of n = {n}" for n, u in bad.items())
+                    f"{p.statistic} {p.retriever} {p.measure}: "
+                    + ", ".join(f"{u:,} of {settings.resamples:,} studies of n = {n}" for n, u in bad.items())
                     + " have every difference equal (t-test undefined, counted as not rejecting)"
                 )
     return notes
 
 
-def power_analysis(result: Any, *, qrels: Any = None, settings: PowerSettings | None = None, statistics: Sequence[str] | None = None, measures: Sequence[str] | None = None, retrievers: Sequence[str] | None = None, emit: Callable[[str], None] | None = None, source: dict[str, Any] | None = None) -> PowerResult:
+def power_analysis(
+    result: Any,
+    *,
+    qrels: Any = None,
+    settings: PowerSettings | None = None,
+    statistics: Sequence[str] | None = None,
+    measures: Sequence[str] | None = None,
+    retrievers: Sequence[str] | None = None,
+    emit: Callable[[str], None] | None = None,
+    source: dict[str, Any] | None = None,
+) -> PowerResult:
     """The power analysis of an :class:`~sourcebias.evaluation.results.EvaluationResult` (see the
     module docstring); ``qrels`` (the dataset's judgements) enables twin preference.
 
@@ -246,8 +282,23 @@ def power_analysis(result: Any, *, qrels: Any = None, settings: PowerSettings | 
     notes += undefined_study_notes(pilots, settings)
     dataset = dict(result.dataset or {})
     family = next((p.details["family"] for p in pilots if "family" in p.details), "")
-    pilot_info = {"dataset": dataset.get("name"), "split": dataset.get("split"), "queries": len(result.query_ids), "human_source": result.human_source, "family": family, **(source or {})}
-    return PowerResult(settings=settings.to_dict(), pilot=pilot_info, pilots=[p.summary() for p in pilots], rows=rows, curves=curves, notes=notes, methods={**METHOD_NOTES, **TEST_NOTES})
+    pilot_info = {
+        "dataset": dataset.get("name"),
+        "split": dataset.get("split"),
+        "queries": len(result.query_ids),
+        "human_source": result.human_source,
+        "family": family,
+        **(source or {}),
+    }
+    return PowerResult(
+        settings=settings.to_dict(),
+        pilot=pilot_info,
+        pilots=[p.summary() for p in pilots],
+        rows=rows,
+        curves=curves,
+        notes=notes,
+        methods={**METHOD_NOTES, **TEST_NOTES},
+    )
 
 
 def check_evaluable(result: Any) -> None:

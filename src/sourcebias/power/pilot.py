@@ -119,7 +119,9 @@ def pilot_context(result: Any, *, qrels: Any = None, measures: Sequence[str] = (
     return StatContext(qrels=qrels, measures=list(measures), ndsr_k=ndsr_k, seed=int((result.parameters or {}).get("seed", 0)), correction=correction)
 
 
-def paired_pilots(result: Any, measures: list[str], *, statistics: set[str], retrievers: Sequence[str], alpha: float, correction: str, resamples: int, seed: int) -> list[Pilot]:
+def paired_pilots(
+    result: Any, measures: list[str], *, statistics: set[str], retrievers: Sequence[str], alpha: float, correction: str, resamples: int, seed: int
+) -> list[Pilot]:
     """The Relative Δ and difference pilots of every retriever (of ``retrievers``), LLM source and
     measure, whose ``*`` tests form one family corrected with ``correction``."""
     from sourcebias.evaluation import relative_delta
@@ -150,7 +152,9 @@ def paired_pilots(result: Any, measures: list[str], *, statistics: set[str], ret
             level = (means["mean_human"] + means["mean_llm"]) / 2
             scale, limit = (100.0 / level, 2 * min(level, 1 - level)) if level > 0 else (math.nan, math.nan)
             rd = {**details, "relative_delta": relative_delta(means["mean_human"], means["mean_llm"]), "level": level}
-            out.append(Pilot(RELATIVE_DELTA, retriever, llm, m, star.rescaled(scale, limit=limit), p, rd, plain.rescaled(scale, limit=limit) if plain else None))
+            out.append(
+                Pilot(RELATIVE_DELTA, retriever, llm, m, star.rescaled(scale, limit=limit), p, rd, plain.rescaled(scale, limit=limit) if plain else None)
+            )
     return out
 
 
@@ -176,7 +180,13 @@ def twin_pilots(result: Any, qrels: Any, *, alpha: float, resamples: int, seed: 
         if a.sum() != rec.twin_pref_llm_first or b.sum() != rec.twin_pref_human_first:
             raise AssertionError("per-query twin counts do not add up to the whole run's")  # pragma: no cover - a bug
         model = TwinPower(a, b, alpha=alpha, resamples=resamples, seed=seed, key=f"{rec.retriever}\t{rec.llm_source}\ttwin")
-        details = {"pairs": rec.twin_pref_pairs, "ties": rec.twin_pref_ties, "neither_retrieved": rec.twin_pref_neither, "unpaired": rec.twin_pref_unpaired, "pairs_per_query": model.pairs_per_query}
+        details = {
+            "pairs": rec.twin_pref_pairs,
+            "ties": rec.twin_pref_ties,
+            "neither_retrieved": rec.twin_pref_neither,
+            "unpaired": rec.twin_pref_unpaired,
+            "pairs_per_query": model.pairs_per_query,
+        }
         out.append(Pilot(TWIN_PREFERENCE, rec.retriever, rec.llm_source, "pairs", model, rec.twin_pref_p_cluster, details))
     return out
 

@@ -38,13 +38,24 @@ def _figure(result: PowerResult, pilot: dict[str, Any], test: str, quantity: str
 def _row(result: PowerResult, pilot: dict[str, Any], test: str, quantity: str, method: str, n: int | None) -> dict[str, Any] | None:
     keys = ("statistic", "retriever", "llm_source", "measure")
     for r in result.rows:
-        if r["quantity"] == quantity and r["method"] == method and r.get("test", STAR) == test and (n is None or r["n"] == n) and all(r[k] == pilot[k] for k in keys):
+        if (
+            r["quantity"] == quantity
+            and r["method"] == method
+            and r.get("test", STAR) == test
+            and (n is None or r["n"] == n)
+            and all(r[k] == pilot[k] for k in keys)
+        ):
             return r
     return None
 
 
 def power_columns(result: PowerResult) -> list[Column]:
-    cols = [Column("statistic", "statistic", "text"), Column("retriever", "retriever", "text"), Column("measure", "measure", "text"), Column("test", "test", "text")]
+    cols = [
+        Column("statistic", "statistic", "text"),
+        Column("retriever", "retriever", "text"),
+        Column("measure", "measure", "text"),
+        Column("test", "test", "text"),
+    ]
     cols += [Column("pilot", "pilot", "cell"), Column("p", "p", "p"), Column("effect", "effect", "cell"), Column("n_needed", "n needed", "cell")]
     return cols + [Column(f"mde_{n}", f"MDE n={n:,}", "cell") for n in result.settings["ns"]]
 
@@ -57,7 +68,12 @@ def power_rows(result: PowerResult) -> list[dict[str, Any]]:
             effect = _row(result, p, test, "n_needed", METHODS[0], None)
             if effect is None:
                 continue
-            row = {"statistic": LABELS[p["statistic"]], "retriever": p["retriever"] + (f"/{p['llm_source']}" if several else ""), "measure": p["measure"], "test": TEST_LABELS[test]}
+            row = {
+                "statistic": LABELS[p["statistic"]],
+                "retriever": p["retriever"] + (f"/{p['llm_source']}" if several else ""),
+                "measure": p["measure"],
+                "test": TEST_LABELS[test],
+            }
             row |= {"pilot": format_effect(p["statistic"], p["estimate"]), "p": p["p_value"] if test == STAR else p.get("p_uncorrected", math.nan)}
             row |= {f"mde_{n}": _figure(result, p, test, "mde", n) for n in result.settings["ns"]}
             rows.append(row | {"effect": format_effect(p["statistic"], effect["effect"]), "n_needed": _figure(result, p, test, "n_needed")})
@@ -76,7 +92,8 @@ def caption(result: PowerResult) -> str:
         "its analytic figure is the normal approximation of that z-test at α/m (Bonferroni), a lower bound under Holm and Benjamini–Hochberg. "
         "test 'uncorrected': the paired t-test alone at α, which does not decide *. Twin pref. (* uncorrected in evaluate): the query-clustered "
         "sign-flip test, simulated and approximated in its large-sample form z = (|Σd| − 1)/√Σd² (d = LLM-first − human-first pairs per query). "
-        "ΔNDSR (* uncorrected): the t-test over queries. p: the pilot's own p of that test (for 'marks *' the corrected p). – : undefined (see power.csv notes)."
+        "ΔNDSR (* uncorrected): the t-test over queries. p: the pilot's own p of that test (for 'marks *' the corrected p). "
+        "– : undefined (see power.csv notes)."
     )
     if s["alpha"] != 0.05:
         text += f" evaluate marks * at p < 0.05; this analysis uses α = {s['alpha']:g}."
