@@ -34,13 +34,15 @@ names = list(dict.fromkeys(name for _, b, a in pairs for name in (b, a)))
 systems = [build_retriever(name) for name in names]
 t0 = time.perf_counter()
 measures = measure_grid(["NDCG", "Share", "NDSR"], [3, 10])
-result = evaluate_before_after(ds, systems, seed=0, measures=measures, significance_resamples=10_000)
+result = evaluate_before_after(ds, systems, seed=0, measures=measures)
 print(f"{DATA.name} ({SPLIT}), {len(ds.evaluation_queries())} queries, {time.perf_counter() - t0:.0f} s")
 print(remedy_rows(result, pairs).to_markdown(index=False))
 from sourcebias.evaluation.results import MIXED, RunKey
 
 for _, _, a in pairs[:2]:
     print(a, "queries where a source ran out of candidates in the top 10:", result.runs[RunKey(a, MIXED)].info["stages"][-1]["queries_without_parity"])
-for t in result.tests:
-    if t["metric"] == "NDCG@3" and t["retriever"] in names:
-        print(t["retriever"], t["metric"], "human − LLM", f"{t['mean_difference']:+.4f}", "p (randomization)", t["p_randomization"])
+from sourcebias.evaluation.stats import StatContext, compute_statistics
+
+tests = compute_statistics(result, StatContext(measures=["NDCG@3"], seed=0, significance_resamples=10_000, correction="none"), ["paired_tests"], correct=False)
+for t in tests.records["paired_tests"]:
+    print(t.retriever, t.measure, "human − LLM", f"{t.mean_difference:+.4f}", "p (randomization)", t.p_randomization)

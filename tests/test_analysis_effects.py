@@ -128,3 +128,22 @@ def test_degenerate_and_bad_input():
         effects.describe([1.0, float("nan")])
     with pytest.raises(ConfigError, match="same length"):
         effects.compare_paired([1, 2, 3], [1, 2])
+
+
+def test_compare_independent_constant_groups_are_undefined_not_p_zero():
+    """Two constant groups: the standard error of Welch's t is 0, so t is ±inf (different
+    constants) or 0/0 (equal ones); the test is undefined and says so, never p = 0 or 1. A
+    constant group beside a varying one still has a Welch test: checked against SciPy."""
+    r = effects.compare_independent([1.0, 1.0, 1.0], [2.0, 2.0, 2.0])
+    assert math.isnan(r["welch_p"]) and math.isnan(r["welch_t"]) and math.isnan(r["welch_df"])
+    assert r["welch_note"].startswith("undefined") and "constant" in r["welch_note"]
+    # Mann-Whitney is defined here: U = 0 (no a exceeds a b)
+    assert r["mannwhitney_u"] == 0 and 0 < r["mannwhitney_p"] < 1 and "mannwhitney_note" not in r
+    same = effects.compare_independent([3.0, 3.0], [3.0, 3.0, 3.0])
+    assert math.isnan(same["welch_p"]) and "equal" in same["welch_note"]
+    assert math.isnan(same["mannwhitney_p"]) and same["mannwhitney_note"].startswith("undefined")
+    # one constant group: se^2 = 0 + var(b)/3 = 1/3, t = (1 - 3) / sqrt(1/3), df = n_b - 1 = 2
+    mixed = effects.compare_independent([1.0, 1.0, 1.0], [2.0, 3.0, 4.0])
+    t = -2 / math.sqrt(1 / 3)
+    assert mixed["welch_t"] == pytest.approx(t) and mixed["welch_df"] == pytest.approx(2.0)
+    assert mixed["welch_p"] == pytest.approx(2 * stats.t.sf(abs(t), 2)) and "welch_note" not in mixed

@@ -25,7 +25,7 @@ ALLOWED = {
     "mitigation": {"core", "data", "models", "retrieval", "evaluation", "analysis", "mitigation"},
     "experiments": {"core", "data", "models", "retrieval", "evaluation", "analysis", "mitigation", "experiments"},
     "reporting": {"core", "data", "models", "retrieval", "evaluation", "analysis", "mitigation", "experiments", "reporting"},
-    "power": {"core", "data", "evaluation", "power"},  # sample sizes from a pilot; nothing below imports it
+    "power": {"core", "data", "evaluation", "reporting", "power"},  # sample sizes from a pilot (its tables through the one Report); nothing below imports it
     "audit": {"core", "data", "models", "retrieval", "evaluation", "analysis", "audit"},  # source bias without labels; nothing below imports it
     "simulate": {"core", "data", "models", "retrieval", "evaluation", "analysis", "mitigation", "experiments", "reporting", "generation", "audit", "simulate"},  # the feedback loop; nothing below imports it
     # adapters to other tools (top-level modules: sourcebias.irds, sourcebias.pyterrier)

@@ -30,7 +30,7 @@ def run_cli(args, capsys):
 def result(cocktail_dir):
     ds = sb.load_dataset(cocktail_dir)
     external = BM25(name="external").retrieve(ds.corpus, ds.queries, 10)
-    return sb.evaluate(ds, [BM25(), TfIdf()], runs=[external], measures=measure_grid(["NDCG", "MAP", "Share"], [1, 3]), significance_resamples=200)
+    return sb.evaluate(ds, [BM25(), TfIdf()], runs=[external], measures=measure_grid(["NDCG", "MAP", "Share"], [1, 3]))
 
 
 def test_save_load_round_trip_is_equal(result, tmp_path):
@@ -41,7 +41,6 @@ def test_save_load_round_trip_is_equal(result, tmp_path):
     # equal in detail, not only by __eq__
     assert loaded.per_query.keys() == result.per_query.keys()
     assert all(isinstance(k, Key) for k in loaded.per_query) and all(isinstance(k, RunKey) for k in loaded.runs)
-    assert loaded.tests == result.tests and len(loaded.tests) > 0
     assert loaded.parameters == result.parameters and loaded.retrievers == result.retrievers
     for k, run in result.runs.items():
         assert loaded.runs[k].keys("q2") == run.keys("q2")

@@ -35,7 +35,7 @@ def nq_out(nq_utd, tmp_path_factory):
     with pytest.raises(SystemExit) as info:
         main([
             "evaluate", str(nq_utd), "--retriever", "bm25", "--retriever", "tfidf", "--split", "test",
-            "--k", "1", "3", "5", "--output", str(out), "--significance", "--resamples", "1000",
+            "--k", "1", "3", "5", "--output", str(out), "--resamples", "1000",
         ])
     assert info.value.code in (0, None)
     return out
@@ -137,15 +137,18 @@ def test_runs_per_query_and_manifest(nq_out, nq_utd):
         assert entry["bytes"] == len(data) and entry["sha256"] == hashlib.sha256(data).hexdigest()
 
 
-def test_significance_matches_an_independent_computation(nq_out):
+def test_paired_tests_match_an_independent_computation(nq_out):
+    """The paired tests of statistics.csv (the one implementation: the paired_tests statistic)
+    against SciPy and a sign-flip test by hand, from the written per-query values."""
     from scipy import stats
 
     with (nq_out / "per_query.csv").open() as fh:
         pq = list(csv.DictReader(fh))
-    with (nq_out / "significance.csv").open() as fh:
-        sig = {(r["retriever"], r["metric"]): r for r in csv.DictReader(fh)}
+    with (nq_out / "statistics.csv").open() as fh:
+        sig = {(r["retriever"], r["measure"]): r for r in csv.DictReader(fh)}
+    assert not (nq_out / "significance.csv").exists()  # the second, uncorrected path is gone
     rng = np.random.default_rng(123)
-    for (retriever, metric) in [("bm25", "NDCG@1"), ("bm25", "NDCG@5"), ("tfidf", "MAP@3")]:
+    for (retriever, metric) in [("bm25", "NDCG@1"), ("bm25", "NDCG@5"), ("tfidf", "NDCG@3")]:
         vals = {t: {r["query_id"]: float(r["value"]) for r in pq if (r["retriever"], r["corpus"], r["target"], r["metric"]) == (retriever, "mixed", t, metric)} for t in ("human", LLAMA)}
         qs = sorted(vals["human"])
         h = np.array([vals["human"][q] for q in qs])
@@ -305,3 +308,59 @@ def test_the_summary_prints_the_orphan_policy_and_counts(cocktail_dir, tmp_path,
     stats_rows = list(csv.DictReader((out / "statistics.csv").open()))
     unpaired = int(stats_rows[0]["twin_pref_unpaired"])
     assert unpaired == (0 if policy == "drop" else 1)  # kept, d1's pair has no LLM copy: unpaired, not a human win
+
+
+def test_significance_option_only_says_what_replaced_it(cocktail_dir, tmp_path, capsys):
+    """--significance (old scripts) computes nothing: it names the paired_tests statistic in
+    statistics.csv and the summary, and no significance.csv is written."""
+    out = tmp_path / "o"
+    code, stdout, _ = run_cli(["evaluate", str(cocktail_dir), "--k", "1", "--metric", "NDCG", "--significance", "--resamples", "200", "--bootstrap-resamples", "200", "-o", str(out)], capsys)
+    assert code in (0, None)
+    text = " ".join(stdout.split())
+    assert "--significance is no longer needed and computes nothing" in text and "paired_tests statistic" in text
+    assert not (out / "significance.csv").exists()
+    with (out / "statistics.csv").open() as fh:
+        rows = list(csv.DictReader(fh))
+    assert rows and all(r["p_randomization"] != "" for r in rows)
+    assert "tests" not in json.loads((out / "result.json").read_text())
+
+
+def _p_text(v: float) -> str:
+    """A p-value as the tables write it, from the CSV value (3 significant digits)."""
+    return "< 1e-300" if v == 0 else (f"{v:.3g}" if v >= 1e-3 else f"{v:.2e}")
+
+
+def test_no_number_is_cut_in_an_80_column_terminal(nq_out, nq_utd):
+    """The quick start's tables (papers' table and both statistics tables) printed at 80 columns:
+    every number metrics.csv and statistics.csv hold appears whole on screen (compared with the
+    values formatted here from the CSVs), and nothing is cut with an ellipsis."""
+    from rich.console import Console
+
+    from sourcebias.data import load_dataset
+    from sourcebias.evaluation import load_result
+    from sourcebias.reporting import result_report, to_rich
+
+    report = result_report(load_result(nq_out), load_dataset(nq_utd).qrels, significance_resamples=1000)
+    console = Console(width=80, record=True, color_system=None)
+    console.print(to_rich(report))
+    screen = console.export_text()
+    assert "…" not in screen
+    tokens = {t.rstrip("*") for t in screen.replace("│", " ").replace("┃", " ").split()}
+    expected = set()
+    with (nq_out / "metrics.csv").open() as fh:
+        for r in csv.DictReader(fh):
+            if r["metric"].startswith(("NDCG", "MAP", "Recall", "P@")) and r["target"] in ("all", "human", LLAMA):
+                expected.add(f"{float(r['value']) * 100:.1f}")
+            elif r["target"] == "relative_delta" and r["corpus"] == "mixed":
+                expected.add(f"{float(r['value']):.1f}")
+    with (nq_out / "statistics.csv").open() as fh:
+        stats_rows = list(csv.DictReader(fh))
+    assert len(stats_rows) == 6
+    for r in stats_rows:
+        f = {k: float(v) for k, v in r.items() if k not in ("retriever", "llm_source", "measure") and v not in ("",) and v.replace(".", "", 1).replace("-", "", 1).replace("e", "", 1).isdigit()}
+        expected |= {f"{f['rel_delta']:.1f}", f"[{f['rel_delta_ci_low']:.1f},", f"{f['rel_delta_ci_high']:.1f}]", f"{f['mean_difference']:.3f}"}
+        expected |= {_p_text(f[k]) for k in ("p_ttest", "p_sign", "p_randomization", "p_adjusted")}
+        expected |= {f"{f['twin_pref_rate'] * 100:.1f}", f"{int(f['twin_pref_pairs']):,}", f"{int(f['twin_pref_queries']):,}", f"{f['twin_pref_ci_low'] * 100:.1f}", f"{f['twin_pref_ci_high'] * 100:.1f}"}
+        expected |= {_p_text(f["twin_pref_p_cluster"]), _p_text(f["twin_pref_p"]), f"{f['delta_ndsr']:.3f}", _p_text(f["delta_ndsr_p"]), _p_text(f["delta_ndsr_p_sign"])}
+    missing = sorted(expected - tokens)
+    assert not missing, f"not shown whole at 80 columns: {missing}\n{screen}"

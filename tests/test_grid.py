@@ -61,10 +61,10 @@ def test_cells_are_evaluate_folders_and_reruns_reuse_them(grid_cfg, tmp_path, co
     assert first.counts() == {"ok": 3} and [k for k, _ in log].count("ok") == 3
     # each cell is an evaluate artifact equal to running the same retriever directly
     cell = sb.load_result(out / "cells" / "tiny" / "bm25")
-    direct = sb.evaluate(sb.load_dataset(cocktail_dir), [sb.build_retriever("bm25")], measures=sb.measure_grid(["NDCG", "Share"], [1, 3]), significance_resamples=200)
+    direct = sb.evaluate(sb.load_dataset(cocktail_dir), [sb.build_retriever("bm25")], measures=sb.measure_grid(["NDCG", "Share"], [1, 3]))
     assert cell.per_query.keys() == direct.per_query.keys()
     assert all(np.array_equal(v, direct.per_query[k], equal_nan=True) for k, v in cell.per_query.items())
-    assert cell.runs == direct.runs and cell.tests == direct.tests
+    assert cell.runs == direct.runs
     stamp = (out / "cells" / "tiny" / "bm25" / "manifest.json").stat().st_mtime_ns
     log.clear()
     again = run_grid(cfg, out, on_event=events(log))
@@ -315,7 +315,7 @@ def test_the_same_grid_on_a_local_ray_cluster_gives_identical_numbers(grid_cfg, 
     for cell in plan_cells(cfg):
         a = sb.load_result(cell.folder(tmp_path / "here"))
         b = sb.load_result(cell.folder(tmp_path / "ray"))
-        assert a.runs == b.runs and a.tests == b.tests
+        assert a.runs == b.runs
         assert all(np.array_equal(v, b.per_query[k], equal_nan=True) for k, v in a.per_query.items())
     recs = sorted(there.records.values(), key=lambda r: r["started"])
     assert len({r["pid"] for r in recs}) >= 2  # cells ran in Ray worker processes, not here

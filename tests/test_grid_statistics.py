@@ -103,7 +103,7 @@ def test_holm_and_bh_against_hand_values():
 
 # -- undefined statistics are reported as undefined (issue 15, items 6 and 7) ------------------
 def test_t_test_of_a_constant_shift_is_undefined_with_the_sign_test_beside():
-    from sourcebias.evaluation.significance import paired_t_test, paired_tests
+    from sourcebias.evaluation.stats.paired_tests import paired_t_test, paired_tests
 
     h = np.array([0.5, 0.7, 0.2, 0.9, 0.4, 0.6, 0.3, 0.8])
     g = h - 0.1  # every query moves by the same amount: t = 0.1 / 0

@@ -294,30 +294,30 @@ def test_power_command_writes_a_loadable_folder(pilot_dir, tmp_path, capsys):
     args = ["power", str(pilot_dir), "--n", "20", "40", "--effect", "rel_delta=30", "twin=0.7", "--resamples", "300", "--seed", "3", "--max-n", "3000", "-o", str(out)]
     code, stdout, err = run_cli(args, capsys)
     assert code in (0, None), err
-    assert "MDE" in stdout and "twin" in stdout and "resampling / analytic" in " ".join(stdout.split())
+    assert "MDE" in stdout and "twin" in stdout and "resampling / analytic" in " ".join(stdout.split()) and "marks *" in stdout
     result = load_power(out)
     assert load_artifact(out) == result
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["kind"] == "power"
     p = manifest["parameters"]
     assert (p["seed"], p["alpha"], p["power"], p["resamples"], p["methods"]) == (3, 0.05, 0.8, 300, ["resampling", "analytic"])
-    assert {"power.json", "power.csv", "pilots.csv", "curves.csv", "power_curves.png"} <= set(manifest["outputs"]["files"])
+    assert {"power.json", "power.csv", "pilots.csv", "curves.csv", "power_curves.png", "summary.md", "summary.tex"} <= set(manifest["outputs"]["files"])
     assert (out / "power_curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     stats_seen = {r["statistic"] for r in result.pilots}
-    assert stats_seen == {"relative_delta", "ndcg_difference", "twin_preference", "delta_ndsr"}
-    rows = [r for r in result.rows if r["statistic"] == "relative_delta" and r["quantity"] == "n_needed"]
+    assert stats_seen == {"relative_delta_ci", "paired_tests", "twin_preference", "delta_ndsr"}  # the statistic registry's names
+    rows = [r for r in result.rows if r["statistic"] == "relative_delta_ci" and r["quantity"] == "n_needed"]
     assert {r["effect"] for r in rows} == {30.0} and {r["effect_source"] for r in rows} == {"given"}
 
 
 def test_relative_delta_is_the_difference_on_the_pilots_scale(pilot_dir):
     from sourcebias.evaluation import load_result
 
-    res = power_analysis(load_result(pilot_dir), settings=PowerSettings(ns=(30,), resamples=300, max_n=2000), statistics=["rel_delta", "ndcg"], measures=["NDCG@3"])
-    rd = next(p for p in res.pilots if p["statistic"] == "relative_delta")
+    res = power_analysis(load_result(pilot_dir), settings=PowerSettings(ns=(30,), resamples=300, max_n=2000), statistics=["rel_delta", "difference"], measures=["NDCG@3"])
+    rd = next(p for p in res.pilots if p["statistic"] == "relative_delta_ci")
     level = rd["level"]
     for method in (RESAMPLING, ANALYTIC):
-        a = res.value("relative_delta", "bm25", "mde", method, n=30)
-        b = res.value("ndcg_difference", "bm25", "mde", method, n=30)
+        a = res.value("relative_delta_ci", "bm25", "mde", method, n=30)
+        b = res.value("paired_tests", "bm25", "mde", method, n=30)
         assert a == pytest.approx(b * 100 / level, rel=1e-4)  # each found to the search's tolerance (1e-5 of its span)
 
 

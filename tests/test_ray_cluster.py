@@ -225,7 +225,7 @@ def test_a_grid_on_a_ray_start_cluster_survives_losing_its_worker_node(loopback_
         a, b = sb.load_result(cell.folder(tmp_path / "here")), sb.load_result(cell.folder(out))
         assert a.per_query.keys() == b.per_query.keys()
         assert all(np.array_equal(v, b.per_query[k], equal_nan=True) for k, v in a.per_query.items()), cell.key
-        assert a.runs == b.runs and a.tests == b.tests
+        assert a.runs == b.runs
     print(f"\n{len(before)} cells finished before the kill ({len(on_worker)} on the worker node); {in_flight} in flight on it, killed; {len(cells) - len(before)} finished after on the head, {finished_at - killed_at:.1f} s after the kill")
 
 

@@ -156,10 +156,11 @@ def compare_independent(a: Any, b: Any, *, names: tuple[str, str] = ("a", "b"), 
     (``scipy.stats.mannwhitneyu(alternative="two-sided")``: exact for small samples without
     ties, else normal approximation with tie and continuity correction) and
     ``common_language`` = U / (n_a n_b), the probability that a random a exceeds a random b.
-    Needs at least 2 values per group.
+    Needs at least 2 values per group. When neither group varies, Welch's test is undefined:
+    ``welch_t``, ``welch_df`` and ``welch_p`` are NaN and ``welch_note`` says why (never p = 0
+    for two different constants, or 1 for equal ones); when every value is equal,
+    ``mannwhitney_p`` is NaN with ``mannwhitney_note``.
     """
-    from scipy import stats
-
     a = _values(a, names[0], min_n=2)
     b = _values(b, names[1], min_n=2)
     out: dict[str, Any] = {"group_a": names[0], "group_b": names[1]}
@@ -171,15 +172,33 @@ def compare_independent(a: Any, b: Any, *, names: tuple[str, str] = ("a", "b"), 
     out["cohens_d"] = cohens_d(a, b)
     out["hedges_g"] = hedges_g(a, b, correction=correction)
     out["hedges_correction"] = correction
-    if np.ptp(np.concatenate([a, b])) == 0:
-        out.update({"welch_t": float("nan"), "welch_df": float("nan"), "welch_p": 1.0})
-    else:
-        t = stats.ttest_ind(a, b, equal_var=False)
-        out.update({"welch_t": float(t.statistic), "welch_df": float(t.df), "welch_p": float(t.pvalue)})
+    out.update(_welch(a, b))
+    out.update(_mann_whitney(a, b))
+    return out
+
+
+def _welch(a: np.ndarray, b: np.ndarray) -> dict[str, Any]:
+    """Welch's t-test; undefined (NaN, with ``welch_note``) when neither group varies: the
+    standard error is 0, so t is 0/0 or ±inf and no p (0 or 1) would be a test's answer."""
+    from scipy import stats
+
+    if np.ptp(a) == 0 and np.ptp(b) == 0:
+        what = "every value of both groups is equal" if a[0] == b[0] else f"each group is constant ({float(a[0]):g} and {float(b[0]):g})"
+        note = f"undefined (NaN): {what}, so the standard error is 0; see the Mann-Whitney test"
+        return {"welch_t": float("nan"), "welch_df": float("nan"), "welch_p": float("nan"), "welch_note": note}
+    t = stats.ttest_ind(a, b, equal_var=False)
+    return {"welch_t": float(t.statistic), "welch_df": float(t.df), "welch_p": float(t.pvalue)}
+
+
+def _mann_whitney(a: np.ndarray, b: np.ndarray) -> dict[str, Any]:
+    """Mann-Whitney U of sample a, its two-sided p and the common-language effect size; the p is
+    undefined (NaN, with ``mannwhitney_note``) when every value is equal (all ranks tie)."""
+    from scipy import stats
+
     u = stats.mannwhitneyu(a, b, alternative="two-sided")
-    out["mannwhitney_u"] = float(u.statistic)
-    out["mannwhitney_p"] = float(u.pvalue)
-    out["common_language"] = float(u.statistic) / (a.size * b.size)
+    out: dict[str, Any] = {"mannwhitney_u": float(u.statistic), "mannwhitney_p": float(u.pvalue), "common_language": float(u.statistic) / (a.size * b.size)}
+    if np.ptp(np.concatenate([a, b])) == 0:
+        out.update({"mannwhitney_p": float("nan"), "mannwhitney_note": "undefined (NaN): every value of both groups is equal, all ranks tie"})
     return out
 
 

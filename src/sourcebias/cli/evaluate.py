@@ -10,6 +10,13 @@ import typer
 
 from sourcebias.cli.common import console, fail
 
+#: what ``--significance`` (kept for old scripts; it computes nothing) says
+REPLACED_SIGNIFICANCE = (
+    "is no longer needed and computes nothing: the paired tests of human vs LLM target (t-test, sign test, seeded randomization test and its "
+    "corrected p) are the paired_tests statistic, printed in the statistics table and written to statistics.csv and summary.md "
+    "(on by default; see --statistics); significance.csv is no longer written."
+)
+
 
 def _parse_run_arg(text: str) -> tuple[str | None, Path]:
     """``NAME=FILE`` or ``FILE``."""
@@ -45,7 +52,7 @@ def evaluate(
     output: Annotated[Path | None, typer.Option("--output", "-o", metavar="DIR", help="Folder for the results (result.json, metrics.csv, per-query values, runs, summary, manifest.json); checked before any work.")] = None,
     overwrite: Annotated[bool, typer.Option(help="Replace the results of an earlier run in --output (never files sourcebias did not write).")] = False,
     depth: Annotated[int, typer.Option(help="Documents kept per query in each ranking.", min=1)] = 1000,
-    seed: Annotated[int, typer.Option(help="Seed of the tie-breaking rule (and of significance tests).")] = 0,
+    seed: Annotated[int, typer.Option(help="Seed of the tie-breaking rule (and of the statistics' resampling).")] = 0,
     sole: Annotated[bool, typer.Option("--sole/--no-sole", help="Also rank each source alone (human-only, LLM-only settings).")] = True,
     remove_self_matches: Annotated[bool, typer.Option(help="Leave out documents whose id equals the query id (BEIR ArguAna/Quora quirk).")] = False,
     skip_unknown_qrels: Annotated[bool, typer.Option(help="Skip (and count) judgements naming unknown documents or queries instead of stopping.")] = False,
@@ -59,7 +66,7 @@ def evaluate(
     rerank_depth: Annotated[int | None, typer.Option(help="How many first-stage documents a re-ranker re-scores (default 100). A stage's own depth= wins.", min=1)] = None,
     runs: Annotated[bool, typer.Option("--runs/--no-runs", help="Write the TREC runs to OUTPUT/runs.")] = True,
     format: Annotated[str, typer.Option("--format", metavar="csv|parquet", help="File format of the per-query values in OUTPUT: per_query.csv or per_query.parquet (pyarrow; columnar, fast to load). load_result reads either.")] = "csv",
-    significance: Annotated[bool, typer.Option(help="Also test human vs LLM target per measure (paired randomization and t-tests, SciPy; a few seconds): significance.csv.")] = False,
+    significance: Annotated[bool, typer.Option(hidden=True, help="Replaced: the paired tests are the paired_tests statistic (statistics.csv, summary).")] = False,
     resamples: Annotated[int, typer.Option(help="Resamples of the paired randomization test.", min=100)] = 10_000,
     statistics: Annotated[list[str] | None, typer.Option("--statistics", metavar="NAME...", help="Statistics to show and write (summary.md, summary.tex, statistics.csv), repeated or comma-separated: relative_delta_ci, paired_tests, twin_preference, delta_ndsr, means, or none. \\[default: the first four]")] = None,
     statistics_measure: Annotated[list[str] | None, typer.Option("--statistics-measure", metavar="MEASURE...", help="Measures of the per-measure statistics, e.g. NDCG@3. \\[default: every cut-off of the first measure with labels]")] = None,
@@ -94,6 +101,8 @@ def evaluate(
     from sourcebias.retrieval.run import resolve_docnos
 
     t_start = time.perf_counter()
+    if significance:
+        console.print(f"[yellow]Note:[/yellow] --significance {REPLACED_SIGNIFICANCE}")
     cutoffs = sorted(set(k or DEFAULT_CUTOFFS))
     measures = measure_grid(metric or DEFAULT_MEASURES, cutoffs)
     if depth < max(cutoffs):
@@ -159,7 +168,6 @@ def evaluate(
                 seed=seed,
                 sole=sole,
                 exclude_self=remove_self_matches,
-                significance_resamples=resamples if significance else 0,
                 keep_runs=(folder is not None and runs) or bool(chosen_statistics),
             )
         for key, info in result.run_info.items():

@@ -163,6 +163,7 @@ def _evaluate_model(spec: str, label: str, alpha: float | None, target, folder: 
     from sourcebias.evaluation.artifact import write_result
     from sourcebias.evaluation.measures import measure_grid
     from sourcebias.evaluation.results import MIXED
+    from sourcebias.evaluation.stats import StatContext, compute_statistics
     from sourcebias.retrieval import build_retriever
 
     if (folder / "result.json").is_file():
@@ -171,12 +172,13 @@ def _evaluate_model(spec: str, label: str, alpha: float | None, target, folder: 
         r = build_retriever(spec, device=device, cache_dir=cache_dir, max_length=max_length)
         r.name = label
         with progress.RichProgress(console=console, transient=True) as reporter, progress.use(reporter):
-            result = evaluate(target, [r], measures=measure_grid(["NDCG", "MAP", "Share"], [1, 3, 5, 10]), significance_resamples=10_000)
+            result = evaluate(target, [r], measures=measure_grid(["NDCG", "MAP", "Share"], [1, 3, 5, 10]))
         write_result(result, folder, overwrite=True, command="train evaluation")
     name = result.retriever_names[0]
     human, other = result.human_source, result.other_sources[0]
     m = f"NDCG@{k}"
-    test = next((t for t in result.tests if t["metric"] == m), {})
+    ctx = StatContext(measures=[m], seed=int(result.parameters.get("seed", 0)), significance_resamples=10_000, correction="none")
+    test = next((r for r in compute_statistics(result, ctx, ["paired_tests"], correct=False).records["paired_tests"] if r.retriever == name and r.llm_source == other), None)
     return {
         "model": label,
         "alpha": alpha,
@@ -187,7 +189,7 @@ def _evaluate_model(spec: str, label: str, alpha: float | None, target, folder: 
         "rel_delta@1": result.relative_delta(name, "NDCG@1", other),
         f"ndcg@{k}_human_only": result.mean(name, human, human, m),
         f"ndcg@{k}_llm_only": result.mean(name, other, other, m),
-        "p_randomization": test.get("p_randomization"),
+        "p_randomization": test.p_randomization if test is not None else None,
         "evaluation": str(folder),
     }
 

@@ -42,3 +42,21 @@ class Qrels(Mapping[str, Mapping[str, int]]):
     def restrict(self, query_ids: set[str] | list[str]) -> Qrels:
         keep = set(query_ids)
         return Qrels({q: d for q, d in self._labels.items() if q in keep})
+
+
+def require_evaluable(query_ids: list[str], qrels_file: object, *, split: str | None = None) -> list[str]:
+    """``query_ids`` (the queries that can be evaluated), refused when there is none.
+
+    The one check that a split has a query with a relevant judgement (grade > 0): without one
+    every measure is undefined, so a command that would report on no query stops instead.
+
+    Raises:
+        DataError: naming ``qrels_file`` when ``query_ids`` is empty.
+    """
+    from sourcebias.core.errors import DataError
+
+    if not query_ids:
+        where = f" of split '{split}'" if split else ""
+        problem = f"no query{where} has a relevant judgement (grade > 0): nothing can be evaluated; every judgement is grade 0 or the split is empty"
+        raise DataError(qrels_file, problem)
+    return query_ids

@@ -15,7 +15,6 @@ from sourcebias.evaluation.measures import (
 )
 from sourcebias.evaluation.protocol import evaluate, score_run, target_qrels
 from sourcebias.evaluation.results import ALL, MIXED, RELATIVE_DELTA, EvaluationResult, Key, RunKey, load_result, read_metrics_csv, relative_delta
-from sourcebias.evaluation.significance import paired_randomization_test, paired_t_test, source_bias_tests
 
 __all__ = [
     "ALL",
@@ -34,13 +33,10 @@ __all__ = [
     "load_result",
     "measure_grid",
     "measure_kinds",
-    "paired_randomization_test",
-    "paired_t_test",
     "parse_measure",
     "read_metrics_csv",
     "register_measure",
     "relative_delta",
     "score_run",
-    "source_bias_tests",
     "target_qrels",
 ]

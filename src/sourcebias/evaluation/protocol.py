@@ -10,8 +10,9 @@ For each retriever (or each given run):
    settings), scored against its own labels. (Not for runs given from files: they rank what
    they rank.)
 3. **Source measures** (``Share@k``, ...) are computed on the mixed ranking, per source.
-4. **Relative Δ** between the human target and each other target (:mod:`.results`), and, when
-   asked for, paired significance tests (:mod:`.significance`), stored in the result.
+4. **Relative Δ** between the human target and each other target (:mod:`.results`). The
+   statistics (paired tests, CIs, twin preference, ΔNDSR) are computed from the result by the
+   statistic registry (:mod:`sourcebias.evaluation.stats`).
 
 The evaluated queries are those of the split with at least one relevant document; every target
 and setting is averaged over that same set (a query with no retrieved document scores 0). The
@@ -108,7 +109,6 @@ def evaluate(
     seed: int = 0,
     sole: bool = True,
     exclude_self: bool = False,
-    significance_resamples: int = 0,
     keep_runs: bool = True,
 ) -> EvaluationResult:
     """Run the protocol for each retriever, and for each given run, on ``dataset``.
@@ -126,15 +126,12 @@ def evaluate(
     depth:
         How many documents each ranking keeps (1000 by default, enough for re-rankers).
     seed:
-        Seed of the tie-breaking rule (see :mod:`sourcebias.retrieval.ties`) and of the tests.
+        Seed of the tie-breaking rule (see :mod:`sourcebias.retrieval.ties`).
     sole:
         Also rank each source alone (the human-only and LLM-only settings).
     exclude_self:
         Leave out documents whose id equals the query id (BEIR's ArguAna/Quora quirk): a
         :class:`~sourcebias.retrieval.stages.SelfMatchFilter` right after each first stage.
-    significance_resamples:
-        With > 0, paired tests of the human vs each LLM target per retriever and measure
-        (randomization test with this many resamples, and a t-test), stored in ``result.tests``.
     """
     measures = list(measures) if measures is not None else measure_grid(DEFAULT_MEASURES, DEFAULT_CUTOFFS)
     if not measures:
@@ -207,9 +204,4 @@ def evaluate(
         result.retrievers[name] = json_safe({"name": name, "class": "Run", "file": info.get("source_file"), "docnos": info.get("docnos")})
         record(name, mixed_setting, run, mixed_targets, None)
 
-    if significance_resamples:
-        from sourcebias.evaluation.significance import source_bias_tests
-
-        result.tests = json_safe(list(source_bias_tests(result, n_resamples=significance_resamples, seed=seed)))
-        result.parameters["significance"] = {"tests": "paired randomization (scipy.stats.permutation_test) and paired t-test", "n_resamples": significance_resamples, "seed": seed}
     return result

@@ -1,19 +1,18 @@
-"""Results of the source-bias protocol: per-query values, means, Relative Δ, tests — an artifact.
+"""Results of the source-bias protocol: per-query values, means, Relative Δ — an artifact.
 
 An :class:`EvaluationResult` is what :func:`~sourcebias.evaluation.protocol.evaluate` returns and
 what an ``evaluate`` output folder holds: :meth:`EvaluationResult.save` writes it,
 :meth:`EvaluationResult.load` (or :func:`load_result`) reads it back into an equal object (same
-per-query values, runs, parameters, tests), so later commands (analyses, grids, reports) consume
+per-query values, runs, parameters), so later commands (analyses, grids, reports) consume
 results without re-running or re-parsing.
 
 Folder contents (see also the README)::
 
     result.json          dataset, sources, measures, query ids, parameters, retriever configs,
-                         timings, run info, tests, and which file holds which run
+                         timings, run info, and which file holds which run
     metrics.csv          retriever,corpus,target,metric,value (means; Relative Δ in percent)
     per_query.csv        retriever,corpus,target,query_id,metric,value (the values loaded back)
     per_query.parquet    the same table as Parquet, instead of the CSV, when saved with format="parquet"
-    significance.csv     the paired tests, when computed
     runs/<name>.<setting>.trec, runs/docnos.tsv
 
 Values are written with as many digits as they need to be read back exactly.
@@ -78,8 +77,8 @@ class EvaluationResult:
     """Everything the protocol measured, for one dataset and several retrievers (or runs).
 
     ``per_query[Key(retriever, setting, target, measure)]`` is a vector over :attr:`query_ids`.
-    ``runs[RunKey(retriever, setting)]`` are the rankings; ``tests`` the paired significance
-    tests (see :mod:`sourcebias.evaluation.significance`), when computed.
+    ``runs[RunKey(retriever, setting)]`` are the rankings. The statistics (tests, CIs) are
+    computed from it by :mod:`sourcebias.evaluation.stats`, not stored in it.
     """
 
     dataset: dict[str, Any]
@@ -93,7 +92,6 @@ class EvaluationResult:
     runs: dict[RunKey, Run] = field(default_factory=dict)
     timings: dict[RunKey, dict[str, float]] = field(default_factory=dict)
     run_info: dict[RunKey, dict[str, Any]] = field(default_factory=dict)
-    tests: list[dict[str, Any]] = field(default_factory=list)
 
     # -- lookups ----------------------------------------------------------------------------
     @property
@@ -157,7 +155,7 @@ class EvaluationResult:
         split = self.dataset.get("split", "?")
         return (
             f"EvaluationResult({name} {split}: {len(self.retrievers)} retrievers x {len(self.settings)} settings, "
-            f"{len(self.query_ids)} queries, {len(self.measures)} measures{', tests' if self.tests else ''})"
+            f"{len(self.query_ids)} queries, {len(self.measures)} measures)"
         )
 
     def __eq__(self, other: object) -> bool:
@@ -170,9 +168,7 @@ class EvaluationResult:
             return False
         if any(not np.array_equal(a, other.per_query[k], equal_nan=True) for k, a in self.per_query.items()):
             return False
-        if self.runs.keys() != other.runs.keys() or any(r != other.runs[k] for k, r in self.runs.items()):
-            return False
-        return _json_equal(self.tests, other.tests)
+        return self.runs.keys() == other.runs.keys() and all(r == other.runs[k] for k, r in self.runs.items())
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -253,8 +249,6 @@ class EvaluationResult:
         paths: dict[str, Path] = {}
         paths["metrics"] = _write_csv(folder / "metrics.csv", METRIC_COLUMNS, self.metric_rows())
         paths["per_query"] = self._write_per_query(folder, format)
-        if self.tests:
-            paths["significance"] = _write_csv(folder / "significance.csv", tuple(self.tests[0]), iter(self.tests))
         run_entries: list[dict[str, Any]] = []
         if write_runs and self.runs:
             rdir = folder / "runs"
@@ -289,7 +283,6 @@ class EvaluationResult:
             "run_info": [{"retriever": k.retriever, "setting": k.setting, "info": v} for k, v in self.run_info.items()],
             "runs": run_entries,
             "per_query_file": paths["per_query"].name,
-            "tests": self.tests,
         }
         paths["result"] = atomic_write_json(folder / "result.json", body)
         return paths
@@ -335,7 +328,6 @@ class EvaluationResult:
             retrievers=body["retrievers"],
             timings={RunKey(t["retriever"], t["setting"]): {k: v for k, v in t.items() if k not in ("retriever", "setting")} for t in body["timings"]},
             run_info={RunKey(t["retriever"], t["setting"]): t["info"] for t in body["run_info"]},
-            tests=body.get("tests") or [],
         )
         result.per_query = _load_per_query(folder, body.get("per_query_file", "per_query.csv"), query_ids)
         if runs and body.get("runs"):
@@ -475,7 +467,3 @@ def _restore_query_order(run: Run, query_ids: list[str] | None, path: Path) -> N
     empty_pos, empty_scores = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=run._score_dtype())
     run.positions = {q: run.positions.get(q, empty_pos) for q in query_ids}
     run.scores = {q: run.scores.get(q, empty_scores) for q in query_ids}
-
-
-def _json_equal(a: Any, b: Any) -> bool:
-    return json.dumps(a, sort_keys=True, default=str) == json.dumps(b, sort_keys=True, default=str)

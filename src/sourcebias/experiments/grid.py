@@ -217,7 +217,6 @@ def run_cell(cell_json: str, settings_json: str, root: str, cache_dir: str | Non
                 depth=settings["depth"],
                 seed=settings["seed"],
                 sole=settings["sole"],
-                significance_resamples=settings["significance_resamples"],
             )
             write_result(result, folder, timings={"cell_s": round(time.perf_counter() - t0, 3)}, command="bench", manifest_extra={"grid": {"cell_hash": expected, "cell": key}})
         finally:

@@ -71,14 +71,15 @@ def evaluation_target(calibration: str | Path, split: str, *, eval_dataset: str 
     return EvaluationTarget(Path(calibration), target_split, "held-out split")
 
 
-def evaluate_before_after(dataset: Any, systems: Sequence[Any], *, seed: int = 0, measures: Sequence[Any] | None = None, significance_resamples: int = 10_000) -> Any:
+def evaluate_before_after(dataset: Any, systems: Sequence[Any], *, seed: int = 0, measures: Sequence[Any] | None = None) -> Any:
     """The evaluation protocol for the systems before and after a mitigation (NDCG, MAP and
-    Share at 1, 3, 5 and 10 by default), ties and randomization tests seeded with ``seed``."""
+    Share at 1, 3, 5 and 10 by default), ties seeded with ``seed``; the paired tests are the
+    ``paired_tests`` statistic of its report (:func:`sourcebias.reporting.result_report`)."""
     from sourcebias.evaluation import evaluate
     from sourcebias.evaluation.measures import measure_grid
 
     measures = list(measures) if measures is not None else measure_grid(["NDCG", "MAP", "Share"], [1, 3, 5, 10])
-    return evaluate(dataset, list(systems), measures=measures, seed=seed, significance_resamples=significance_resamples)
+    return evaluate(dataset, list(systems), measures=measures, seed=seed)
 
 
 def before_after_table(result: Any, names: Sequence[str], measure: str) -> Any:

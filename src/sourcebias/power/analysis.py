@@ -16,14 +16,34 @@ from typing import Any
 import numpy as np
 
 from sourcebias.core.errors import ConfigError
-from sourcebias.power.base import ANALYTIC, METHODS, RESAMPLING
-from sourcebias.power.pilot import DELTA_NDSR, NDCG_DIFFERENCE, RELATIVE_DELTA, STATISTICS, TWIN_PREFERENCE, Pilot, ndsr_pilots, paired_pilots, statistic_name, twin_pilots
+from sourcebias.power.base import ANALYTIC, METHODS, RESAMPLING, STAR, UNCORRECTED, PowerModel
+from sourcebias.power.family import FamilyPower
+from sourcebias.power.pilot import (
+    DELTA_NDSR,
+    NDCG_DIFFERENCE,
+    RELATIVE_DELTA,
+    STATISTICS,
+    TWIN_PREFERENCE,
+    Pilot,
+    ndsr_pilots,
+    paired_pilots,
+    statistic_name,
+    twin_pilots,
+)
 from sourcebias.power.result import PowerResult
 
 #: which method each statistic has
 METHOD_NOTES = {
-    RESAMPLING: "seeded resampling of the pilot's queries with the effect imposed; the analysis' test run on each simulated study",
-    ANALYTIC: "closed form: statsmodels TTestPower (paired t, effect size δ/sd of the pilot) or the exact binomial power of the sign test (independent pairs)",
+    RESAMPLING: "seeded resampling of the pilot's queries with the effect imposed; the analysis' test run on each simulated study "
+    "(for Relative Δ and the difference: the whole family of paired tests on the same queries, corrected together)",
+    ANALYTIC: "closed form: statsmodels TTestPower (paired t, effect size δ/sd of the pilot), for the corrected family the normal approximation "
+    "of its randomization z-test at α/m (Bonferroni: a lower bound under Holm and Benjamini-Hochberg), for twin preference that of the "
+    "query-clustered z-test",
+}
+#: which test a row is the power of
+TEST_NOTES = {
+    STAR: "the test and correction that mark * in evaluate (the figure to plan with)",
+    UNCORRECTED: "the same statistic's paired t-test alone at α, without the correction evaluate applies: not what marks *",
 }
 
 
@@ -31,7 +51,8 @@ METHOD_NOTES = {
 class PowerSettings:
     """What to compute: level ``alpha``, target ``power``, study sizes ``ns``, the target effect
     per statistic (``effects``; default the pilot's estimate), ``resamples`` simulated studies per
-    n, the ``seed``, the largest n searched (``max_n``), ΔNDSR's cut-off and the curve's points."""
+    n, the ``seed``, the largest n searched (``max_n``), ΔNDSR's cut-off, the curve's points and
+    the multiple-testing ``correction`` of the paired tests (evaluate's ``--correction``)."""
 
     alpha: float = 0.05
     power: float = 0.8
@@ -42,8 +63,11 @@ class PowerSettings:
     max_n: int = 20_000
     ndsr_k: int = 10
     curve_points: int = 16
+    correction: str = "holm"
 
     def __post_init__(self) -> None:
+        from sourcebias.evaluation.stats import CORRECTIONS
+
         if not 0 < self.alpha < 1:
             raise ConfigError(f"alpha must be between 0 and 1, got {self.alpha}")
         if not self.alpha < self.power < 1:
@@ -54,6 +78,8 @@ class PowerSettings:
             raise ConfigError(f"resamples must be at least 100, got {self.resamples}")
         if self.max_n < max(self.ns):
             raise ConfigError(f"max_n ({self.max_n}) is below the largest study size {max(self.ns)}")
+        if self.correction not in CORRECTIONS:
+            raise ConfigError(f"correction must be one of {', '.join(CORRECTIONS)}, got '{self.correction}'")
         if self.ndsr_k < 1:
             raise ConfigError(f"the ΔNDSR cut-off must be at least 1, got {self.ndsr_k}")
         effects = {statistic_name(k): float(v) for k, v in self.effects.items()}
@@ -71,27 +97,26 @@ class PowerSettings:
         return d
 
 
-def pilots_of(result: Any, *, qrels: Any = None, settings: PowerSettings, statistics: Sequence[str] | None = None, measures: Sequence[str] | None = None, retrievers: Sequence[str] | None = None) -> tuple[list[Pilot], list[str]]:
+def pilots_of(
+    result: Any,
+    *,
+    qrels: Any = None,
+    settings: PowerSettings,
+    statistics: Sequence[str] | None = None,
+    measures: Sequence[str] | None = None,
+    retrievers: Sequence[str] | None = None,
+) -> tuple[list[Pilot], list[str]]:
     """The pilots of ``result`` (``statistics``, ``measures``: default every NDCG@k,
     ``retrievers``: default all) and notes on what could not be analysed."""
-    from sourcebias.evaluation.measures import parse_measure
-
     chosen = {statistic_name(s) for s in (statistics or STATISTICS)}
     if retrievers:
         unknown = [r for r in retrievers if r not in result.retrievers]
         if unknown:
             raise ConfigError(f"no retriever {', '.join(unknown)} in the pilot; retrievers: {', '.join(result.retrievers)}")
-    if measures:
-        names = [str(parse_measure(m)) for m in measures]
-        have = {str(m) for m in result.target_measures}
-        missing = [m for m in names if m not in have]
-        if missing:
-            raise ConfigError(f"the pilot has no {', '.join(missing)}; its measures with labels: {', '.join(sorted(have))}")
-    else:
-        names = [str(m) for m in result.target_measures if str(m).startswith("NDCG@")] or [str(m) for m in result.target_measures]
+    names = pilot_measures(result, measures)
     common = {"alpha": settings.alpha, "resamples": settings.resamples, "seed": settings.seed}
     notes: list[str] = []
-    pilots = paired_pilots(result, names, statistics=chosen, **common)
+    pilots = paired_pilots(result, names, statistics=chosen, retrievers=list(retrievers or result.retrievers), correction=settings.correction, **common)
     has_runs = bool(result.runs)
     if chosen & {TWIN_PREFERENCE, DELTA_NDSR} and not has_runs:
         notes.append("twin preference and ΔNDSR need the pilot's runs (this folder was written with --no-runs): left out")
@@ -106,54 +131,143 @@ def pilots_of(result: Any, *, qrels: Any = None, settings: PowerSettings, statis
         pilots = [p for p in pilots if p.retriever in retrievers]
     order = {s: i for i, s in enumerate(STATISTICS)}
     pilots.sort(key=lambda p: (list(result.retrievers).index(p.retriever), p.llm_source, order[p.statistic], p.measure))
+    set_family_effects(pilots, settings)
     return pilots, notes
 
 
-def curve_sizes(pilot: Pilot, settings: PowerSettings, needed: Sequence[int | None]) -> list[int]:
+def pilot_measures(result: Any, measures: Sequence[str] | None) -> list[str]:
+    """The measures of the paired statistics: those given (checked), else every NDCG@k (else every
+    measure with labels)."""
+    from sourcebias.evaluation.measures import parse_measure
+
+    if not measures:
+        return [str(m) for m in result.target_measures if str(m).startswith("NDCG@")] or [str(m) for m in result.target_measures]
+    names = [str(parse_measure(m)) for m in measures]
+    have = {str(m) for m in result.target_measures}
+    missing = [m for m in names if m not in have]
+    if missing:
+        raise ConfigError(f"the pilot has no {', '.join(missing)}; its measures with labels: {', '.join(sorted(have))}")
+    return names
+
+
+def set_family_effects(pilots: Sequence[Pilot], settings: PowerSettings) -> None:
+    """The truth of the other tests of a corrected family, per statistic: each test at the effect
+    its own row is analysed at (the given one, else its pilot's estimate), as a mean difference."""
+    for statistic in (RELATIVE_DELTA, NDCG_DIFFERENCE):
+        members = [p.model for p in pilots if p.statistic == statistic and isinstance(p.model, FamilyPower)]
+        if not members:
+            continue
+        base = members[0].family.means.copy()
+        for m in members:
+            effect = settings.effects.get(statistic, m.estimate) / m.scale
+            base[m.index] = effect if math.isfinite(effect) else m.mean
+        for m in members:
+            m.base = base.copy()
+
+
+def curve_sizes(model: PowerModel, settings: PowerSettings, needed: Sequence[int | None]) -> list[int]:
     """The n of a pilot's power curve: geometric from the smallest useful n to past the largest
     n needed (to the search's limit when a method does not reach the power), with the study
     sizes themselves."""
-    lo = max(pilot.model.min_n, 5)
+    lo = max(model.min_n, 5)
     reach = [n for n in needed if n is not None]
     hi = settings.max_n if len(reach) < len(needed) else min(settings.max_n, max([max(settings.ns), *(int(n * 1.5) for n in reach)]))
     grid = np.unique(np.round(np.geomspace(lo, max(hi, lo + 1), settings.curve_points)).astype(int))
-    return sorted({*grid.tolist(), *(n for n in settings.ns if n >= pilot.model.min_n)})
+    return sorted({*grid.tolist(), *(n for n in settings.ns if n >= model.min_n)})
+
+
+def model_rows(
+    model: PowerModel, base: dict[str, Any], method: str, settings: PowerSettings, effect: float, given: bool, problem: str
+) -> tuple[list[dict[str, Any]], int | None]:
+    """The ``mde``, ``power`` and ``n_needed`` rows of one model and method, and the n needed."""
+    rows: list[dict[str, Any]] = []
+    source = "given" if given else "pilot"
+    for n in settings.ns:
+        value, note = model.mde(method, n, settings.power)
+        rows.append({**base, "quantity": "mde", "method": method, "n": n, "effect": math.nan, "effect_source": "", "value": value, "note": note})
+    for n in settings.ns:
+        value = math.nan if problem or n < model.min_n else model.power(method, n, effect)
+        note = problem or ("" if n >= model.min_n else f"undefined: the test needs at least {model.min_n} queries")
+        rows.append({**base, "quantity": "power", "method": method, "n": n, "effect": effect, "effect_source": source, "value": value, "note": note})
+    n_req, note = model.n_needed(method, effect, settings.power, settings.max_n) if not problem else (None, problem)
+    rows.append(
+        {
+            **base,
+            "quantity": "n_needed",
+            "method": method,
+            "n": math.nan,
+            "effect": effect,
+            "effect_source": source,
+            "value": float(n_req) if n_req is not None else math.nan,
+            "note": note,
+        }
+    )
+    return rows, n_req
 
 
 def analyse_pilot(pilot: Pilot, settings: PowerSettings, emit: Callable[[str], None] | None = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The rows (``mde``, ``power``, ``n_needed``) and the curve points of one pilot."""
-    model = pilot.model
+    """The rows (``mde``, ``power``, ``n_needed``) and the curve points of one pilot, for the test
+    that marks ``*`` and, where it differs, the uncorrected one."""
     given = pilot.statistic in settings.effects
-    effect = settings.effects[pilot.statistic] if given else model.estimate
-    base = {"statistic": pilot.statistic, "retriever": pilot.retriever, "llm_source": pilot.llm_source, "measure": pilot.measure}
+    effect = settings.effects[pilot.statistic] if given else pilot.model.estimate
     rows: list[dict[str, Any]] = []
-    needed: list[int | None] = []
-    effect_problem = model.check_effect(effect) if math.isfinite(effect) else (model.undefined or "undefined: the pilot's estimate is undefined")
-    for method in METHODS:
-        if emit:
-            emit(f"{pilot.statistic} {pilot.retriever} {pilot.measure}: {method}")
-        for n in settings.ns:
-            value, note = model.mde(method, n, settings.power)
-            rows.append({**base, "quantity": "mde", "method": method, "n": n, "effect": math.nan, "effect_source": "", "value": value, "note": note})
-        for n in settings.ns:
-            value = math.nan if effect_problem or n < model.min_n else model.power(method, n, effect)
-            note = effect_problem or ("" if n >= model.min_n else f"undefined: the test needs at least {model.min_n} queries")
-            rows.append({**base, "quantity": "power", "method": method, "n": n, "effect": effect, "effect_source": "given" if given else "pilot", "value": value, "note": note})
-        n_req, note = model.n_needed(method, effect, settings.power, settings.max_n) if not effect_problem else (None, effect_problem)
-        needed.append(n_req)
-        rows.append({**base, "quantity": "n_needed", "method": method, "n": math.nan, "effect": effect, "effect_source": "given" if given else "pilot", "value": float(n_req) if n_req is not None else math.nan, "note": note})
     curves: list[dict[str, Any]] = []
-    if not effect_problem:
-        for n in curve_sizes(pilot, settings, needed):
-            for method in METHODS:
-                curves.append({**base, "method": method, "n": n, "effect": effect, "power": model.power(method, n, effect)})
+    for test, model in ((STAR, pilot.model), (UNCORRECTED, pilot.uncorrected)):
+        if model is None:
+            continue
+        base = {"statistic": pilot.statistic, "retriever": pilot.retriever, "llm_source": pilot.llm_source, "measure": pilot.measure, "test": test}
+        problem = model.check_effect(effect) if math.isfinite(effect) else (model.undefined or "undefined: the pilot's estimate is undefined")
+        needed: list[int | None] = []
+        for method in METHODS:
+            if emit:
+                emit(f"{pilot.statistic} {pilot.retriever} {pilot.measure}: {method} ({test})")
+            r, n_req = model_rows(model, base, method, settings, effect, given, problem)
+            rows += r
+            needed.append(n_req)
+        if not problem:
+            curves += [
+                {**base, "method": method, "n": n, "effect": effect, "power": model.power(method, n, effect)}
+                for n in curve_sizes(model, settings, needed)
+                for method in METHODS
+            ]
     return rows, curves
 
 
-def power_analysis(result: Any, *, qrels: Any = None, settings: PowerSettings | None = None, statistics: Sequence[str] | None = None, measures: Sequence[str] | None = None, retrievers: Sequence[str] | None = None, emit: Callable[[str], None] | None = None, source: dict[str, Any] | None = None) -> PowerResult:
+def undefined_study_notes(pilots: Sequence[Pilot], settings: PowerSettings) -> list[str]:
+    """Notes on the simulated studies whose t-test is undefined (every difference equal)."""
+    notes = []
+    for p in pilots:
+        for model in (p.model, p.uncorrected):
+            bad = {n: u for n in settings.ns if model is not None and hasattr(model, "undefined_studies") and (u := model.undefined_studies(n))}
+            if bad:
+                notes.append(
+                    f"{p.statistic} {p.retriever} {p.measure}: "
+                    + ", ".join(f"{u:,} of {settings.resamples:,} studies of n = {n}" for n, u in bad.items())
+                    + " have every difference equal (t-test undefined, counted as not rejecting)"
+                )
+    return notes
+
+
+def power_analysis(
+    result: Any,
+    *,
+    qrels: Any = None,
+    settings: PowerSettings | None = None,
+    statistics: Sequence[str] | None = None,
+    measures: Sequence[str] | None = None,
+    retrievers: Sequence[str] | None = None,
+    emit: Callable[[str], None] | None = None,
+    source: dict[str, Any] | None = None,
+) -> PowerResult:
     """The power analysis of an :class:`~sourcebias.evaluation.results.EvaluationResult` (see the
-    module docstring); ``qrels`` (the dataset's judgements) enables twin preference."""
+    module docstring); ``qrels`` (the dataset's judgements) enables twin preference.
+
+    Raises:
+        DataError: the pilot evaluated no query (no judgement of grade > 0), naming its qrels file.
+        ConfigError: nothing of what was chosen can be analysed.
+    """
     settings = settings or PowerSettings()
+    check_evaluable(result)
     pilots, notes = pilots_of(result, qrels=qrels, settings=settings, statistics=statistics, measures=measures, retrievers=retrievers)
     if not pilots:
         raise ConfigError("nothing to analyse: the pilot has none of the chosen statistics (" + "; ".join(notes or ["no per-query values"]) + ")")
@@ -165,17 +279,38 @@ def power_analysis(result: Any, *, qrels: Any = None, settings: PowerSettings | 
         curves += c
         if p.model.undefined:
             notes.append(f"{p.statistic} {p.retriever}/{p.llm_source} {p.measure}: {p.model.undefined}")
-    for p in pilots:
-        undefined = {n: p.model.undefined_studies(n) for n in settings.ns} if hasattr(p.model, "undefined_studies") else {}
-        bad = {n: u for n, u in undefined.items() if u}
-        if bad:
-            notes.append(
-                f"{p.statistic} {p.retriever} {p.measure}: " + ", ".join(f"{u:,} of {settings.resamples:,} studies of n = {n}" for n, u in bad.items())
-                + " have every difference equal (t-test undefined, counted as not rejecting)"
-            )
+    notes += undefined_study_notes(pilots, settings)
     dataset = dict(result.dataset or {})
-    pilot_info = {"dataset": dataset.get("name"), "split": dataset.get("split"), "queries": len(result.query_ids), "human_source": result.human_source, **(source or {})}
-    return PowerResult(settings=settings.to_dict(), pilot=pilot_info, pilots=[p.summary() for p in pilots], rows=rows, curves=curves, notes=notes, methods=dict(METHOD_NOTES))
+    family = next((p.details["family"] for p in pilots if "family" in p.details), "")
+    pilot_info = {
+        "dataset": dataset.get("name"),
+        "split": dataset.get("split"),
+        "queries": len(result.query_ids),
+        "human_source": result.human_source,
+        "family": family,
+        **(source or {}),
+    }
+    return PowerResult(
+        settings=settings.to_dict(),
+        pilot=pilot_info,
+        pilots=[p.summary() for p in pilots],
+        rows=rows,
+        curves=curves,
+        notes=notes,
+        methods={**METHOD_NOTES, **TEST_NOTES},
+    )
 
 
-__all__ = ["METHOD_NOTES", "PowerSettings", "analyse_pilot", "curve_sizes", "pilots_of", "power_analysis", "NDCG_DIFFERENCE", "RELATIVE_DELTA"]
+def check_evaluable(result: Any) -> None:
+    """Refuse a pilot that evaluated no query: every statistic would be empty or undefined.
+
+    Raises:
+        DataError: naming the pilot's qrels file (no query has a judgement of grade > 0).
+    """
+    from sourcebias.data.qrels import require_evaluable
+
+    ds = result.dataset or {}
+    require_evaluable(list(result.query_ids), ds.get("qrels_file") or ds.get("path") or "the pilot's qrels", split=ds.get("split"))
+
+
+__all__ = ["METHOD_NOTES", "NDCG_DIFFERENCE", "RELATIVE_DELTA", "PowerSettings", "analyse_pilot", "curve_sizes", "pilots_of", "power_analysis"]

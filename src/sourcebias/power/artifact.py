@@ -92,15 +92,23 @@ def run_power(
 
 
 def write_power(result: PowerResult, folder: Any, *, pilot: Path, seconds: float) -> Path:
-    """Write ``result``, its figure and the manifest into a claimed output folder and commit it."""
+    """Write ``result``, its table (``summary.md``, ``summary.tex``: the one Report's renderer, as
+    ``evaluate`` writes its summary), its figure and the manifest into a claimed output folder
+    and commit it."""
+    from sourcebias.core.atomic import atomic_write_text
     from sourcebias.core.manifest import build_manifest, describe_file
     from sourcebias.power.figure import plot_power_curves
+    from sourcebias.power.report import power_report
+    from sourcebias.reporting.render import to_latex, to_markdown
 
     result.save(folder.staging)
+    report = power_report(result)
+    atomic_write_text(folder.staging / "summary.md", to_markdown(report))
+    atomic_write_text(folder.staging / "summary.tex", to_latex(report))
     figure = plot_power_curves(result, folder.staging / "power_curves.png")
     inputs: dict[str, Any] = {"pilot": str(pilot.resolve())}
     if (pilot / "manifest.json").is_file():
         inputs["pilot_manifest"] = describe_file(pilot / "manifest.json")
-    parameters = {**result.settings, "methods": list(METHODS), "method_notes": result.methods, "statistics": sorted({p["statistic"] for p in result.pilots})}
+    parameters = {**result.settings, "methods": list(METHODS), "method_notes": result.methods, "statistics": sorted({p["statistic"] for p in result.pilots}), "family": result.pilot.get("family")}
     manifest = build_manifest(command=KIND, inputs=inputs, parameters=parameters, timings={"total_s": round(seconds, 3)}, extra={"figure": figure.name if figure else None})
     return folder.commit(manifest)

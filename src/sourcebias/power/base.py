@@ -30,6 +30,11 @@ from sourcebias.power.search import smallest_effect, smallest_n
 RESAMPLING = "resampling"
 ANALYTIC = "analytic"
 METHODS = (RESAMPLING, ANALYTIC)
+#: the test a figure is the power of: the one that marks ``*`` in ``evaluate`` (with its
+#: correction), and the same statistic's test alone where that differs
+STAR = "star"
+UNCORRECTED = "uncorrected"
+TESTS = (STAR, UNCORRECTED)
 #: largest number of values drawn at once (the draws of a large n are made in chunks)
 CHUNK_VALUES = 4_000_000
 

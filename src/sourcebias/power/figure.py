@@ -1,29 +1,57 @@
 """The power-curve figure: power against the number of queries in a study, at each pilot's
-target effect, one panel per statistic; solid lines by resampling, dashed analytic."""
+target effect, one panel per statistic, for the test that marks ``*`` in ``evaluate``; solid
+lines by resampling, dashed analytic. One colour per retriever, LLM source and measure, the same
+in every panel, named once in a shared legend below the panels (the effect of each line is in
+curves.csv and the table); the uncorrected curves are in curves.csv."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-from sourcebias.power.result import PowerResult, format_effect
+from sourcebias.power.base import STAR
+from sourcebias.power.result import PowerResult
 
 TITLES = {
-    "relative_delta": "Relative Δ (paired t-test of the per-query differences)",
-    "ndcg_difference": "NDCG difference human − LLM (paired t-test)",
+    "relative_delta_ci": "Relative Δ (paired randomization test, corrected as evaluate marks *)",
+    "paired_tests": "NDCG difference human − LLM (the same test)",
     "twin_preference": "Twin preference (query-clustered sign-flip test; queries resampled with their pairs)",
     "delta_ndsr": "ΔNDSR (t-test over queries)",
 }
 
 
-def _lines(result: PowerResult, statistic: str) -> dict[tuple[str, str, str], dict[str, list[tuple[int, float]]]]:
-    out: dict[tuple[str, str, str], dict[str, list[tuple[int, float]]]] = {}
+def _series(result: PowerResult, several_llm: bool) -> dict[tuple[str, str, str], str]:
+    """Each line's key (retriever, LLM source, measure) and its legend label, in table order;
+    twin preference and ΔNDSR (one line per retriever and source) share a retriever's entry."""
+    out: dict[tuple[str, str, str], str] = {}
     for c in result.curves:
-        if c["statistic"] != statistic:
-            continue
-        key = (c["retriever"], c["llm_source"], c["measure"])
-        out.setdefault(key, {}).setdefault(c["method"], []).append((c["n"], c["power"]))
+        single = c["statistic"] in ("twin_preference", "delta_ndsr")
+        key = (c["retriever"], c["llm_source"], "" if single else c["measure"])
+        out.setdefault(key, f"{key[0]}{'/' + key[1] if several_llm else ''}{' ' + key[2] if key[2] else ''}")
     return out
+
+
+def _panel(ax: Any, result: PowerResult, statistic: str, colours: dict[tuple[str, str, str], Any]) -> None:
+    lines: dict[tuple[str, str, str, str], list[tuple[int, float]]] = {}
+    for c in result.curves:
+        if c["statistic"] == statistic and c.get("test", STAR) == STAR:
+            single = statistic in ("twin_preference", "delta_ndsr")
+            lines.setdefault((c["retriever"], c["llm_source"], "" if single else c["measure"], c["method"]), []).append((c["n"], c["power"]))
+    for (r, llm, m, method), pts in lines.items():
+        pts.sort()
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], "-" if method == "resampling" else "--", color=colours[(r, llm, m)], lw=1.5)
+    alpha, power = result.settings["alpha"], result.settings["power"]
+    ax.axhline(power, color="0.3", lw=0.8, ls=":")
+    ax.axhline(alpha, color="0.6", lw=0.8, ls=":")
+    pilot_n = result.pilot.get("queries")
+    if pilot_n:
+        ax.axvline(pilot_n, color="0.5", lw=0.8, ls="-.")
+        ax.annotate(f"pilot: {pilot_n} queries", (pilot_n, 0.97), xytext=(4, 0), textcoords="offset points", fontsize=8, color="0.35", va="top")
+    ax.set_xscale("log")
+    ax.set_ylim(0, 1.02)
+    ax.set_title(TITLES[statistic], fontsize=10.5, loc="left")
+    ax.set_ylabel(f"power (α = {alpha:g})")
+    ax.grid(True, which="both", lw=0.3, alpha=0.5)
 
 
 def plot_power_curves(result: PowerResult, path: str | Path) -> Path | None:
@@ -32,37 +60,26 @@ def plot_power_curves(result: PowerResult, path: str | Path) -> Path | None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
 
     stats = [s for s in TITLES if any(c["statistic"] == s for c in result.curves)]
     if not stats:
         return None
-    several_llm = len({p["llm_source"] for p in result.pilots}) > 1
-    fig, axes = plt.subplots(len(stats), 1, figsize=(11, 3.4 * len(stats)), squeeze=False)
-    alpha, power = result.settings["alpha"], result.settings["power"]
-    colours = plt.get_cmap("tab10")
+    series = _series(result, len({p["llm_source"] for p in result.pilots}) > 1)
+    cmap = plt.get_cmap("tab10" if len(series) <= 10 else "tab20")
+    colours = {key: cmap(i % cmap.N) for i, key in enumerate(series)}
+    fig, axes = plt.subplots(len(stats), 1, figsize=(9, 2.9 * len(stats) + 1.2), squeeze=False, sharex=True)
     for ax, statistic in zip(axes[:, 0], stats):
-        effects = {(c["retriever"], c["llm_source"], c["measure"]): c["effect"] for c in result.curves if c["statistic"] == statistic}
-        for i, (key, methods) in enumerate(_lines(result, statistic).items()):
-            label = f"{key[0]}{'/' + key[1] if several_llm else ''}{'' if statistic in ('twin_preference', 'delta_ndsr') else ' ' + key[2]}: {format_effect(statistic, effects[key])}"
-            for method, style in (("resampling", "-"), ("analytic", "--")):
-                pts = sorted(methods.get(method, []))
-                if pts:
-                    ax.plot([p[0] for p in pts], [p[1] for p in pts], style, color=colours(i % 10), lw=1.6, label=f"{label} ({method})")
-        ax.axhline(power, color="0.3", lw=0.8, ls=":")
-        ax.axhline(alpha, color="0.6", lw=0.8, ls=":")
-        pilot_n = result.pilot.get("queries")
-        if pilot_n:
-            ax.axvline(pilot_n, color="0.5", lw=0.8, ls="-.")
-            ax.annotate(f"pilot: {pilot_n} queries", (pilot_n, 0.97), xytext=(4, 0), textcoords="offset points", fontsize=8, color="0.35", va="top")
-        ax.set_xscale("log")
-        ax.set_ylim(0, 1.02)
-        ax.set_title(TITLES[statistic], fontsize=11, loc="left")
-        ax.set_xlabel("queries in a study (n)")
-        ax.set_ylabel(f"power (α = {alpha:g})")
-        ax.grid(True, which="both", lw=0.3, alpha=0.5)
-        ax.legend(fontsize=7.5, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
-    fig.suptitle(f"Power at each pilot's effect ({_subtitle(result)}); dotted: power {power:g} and α", fontsize=11)
-    fig.tight_layout(rect=(0, 0, 1, 0.985))
+        _panel(ax, result, statistic, colours)
+    axes[-1, 0].set_xlabel("queries in a study (n)")
+    handles = [Line2D([], [], color=colours[k], lw=2, label=label) for k, label in series.items()]
+    handles += [Line2D([], [], color="0.2", ls="-", label="resampling"), Line2D([], [], color="0.2", ls="--", label="analytic")]
+    fig.suptitle(
+        f"Power of the test that marks * in evaluate, at each pilot's effect\n{_subtitle(result)}; dotted: power {result.settings['power']:g} and α",
+        fontsize=10.5,
+    )
+    fig.tight_layout(rect=(0, 0, 1, 0.97))
+    fig.legend(handles=handles, loc="upper center", ncol=min(4, len(handles)), fontsize=8.5, frameon=False, bbox_to_anchor=(0.5, 0.0))
     path = Path(path)
     fig.savefig(path, dpi=130, bbox_inches="tight")
     plt.close(fig)

@@ -1,23 +1,29 @@
 """A pilot's per-query values, taken from an ``evaluate`` result (or a grid cell, which is one),
-as power models: one per statistic, retriever, LLM source and measure.
+as power models: one per statistic, retriever, LLM source and measure. The statistics are those
+of the statistic registry (:mod:`sourcebias.evaluation.stats`, the ``--statistics`` names and
+aliases of ``evaluate``), and each pilot's estimate and p-value are the registry's own records.
 
-* **Relative Δ** and the **NDCG difference** (any target measure): per query human − LLM target
-  on the mixed ranking (:class:`~sourcebias.power.paired.PairedPower`); unit: a query.
-* **Twin preference**: per query, how many relevant pairs have the LLM copy first and how many
-  the original (:func:`sourcebias.evaluation.statistics.twin_preference` on each query alone,
-  ties and pairs with neither copy retrieved left out as there); unit: a relevant (query,
-  document) pair, resampled by query (:class:`~sourcebias.power.twin.TwinPower`). Needs the runs
-  and the dataset's judgements.
-* **ΔNDSR@k**: per query NDSR_human − NDSR_LLM (:func:`sourcebias.evaluation.statistics.delta_ndsr`
-  on each query alone, with the result's orphan rule); unit: a query. Needs the runs.
+* **Relative Δ** (``relative_delta_ci``) and the **per-target difference** (``paired_tests``,
+  any target measure): per query human − LLM target on the mixed ranking; unit: a query. Their
+  ``*`` in ``evaluate`` is the paired randomization test corrected across the report's tests, so
+  the power of that test is modelled for the family (:mod:`sourcebias.power.family`), with the
+  uncorrected paired t-test beside it (:class:`~sourcebias.power.paired.PairedPower`).
+* **Twin preference** (``twin_preference``): per query, how many relevant pairs have the LLM copy
+  first and how many the original (:func:`~sourcebias.evaluation.stats.twin_preference.pair_counts`);
+  unit: a relevant (query, document) pair, resampled by query (:class:`~sourcebias.power.twin.TwinPower`).
+  Needs the runs and the dataset's judgements.
+* **ΔNDSR@k** (``delta_ndsr``): per query NDSR_human − NDSR_LLM
+  (:func:`~sourcebias.evaluation.stats.delta_ndsr.ndsr_differences`, with the result's orphan
+  rule); unit: a query. Needs the runs.
 
-The per-query values are checked against the statistics computed over all queries at once (the
+The per-query values are checked against the registry's records over all queries at once (the
 same sums and means), so the pilot is the analysis' own numbers.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,20 +31,17 @@ import numpy as np
 
 from sourcebias.core.errors import ConfigError
 from sourcebias.power.base import PowerModel
+from sourcebias.power.family import FamilyPower, PairedFamily
 from sourcebias.power.paired import PairedPower
 from sourcebias.power.twin import TwinPower
 
-RELATIVE_DELTA = "relative_delta"
-NDCG_DIFFERENCE = "ndcg_difference"
+RELATIVE_DELTA = "relative_delta_ci"
+NDCG_DIFFERENCE = "paired_tests"
 TWIN_PREFERENCE = "twin_preference"
 DELTA_NDSR = "delta_ndsr"
+#: the registry's statistics that have a power analysis, in the order of the tables
 STATISTICS = (RELATIVE_DELTA, NDCG_DIFFERENCE, TWIN_PREFERENCE, DELTA_NDSR)
-ALIASES = {
-    "rel_delta": RELATIVE_DELTA, "reldelta": RELATIVE_DELTA, "rd": RELATIVE_DELTA,
-    "ndcg": NDCG_DIFFERENCE, "difference": NDCG_DIFFERENCE, "diff": NDCG_DIFFERENCE, "ndcg_diff": NDCG_DIFFERENCE,
-    "twin": TWIN_PREFERENCE, "twin_pref": TWIN_PREFERENCE, "pairs": TWIN_PREFERENCE,
-    "ndsr": DELTA_NDSR, "dndsr": DELTA_NDSR, "delta_ndsr": DELTA_NDSR,
-}  # fmt: skip
+LABELS = {RELATIVE_DELTA: "Relative Δ", NDCG_DIFFERENCE: "difference", TWIN_PREFERENCE: "twin pref.", DELTA_NDSR: "ΔNDSR"}
 UNITS = {
     RELATIVE_DELTA: "query",
     NDCG_DIFFERENCE: "query",
@@ -55,24 +58,26 @@ EFFECT_UNITS = {
 RD_SHIFT = (
     "Relative Δ = R imposed as the mean difference δ = R·M/100 with the pilot's mean level M = (mean human + mean LLM)/2 kept "
     "(human values raised and LLM values lowered by δ/2 around each query's difference); a study's Relative Δ is that of its "
-    "resampled means and is significant when its paired t-test is (they share their sign)"
+    "resampled means and is significant when its paired test is (they share their sign)"
 )
 
 
 def statistic_name(name: str) -> str:
-    """The statistic a user's name means (``twin`` -> ``twin_preference``)."""
-    key = name.strip().lower().replace("-", "_")
-    if key in STATISTICS:
-        return key
-    if key in ALIASES:
-        return ALIASES[key]
-    raise ConfigError(f"unknown statistic '{name}'; statistics: {', '.join(STATISTICS)} (or {', '.join(sorted(ALIASES))})")
+    """The registry statistic a user's name or alias means (``twin`` -> ``twin_preference``,
+    ``rel_delta`` -> ``relative_delta_ci``), refused when it has no power analysis."""
+    from sourcebias.evaluation.stats import get_statistic
+
+    stat = get_statistic(name).name
+    if stat not in STATISTICS:
+        raise ConfigError(f"the statistic '{name}' ({stat}) has no power analysis; statistics: {', '.join(STATISTICS)} (or their --statistics aliases)")
+    return stat
 
 
 @dataclass
 class Pilot:
-    """One statistic of one retriever and LLM source (and measure) of the pilot, with its power
-    model and what the pilot itself says."""
+    """One statistic of one retriever and LLM source (and measure) of the pilot: the power model
+    of the test that marks ``*`` in ``evaluate`` (``model``), the uncorrected one beside it where
+    they differ (``uncorrected``), and what the pilot itself says (its ``*`` test's p-value)."""
 
     statistic: str
     retriever: str
@@ -81,6 +86,7 @@ class Pilot:
     model: PowerModel
     p_value: float
     details: dict[str, Any] = field(default_factory=dict)
+    uncorrected: PowerModel | None = None
 
     @property
     def key(self) -> tuple[str, str, str, str]:
@@ -92,83 +98,112 @@ class Pilot:
         return {
             "statistic": self.statistic, "retriever": self.retriever, "llm_source": self.llm_source, "measure": self.measure,
             "unit": UNITS[self.statistic], "queries": m.queries, "estimate": m.estimate, "sd": sd, "p_value": self.p_value,
-            "test": m.test, "shift": RD_SHIFT if self.statistic == RELATIVE_DELTA else m.shift, "undefined": m.undefined,
-            **self.details,
+            "test": m.test, "uncorrected_test": self.uncorrected.test if self.uncorrected else "",
+            "shift": RD_SHIFT if self.statistic == RELATIVE_DELTA else m.shift, "undefined": m.undefined, **self.details,
         }  # fmt: skip
 
 
 def orphan_policy(result: Any) -> str:
     """The orphan rule the result was made with (``drop``, the loader's default, when unsaid)."""
-    policy = (result.parameters or {}).get("orphans") or ((result.dataset or {}).get("orphans") or {}).get("policy")
-    return str(policy or "drop")
+    from sourcebias.evaluation.stats.base import StatContext
+    from sourcebias.evaluation.stats.delta_ndsr import result_orphan_policy
+
+    return result_orphan_policy(result, StatContext())
 
 
-def paired_pilots(result: Any, measures: list[str], *, statistics: set[str], alpha: float, resamples: int, seed: int) -> list[Pilot]:
-    """The Relative Δ and difference pilots of every retriever, LLM source and measure."""
-    from sourcebias.evaluation import MIXED, Key, paired_t_test, relative_delta
+def pilot_context(result: Any, *, qrels: Any = None, measures: Sequence[str] = (), ndsr_k: int = 10, correction: str = "holm") -> Any:
+    """The :class:`~sourcebias.evaluation.stats.StatContext` of the pilot's own statistics: the
+    settings ``evaluate`` uses by default (10,000 randomization resamples, the result's seed)."""
+    from sourcebias.evaluation.stats import StatContext
 
+    return StatContext(qrels=qrels, measures=list(measures), ndsr_k=ndsr_k, seed=int((result.parameters or {}).get("seed", 0)), correction=correction)
+
+
+def paired_pilots(
+    result: Any, measures: list[str], *, statistics: set[str], retrievers: Sequence[str], alpha: float, correction: str, resamples: int, seed: int
+) -> list[Pilot]:
+    """The Relative Δ and difference pilots of every retriever (of ``retrievers``), LLM source and
+    measure, whose ``*`` tests form one family corrected with ``correction``."""
+    from sourcebias.evaluation import relative_delta
+    from sourcebias.evaluation.stats import correct_tests, get_statistic
+    from sourcebias.evaluation.stats.base import paired_values
+
+    members = [(r, llm, m, h, g) for r, llm, m, h, g in paired_values(result, measures) if r in retrievers]
+    if not members or not statistics & {RELATIVE_DELTA, NDCG_DIFFERENCE}:
+        return []
+    records = {(x.retriever, x.llm_source, x.measure): x for x in get_statistic(NDCG_DIFFERENCE).compute(result, pilot_context(result, measures=measures))}
+    chosen = [records[(r, llm, m)] for r, llm, m, _, _ in members]
+    correct_tests(chosen, correction)
+    several = len(result.other_sources) > 1
+    labels = [f"{r}{'/' + llm if several else ''} {m}" for r, llm, m, _, _ in members]
+    family = PairedFamily(np.array([h - g for *_, h, g in members]), labels, alpha=alpha, correction=correction, resamples=resamples, seed=seed)
     out: list[Pilot] = []
-    for retriever in result.retrievers:
-        for llm in result.other_sources:
-            for m in measures:
-                kh, kl = Key(retriever, MIXED, result.human_source, m), Key(retriever, MIXED, llm, m)
-                if kh not in result.per_query or kl not in result.per_query:
-                    continue
-                h, lv = result.per_query[kh], result.per_query[kl]
-                ok = np.isfinite(h) & np.isfinite(lv)
-                base = PairedPower(h[ok] - lv[ok], alpha=alpha, resamples=resamples, seed=seed, key=f"{retriever}\t{llm}\t{m}")
-                p = paired_t_test(h[ok], lv[ok]) if ok.sum() else math.nan
-                means = {"mean_human": float(h[ok].mean()) if ok.any() else math.nan, "mean_llm": float(lv[ok].mean()) if ok.any() else math.nan}
-                if NDCG_DIFFERENCE in statistics:
-                    out.append(Pilot(NDCG_DIFFERENCE, retriever, llm, m, base, p, dict(means)))
-                if RELATIVE_DELTA in statistics:
-                    level = (means["mean_human"] + means["mean_llm"]) / 2
-                    rd = base.rescaled(100.0 / level if level > 0 else math.nan, limit=2 * min(level, 1 - level) if level > 0 else math.nan)
-                    means["relative_delta"] = relative_delta(means["mean_human"], means["mean_llm"])
-                    out.append(Pilot(RELATIVE_DELTA, retriever, llm, m, rd, p, {**means, "level": level}))
+    for j, (retriever, llm, m, h, g) in enumerate(members):
+        ok = np.isfinite(h) & np.isfinite(g)
+        key = f"{retriever}\t{llm}\t{m}"
+        star = FamilyPower(family, j, h[ok] - g[ok], key=key)
+        plain = PairedPower(h[ok] - g[ok], alpha=alpha, resamples=resamples, seed=seed, key=key) if family.correction != "none" and family.size > 1 else None
+        means = {"mean_human": float(h[ok].mean()) if ok.any() else math.nan, "mean_llm": float(g[ok].mean()) if ok.any() else math.nan}
+        p = chosen[j].p_adjusted
+        details = {**means, "p_uncorrected": chosen[j].p_randomization, "family": family.describe()}
+        if NDCG_DIFFERENCE in statistics:
+            out.append(Pilot(NDCG_DIFFERENCE, retriever, llm, m, star, p, dict(details), plain))
+        if RELATIVE_DELTA in statistics:
+            level = (means["mean_human"] + means["mean_llm"]) / 2
+            scale, limit = (100.0 / level, 2 * min(level, 1 - level)) if level > 0 else (math.nan, math.nan)
+            rd = {**details, "relative_delta": relative_delta(means["mean_human"], means["mean_llm"]), "level": level}
+            out.append(
+                Pilot(RELATIVE_DELTA, retriever, llm, m, star.rescaled(scale, limit=limit), p, rd, plain.rescaled(scale, limit=limit) if plain else None)
+            )
     return out
+
+
+def mixed_runs(result: Any, records: Sequence[Any]) -> Iterator[tuple[Any, Any]]:
+    """``(record, run)``: each record of a per-pair statistic with the mixed run it was computed on."""
+    from sourcebias.evaluation import MIXED, RunKey
+
+    for rec in records:
+        run = result.runs.get(RunKey(rec.retriever, MIXED))
+        if run is not None:
+            yield rec, run
 
 
 def twin_pilots(result: Any, qrels: Any, *, alpha: float, resamples: int, seed: int) -> list[Pilot]:
     """Per retriever and LLM source: the pair counts of each query (twin preference)."""
-    from sourcebias.evaluation import MIXED, RunKey
-    from sourcebias.evaluation.statistics import twin_preference
+    from sourcebias.evaluation.stats import get_statistic
+    from sourcebias.evaluation.stats.twin_preference import pair_counts
 
     out: list[Pilot] = []
-    for retriever in result.retrievers:
-        run = result.runs.get(RunKey(retriever, MIXED))
-        if run is None:
-            continue
-        for llm in result.other_sources:
-            per_query = [twin_preference(run, qrels, [q], result.human_source, llm) for q in result.query_ids]
-            whole = twin_preference(run, qrels, result.query_ids, result.human_source, llm)
-            a = np.array([t["llm_first"] for t in per_query], dtype=float)
-            b = np.array([t["human_first"] for t in per_query], dtype=float)
-            if a.sum() != whole["llm_first"] or b.sum() != whole["human_first"]:
-                raise AssertionError("per-query twin counts do not add up to the whole run's")  # pragma: no cover - a bug
-            model = TwinPower(a, b, alpha=alpha, resamples=resamples, seed=seed, key=f"{retriever}\t{llm}\ttwin")
-            details = {"pairs": whole["pairs"], "ties": whole["ties"], "neither_retrieved": whole["neither_retrieved"], "unpaired": whole["unpaired"], "pairs_per_query": model.pairs_per_query}
-            out.append(Pilot(TWIN_PREFERENCE, retriever, llm, "pairs", model, whole["p_cluster"], details))
+    for rec, run in mixed_runs(result, get_statistic(TWIN_PREFERENCE).compute(result, pilot_context(result, qrels=qrels))):
+        c = pair_counts(run, qrels, result.query_ids, result.human_source, rec.llm_source)
+        a, b = c["llm_first"].astype(float), c["human_first"].astype(float)
+        if a.sum() != rec.twin_pref_llm_first or b.sum() != rec.twin_pref_human_first:
+            raise AssertionError("per-query twin counts do not add up to the whole run's")  # pragma: no cover - a bug
+        model = TwinPower(a, b, alpha=alpha, resamples=resamples, seed=seed, key=f"{rec.retriever}\t{rec.llm_source}\ttwin")
+        details = {
+            "pairs": rec.twin_pref_pairs,
+            "ties": rec.twin_pref_ties,
+            "neither_retrieved": rec.twin_pref_neither,
+            "unpaired": rec.twin_pref_unpaired,
+            "pairs_per_query": model.pairs_per_query,
+        }
+        out.append(Pilot(TWIN_PREFERENCE, rec.retriever, rec.llm_source, "pairs", model, rec.twin_pref_p_cluster, details))
     return out
 
 
 def ndsr_pilots(result: Any, k: int, *, alpha: float, resamples: int, seed: int) -> list[Pilot]:
     """Per retriever and LLM source: ΔNDSR@k of each query."""
-    from sourcebias.evaluation import MIXED, RunKey
-    from sourcebias.evaluation.statistics import delta_ndsr
+    from sourcebias.evaluation.stats import get_statistic
+    from sourcebias.evaluation.stats.delta_ndsr import ndsr_differences
 
     policy = orphan_policy(result)
     out: list[Pilot] = []
-    for retriever in result.retrievers:
-        run = result.runs.get(RunKey(retriever, MIXED))
-        if run is None:
-            continue
-        for llm in result.other_sources:
-            d = np.array([delta_ndsr(run.restrict([q]), [q], result.human_source, llm, k, orphans=policy)["delta"] for q in result.query_ids])
-            whole = delta_ndsr(run, result.query_ids, result.human_source, llm, k, orphans=policy)
-            if not math.isclose(float(np.nanmean(d)) if np.isfinite(d).any() else math.nan, whole["delta"], rel_tol=1e-9, abs_tol=1e-12) and whole["queries"]:
-                raise AssertionError("per-query ΔNDSR does not average to the whole run's")  # pragma: no cover - a bug
-            model = PairedPower(d, alpha=alpha, resamples=resamples, seed=seed, key=f"{retriever}\t{llm}\tNDSR@{k}")
-            details = {"empty_rankings": whole["empty_rankings"], "unpaired_removed": whole["unpaired_removed"], "rule": whole["rule"]}
-            out.append(Pilot(DELTA_NDSR, retriever, llm, f"NDSR@{k}", model, whole["p_ttest"], details))
+    for rec, run in mixed_runs(result, get_statistic(DELTA_NDSR).compute(result, pilot_context(result, ndsr_k=k))):
+        d, _, _ = ndsr_differences(run, result.query_ids, result.human_source, rec.llm_source, k, orphans=policy)
+        mean = float(np.nanmean(d)) if np.isfinite(d).any() else math.nan
+        if rec.delta_ndsr_queries and not math.isclose(mean, rec.delta_ndsr, rel_tol=1e-9, abs_tol=1e-12):
+            raise AssertionError("per-query ΔNDSR does not average to the whole run's")  # pragma: no cover - a bug
+        model = PairedPower(d, alpha=alpha, resamples=resamples, seed=seed, key=f"{rec.retriever}\t{rec.llm_source}\tNDSR@{k}")
+        details = {"empty_rankings": rec.delta_ndsr_empty_rankings, "unpaired_removed": rec.delta_ndsr_unpaired_removed, "rule": rec.delta_ndsr_rule}
+        out.append(Pilot(DELTA_NDSR, rec.retriever, rec.llm_source, f"NDSR@{k}", model, rec.delta_ndsr_p, details))
     return out

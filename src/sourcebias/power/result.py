@@ -5,11 +5,13 @@ Folder contents::
 
     power.json        settings (α, power, n, effects, resamples, seed, ...), the pilot, every
                       pilot's summary, rows, curve points, notes, what each method is
-    power.csv         statistic,retriever,llm_source,measure,quantity,method,n,effect,effect_source,value,note
-                      quantity: mde (at n), power (at n and the effect), n_needed (for the effect)
+    power.csv         statistic,retriever,llm_source,measure,test,quantity,method,n,effect,effect_source,value,note
+                      quantity: mde (at n), power (at n and the effect), n_needed (for the effect);
+                      test: star (the test and correction that mark * in evaluate) or uncorrected
     pilots.csv        one row per statistic, retriever, LLM source and measure: unit, queries,
-                      the pilot's estimate, sd, p-value, the test and how an effect is imposed
-    curves.csv        statistic,retriever,llm_source,measure,method,n,effect,power
+                      the pilot's estimate, sd, p-value (of its * test), the tests and how an effect is imposed
+    curves.csv        statistic,retriever,llm_source,measure,test,method,n,effect,power
+    summary.md, summary.tex   the table the command prints, through the one Report
     power_curves.png  the power curves (written by :func:`sourcebias.power.figure.plot_power_curves`)
     manifest.json     kind ``power``, inputs, parameters (seed, α, power, resamples, methods), files
 """
@@ -25,11 +27,11 @@ from typing import Any
 from sourcebias.core.artifacts import json_plain
 
 
-FORMAT_VERSION = 1
-ROW_COLUMNS = ("statistic", "retriever", "llm_source", "measure", "quantity", "method", "n", "effect", "effect_source", "value", "note")
-CURVE_COLUMNS = ("statistic", "retriever", "llm_source", "measure", "method", "n", "effect", "power")
-PILOT_COLUMNS = ("statistic", "retriever", "llm_source", "measure", "unit", "queries", "estimate", "sd", "p_value", "test", "shift", "undefined")
-NUMERIC = {"value", "effect", "n", "power", "estimate", "sd", "p_value", "mean_human", "mean_llm", "level", "relative_delta", "pairs_per_query"}
+FORMAT_VERSION = 2  # 2: statistics named as in the registry, rows and curves per test (star / uncorrected)
+ROW_COLUMNS = ("statistic", "retriever", "llm_source", "measure", "test", "quantity", "method", "n", "effect", "effect_source", "value", "note")
+CURVE_COLUMNS = ("statistic", "retriever", "llm_source", "measure", "test", "method", "n", "effect", "power")
+PILOT_COLUMNS = ("statistic", "retriever", "llm_source", "measure", "unit", "queries", "estimate", "sd", "p_value", "p_uncorrected", "test", "uncorrected_test", "family", "shift", "undefined")
+NUMERIC = {"value", "effect", "n", "power", "estimate", "sd", "p_value", "p_uncorrected", "mean_human", "mean_llm", "level", "relative_delta", "pairs_per_query"}
 
 
 @dataclass(eq=True)
@@ -44,14 +46,15 @@ class PowerResult:
     notes: list[str] = field(default_factory=list)
     methods: dict[str, str] = field(default_factory=dict)
 
-    def value(self, statistic: str, retriever: str, quantity: str, method: str, *, measure: str | None = None, n: int | None = None, llm_source: str | None = None) -> float:
-        """One number of :attr:`rows` (NaN when undefined); raises ``KeyError`` when absent."""
+    def value(self, statistic: str, retriever: str, quantity: str, method: str, *, measure: str | None = None, n: int | None = None, llm_source: str | None = None, test: str = "star") -> float:
+        """One number of :attr:`rows` (NaN when undefined) of the test that marks ``*`` (``test="star"``)
+        or the uncorrected one (``"uncorrected"``); raises ``KeyError`` when absent."""
         for r in self.rows:
-            if (r["statistic"], r["retriever"], r["quantity"], r["method"]) != (statistic, retriever, quantity, method):
+            if (r["statistic"], r["retriever"], r["quantity"], r["method"], r.get("test", "star")) != (statistic, retriever, quantity, method, test):
                 continue
             if (measure is None or r["measure"] == measure) and (n is None or r["n"] == n) and (llm_source is None or r["llm_source"] == llm_source):
                 return r["value"]
-        raise KeyError((statistic, retriever, quantity, method, measure, n))
+        raise KeyError((statistic, retriever, quantity, method, measure, n, test))
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, PowerResult):
@@ -91,7 +94,7 @@ def format_effect(statistic: str, value: float) -> str:
     percent, differences with three decimals; ``–`` for undefined."""
     if value is None or not math.isfinite(value):
         return "–"
-    if statistic == "relative_delta":
+    if statistic == "relative_delta_ci":
         return f"{value:+.1f}%"
     if statistic == "twin_preference":
         return f"{value * 100:.1f}%"

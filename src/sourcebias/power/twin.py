@@ -95,15 +95,16 @@ def d_moments(a: np.ndarray, b: np.ndarray, pilot_rate: float, rate: float) -> t
     return float(mean.mean()), float((var + mean**2).mean())
 
 
-def clustered_z_power(n: int, mu: float, m2: float, alpha: float) -> float:
-    """Normal-approximation power of the two-sided z = (|Σd| − 1) / √(Σd²) test over ``n`` queries whose
-    d has mean ``mu`` and second moment ``m2`` (see the module docstring)."""
+def clustered_z_power(n: int, mu: float, m2: float, alpha: float, correction: float = CORRECTION) -> float:
+    """Normal-approximation power of the two-sided z = (|Σd| − c) / √(Σd²) test over ``n`` queries whose
+    d has mean ``mu`` and second moment ``m2`` (see the module docstring); ``c`` is the continuity
+    ``correction`` (1 for the integer sums of twin preference, 0 for continuous differences)."""
     from scipy.stats import norm
 
     if n < 1 or m2 <= 0:
         return 0.0
     sigma = math.sqrt(n * max(0.0, m2 - mu * mu))
-    shift, bar = n * mu, CORRECTION + norm.isf(alpha / 2) * math.sqrt(n * m2)
+    shift, bar = n * mu, correction + norm.isf(alpha / 2) * math.sqrt(n * m2)
     if sigma == 0:
         return 1.0 if abs(shift) > bar else 0.0
     return float(norm.cdf((shift - bar) / sigma) + norm.cdf((-shift - bar) / sigma))

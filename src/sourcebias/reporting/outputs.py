@@ -4,7 +4,7 @@ Layout (see :mod:`sourcebias.evaluation.results` for the result's own files)::
 
     OUT/manifest.json          kind, inputs (with checksums), parameters, models, versions,
                                timings, and every file written (bytes, SHA-256)
-    OUT/result.json, metrics.csv, per_query.csv, significance.csv (when tests were computed)
+    OUT/result.json, metrics.csv, per_query.csv
     OUT/summary.md, summary.tex   the printed report: the papers' table and the statistics
     OUT/statistics.csv         every field of the statistics (Relative Δ CI, tests, twin pref., ΔNDSR)
     OUT/runs/<retriever>.<corpus>.trec, runs/docnos.tsv

@@ -61,7 +61,7 @@ def to_markdown(report: Report) -> str:
     lines = [f"# {report.title}", ""]
     lines += [f"> **Note:** {n}" for n in report.notes] + ([""] if report.notes else [])
     for t in report.tables:
-        lines += _markdown_table(t)
+        lines += _markdown_table(t, heading=t.title != report.title)
     for heading, body in report.sections:
         lines += [f"## {heading}", ""] + (_markdown_table(body, heading=False) if isinstance(body, Table) else ["```", body, "```", ""])
     return "\n".join(lines).rstrip() + "\n"
@@ -102,27 +102,104 @@ def _latex_table(t: Table, notes: list[str]) -> list[str]:
 
 
 # -- terminal (rich) ---------------------------------------------------------------------------
+#: what a column costs besides its text in a rich table with the default box: padding 2, a rule 1
+_COLUMN_EDGE = 3
+
+
 def to_rich(report: Report):
-    """A ``rich`` renderable: the notes, then each table with its caption."""
+    """A ``rich`` renderable: each table with its caption, then the notes. A table is laid out
+    for the console's width when printed (:class:`FittedTable`): no number or header word is
+    ever cut; a table too wide is split into several that repeat the identity columns."""
     from rich.console import Group
-    from rich.table import Table as RichTable
     from rich.text import Text
 
     parts: list[Any] = []
     for t in report.tables:
-        title = report.title if t.key == "source_bias" else f"{report.title}: {t.title}" if t.key.startswith("dataset:") else t.title
-        rt = RichTable(title=title, caption=t.caption or None, caption_justify="left")
-        for c, n in zip(t.columns, _numeric(t)):
-            rt.add_column(c.header, justify="right" if n else "left")
-        for r in table_cells(t):
-            if r.status:
-                status = r.status if len(r.status) <= 40 else r.status[:39] + "…"
-                rt.add_row(Text(r.texts[0]), Text(status, style="red", no_wrap=True), *[""] * (len(t.columns) - 2))
-                continue
-            rt.add_row(*[Text(s, style="red" if sign < 0 else "green" if sign > 0 else "") for s, sign in zip(r.texts, r.signs)])
-        parts.append(rt)
+        title = report.title if t.key == "source_bias" or t.title == report.title else f"{report.title}: {t.title}" if t.key.startswith("dataset:") else t.title
+        parts.append(FittedTable(t, title))
     parts += [Text(f"Note: {n}", style="yellow") for n in report.notes]
     return Group(*parts)
+
+
+def _width(text: str) -> int:
+    from rich.cells import cell_len
+
+    return cell_len(text)
+
+
+def _longest_word(text: str) -> int:
+    return max((_width(w) for w in text.split()), default=0)
+
+
+def column_groups(widths: list[int], identity: int, available: int) -> list[list[int]]:
+    """Column indices per stacked table: the first ``identity`` columns in each, the others added
+    in order while the table fits ``available`` cells (at least one per table)."""
+    base = sum(widths[:identity]) + _COLUMN_EDGE * identity + 1
+    groups: list[list[int]] = []
+    current: list[int] = []
+    used = base
+    for i in range(identity, len(widths)):
+        cost = widths[i] + _COLUMN_EDGE
+        if current and used + cost > available:
+            groups.append(current)
+            current, used = [], base
+        current.append(i)
+        used += cost
+    return [list(range(identity)) + g for g in groups + ([current] if current else [])] or [list(range(len(widths)))]
+
+
+class FittedTable:
+    """A :class:`~sourcebias.reporting.report.Table` for the terminal, laid out when printed for
+    the console's width: each column as wide as its widest cell and its header's longest word
+    (so nothing is cut: headers wrap between words), widened to the whole header where room is
+    left, and split into stacked tables when the columns do not fit side by side."""
+
+    def __init__(self, table: Table, title: str):
+        self.table, self.title = table, title
+
+    def __rich_console__(self, console: Any, options: Any):
+        t = self.table
+        views = table_cells(t)
+        cells = [r.texts for r in views if not r.status]
+        minimal = [max([_width(row[i]) for row in cells] + [_longest_word(c.header), 1]) for i, c in enumerate(t.columns)]
+        natural = [max(m, _width(c.header)) for m, c in zip(minimal, t.columns)]
+        identity = next((i for i, c in enumerate(t.columns) if c.kind != "text"), len(t.columns))
+        identity = min(identity, max(1, len(t.columns) - 1))
+        groups = column_groups(minimal, identity, options.max_width)
+        for k, group in enumerate(groups):
+            widths = _widen([minimal[i] for i in group], [natural[i] for i in group], options.max_width - _COLUMN_EDGE * len(group) - 1)
+            title = self.title + (f" ({k + 1} of {len(groups)})" if len(groups) > 1 else "")
+            yield self._part(views, group, widths, title, t.caption if k == len(groups) - 1 else None)
+
+    def _part(self, views: list[RowView], group: list[int], widths: list[int], title: str, caption: str | None):
+        from rich.table import Table as RichTable
+        from rich.text import Text
+
+        t = self.table
+        rt = RichTable(title=title, caption=caption or None, caption_justify="left")
+        for i, w in zip(group, widths):
+            rt.add_column(t.columns[i].header, justify="right" if t.columns[i].kind != "text" else "left", width=w, overflow="fold")
+        for r in views:
+            if r.status and len(group) > 1:
+                rt.add_row(Text(r.texts[0]), Text(r.status, style="red"), *[""] * (len(group) - 2))
+                continue
+            if r.status:
+                rt.add_row(Text(f"{r.texts[0]}: {r.status}", style="red"))
+                continue
+            rt.add_row(*[Text(r.texts[i], style="red" if r.signs[i] < 0 else "green" if r.signs[i] > 0 else "") for i in group])
+        return rt
+
+
+def _widen(minimal: list[int], natural: list[int], budget: int) -> list[int]:
+    """Column widths from ``minimal`` towards ``natural`` (whole headers on one line), left to
+    right, within ``budget`` cells."""
+    widths = list(minimal)
+    spare = budget - sum(widths)
+    for i, (m, n) in enumerate(zip(minimal, natural)):
+        extra = min(max(spare, 0), n - m)
+        widths[i] += extra
+        spare -= extra
+    return widths
 
 
 # -- CSV ---------------------------------------------------------------------------------------

@@ -39,7 +39,8 @@ def total(values: Any) -> int:
 class Column:
     """A displayed column: which record field, its header, how it is written.
 
-    ``kind``: ``text``; ``pct`` (a fraction shown ×100, 1 digit); ``num`` (``digits``); ``p`` (a
+    ``kind``: ``text``; ``cell`` (text already written as a number or numbers, e.g. ``281 / 277``:
+    shown as it is, aligned as a number); ``pct`` (a fraction shown ×100, 1 digit); ``num`` (``digits``); ``p`` (a
     p-value: 3 significant digits, ``< 1e-300`` on underflow); ``int``; ``delta`` (a signed value
     whose sign is coloured: < 0 LLM text ranked higher); ``delta_ci`` (``delta`` followed by the
     interval ``[low, high]`` of the fields ``low`` and ``high``). ``mark``: a p-value field; the
@@ -56,7 +57,7 @@ class Column:
 
     def text(self, row: dict[str, Any]) -> str:
         v = row.get(self.key)
-        if self.kind == "text":
+        if self.kind in ("text", "cell"):
             return "" if v is None or (isinstance(v, float) and math.isnan(v)) else str(v)
         s = _number(v, self.kind, self.digits)
         if self.mark and s != "–" and _significant(row.get(self.mark)):

@@ -45,9 +45,10 @@ def without_unpaired(run: Any, k: int) -> tuple[Any, int, int]:
     return Run(run.corpus, run.name, positions, scores, dict(run.info)), removed, in_top
 
 
-def delta_ndsr(run: Any, query_ids: Sequence[str], human: str, llm: str, k: int = 10, *, orphans: str = "drop") -> dict[str, Any]:
-    """ΔNDSR@k: mean over queries of NDSR_human − NDSR_LLM, its t-test (NaN with a reason when
-    undefined) and sign test; ``orphans="drop"`` removes unpaired documents first."""
+def ndsr_differences(run: Any, query_ids: Sequence[str], human: str, llm: str, k: int = 10, *, orphans: str = "drop") -> tuple[np.ndarray, int, int]:
+    """Per query of ``query_ids``: NDSR_human − NDSR_LLM at ``k`` (NaN for an empty ranking);
+    with ``orphans="drop"`` unpaired documents are removed first. Returns the differences, the
+    ranked entries removed and how many of them were in a top ``k``."""
     from sourcebias.evaluation.measures import NDSR
 
     sources = list(run.corpus.sources)
@@ -59,7 +60,14 @@ def delta_ndsr(run: Any, query_ids: Sequence[str], human: str, llm: str, k: int 
     if orphans == "drop":
         run, removed, in_top = without_unpaired(run, k)
     mat = NDSR().per_query(run, query_ids, k)
-    d = mat[:, sources.index(human)] - mat[:, sources.index(llm)]
+    return mat[:, sources.index(human)] - mat[:, sources.index(llm)], removed, in_top
+
+
+def delta_ndsr(run: Any, query_ids: Sequence[str], human: str, llm: str, k: int = 10, *, orphans: str = "drop") -> dict[str, Any]:
+    """ΔNDSR@k: mean over queries of NDSR_human − NDSR_LLM (:func:`ndsr_differences`), its t-test
+    (NaN with a reason when undefined) and sign test; ``orphans="drop"`` removes unpaired
+    documents first."""
+    d, removed, in_top = ndsr_differences(run, query_ids, human, llm, k, orphans=orphans)
     ok = np.isfinite(d)
     d = d[ok]
     p, note = one_sample_t_test(d)

@@ -123,7 +123,7 @@ class PairedTests(Statistic):
     test corrected across the report's tests (``ctx.correction``)."""
 
     name = "paired_tests"
-    aliases = ("tests", "significance", "paired")
+    aliases = ("tests", "significance", "paired", "difference", "ndcg_difference", "mean_difference")
     description = "paired t-test, exact sign test and randomization test of human vs LLM target"
     record = PairedTestsRecord
 
