@@ -168,3 +168,14 @@ def test_delta_ndsr_leaves_unpaired_documents_out_under_drop():
     keep = delta_ndsr(orphan_run(), ["q1"], H, G, k=3, orphans="keep")
     assert keep["delta"] == pytest.approx((w[1] + w[2] - w[0]) / sum(w))  # L H H, the earlier rule
     assert keep["unpaired_removed"] == 0 and "kept" in keep["rule"]
+
+
+def test_a_value_that_rounds_to_zero_is_printed_without_a_sign():
+    """-0.04 at one decimal is 0.0, not -0.0 (the printed digits cannot carry a sign); a value that
+    does not round to zero keeps it."""
+    from sourcebias.evaluation.stats.base import Column
+
+    assert Column("d", "d", "delta", 1).text({"d": -0.04}) == "0.0"
+    assert Column("d", "d", "pct").text({"d": -0.0004}) == "0.0"
+    assert Column("d", "d", "num", 3).text({"d": -0.0004}) == "0.000"
+    assert Column("d", "d", "delta", 1).text({"d": -0.06}) == "-0.1"

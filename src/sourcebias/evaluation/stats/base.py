@@ -86,14 +86,21 @@ def _number(v: Any, kind: str, digits: int) -> str:
         return "–"
     v = float(v)
     if kind == "pct":
-        return f"{v * 100:.1f}"
+        return signed_fixed(v * 100, 1)
     if kind == "int":
         return f"{int(v):,}"
     if kind == "p":
         if v == 0:
             return "< 1e-300"
         return f"{v:.3g}" if v >= 1e-3 else f"{v:.2e}"
-    return f"{v:.{digits}f}"
+    return signed_fixed(v, digits)
+
+
+def signed_fixed(v: float, digits: int) -> str:
+    """``v`` with ``digits`` decimals, a value that rounds to zero written ``0.0`` (never ``-0.0``,
+    which would claim a sign the printed digits cannot show)."""
+    text = f"{v:.{digits}f}"
+    return text[1:] if text.startswith("-") and float(text) == 0 else text
 
 
 @dataclass
