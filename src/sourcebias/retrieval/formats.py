@@ -33,12 +33,11 @@ import numpy as np
 
 from sourcebias.core.errors import ConfigError, DataError
 from sourcebias.data.corpus import Corpus
-from sourcebias.retrieval.run import DocnoMap, Run, resolve_docnos
+from sourcebias.retrieval.run import DocnoMap, Run, resolve_docnos, unknown_docno
 from sourcebias.retrieval.ties import TieRule
 
 _WS = re.compile(r"[ \t\n\r]*")
 _DECODER = json.JSONDecoder()
-COCKTAIL_DOCNO = "{doc_id}-{source}"
 
 
 def tie_resolved_scores(scores: np.ndarray) -> np.ndarray:
@@ -136,7 +135,7 @@ def read_json_run(
         for docno, score, lineno in entries:
             pos = docnos.position(docno)
             if pos is None:
-                raise DataError(path, f"document '{docno}' is not in the dataset ({docnos.describe()}){_hint(docno, docnos)}", lineno)
+                raise DataError(path, unknown_docno(docno, docnos), lineno)
             if pos in seen:
                 raise DataError(path, f"document '{docno}' is listed twice for query '{qid}' (first on line {seen[pos]})", lineno)
             seen[pos] = lineno
@@ -150,12 +149,6 @@ def read_json_run(
         raise DataError(path, "empty run: no queries")
     info = {"source_file": str(path), "docnos": docnos.describe(), "lines": n, "order": f"ordered by score, ties by the tie rule (seed {seed})", "format": "nested JSON"}
     return Run(corpus, name or _stem(path), positions, scores, info)
-
-
-def _hint(docno: str, docnos: DocnoMap) -> str:
-    if "{source}/{doc_id}" in docnos.describe() or "<source>/<doc_id>" in docnos.describe():
-        return f"; the Cocktail code and the 2026 package name copies {COCKTAIL_DOCNO}: say so with the docno pattern '{COCKTAIL_DOCNO}'"
-    return ""
 
 
 def _stem(path: Path) -> str:
@@ -299,7 +292,7 @@ def read_feature_jsonl(
             raise DataError(path, f"field '{value_field}' of '{name}' must be a finite number, got {value!r}", lineno)
         pos = docnos.position(name)
         if pos is None:
-            raise DataError(path, f"document '{name}' is not in the dataset ({docnos.describe()}){_hint(name, docnos)}", lineno)
+            raise DataError(path, unknown_docno(name, docnos), lineno)
         if pos in line_of:
             raise DataError(path, f"document '{name}' is given twice (first on line {line_of[pos]})", lineno)
         line_of[pos] = lineno
