@@ -68,15 +68,6 @@ class Run:
         names, codes, ids = c.sources, c.source_codes, c.doc_ids
         return [(ids[i], names[codes[i]]) for i in self.positions[query_id].tolist()]
 
-    def iter_rows(self) -> Iterator[tuple[str, int, str, str, float]]:
-        """``(query_id, rank, doc_id, source, score)`` for every entry, rank 1-based."""
-        c = self.corpus
-        ids, names, codes = c.doc_ids, c.sources, c.source_codes
-        for q, pos in self.positions.items():
-            sc = self.scores[q]
-            for r, (i, s) in enumerate(zip(pos.tolist(), sc.tolist()), start=1):
-                yield q, r, ids[i], names[codes[i]], s
-
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Run):
             return NotImplemented

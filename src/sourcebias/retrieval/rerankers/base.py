@@ -153,10 +153,6 @@ class PairwiseReranker(Stage):
             self.load()
             self._loaded = True
 
-    def clear_memo(self) -> None:
-        """Forget the remembered pair scores."""
-        self._scores.clear()
-
     def input_depth(self, depth: int, corpus: Corpus) -> int:
         return self.depth
 
