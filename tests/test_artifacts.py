@@ -316,3 +316,9 @@ def test_read_artifact_json_says_what_is_wrong(tmp_path):
         read_artifact_json(tmp_path, "power.json", kind="power", version=1, what="power analysis")
     (tmp_path / "power.json").write_text(json.dumps({"format": 1, "kind": "power", "x": 2}))
     assert read_artifact_json(tmp_path, "power.json", kind="power", version=1, what="power analysis")["x"] == 2
+
+
+def test_a_misspelt_write_option_is_refused_before_anything_is_left(result, tmp_path):
+    with pytest.raises(TypeError, match="unexpected keyword argument.*formt"):
+        sb.write_evaluation(result, tmp_path / "out", formt="parquet")
+    assert not list(tmp_path.glob("*out*"))  # not even a lock file: refused before the claim

@@ -59,11 +59,15 @@ class WriteOptions(TypedDict, total=False):
     format: str
 
 
-def _write_files(result: EvaluationResult, folder: Path, render: Callable[[EvaluationResult, Path], Any] | None, options: WriteOptions) -> dict[str, Any]:
-    """Write the result's files (and ``render``'s) into ``folder``; return its manifest."""
+def _check_options(options: dict[str, Any]) -> None:
+    """A keyword the writers do not know is refused (a TypedDict checks nothing at run time)."""
     unknown = sorted(set(options) - set(WriteOptions.__annotations__))
     if unknown:
         raise TypeError(f"unexpected keyword argument(s) {', '.join(unknown)}; known: {', '.join(WriteOptions.__annotations__)}, render, overwrite")
+
+
+def _write_files(result: EvaluationResult, folder: Path, render: Callable[[EvaluationResult, Path], Any] | None, options: WriteOptions) -> dict[str, Any]:
+    """Write the result's files (and ``render``'s) into ``folder``; return its manifest."""
     result.save(folder, write_runs=options.get("write_runs", True), format=options.get("format", "csv"))
     if render is not None:
         render(result, folder)
@@ -86,6 +90,7 @@ def write_result_into(result: EvaluationResult, folder: str | Path, *, render: C
     from sourcebias.core.artifacts import MANIFEST, list_files
     from sourcebias.core.atomic import atomic_write_json
 
+    _check_options(options)  # type: ignore[arg-type]
     folder = Path(folder)
     manifest = _write_files(result, folder, render, options)
     manifest["kind"] = "evaluate"
@@ -108,6 +113,7 @@ def write_result(result: EvaluationResult, out: str | Path | OutputFolder, *, ov
     Returns:
         The folder's path.
     """
+    _check_options(options)  # type: ignore[arg-type]
     folder = out if isinstance(out, OutputFolder) else OutputFolder.claim(out, kind="evaluate", overwrite=overwrite)
     try:
         return folder.commit(_write_files(result, folder.staging, render, options))
