@@ -13,6 +13,25 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("SOURCEBIAS_DATA", REPO.parent / "shared" / "data"))
 LLAMA = "llama-2-7b-chat-tmp0.2"
+_SESSION_CACHE: list[str] = []  # the temporary SOURCEBIAS_CACHE this process made (removed at the end)
+
+
+def pytest_configure(config):
+    """One temporary sourcebias cache per test session, for this process and every subprocess it
+    starts (they inherit the variable): model outputs are computed once per session and nothing
+    is written under ~/.cache/sourcebias. The Hugging Face/torch caches (the offline models) are
+    left alone."""
+    import tempfile
+
+    _SESSION_CACHE.append(tempfile.mkdtemp(prefix="sourcebias-test-cache-"))
+    os.environ["SOURCEBIAS_CACHE"] = _SESSION_CACHE[-1]
+
+
+def pytest_unconfigure(config):
+    import shutil
+
+    while _SESSION_CACHE:
+        shutil.rmtree(_SESSION_CACHE.pop(), ignore_errors=True)
 
 
 def data_dir(name: str) -> Path:

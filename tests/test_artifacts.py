@@ -165,6 +165,59 @@ def test_a_killed_writer_leaves_nothing_that_looks_complete(cocktail_dir, tmp_pa
     assert (out / "manifest.json").is_file() and not list(tmp_path.glob(".out.staging-*"))
 
 
+def test_no_lock_file_is_left_after_a_command_succeeds_or_fails(cocktail_dir, tmp_path, capsys):
+    out = tmp_path / "out"
+    assert run_cli(["evaluate", str(cocktail_dir), "--k", "1", "-o", str(out)], capsys)[0] in (0, None)
+    assert (out / "manifest.json").is_file() and not (tmp_path / ".out.lock").exists()
+    code, _, err = run_cli(["evaluate", str(cocktail_dir), "--k", "1", "-r", "no-such-retriever", "-o", str(tmp_path / "bad")], capsys)
+    assert code == 2 and not list(tmp_path.glob(".bad*")) and not (tmp_path / "bad").exists()
+    code, _, err = run_cli(["evaluate", str(cocktail_dir), "--k", "1", "-o", str(out)], capsys)  # refused: results of another run
+    assert code == 2 and "holds the results of another run" in err and not (tmp_path / ".out.lock").exists()
+    folder = OutputFolder.claim(tmp_path / "lib", kind="evaluate")
+    assert (tmp_path / ".lib.lock").is_file()
+    with pytest.raises(RuntimeError):
+        with folder:
+            raise RuntimeError("failed mid-work")
+    assert not (tmp_path / ".lib.lock").exists() and not list(tmp_path.glob(".lib.*"))
+
+
+CLAIM_LOOP = textwrap.dedent(
+    """
+    import os, sys, time
+    from sourcebias.core.artifacts import OutputFolder
+    from sourcebias.core.errors import OutputError
+    target, marker, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    held = clashes = 0
+    while held < rounds:
+        try:
+            folder = OutputFolder.claim(target, kind="evaluate")
+        except OutputError:
+            continue
+        try:
+            fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)  # fails if another holder is inside
+        except FileExistsError:
+            clashes += 1
+        else:
+            os.close(fd)
+            time.sleep(0.001)
+            os.unlink(marker)
+        held += 1
+        folder.abort()
+    print(clashes)
+    """
+)
+
+
+def test_claimers_racing_on_a_deleted_lock_file_never_both_hold_the_folder(tmp_path):
+    """Each release deletes the lock file; a claimer that opened the old file just before must
+    not go on holding it while another locks the new file at the same path."""
+    procs = [subprocess.Popen([sys.executable, "-c", CLAIM_LOOP, str(tmp_path / "out"), str(tmp_path / "inside"), "150"], stdout=subprocess.PIPE, text=True) for _ in range(3)]
+    clashes = [int(p.communicate(timeout=300)[0].strip() or -1) for p in procs]
+    assert all(p.returncode == 0 for p in procs)
+    assert clashes == [0, 0, 0]
+    assert not (tmp_path / ".out.lock").exists()
+
+
 def test_an_error_during_writing_keeps_the_old_results(result, tmp_path, monkeypatch):
     out = tmp_path / "out"
     sb.write_evaluation(result, out)
@@ -212,7 +265,7 @@ def test_a_path_with_dot_dot_names_the_folder_it_resolves_to(cocktail_dir, tmp_p
     monkeypatch.chdir(work)
     assert run_cli(["evaluate", str(cocktail_dir), "--k", "1", "-o", "../out/sub/.."], capsys)[0] in (0, None)
     assert (tmp_path / "out" / "manifest.json").is_file() and list(sb.load_result(tmp_path / "out").retrievers) == ["bm25"]
-    assert sorted(p.name for p in tmp_path.iterdir()) == [".out.lock", "out", "tiny", "work"]  # tiny: the dataset
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "tiny", "work"]  # tiny: the dataset; no lock file left
 
 
 def test_run_equality_ignores_the_corpus_object_but_not_the_order(cocktail_dir):
@@ -262,3 +315,9 @@ def test_read_artifact_json_says_what_is_wrong(tmp_path):
         read_artifact_json(tmp_path, "power.json", kind="power", version=1, what="power analysis")
     (tmp_path / "power.json").write_text(json.dumps({"format": 1, "kind": "power", "x": 2}))
     assert read_artifact_json(tmp_path, "power.json", kind="power", version=1, what="power analysis")["x"] == 2
+
+
+def test_a_misspelt_write_option_is_refused_before_anything_is_left(result, tmp_path):
+    with pytest.raises(TypeError, match="unexpected keyword argument.*formt"):
+        sb.write_evaluation(result, tmp_path / "out", formt="parquet")
+    assert not list(tmp_path.glob("*out*"))  # not even a lock file: refused before the claim

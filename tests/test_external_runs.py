@@ -161,6 +161,25 @@ def test_bad_run_files_stop_with_file_and_line(cocktail_dir, tmp_path, capsys, c
     assert info.value.code == 2 and fragment in err and "Traceback" not in err
 
 
+def test_a_trec_run_with_bare_document_ids_says_how_to_name_the_copies(cocktail_dir, tmp_path, capsys):
+    """A bare doc_id cannot say which copy was ranked; the error names the file and line and the
+    two ways to say it (--docnos, --docno-pattern), as the nested-JSON reader does."""
+    run = tmp_path / "run.trec"
+    run.write_text("q1 Q0 human/d1 1 2.0 x\nq1 Q0 d2 2 1.0 x\n")
+    with pytest.raises(SystemExit) as info:
+        main(["evaluate", str(cocktail_dir), "--run", str(run), "--k", "1"])
+    err = capsys.readouterr().err.replace("\n", "")
+    assert info.value.code == 2 and "run.trec:2: document 'd2' is not in the dataset" in err
+    assert "'d2' is a bare document id" in err and "copies (human, llm)" in err
+    assert "--docnos FILE" in err and "--docno-pattern" in err and "'{doc_id}-{source}'" in err
+    other = tmp_path / "other.trec"
+    other.write_text("q1 Q0 d1-human 1 2.0 x\n")
+    with pytest.raises(SystemExit):
+        main(["evaluate", str(cocktail_dir), "--run", str(other), "--k", "1"])
+    err = capsys.readouterr().err.replace("\n", "")
+    assert "name copies {doc_id}-{source}" in err and "--docno-pattern" in err and "bare document id" not in err
+
+
 def test_pattern_that_cannot_tell_twins_apart_is_refused(cocktail_dir):
     from sourcebias.data import load_dataset
     from sourcebias.retrieval import DocnoMap

@@ -84,15 +84,63 @@ def test_cli_format_parquet(cocktail_dir, tmp_path):
     assert bad.returncode != 0 and "--format must be csv or parquet" in bad.stdout + bad.stderr
 
 
-def test_the_layout_fast_path_is_taken_only_for_an_unchanged_file(tiny_result, tmp_path):
-    from sourcebias.evaluation.columnar import _read_by_layout
+def _as_pandas_holds(path):
+    """The per-query vectors as the file holds them, read by pyarrow and pandas alone."""
+    df = pq.read_table(path).to_pandas()
+    df = df.astype({c: str for c in ("retriever", "corpus", "target", "query_id", "metric")})
+    return {k: g.set_index("query_id")["value"] for k, g in df.groupby(["retriever", "corpus", "target", "metric"], sort=False)}
 
+
+def _assert_loads_as_held(folder, query_ids):
+    loaded = sb.load_result(folder)
+    held = _as_pandas_holds(folder / "per_query.parquet")
+    assert {tuple(k) for k in loaded.per_query} == set(held)
+    for k, v in loaded.per_query.items():
+        expected = held[tuple(k)].reindex(query_ids).to_numpy()
+        np.testing.assert_array_equal(v, expected)
+    return loaded
+
+
+def test_a_target_label_edited_with_pyarrow_loads_as_edited(tiny_result, tmp_path):
     folder = write_result(tiny_result, tmp_path / "out", format="parquet")
-    fast = _read_by_layout(folder / "per_query.parquet", tiny_result.query_ids)
-    assert fast is not None and set(fast) == set(tiny_result.per_query)
-    for k, v in tiny_result.per_query.items():
-        np.testing.assert_array_equal(fast[k], v)
+    path = folder / "per_query.parquet"
+    table = pq.read_table(path, read_dictionary=["target"])  # the schema metadata comes along
+    col = table.column("target").combine_chunks()
+    old = col.dictionary.to_pylist()
+    renamed = pa.DictionaryArray.from_arrays(col.indices, pa.array([f"{old[0]}-edited", *old[1:]]))
+    edited = table.set_column(table.column_names.index("target"), "target", renamed)
+    assert edited.schema.metadata == table.schema.metadata
+    pq.write_table(edited, path)
+    loaded = _assert_loads_as_held(folder, tiny_result.query_ids)
+    assert any(k.target == f"{old[0]}-edited" for k in loaded.per_query)
+    assert not any(k.target == old[0] for k in loaded.per_query)
+
+
+def test_one_cell_edited_with_pandas_loads_as_edited(tiny_result, tmp_path):
+    folder = write_result(tiny_result, tmp_path / "out", format="parquet")
+    path = folder / "per_query.parquet"
+    df = pd.read_parquet(path).astype({"target": str})
+    df.loc[3, "target"] = "renamed"
+    df.to_parquet(path)
+    loaded = _assert_loads_as_held(folder, tiny_result.query_ids)
+    assert sum(k.target == "renamed" for k in loaded.per_query) == 1
+
+
+def test_rows_reversed_read_back_the_same(tiny_result, tmp_path):
+    folder = write_result(tiny_result, tmp_path / "out", format="parquet")
     table = pq.read_table(folder / "per_query.parquet")
-    assert b"sourcebias.per_query" in table.schema.metadata
-    pq.write_table(table.take(pa.array(np.arange(table.num_rows)[::-1])), folder / "per_query.parquet")  # metadata kept, rows reversed
-    assert _read_by_layout(folder / "per_query.parquet", tiny_result.query_ids) is None
+    pq.write_table(table.take(pa.array(np.arange(table.num_rows)[::-1])), folder / "per_query.parquet")
+    loaded = _assert_loads_as_held(folder, tiny_result.query_ids)
+    assert set(loaded.per_query) == set(tiny_result.per_query)
+    assert all(np.array_equal(loaded.per_query[k], v, equal_nan=True) for k, v in tiny_result.per_query.items())
+
+
+def test_a_key_and_query_given_twice_is_refused(tiny_result, tmp_path):
+    folder = write_result(tiny_result, tmp_path / "out", format="parquet")
+    path = folder / "per_query.parquet"
+    df = pd.read_parquet(path).astype({"metric": str})
+    metrics = df["metric"].unique()
+    df.loc[df["metric"] == metrics[1], "metric"] = metrics[0]  # two blocks now claim one key
+    df.to_parquet(path)
+    with pytest.raises(DataError, match=r"per_query.parquet.*rows repeat a query already given"):
+        sb.load_result(folder)

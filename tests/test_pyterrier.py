@@ -22,7 +22,8 @@ from sourcebias.data import load_dataset  # noqa: E402
 from sourcebias.data.corpus import Corpus  # noqa: E402
 from sourcebias.evaluation import evaluate  # noqa: E402
 from sourcebias.evaluation.measures import measure_grid  # noqa: E402
-from sourcebias.pyterrier import SourceBias, qrels_frame, strictly_decreasing, topics_frame  # noqa: E402
+from sourcebias.pyterrier import SourceBias, qrels_frame, topics_frame  # noqa: E402
+from sourcebias.retrieval.ties import tie_resolved_scores  # noqa: E402
 from sourcebias.retrieval.pyterrier_stage import PyTerrierStage  # noqa: E402
 from sourcebias.retrieval.registry import build_retriever  # noqa: E402
 from sourcebias.retrieval.run import Run  # noqa: E402
@@ -95,9 +96,9 @@ def test_our_transformer_keeps_our_tie_order_in_its_scores(tmp_path):
     assert firsts == {"human", "llm"}  # the tie rule, not the docno, picks the first copy
 
 
-def test_strictly_decreasing_changes_only_ties():
+def test_tie_resolved_scores_change_only_ties():
     s = np.array([3.0, 2.0, 2.0, 2.0, 1.0, 1.0])
-    out = strictly_decreasing(s)
+    out = tie_resolved_scores(s)
     assert np.all(np.diff(out.astype(np.float32)) < 0) and out[0] == 3.0 and out[1] == 2.0 and out[4] == 1.0
     assert np.allclose(out, s, atol=1e-6)
 

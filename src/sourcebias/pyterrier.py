@@ -13,7 +13,7 @@ adds ``docno`` (``<source>/<doc_id>`` unless ``docnos=`` gives a pattern), ``doc
 ``source``, ``score`` and ``rank``. Its order is sourcebias' final order (ties by the tie rule,
 :mod:`sourcebias.retrieval.ties`), and its scores are **strictly decreasing** in that order: a
 score not below the one before it is lowered to the next 32-bit float below (trec_eval keeps
-scores as C floats), so ``pt.Experiment``, trec_eval and ranx, which sort by score and break
+scores as C floats; :func:`sourcebias.retrieval.ties.tie_resolved_scores`), so ``pt.Experiment``, trec_eval and ranx, which sort by score and break
 ties by docno, keep our order. The ``rank``
 column is that order too.
 
@@ -29,22 +29,9 @@ from typing import Any
 import numpy as np
 
 from sourcebias.retrieval.pyterrier_stage import docno_map, require_pyterrier, result_frame
+from sourcebias.retrieval.ties import tie_resolved_scores
 
 pt = require_pyterrier()
-
-
-def strictly_decreasing(scores: np.ndarray) -> np.ndarray:
-    """``scores`` (non-increasing, in final order) made strictly decreasing **as 32-bit floats**
-    with the smallest change: each score not below the previous one becomes the next float32
-    below it. trec_eval (and so pytrec_eval and ``pt.Experiment``) keeps scores as C ``float``:
-    two scores one float64 step apart would tie there and be re-ordered by docno."""
-    out = np.asarray(scores, dtype=np.float32).copy()
-    if len(out) >= 2 and not bool(np.all(np.diff(out) < 0)):
-        low = np.float32(-np.inf)
-        for i in range(1, len(out)):
-            if out[i] >= out[i - 1]:
-                out[i] = np.nextafter(out[i - 1], low)
-    return out.astype(np.float64)
 
 
 class SourceBias(pt.Transformer):
@@ -92,7 +79,7 @@ class SourceBias(pt.Transformer):
         queries: Mapping[str, str] = dict(zip(topics["qid"].astype(str), topics["query"].astype(str)))
         run = self.retriever.retrieve(self.corpus, queries, self.depth, seed=self.seed)
         frame = result_frame(run, queries, self._names, text=self.text)
-        frame["score"] = np.concatenate([strictly_decreasing(g.to_numpy()) for _, g in frame.groupby("qid", sort=False)["score"]]) if len(frame) else frame["score"]
+        frame["score"] = np.concatenate([tie_resolved_scores(g.to_numpy()) for _, g in frame.groupby("qid", sort=False)["score"]]) if len(frame) else frame["score"]
         extra = [c for c in topics.columns if c not in frame.columns]
         if extra:  # keep the Q frame's other columns, as PyTerrier retrievers do
             frame = frame.merge(topics[["qid", *extra]].astype({"qid": str}), on="qid", how="left")

@@ -254,6 +254,47 @@ def _masked_hidden(model: Any, parts: Any, x: Any, kwargs: dict, rows: Any, pos:
     return last.output(last.intermediate(a), a)
 
 
+def _masked_copies(batch: list[tuple[int, int]], ids: list, lengths: list[int], pad: int, mask_id: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """One row per ``(document, position)`` of ``batch``: the document's ids (padded to the
+    batch's widest) with that position masked; its attention mask; the positions; the true ids."""
+    docs = sorted({k for k, _ in batch})
+    width = max(lengths[k] for k in docs)
+    table = np.full((len(docs), width), pad, dtype=np.int64)
+    for r, k in enumerate(docs):
+        table[r, : lengths[k]] = ids[k]
+    row_doc = np.searchsorted(docs, [k for k, _ in batch])
+    pos = np.array([s for _, s in batch])
+    x = table[row_doc]
+    targets = x[np.arange(len(batch)), pos].copy()
+    x[np.arange(len(batch)), pos] = mask_id
+    mask = (np.arange(width)[None, :] < np.array([lengths[k] for k, _ in batch])[:, None]).astype(np.int64)
+    return x, mask, pos, targets
+
+
+def _masked_nll(model: Any, head: Any, parts: Any, types: bool, x: np.ndarray, mask: np.ndarray, pos: np.ndarray, targets: np.ndarray) -> np.ndarray:
+    """The negative log-likelihood (float64) of each row's true id at its masked position: the
+    last layer and the MLM head at the masked positions only (``parts``), the MLM head over the
+    encoder's output (``head``), or the whole model."""
+    import torch
+
+    device = next(model.parameters()).device
+    xt = torch.from_numpy(x).to(device)
+    kwargs = {"attention_mask": torch.from_numpy(mask).to(device)}
+    if types:
+        kwargs["token_type_ids"] = torch.zeros_like(xt)
+    rows = torch.arange(len(x), device=device)
+    pt = torch.from_numpy(pos).to(device)
+    if parts is not None:
+        logits = head(_masked_hidden(model, parts, xt, kwargs, rows, pt, padded=bool((mask == 0).any())))
+    elif head is not None:
+        hidden = model.base_model(input_ids=xt, **kwargs).last_hidden_state
+        logits = head(hidden[rows, pt])
+    else:
+        logits = model(input_ids=xt, **kwargs).logits[rows, pt]
+    lp = torch.log_softmax(logits.double(), dim=-1)
+    return (-lp[rows, torch.from_numpy(targets).to(device)]).cpu().numpy()
+
+
 def pseudo_log_perplexity(
     texts: Sequence[str],
     model: Any,
@@ -301,32 +342,8 @@ def pseudo_log_perplexity(
     total = sum(len(v) for v in nll)
     with _EvalMode(model), torch.inference_mode(), task("pseudo-perplexity", total=total, unit="tok") as progress:
         for batch in _batches(lengths, special_tokens, batch_tokens, max_rows):
-            docs = sorted({k for k, _ in batch})
-            width = max(lengths[k] for k in docs)
-            table = np.full((len(docs), width), pad, dtype=np.int64)
-            for r, k in enumerate(docs):
-                table[r, : lengths[k]] = ids[k]
-            row_doc = np.searchsorted(docs, [k for k, _ in batch])
-            pos = np.array([s for _, s in batch])
-            x = table[row_doc]
-            targets = x[np.arange(len(batch)), pos].copy()
-            x[np.arange(len(batch)), pos] = tokenizer.mask_token_id
-            mask = (np.arange(width)[None, :] < np.array([lengths[k] for k, _ in batch])[:, None]).astype(np.int64)
-            xt = torch.from_numpy(x).to(device)
-            kwargs = {"attention_mask": torch.from_numpy(mask).to(device)}
-            if types:
-                kwargs["token_type_ids"] = torch.zeros_like(xt)
-            rows = torch.arange(len(batch), device=device)
-            pt = torch.from_numpy(pos).to(device)
-            if parts is not None:
-                logits = head(_masked_hidden(model, parts, xt, kwargs, rows, pt, padded=bool((mask == 0).any())))
-            elif head is not None:
-                hidden = model.base_model(input_ids=xt, **kwargs).last_hidden_state
-                logits = head(hidden[rows, pt])
-            else:
-                logits = model(input_ids=xt, **kwargs).logits[rows, pt]
-            lp = torch.log_softmax(logits.double(), dim=-1)
-            vals = (-lp[rows, torch.from_numpy(targets).to(device)]).cpu().numpy()
+            x, mask, pos, targets = _masked_copies(batch, ids, lengths, pad, tokenizer.mask_token_id)
+            vals = _masked_nll(model, head, parts, types, x, mask, pos, targets)
             for (k, s), v in zip(batch, vals):
                 nll[k][s - first[k]] = v
             progress.advance(len(batch))

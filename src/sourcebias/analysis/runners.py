@@ -83,6 +83,7 @@ def quality(dataset, model: str = "minilm", *, sources: Sequence[str] | None = N
 
     from sourcebias.analysis import quality as q
     from sourcebias.analysis.perplexity import field_texts
+    from sourcebias.core import progress
     from sourcebias.retrieval.lexical import EnglishAnalyzer
 
     retriever = dense_model(model, options)
@@ -104,7 +105,9 @@ def quality(dataset, model: str = "minilm", *, sources: Sequence[str] | None = N
         emb[s] = retriever.embed([texts[i] for i in pos], "document")
     n_map = sum(len(e) for e in emb.values())
     perp = float(min(30.0, max(1.0, (n_map - 1) / 3)))  # scikit-learn's default, below N for tiny corpora
-    coords, labels = q.tsne_map(emb, seed=seed, perplexity=perp)
+    with progress.task(f"t-SNE of {n_map:,} documents", total=1, unit="map") as t:  # long (tens of seconds), one call
+        coords, labels = q.tsne_map(emb, seed=seed, perplexity=perp)
+        t.advance()
     tsne = pd.DataFrame({"source": labels, "x": coords[:, 0], "y": coords[:, 1]})
     result = _result(
         "quality",

@@ -11,6 +11,7 @@ from typing import Annotated
 
 import typer
 
+from sourcebias.cli import options_mitigate as m
 from sourcebias.cli.common import console, fail
 
 cdc_app = typer.Typer(help="Causal Diagnosis and Correction (CDC): fit β̂₂ by 2SLS, then --retriever 'SPEC>>cdc:OUT/cdc.json'.", no_args_is_help=True)
@@ -55,32 +56,19 @@ def _evaluate(target, systems, seed):
 
 @cdc_app.command("fit")
 def cdc_fit(
-    dataset_dir: Annotated[Path, typer.Argument(help="Dataset folder of the calibration sample.", show_default=False, metavar="DATASET_DIR")],
-    retriever: Annotated[str, typer.Option("--retriever", "-r", metavar="SPEC", help="The retriever to correct (any --retriever specification).", show_default=False)],
-    output: Annotated[Path, typer.Option("--output", "-o", metavar="DIR", help="Folder for cdc.json, the sample, the before/after evaluation and a manifest.", show_default=False)],
-    lm: Annotated[str, typer.Option(metavar="SPEC", help="Language model of the perplexities: lm:NAME (causal), mlm:NAME (masked) or mlm:from-retriever:RETRIEVER (the masked-LM head in the retriever's checkpoint), options ,max_tokens=N.")] = "lm:smollm2",
-    field: Annotated[str, typer.Option(metavar="text|title+text", help="Which field's perplexity: the text (the papers' code) or title and text joined.")] = "text",
-    split: Annotated[str, typer.Option(help="Split whose relevant pairs form the calibration sample.")] = "train",
-    sample: Annotated[int, typer.Option(help="Relevant (query, document) pairs in the sample (each with its twin).", min=2)] = 128,
-    seed: Annotated[int, typer.Option(help="Seed of the sample, of the ties and of the tests.")] = 42,
-    cov: Annotated[str, typer.Option(help="Standard errors: robust, clustered (by query) or unadjusted.")] = "robust",
-    query_effects: Annotated[bool, typer.Option(help="Query fixed effects (within-query differences only).")] = False,
-    eval_split: Annotated[str | None, typer.Option(metavar="SPLIT", help="Evaluate before/after on this split (default: dev of the calibration dataset, test of --eval-dataset); never the calibration split unless --in-sample.")] = None,
-    eval_dataset: Annotated[Path | None, typer.Option(metavar="DIR", help="Evaluate before/after on another dataset (the transfer setting).")] = None,
-    in_sample: Annotated[bool, typer.Option("--in-sample", help="Evaluate on the calibration data itself (labelled in-sample: the fit has seen it).")] = False,
-    depth: Annotated[int, typer.Option(help="Candidates corrected per query.", min=1)] = 100,
-    k: Annotated[int, typer.Option("--k", help="Cut-off of the before/after table (NDCG@k).", min=1)] = 3,
-    evaluation: Annotated[bool, typer.Option("--eval/--no-eval", help="Evaluate before and after the correction.")] = True,
-    device: Annotated[str | None, typer.Option(help="cpu, cuda, cuda:1.")] = None,
-    batch_size: Annotated[int | None, typer.Option(help="Batch size of the models.", min=1)] = None,
-    cache_dir: Annotated[Path | None, typer.Option(metavar="DIR", help="Embedding/perplexity store.")] = None,
-    overwrite: Annotated[bool, typer.Option(help="Replace an earlier run's results in --output.")] = False,
-) -> None:
+    dataset_dir: m.CalibrationDataset, retriever: m.Retriever, output: m.CdcOutput,
+    lm: m.Lm = "lm:smollm2", field: m.Field = "text", split: m.CalibrationSplit = "train", sample: m.Sample = 128, seed: m.CdcSeed = 42,
+    cov: m.Cov = "robust", query_effects: m.QueryEffects = False,
+    eval_split: m.CdcEvalSplit = None, eval_dataset: m.CdcEvalDataset = None, in_sample: m.InSample = False,
+    depth: m.Depth = 100, k: m.BeforeAfterK = 3, evaluation: m.CdcEvaluation = True,
+    device: m.CdcDevice = None, batch_size: m.ModelBatchSize = None, cache_dir: m.CdcCacheDir = None, overwrite: m.CdcOverwrite = False,
+) -> None:  # fmt: skip
     """Fit CDC's β̂₂: 2SLS of the retriever's score on document log-perplexity, the source as instrument.
 
     Writes OUT/cdc.json; then evaluate with --retriever "SPEC>>cdc:OUT/cdc.json" (on any dataset: the fit transfers).
     """
     from sourcebias.analysis.perplexity import build_lm_scorer, check_field
+    from sourcebias.core import progress
     from sourcebias.core.artifacts import OutputFolder
     from sourcebias.core.manifest import build_manifest
     from sourcebias.data import load_dataset
@@ -102,8 +90,6 @@ def cdc_fit(
         scorer = build_lm_scorer(lm, batch_size=batch_size, device=device, cache_dir=cache_dir, field=field)
         llm = ds.other_sources[0] if len(ds.other_sources) == 1 else fail(f"{ds.name} has several LLM sources; keep one with a dataset of two sources")
         console.print(f"Calibration: {sample} relevant pairs of {ds.name} ({split}), seed {seed}, each with its twin; perplexity of the {field}")
-        from sourcebias.core import progress
-
         with progress.RichProgress(console=console, transient=True) as reporter, progress.use(reporter):
             cal = calibrate(ds, system, scorer, sample=sample, seed=seed, llm_source=llm, cov_type=cov, query_effects=query_effects, cache_dir=cache_dir, lm=lm, retriever_spec=retriever)
         fit = cal.fit
@@ -115,20 +101,27 @@ def cdc_fit(
         if cal.dropped:
             console.print(f"[yellow]Note:[/yellow] {cal.dropped} documents of the sample were not scored by the retriever (below its depth); their pairs were left out")
         if target is not None:
-            from sourcebias.mitigation.stages import CDCCorrection
-            from sourcebias.retrieval import Pipeline
-
-            stage = CDCCorrection(fit.beta, lm, field=field, depth=depth, name="cdc", fit_path=str(Path(output) / "cdc.json"), batch_size=batch_size, device=device, cache_dir=cache_dir)
-            after = Pipeline(build_retriever(retriever, **options), [stage], name=f"{retriever}>>cdc")
-            result = _evaluate(target, [system, after], seed)
-            _write_evaluation(result, folder.staging / "evaluation", "cdc fit", {"cdc": fit.to_dict(), "evaluation": where.to_dict()})
-            print_before_after(result, [system.name, after.name], f"NDCG@{k}", where.label)
+            stage = {"lm": lm, "field": field, "depth": depth, "fit_path": str(Path(output) / "cdc.json"), "batch_size": batch_size, "device": device, "cache_dir": cache_dir}
+            _cdc_before_after(fit, where, target, system, retriever, options, stage, folder.staging / "evaluation", seed, k)
         parameters = {"retriever": retriever, "lm": lm, "field": field, "split": split, "sample": sample, "seed": seed, "cov": cov, "query_effects": query_effects, "depth": depth, "evaluation": where.to_dict() if where else None}
         manifest = build_manifest(command="cdc fit", inputs={"dataset": json_safe(ds.describe())}, parameters=parameters, models={"retriever": json_safe(system.config()), "lm": json_safe(scorer.config())}, timings={"total_s": round(time.perf_counter() - t0, 3)})
         path = folder.commit(manifest)
         console.print(f"Wrote cdc.json, sample.csv{' and the before/after evaluation' if evaluation else ''} to [bold]{path}[/bold]; use --retriever \"{retriever}>>cdc:{path / 'cdc.json'}\"")
     finally:
         folder.abort()
+
+
+def _cdc_before_after(fit, where, target, system, retriever: str, options: dict, stage: dict, folder: Path, seed: int, k: int) -> None:
+    """Evaluate the retriever before and after the CDC correction (``stage``: its options) on the
+    evaluation target, write the evaluation into ``folder`` and print the before/after table."""
+    from sourcebias.mitigation.stages import CDCCorrection
+    from sourcebias.retrieval import Pipeline, build_retriever
+
+    correction = CDCCorrection(fit.beta, stage.pop("lm"), name="cdc", **stage)
+    after = Pipeline(build_retriever(retriever, **options), [correction], name=f"{retriever}>>cdc")
+    result = _evaluate(target, [system, after], seed)
+    _write_evaluation(result, folder, "cdc fit", {"cdc": fit.to_dict(), "evaluation": where.to_dict()})
+    print_before_after(result, [system.name, after.name], f"NDCG@{k}", where.label)
 
 
 @project_app.command("fit")

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from pathlib import Path
-from typing import Annotated
 
 import typer
 
+from sourcebias.cli import options_mitigate as o
 from sourcebias.cli.common import console, fail
 
 STATE = "train.json"
@@ -19,29 +20,14 @@ def _alpha_dir(alpha: float) -> str:
 
 
 def train(
-    dataset_dir: Annotated[Path, typer.Argument(help="Mixed dataset whose training qrels give (query, human document, twin) tuples.", show_default=False, metavar="DATASET_DIR")],
-    output: Annotated[Path, typer.Option("--output", "-o", metavar="DIR", help="Sweep folder: plan.jsonl, one model per α, sweep.csv. Rerunning into it resumes.", show_default=False)],
-    alpha: Annotated[list[float], typer.Option("--alpha", metavar="A...", help="Weights of the debiasing constraint, e.g. --alpha 0 1 10 (a sweep; 0 = no constraint).")] = [0.0, 1.0],  # noqa: B006
-    base: Annotated[str, typer.Option(metavar="SPEC", help="Model to start from: a preset (minilm, tas-b, ...), a sentence-transformers name or a folder.")] = "minilm",
-    split: Annotated[str, typer.Option(help="Training split.")] = "train",
-    negatives: Annotated[str, typer.Option(help="Negative strategy: in-batch, hard (in-batch + BM25-mined), hard-only.")] = "in-batch",
-    positives: Annotated[str, typer.Option(metavar="POOL", help="Positive pool: both (human copy and twin, the reference), human, llm, or mix[:p] (per tuple the twin with probability p, default 0.5, seeded). A copy outside the pool is never a negative of its query; the hinge still compares both.")] = "both",
-    batch_size: Annotated[int, typer.Option(help="Tuples per batch (papers: 64).", min=2)] = 32,
-    epochs: Annotated[int, typer.Option(help="Epochs (papers: 10).", min=1)] = 1,
-    max_tuples: Annotated[int | None, typer.Option(help="Train on a seeded subset of this many tuples (a short budget).", min=2)] = None,
-    lr: Annotated[float, typer.Option(help="Learning rate (AdamW).")] = 2e-5,
-    warmup: Annotated[float, typer.Option(help="Warm-up, as a share of the steps.")] = 0.1,
-    max_seq_length: Annotated[int | None, typer.Option(help="Tokens per text while training (default: the model's).")] = None,
-    seed: Annotated[int, typer.Option(help="Seed of the plan and of training.")] = 42,
-    save_steps: Annotated[int, typer.Option(help="Checkpoint every this many steps.", min=1)] = 50,
-    eval_split: Annotated[str | None, typer.Option(metavar="SPLIT", help="Evaluate each model on this split (default: dev, else test).")] = None,
-    eval_dataset: Annotated[Path | None, typer.Option(metavar="DIR", help="Evaluate on another dataset.")] = None,
-    k: Annotated[int, typer.Option("--k", help="Cut-off of the table (NDCG@k).", min=1)] = 3,
-    evaluation: Annotated[bool, typer.Option("--eval/--no-eval", help="Evaluate the base model and each trained model.")] = True,
-    device: Annotated[str | None, typer.Option(help="cpu, cuda, cuda:1 (default: cuda if available).")] = None,
-    cache_dir: Annotated[Path | None, typer.Option(metavar="DIR", help="Embedding store for the evaluations.")] = None,
-    overwrite: Annotated[bool, typer.Option(help="Start again in a folder that holds another configuration's training.")] = False,
-) -> None:
+    dataset_dir: o.TrainDataset, output: o.SweepOutput,
+    alpha: o.Alphas = [0.0, 1.0],  # noqa: B006
+    base: o.Base = "minilm", split: o.TrainSplit = "train", negatives: o.Negatives = "in-batch", positives: o.Positives = "both",
+    batch_size: o.BatchSize = 32, epochs: o.Epochs = 1, max_tuples: o.MaxTuples = None, lr: o.LearningRate = 2e-5, warmup: o.Warmup = 0.1,
+    max_seq_length: o.MaxSeqLength = None, seed: o.TrainSeed = 42, save_steps: o.SaveSteps = 50,
+    eval_split: o.EvalSplit = None, eval_dataset: o.EvalDataset = None, k: o.TableK = 3, evaluation: o.TrainEvaluation = True,
+    device: o.Device = None, cache_dir: o.TrainCacheDir = None, overwrite: o.TrainOverwrite = False,
+) -> None:  # fmt: skip
     """Train a retriever with the debiasing constraint (Dai et al., KDD 2024) for each α, on one saved plan.
 
     Every α sees the same batches in the same order; each model is a folder (--retriever st:DIR/alpha-A/model)
@@ -56,17 +42,8 @@ def train(
     from sourcebias.core.manifest import build_manifest
     from sourcebias.data import load_dataset
     from sourcebias.evaluation.protocol import json_safe
-    from sourcebias.core.errors import ConfigError
-    from sourcebias.mitigation.plan import STRATEGIES, parse_positives, positives_spec
-    from sourcebias.mitigation.training import read_training
-    from sourcebias.mitigation.training import train as train_one
 
-    if negatives not in STRATEGIES:
-        fail(f"--negatives must be one of {', '.join(STRATEGIES)}")
-    try:
-        pool = positives_spec(*parse_positives(positives))
-    except ConfigError as e:
-        fail(f"--positives: {e}")
+    pool = _positive_pool(negatives, positives)
     alphas = list(dict.fromkeys(alpha))
     settings = {"dataset": str(Path(dataset_dir).resolve()), "split": split, "base": base, "negatives": negatives, "positives": pool, "batch_size": batch_size, "epochs": epochs, "max_tuples": max_tuples, "lr": lr, "warmup": warmup, "max_seq_length": max_seq_length, "seed": seed}
     out = Path(output)
@@ -78,28 +55,11 @@ def train(
         ds = load_dataset(dataset_dir, split=split)
         plan = _plan(out / "plan.jsonl", ds, batch_size=batch_size, epochs=epochs, seed=seed, strategy=negatives, max_tuples=max_tuples, positives=pool)
         target_dir = eval_dataset or dataset_dir
-        rows = []
-        target = None
-        if evaluation:
-            from sourcebias.data.dataset import detect_layout
-
-            splits = detect_layout(target_dir).splits()
-            es = eval_split or ("dev" if "dev" in splits else "test")
-            target = load_dataset(target_dir, split=es)
-        if target is not None:
-            rows.append({"positives": None, **_evaluate_model(base, "base", None, target, out / "base-evaluation", k, device, cache_dir, max_seq_length)})
-        for a in alphas:
-            folder = out / _alpha_dir(a)
-            t1 = time.perf_counter()
-            console.print(f"[bold]α = {a:g}[/bold]: training {base} ...")
-            model_dir = train_one(ds, plan, base, folder, alpha=a, learning_rate=lr, warmup_ratio=warmup, max_seq_length=max_seq_length, save_steps=save_steps, seed=seed, device=device)
-            info = read_training(model_dir)
-            console.print(f"  {info['steps']} steps in {info['seconds']:.0f} s{' (resumed)' if info['resumed'] else ''}; model {model_dir}")
-            if target is not None:
-                row = _evaluate_model(f"st:{model_dir}", f"alpha={a:g}", a, target, folder / "evaluation", k, device, cache_dir, max_seq_length)
-                row.update({"steps": info["steps"], "train_seconds": info["seconds"]})
-                rows.append({"positives": plan.positives, **row})
-            console.print(f"  done in {time.perf_counter() - t1:.0f} s")
+        target = _evaluation_target(target_dir, eval_split) if evaluation else None
+        evaluate = None if target is None else functools.partial(_evaluate_model, target=target, k=k, device=device, cache_dir=cache_dir, max_length=max_seq_length)
+        rows = [] if evaluate is None else [{"positives": None, **evaluate(base, "base", None, folder=out / "base-evaluation")}]
+        training = {"learning_rate": lr, "warmup_ratio": warmup, "max_seq_length": max_seq_length, "save_steps": save_steps, "seed": seed, "device": device}
+        rows += _sweep(ds, plan, base, out, alphas, training, evaluate)
         if rows:
             table = pd.DataFrame(rows)  # positives first, then the evaluation's columns
             table.to_csv(out / "sweep.csv", index=False, lineterminator="\n")
@@ -110,6 +70,50 @@ def train(
         console.print(f"Wrote the models and sweep.csv to [bold]{out}[/bold]")
     finally:
         _unlock(lock)
+
+
+def _positive_pool(negatives: str, positives: str) -> str:
+    """The positive pool's canonical spec; a bad --negatives or --positives ends the command."""
+    from sourcebias.core.errors import ConfigError
+    from sourcebias.mitigation.plan import STRATEGIES, parse_positives, positives_spec
+
+    if negatives not in STRATEGIES:
+        fail(f"--negatives must be one of {', '.join(STRATEGIES)}")
+    try:
+        return positives_spec(*parse_positives(positives))
+    except ConfigError as e:
+        fail(f"--positives: {e}")
+        raise  # unreachable: fail exits
+
+
+def _evaluation_target(target_dir: Path, eval_split: str | None):
+    """The dataset the models are evaluated on: --eval-split, else dev if it has one, else test."""
+    from sourcebias.data import load_dataset
+    from sourcebias.data.dataset import detect_layout
+
+    splits = detect_layout(target_dir).splits()
+    return load_dataset(target_dir, split=eval_split or ("dev" if "dev" in splits else "test"))
+
+
+def _sweep(ds, plan, base: str, out: Path, alphas: list[float], training: dict, evaluate) -> list[dict]:
+    """Train (or resume) one model per α on the plan; with ``evaluate``, each model's sweep row."""
+    from sourcebias.mitigation.training import read_training
+    from sourcebias.mitigation.training import train as train_one
+
+    rows = []
+    for a in alphas:
+        folder = out / _alpha_dir(a)
+        t1 = time.perf_counter()
+        console.print(f"[bold]α = {a:g}[/bold]: training {base} ...")
+        model_dir = train_one(ds, plan, base, folder, alpha=a, **training)
+        info = read_training(model_dir)
+        console.print(f"  {info['steps']} steps in {info['seconds']:.0f} s{' (resumed)' if info['resumed'] else ''}; model {model_dir}")
+        if evaluate is not None:
+            row = evaluate(f"st:{model_dir}", f"alpha={a:g}", a, folder=folder / "evaluation")
+            row.update({"steps": info["steps"], "train_seconds": info["seconds"]})
+            rows.append({"positives": plan.positives, **row})
+        console.print(f"  done in {time.perf_counter() - t1:.0f} s")
+    return rows
 
 
 def _prepare_output(out: Path, settings: dict, overwrite: bool) -> None:
@@ -155,7 +159,7 @@ def _plan(plan_path: Path, ds, **settings):
     return plan
 
 
-def _evaluate_model(spec: str, label: str, alpha: float | None, target, folder: Path, k: int, device, cache_dir, max_length: int | None = None) -> dict:
+def _evaluate_model(spec: str, label: str, alpha: float | None, *, target, folder: Path, k: int, device, cache_dir, max_length: int | None = None) -> dict:
     """Evaluate one model on the target split (cached in ``folder``) and return its sweep row;
     with ``max_length`` (the training's), the base model is evaluated on as many tokens."""
     from sourcebias.core import progress

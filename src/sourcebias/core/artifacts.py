@@ -8,7 +8,10 @@ Every sourcebias command that writes results writes them into an :class:`OutputF
   :class:`~sourcebias.core.errors.OutputError`.
 * **One writer.** Claiming takes an exclusive lock (``fcntl.flock`` on ``.<name>.lock`` beside the
   folder; the operating system releases it when the process ends, so a killed run leaves no stale
-  lock). A second process claiming the same folder is refused.
+  lock). A second process claiming the same folder is refused. The lock file is deleted when the
+  command ends (while still locked); a claimer that locked a file since deleted or replaced (it
+  checks the inode at the path after locking) starts over on the file now there, so two
+  processes never both hold the folder.
 * **Atomic.** Files are written into a staging folder beside the target; :meth:`commit` writes
   ``manifest.json`` listing every file (bytes and SHA-256), then renames the staging folder into
   place (the previous folder, with ``overwrite``, is moved aside first and deleted after). A crash
@@ -227,19 +230,26 @@ class OutputFolder:
 
 
 def _lock(lock_path: Path, target: Path):
+    """Hold an exclusive lock on ``lock_path`` (created if need be), or raise OutputError naming
+    the process that holds it. A file locked after its holder deleted it (the holder unlinks it
+    before unlocking) is no longer the lock: start over on the file now at the path."""
     import fcntl
 
-    fh = lock_path.open("a+", encoding="utf-8")
-    try:
-        fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError as exc:
-        if exc.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+    while True:
+        fh = lock_path.open("a+", encoding="utf-8")
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            if exc.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+                fh.close()
+                raise
+            fh.seek(0)
+            holder = fh.read().strip() or "?"
             fh.close()
-            raise
-        fh.seek(0)
-        holder = fh.read().strip() or "?"
-        fh.close()
-        raise OutputError(f"{target}: another sourcebias process (pid {holder}) is writing this folder; wait for it or choose another --output") from None
+            raise OutputError(f"{target}: another sourcebias process (pid {holder}) is writing this folder; wait for it or choose another --output") from None
+        if _same_file(fh, lock_path):
+            break
+        fh.close()  # deleted (or replaced) by its last holder between our open and our lock
     fh.seek(0)
     fh.truncate()
     fh.write(str(os.getpid()))
@@ -247,9 +257,24 @@ def _lock(lock_path: Path, target: Path):
     return fh
 
 
+def _same_file(fh, path: Path) -> bool:
+    """Whether the open file ``fh`` is the file now at ``path``."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return False
+    own = os.fstat(fh.fileno())
+    return (st.st_dev, st.st_ino) == (own.st_dev, own.st_ino)
+
+
 def _unlock(fh) -> None:
+    """Delete the lock file, then release the lock: the deletion happens while no other process
+    can hold it, and a process that opened the file before is told by :func:`_lock` to retry."""
     import fcntl
 
+    if _same_file(fh, Path(fh.name)):
+        with contextlib.suppress(OSError):
+            os.unlink(fh.name)
     with contextlib.suppress(OSError):
         fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
     fh.close()

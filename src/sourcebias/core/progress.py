@@ -2,14 +2,24 @@
 
 Library code reports progress through :func:`task`; by default nothing is shown (a notebook
 or script stays quiet). The CLI installs a :class:`RichProgress` with :func:`use`, which draws
-rich progress bars (rate and ETA included).
+rich progress bars (rate and ETA included) on a terminal; when the console is not a terminal
+(logs in CI, ``nohup``, a pipe) it writes plain lines to stderr instead (:class:`PlainProgress`):
+one every ``SOURCEBIAS_PROGRESS_SECONDS`` (default 30) while a step runs and one when a step so
+reported ends (a shorter step prints nothing) — no ANSI codes.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
+import sys
+import threading
+import time
 from collections.abc import Iterator
-from typing import Protocol
+from typing import Protocol, TextIO
+
+PROGRESS_SECONDS_ENV = "SOURCEBIAS_PROGRESS_SECONDS"
+DEFAULT_PROGRESS_SECONDS = 30.0
 
 
 class TaskHandle(Protocol):
@@ -49,10 +59,122 @@ class _RichTask:
         self._p.update(self._id, **kw)
 
 
+def progress_interval() -> float:
+    """Seconds between two plain progress lines: ``$SOURCEBIAS_PROGRESS_SECONDS`` or 30.
+
+    Raises:
+        ConfigError: when the variable is set to something other than a positive number.
+    """
+    raw = os.environ.get(PROGRESS_SECONDS_ENV, "").strip()
+    if not raw:
+        return DEFAULT_PROGRESS_SECONDS
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        from sourcebias.core.errors import ConfigError
+
+        raise ConfigError(f"{PROGRESS_SECONDS_ENV}={raw!r}: expected a positive number of seconds")
+    return value
+
+
+def _clock(seconds: float) -> str:
+    s = int(seconds)
+    return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}"
+
+
+class _PlainTask:
+    """One step's counts, read by the reporter's timer thread."""
+
+    def __init__(self, description: str, total: float | None, unit: str):
+        self.description, self.total, self.unit = description, total, unit
+        self.completed = 0.0
+        self.started = time.monotonic()
+        self.reported = False
+
+    def advance(self, n: float = 1) -> None:
+        self.completed += n
+
+    def update(self, *, description: str | None = None, total: float | None = None) -> None:
+        if description is not None:
+            self.description = description
+        if total is not None:
+            self.total = total
+
+    def line(self, now: float) -> str:
+        elapsed = now - self.started
+        done = f"{self.completed:,.0f}"
+        parts = [f"{self.description}: {done}/{self.total:,.0f} {self.unit}" if self.total else f"{self.description}: {done} {self.unit}"]
+        if self.total:
+            parts.append(f"{100 * self.completed / self.total:.0f}%")
+        rate = self.completed / elapsed if elapsed > 0 else 0.0
+        if rate > 0:
+            parts.append(f"{rate:,.1f} {self.unit}/s")
+        parts.append(f"elapsed {_clock(elapsed)}")
+        if self.total and rate > 0 and self.completed < self.total:
+            parts.append(f"ETA {_clock((self.total - self.completed) / rate)}")
+        return ", ".join(parts)
+
+
+class PlainProgress:
+    """Progress as plain lines on a stream (stderr): one per running step every ``interval``
+    seconds, and one when a step that was reported ends. For logs, where bars cannot redraw."""
+
+    def __init__(self, stream: TextIO | None = None, interval: float | None = None):
+        self._stream = stream
+        self._interval = progress_interval() if interval is None else interval
+        self._tasks: list[_PlainTask] = []
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def _write(self, text: str) -> None:
+        stream = self._stream or sys.stderr
+        stream.write(text + "\n")
+        stream.flush()
+
+    def _tick(self) -> None:
+        while not self._stop.wait(self._interval):
+            now = time.monotonic()
+            for t in list(self._tasks):
+                t.reported = True
+                self._write(t.line(now))
+
+    def __enter__(self) -> PlainProgress:
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._tick, name="sourcebias-progress", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+
+    @contextlib.contextmanager
+    def task(self, description: str, total: float | None = None, unit: str = "it") -> Iterator[TaskHandle]:
+        handle = _PlainTask(description, total, unit)
+        self._tasks.append(handle)
+        try:
+            yield handle
+        finally:
+            self._tasks.remove(handle)
+            if handle.reported:
+                self._write(handle.line(time.monotonic()) + " (done)")
+
+
 class RichProgress:
-    """Rich progress bars: description, bar, count, rate, elapsed and remaining time."""
+    """Rich progress bars: description, bar, count, rate, elapsed and remaining time — or, when
+    the console is not a terminal, plain periodic lines on stderr (:class:`PlainProgress`)."""
 
     def __init__(self, console=None, transient: bool = False):
+        from rich.console import Console
+
+        self._plain: PlainProgress | None = None
+        if not (console or Console(stderr=True)).is_terminal:
+            self._plain = PlainProgress()
+            return
         from rich.progress import (
             BarColumn,
             MofNCompleteColumn,
@@ -77,14 +199,18 @@ class RichProgress:
         )
 
     def __enter__(self) -> RichProgress:
-        self._progress.__enter__()
+        (self._plain or self._progress).__enter__()
         return self
 
     def __exit__(self, *exc) -> None:
-        self._progress.__exit__(*exc)
+        (self._plain or self._progress).__exit__(*exc)
 
     @contextlib.contextmanager
     def task(self, description: str, total: float | None = None, unit: str = "it") -> Iterator[TaskHandle]:
+        if self._plain is not None:
+            with self._plain.task(description, total, unit) as handle:
+                yield handle
+            return
         task_id = self._progress.add_task(description, total=total, rate="")
         handle = _RateTask(self._progress, task_id, unit)
         try:
@@ -107,7 +233,7 @@ class _RateTask(_RichTask):
             self._p.update(self._id, rate=f"{speed:,.1f} {self._unit}/s")
 
 
-_current: NullProgress | RichProgress = NullProgress()
+_current: NullProgress | RichProgress | PlainProgress = NullProgress()
 
 
 def task(description: str, total: float | None = None, unit: str = "it"):
@@ -116,7 +242,7 @@ def task(description: str, total: float | None = None, unit: str = "it"):
 
 
 @contextlib.contextmanager
-def use(reporter: NullProgress | RichProgress) -> Iterator[None]:
+def use(reporter: NullProgress | RichProgress | PlainProgress) -> Iterator[None]:
     """Make ``reporter`` the current progress reporter within the block."""
     global _current
     previous = _current

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from sourcebias.core.artifacts import OutputFolder
 from sourcebias.core.manifest import build_manifest, describe_file
@@ -39,60 +39,84 @@ def evaluation_manifest(result: EvaluationResult, *, timings: dict[str, Any] | N
     )
 
 
-def write_result_into(
-    result: EvaluationResult,
-    folder: str | Path,
-    *,
-    write_runs: bool = True,
-    timings: dict[str, Any] | None = None,
-    command: str = "evaluate",
-    manifest_extra: dict[str, Any] | None = None,
-    render: Callable[[EvaluationResult, Path], Any] | None = None,
-    format: str = "csv",
-) -> Path:
+class WriteOptions(TypedDict, total=False):
+    """How an evaluation is written: the keyword arguments that :func:`write_result`,
+    :func:`write_result_into` and :func:`sourcebias.reporting.outputs.write_evaluation` share.
+
+    Attributes:
+        write_runs: write the runs as TREC files (default True).
+        timings: timings for the manifest (seconds, by name).
+        command: the command the manifest names (default ``evaluate``).
+        manifest_extra: more fields for the manifest.
+        format: of the per-query values, ``csv`` (``per_query.csv``, the default) or ``parquet``
+            (``per_query.parquet``); :func:`~sourcebias.evaluation.results.load_result` reads either.
+    """
+
+    write_runs: bool
+    timings: dict[str, Any] | None
+    command: str
+    manifest_extra: dict[str, Any] | None
+    format: str
+
+
+def _check_options(options: dict[str, Any]) -> None:
+    """A keyword the writers do not know is refused (a TypedDict checks nothing at run time)."""
+    unknown = sorted(set(options) - set(WriteOptions.__annotations__))
+    if unknown:
+        raise TypeError(f"unexpected keyword argument(s) {', '.join(unknown)}; known: {', '.join(WriteOptions.__annotations__)}, render, overwrite")
+
+
+def _write_files(result: EvaluationResult, folder: Path, render: Callable[[EvaluationResult, Path], Any] | None, options: WriteOptions) -> dict[str, Any]:
+    """Write the result's files (and ``render``'s) into ``folder``; return its manifest."""
+    result.save(folder, write_runs=options.get("write_runs", True), format=options.get("format", "csv"))
+    if render is not None:
+        render(result, folder)
+    return evaluation_manifest(result, timings=options.get("timings"), command=options.get("command", "evaluate"), extra=options.get("manifest_extra"))
+
+
+def write_result_into(result: EvaluationResult, folder: str | Path, *, render: Callable[[EvaluationResult, Path], Any] | None = None, **options: Unpack[WriteOptions]) -> Path:
     """Write ``result`` and its manifest (with every file listed) into ``folder``, a folder inside
-    an output folder that is already claimed (e.g. the before/after evaluation of ``cdc fit``);
-    ``format`` is that of the per-query values (``csv`` or ``parquet``)."""
+    an output folder that is already claimed (e.g. the before/after evaluation of ``cdc fit``).
+
+    Args:
+        result: the evaluation.
+        folder: where to write (created if need be).
+        render: adds rendered files (e.g. the summary tables) to the folder before the manifest.
+        **options: see :class:`WriteOptions`.
+
+    Returns:
+        ``folder``.
+    """
     from sourcebias.core.artifacts import MANIFEST, list_files
     from sourcebias.core.atomic import atomic_write_json
 
+    _check_options(options)  # type: ignore[arg-type]
     folder = Path(folder)
-    result.save(folder, write_runs=write_runs, format=format)
-    if render is not None:
-        render(result, folder)
-    manifest = evaluation_manifest(result, timings=timings, command=command, extra=manifest_extra)
+    manifest = _write_files(result, folder, render, options)
     manifest["kind"] = "evaluate"
     manifest["outputs"] = {**(manifest.get("outputs") or {}), "files": list_files(folder)}
     atomic_write_json(folder / MANIFEST, manifest)
     return folder
 
 
-def write_result(
-    result: EvaluationResult,
-    out: str | Path | OutputFolder,
-    *,
-    write_runs: bool = True,
-    overwrite: bool = False,
-    timings: dict[str, Any] | None = None,
-    command: str = "evaluate",
-    manifest_extra: dict[str, Any] | None = None,
-    render: Callable[[EvaluationResult, Path], Any] | None = None,
-    format: str = "csv",
-) -> Path:
+def write_result(result: EvaluationResult, out: str | Path | OutputFolder, *, overwrite: bool = False, render: Callable[[EvaluationResult, Path], Any] | None = None, **options: Unpack[WriteOptions]) -> Path:
     """Write ``result`` as an output folder and return its path.
 
-    ``format`` is that of the per-query values: ``csv`` (``per_query.csv``) or ``parquet``
-    (``per_query.parquet``); :func:`~sourcebias.evaluation.results.load_result` reads either.
+    Args:
+        result: the evaluation.
+        out: a path (claimed here: refused if it holds another run's results, unless
+            ``overwrite``) or an :class:`OutputFolder` claimed earlier (before any work).
+        overwrite: replace the results of an earlier run at ``out``.
+        render: adds rendered files (e.g. the summary tables) to the folder before the manifest.
+        **options: see :class:`WriteOptions` (``format="parquet"`` for ``per_query.parquet``).
 
-    ``out`` is a path (claimed here: refused if it holds another run's results, unless
-    ``overwrite``) or an :class:`OutputFolder` claimed earlier (before any work).
+    Returns:
+        The folder's path.
     """
+    _check_options(options)  # type: ignore[arg-type]
     folder = out if isinstance(out, OutputFolder) else OutputFolder.claim(out, kind="evaluate", overwrite=overwrite)
     try:
-        result.save(folder.staging, write_runs=write_runs, format=format)
-        if render is not None:
-            render(result, folder.staging)
-        return folder.commit(evaluation_manifest(result, timings=timings, command=command, extra=manifest_extra))
+        return folder.commit(_write_files(result, folder.staging, render, options))
     except BaseException:
         folder.abort()
         raise

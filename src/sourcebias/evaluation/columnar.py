@@ -6,21 +6,19 @@ grouped by key and ordered by the result's queries within a key. It opens in pan
 DuckDB or Spark as it is (``pandas.read_parquet("per_query.parquet")``).
 
 The values are stored uncompressed (measure values hardly compress; reading them is then a
-copy), the other columns zstd-compressed. The file's schema metadata (``sourcebias.per_query``)
-lists the keys in row-block order with a CRC-32 of the value column, so a file sourcebias wrote
-loads by reading the query and value columns only: the query column must repeat the result's
-queries block after block and the CRC must match, or the file is read the general way (every
-column; its dictionary codes give the row blocks of each key, scattered into vectors over the
-result's queries) — a file whose rows were reordered or rewritten by another tool reads back the
-same, only slower. ``benchmarks/bench_parquet_load.py`` times a 10-million-value folder.
+copy), the other columns zstd-compressed. Loading reads every column and takes each key from the
+file's own cells: when the rows come in blocks of one key each, the blocks holding the result's
+queries in order (as sourcebias writes them), the values are cut into vectors as they lie;
+otherwise (rows reordered or rewritten by another tool) the dictionary codes give the rows of
+each key, scattered into vectors over the result's queries. Either way a label edited in the file
+(pandas, pyarrow) loads as edited, and a (key, query) pair on two rows is refused.
+``benchmarks/bench_parquet_load.py`` times a 10-million-value folder.
 
 This module knows tuples, not :class:`~sourcebias.evaluation.results.Key` (which imports it).
 """
 
 from __future__ import annotations
 
-import json
-import zlib
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -29,7 +27,6 @@ import numpy as np
 from sourcebias.core.errors import DataError
 
 PARQUET_FILE = "per_query.parquet"
-LAYOUT_KEY = b"sourcebias.per_query"
 QUERY_COLUMN, VALUE_COLUMN = "query_id", "value"
 
 
@@ -44,8 +41,16 @@ def _key_columns(columns: Sequence[str]) -> list[str]:
 def write_per_query_parquet(path: str | Path, columns: Sequence[str], keys: Sequence[tuple[str, str, str, str]], vectors: Sequence[np.ndarray], query_ids: Sequence[str]) -> Path:
     """Write the vectors (one per key, aligned with ``query_ids``) as a long Parquet table.
 
-    ``columns`` is the file's column order: the four key fields (in the order of each key tuple),
-    with ``query_id`` and ``value`` anywhere among them.
+    Args:
+        path: the file to write (atomically).
+        columns: the file's column order: the four key fields (in the order of each key tuple),
+            with ``query_id`` and ``value`` anywhere among them.
+        keys: one tuple per vector.
+        vectors: the values, each aligned with ``query_ids``.
+        query_ids: the result's queries.
+
+    Returns:
+        The path written.
     """
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -64,47 +69,28 @@ def write_per_query_parquet(path: str | Path, columns: Sequence[str], keys: Sequ
     arrays[QUERY_COLUMN] = pa.DictionaryArray.from_arrays(pa.array(qcodes, type=pa.int32()), pa.array(list(query_ids), type=pa.string()))
     values = np.concatenate([np.asarray(v, dtype=np.float64) for v in vectors]) if nk else np.zeros(0)
     arrays[VALUE_COLUMN] = pa.array(values, type=pa.float64())
-    layout = {"keys": [list(k) for k in keys], "queries": nq, "crc32": _crc(values)}
-    table = pa.Table.from_arrays([arrays[c] for c in columns], names=list(columns)).replace_schema_metadata({LAYOUT_KEY: json.dumps(layout).encode()})
+    table = pa.Table.from_arrays([arrays[c] for c in columns], names=list(columns))
     with atomic_open(path, "wb") as fh:
         pq.write_table(table, fh, compression={c: "none" if c == VALUE_COLUMN else "zstd" for c in columns})
     return Path(path)
 
 
-def _crc(values: np.ndarray) -> int:
-    return zlib.crc32(memoryview(np.ascontiguousarray(values, dtype="<f8")).cast("B"))
-
-
-def _read_by_layout(path: Path, query_ids: Sequence[str]) -> dict[tuple[str, str, str, str], np.ndarray] | None:
-    """The fast path: the vectors from the query and value columns and the layout sourcebias
-    wrote, or None when the file does not (or no longer) match that layout."""
-    import pyarrow.parquet as pq
-
-    pf = pq.ParquetFile(path, read_dictionary=[QUERY_COLUMN])
-    raw = (pf.schema_arrow.metadata or {}).get(LAYOUT_KEY)
-    if raw is None:
-        return None
-    layout = json.loads(raw)
-    keys, nq = [tuple(k) for k in layout["keys"]], int(layout["queries"])
-    if nq != len(query_ids) or not keys or pf.metadata.num_rows != len(keys) * nq:
-        return None
-    table = pf.read(columns=[QUERY_COLUMN, VALUE_COLUMN])
-    qcol = table.column(QUERY_COLUMN).combine_chunks()
-    values = table.column(VALUE_COLUMN).to_numpy()
-    if qcol.null_count or table.column(VALUE_COLUMN).null_count or _crc(values) != layout["crc32"]:
-        return None
-    codes = qcol.indices.to_numpy(zero_copy_only=False)
-    names = qcol.dictionary.to_pylist()
-    qrow = codes if names == list(query_ids) else _query_rows(path, names, query_ids)[codes]
-    if not np.array_equal(qrow.reshape(len(keys), nq), np.broadcast_to(np.arange(nq, dtype=qrow.dtype), (len(keys), nq))):
-        return None
-    matrix = values.reshape(len(keys), nq)
-    return dict(zip(keys, matrix))  # type: ignore[arg-type]
-
-
 def read_per_query_parquet(path: str | Path, columns: Sequence[str], query_ids: Sequence[str]) -> dict[tuple[str, str, str, str], np.ndarray]:
-    """The vectors of a ``per_query.parquet``, keyed by ``(retriever, corpus, target, metric)``
-    tuples (in file order), each aligned with ``query_ids`` (NaN where a query has no row)."""
+    """The vectors of a ``per_query.parquet``, keyed by the file's own labels.
+
+    Args:
+        path: the Parquet file.
+        columns: the expected column names, in order (four key fields, ``query_id``, ``value``).
+        query_ids: the result's queries.
+
+    Returns:
+        ``(retriever, corpus, target, metric)`` tuples (in file order) to vectors aligned with
+        ``query_ids`` (NaN where a query has no row).
+
+    Raises:
+        DataError: naming the file, when it is missing or unreadable, its columns differ, a cell
+            is empty, a query is not the result's, or a (key, query) pair has two rows.
+    """
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -113,10 +99,6 @@ def read_per_query_parquet(path: str | Path, columns: Sequence[str], query_ids: 
         raise DataError(path, "missing: the per-query values of this result")
     key_columns = _key_columns(columns)
     try:
-        if pq.read_schema(path).names == list(columns):
-            fast = _read_by_layout(path, query_ids)
-            if fast is not None:
-                return fast
         table = pq.read_table(path, read_dictionary=[*key_columns, QUERY_COLUMN])
     except (pa.ArrowInvalid, OSError) as exc:
         raise DataError(path, f"not a readable Parquet file ({exc})") from None
@@ -129,14 +111,49 @@ def read_per_query_parquet(path: str | Path, columns: Sequence[str], query_ids: 
             col = col.dictionary_encode()
         if col.null_count:
             raise DataError(path, f"column '{name}' has {col.null_count} empty cells")
-        codes.append(col.indices.to_numpy(zero_copy_only=False).astype(np.int64))
+        codes.append(col.indices.to_numpy(zero_copy_only=False))
         labels.append(col.dictionary.to_pylist())
     value_col = table.column(VALUE_COLUMN)
     if value_col.null_count:
         raise DataError(path, f"column '{VALUE_COLUMN}' has {value_col.null_count} empty cells")
     values = value_col.to_numpy().astype(np.float64, copy=False)
+    blocks = _read_as_blocks(codes, labels, values, query_ids)
+    if blocks is not None:
+        return blocks
     qrow = _query_rows(path, labels[4], query_ids)[codes[4]]
-    return _scatter(codes[:4], labels[:4], qrow, values, len(query_ids))
+    merged = [_merge_equal_labels(c, lab) for c, lab in zip(codes[:4], labels[:4])]
+    return _scatter(path, [c for c, _ in merged], [lab for _, lab in merged], qrow, values, query_ids)
+
+
+def _read_as_blocks(codes: list[np.ndarray], labels: list[list[str]], values: np.ndarray, query_ids: Sequence[str]) -> dict[tuple[str, str, str, str], np.ndarray] | None:
+    """The fast path, for the layout sourcebias writes: rows in blocks of ``len(query_ids)``, each
+    block one key (read from its cells) over the result's queries in order. None when the file
+    is laid out otherwise (or two blocks share a key), for the general path to read."""
+    nq = len(query_ids)
+    if nq == 0 or len(values) == 0 or len(values) % nq or labels[4] != list(query_ids):
+        return None
+    nk = len(values) // nq
+    if not np.array_equal(codes[4].reshape(nk, nq), np.broadcast_to(np.arange(nq, dtype=codes[4].dtype), (nk, nq))):
+        return None
+    firsts = []
+    for c in codes[:4]:
+        block = c.reshape(nk, nq)
+        if not (block == block[:, :1]).all():
+            return None
+        firsts.append(block[:, 0].tolist())
+    keys = [tuple(labels[j][firsts[j][b]] for j in range(4)) for b in range(nk)]
+    if len(set(keys)) != nk:
+        return None
+    return dict(zip(keys, values.reshape(nk, nq)))  # type: ignore[arg-type]
+
+
+def _merge_equal_labels(codes: np.ndarray, labels: list[str]) -> tuple[np.ndarray, list[str]]:
+    """Codes (int64) over distinct labels: a dictionary edited by hand may hold a label twice."""
+    distinct = list(dict.fromkeys(labels))
+    if len(distinct) == len(labels):
+        return codes.astype(np.int64), labels
+    index = {v: i for i, v in enumerate(distinct)}
+    return np.asarray([index[v] for v in labels], dtype=np.int64)[codes], distinct
 
 
 def _query_rows(path: Path, names: list[str], query_ids: Sequence[str]) -> np.ndarray:
@@ -147,17 +164,25 @@ def _query_rows(path: Path, names: list[str], query_ids: Sequence[str]) -> np.nd
     return np.asarray([index[q] for q in names], dtype=np.int64)
 
 
-def _scatter(codes: list[np.ndarray], labels: list[list[str]], qrow: np.ndarray, values: np.ndarray, n_queries: int) -> dict[tuple[str, str, str, str], np.ndarray]:
+def _scatter(path: Path, codes: list[np.ndarray], labels: list[list[str]], qrow: np.ndarray, values: np.ndarray, query_ids: Sequence[str]) -> dict[tuple[str, str, str, str], np.ndarray]:
+    """Each key's rows (found by sorting the key codes) scattered into a vector over the
+    queries, keys in order of first appearance; a DataError when a (key, query) pair has more
+    than one row."""
     out: dict[tuple[str, str, str, str], np.ndarray] = {}
     if len(values) == 0:
         return out
+    nq = len(query_ids)
     key = np.ravel_multi_index(tuple(codes), tuple(max(len(x), 1) for x in labels))
-    starts = np.concatenate(([0], np.flatnonzero(np.diff(key)) + 1))
+    order = np.argsort(key, kind="stable")
+    starts = np.concatenate(([0], np.flatnonzero(np.diff(key[order])) + 1))
     ends = np.append(starts[1:], len(key))
-    for a, b in zip(starts.tolist(), ends.tolist()):
-        k = tuple(labels[j][codes[j][a]] for j in range(4))
-        vec = out.get(k)  # type: ignore[arg-type]
-        if vec is None:
-            vec = out[k] = np.full(n_queries, np.nan)  # type: ignore[index]
-        vec[qrow[a:b]] = values[a:b]
+    for i in np.argsort(order[starts]).tolist():  # keys in file order (the sort is stable)
+        rows = order[starts[i]:ends[i]]
+        k = tuple(labels[j][codes[j][rows[0]]] for j in range(4))
+        q = qrow[rows]
+        seen = np.bincount(q, minlength=nq)
+        if seen.max() > 1:
+            raise DataError(path, f"{int((seen - 1).clip(0).sum())} rows repeat a query already given for {k}, e.g. query '{query_ids[int(seen.argmax())]}'")
+        vec = out[k] = np.full(nq, np.nan)  # type: ignore[index]
+        vec[q] = values[rows]
     return out  # type: ignore[return-value]

@@ -6,7 +6,7 @@ is listed, copies written by a source other than the target with label 0 (target
 copy keeps its label). The judgements are the dataset's after its orphan rule
 (:mod:`sourcebias.data.pairing`), restricted to the evaluated queries. Documents are named
 ``<source>/<doc_id>`` (:meth:`~sourcebias.retrieval.run.DocnoMap.sourcebias`), and the runs carry
-tie-resolved, strictly decreasing scores (:func:`~sourcebias.retrieval.formats.tie_resolved_scores`),
+tie-resolved, strictly decreasing scores (:func:`~sourcebias.retrieval.ties.tie_resolved_scores`),
 so ranx (or trec_eval, PyTerrier) re-sorting them keeps sourcebias' order: ``ranx.compare`` on
 them gives the per-target values of the result.
 

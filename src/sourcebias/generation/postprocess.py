@@ -250,10 +250,25 @@ def clean_output(
         removed.append("special tokens")
         text = stripped
     text = text.strip()
-
     # Refusals are judged on the answer as given (before anything is cut away).
     refusal = detect_refusal(text, source_text)
+    text = _strip_head(text, source_text, answer_marker, removed)
+    text, echoed = _strip_echo(text, _instruction_sentences(template))
+    if echoed:
+        removed.append("instruction echo")
+    text = _strip_tail(text, source_text, removed)
+    text, unquoted = _strip_quotes(text)
+    if unquoted:
+        removed.append("wrapping quotes")
+    text = text.strip()
+    if refusal is None:
+        refusal = detect_refusal(text, source_text)
+    return _judged(text, raw, refusal, finish_reason, tuple(removed))
 
+
+def _strip_head(text: str, source_text: str, answer_marker: str | None, removed: list[str]) -> str:
+    """The answer label, announcement lines, a preamble and an original-text label cut from the
+    head of ``text`` (none that the source itself holds); what was cut is added to ``removed``."""
     if answer_marker is not None:
         m = _MARKER.search(text)
         if m and not _in_source(text[m.start() : m.end()], source_text):
@@ -278,9 +293,12 @@ def clean_output(
     if m and text[m.end() :].strip() and not _in_source(m.group(0), source_text):
         text = text[m.end() :].strip()
         removed.append("original-text label")
-    text, echoed = _strip_echo(text, _instruction_sentences(template))
-    if echoed:
-        removed.append("instruction echo")
+    return text
+
+
+def _strip_tail(text: str, source_text: str, removed: list[str]) -> str:
+    """Trailing notes (whole paragraphs, the first kept) and a trailing instruction cut from the
+    end of ``text`` (none that the source itself holds); what was cut is added to ``removed``."""
     paras = _paragraphs(text)
     kept = list(paras)
     while len(kept) > 1 and _TRAILING_NOTE.match(kept[-1]) and not _in_source(kept[-1], source_text):
@@ -292,20 +310,19 @@ def clean_output(
     if m and not _in_source(m.group(0), source_text):
         text = text[: m.start()].rstrip()
         removed.append("trailing instruction")
-    text, unquoted = _strip_quotes(text)
-    if unquoted:
-        removed.append("wrapping quotes")
-    text = text.strip()
+    return text
 
-    if refusal is None:
-        refusal = detect_refusal(text, source_text)
+
+def _judged(text: str, raw: str, refusal: str | None, finish_reason: str | None, removed: tuple[str, ...]) -> Cleaned:
+    """The cleaned answer's status: refused (a refusal phrase, or the provider's safety filter),
+    empty, truncated (``finish_reason 'length'``) or ok."""
     if refusal is None and finish_reason == "content_filter":  # OpenAI/Azure: the provider's safety filter stopped it
         refusal = "finish_reason 'content_filter'"
     if refusal is not None:
         why = refusal if refusal.startswith("finish_reason") else f"refusal phrase: {refusal[:80]!r}"
-        return Cleaned(text, "refused", why, tuple(removed))
+        return Cleaned(text, "refused", why, removed)
     if not re.search(r"\w", text):
-        return Cleaned(text, "empty", "no text left after clean-up" if raw and raw.strip() else "empty answer", tuple(removed))
+        return Cleaned(text, "empty", "no text left after clean-up" if raw and raw.strip() else "empty answer", removed)
     if finish_reason == "length":
-        return Cleaned(text, "truncated", "stopped at the max_tokens limit (finish_reason 'length')", tuple(removed))
-    return Cleaned(text, "ok", None, tuple(removed))
+        return Cleaned(text, "truncated", "stopped at the max_tokens limit (finish_reason 'length')", removed)
+    return Cleaned(text, "ok", None, removed)

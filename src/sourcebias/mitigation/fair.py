@@ -169,15 +169,6 @@ class ExposureParity(Stage):
         return {"name": self.name, "class": "ExposureParity", "k": self.k, "target": self.target, "depth": self.depth, "exposure": "1/log2(rank+1), as NDSR"}
 
 
-def source_exposures(codes: Sequence[int], k: int) -> dict[int, float]:
-    """Exposure ``Σ 1 / log2(rank + 1)`` of each source code over the first ``k`` ranks."""
-    w = dcg_weights(min(k, len(codes)))
-    out: dict[int, float] = {}
-    for c, x in zip(list(codes)[: len(w)], w.tolist()):
-        out[int(c)] = out.get(int(c), 0.0) + x
-    return out
-
-
 def remedy_rows(result: Any, pairs: Sequence[tuple[str, str, str]], measures: Sequence[str] = ("NDCG@3", "NDCG@10")) -> Any:
     """Before → after rows of remedies evaluated in one result: ``pairs`` are ``(remedy, before
     system, after system)``. Per remedy: each of ``measures`` on all targets (percent), Relative

@@ -18,95 +18,96 @@ def _cos_sim(a: Tensor, b: Tensor) -> Tensor:
 
 
 class TwinPositivesRankingLoss(nn.Module):
+    """A multiple-negatives ranking loss in which a query's human-written positive and its LLM-written
+    twin are positives (**both** by default, or one of them: the *positive pool*), plus the
+    source-bias constraint of Dai et al. (KDD 2024): a hinge that penalises ranking the twin
+    above the original.
+
+    For a batch of ``B`` (query q_i, human document h_i, twin l_i[, negatives n_i1..n_ik]) tuples,
+    with s(·,·) the similarity and S = scale · s:
+
+    * ``CE_human,i`` = cross-entropy of q_i over the candidates {h_j, l_j, n_jk : all j, k}
+      with target h_i, the column of its own twin l_i removed (a query's other-source copy is
+      relevant, its label copied from the original, so never its negative);
+    * ``CE_llm,i`` = the same with target l_i and its own original h_i removed;
+    * ``L_rank`` = mean_i (w_h,i · CE_human,i + w_l,i · CE_llm,i), where the pool of tuple i
+      sets the weights: ``both`` → (1, 1), ``human`` → (1, 0), ``llm`` → (0, 1);
+    * ``L_debias`` = mean_i max(0, s(q_i, l_i) − s(q_i, h_i)) (on the unscaled similarity);
+    * ``loss = L_rank + alpha · L_debias``.
+
+    With ``both`` this is the reference implementation: two ``CrossEntropyLoss`` terms summed,
+    plus ``alpha * MarginRankingLoss(s_human, s_llm, target=1, margin=0)`` (the hinge above);
+    ``alpha = 0`` leaves plain contrastive training on a mixed corpus. As ``alpha`` grows, the
+    retriever is pushed to rank originals at least as high as their twins (Relative Δ rises
+    towards and above 0).
+
+    **With a one-copy pool** (``human``, ``llm``, or a per-tuple mix) the copy outside the
+    pool is *excluded* from its own query's softmax — neither a positive nor a negative, as
+    the reference treats a query's other-source copy — and enters only the hinge, which
+    still compares both copies' scores. Every other candidate (other tuples' copies of both
+    sources, the mined negatives' two copies) is a negative exactly as with ``both``, so the
+    pools differ only in which copy is a target: ``alpha = 0`` with ``human`` against ``both``
+    isolates "twins as positives"; ``alpha > 0`` with ``human`` isolates the hinge. Note the
+    scale: ``both`` sums two cross-entropies per tuple, a one-copy pool one, so at equal
+    ``alpha`` the hinge weighs about twice as much, relative to ``L_rank``, in a one-copy pool.
+
+    Why a new name: sentence-transformers has an unrelated ``DebiasedMultipleNegativesRankingLoss``
+    (Chuang et al., 2020: debiasing false negatives); this loss debiases *sources*.
+
+    Args:
+        model: SentenceTransformer model.
+        alpha: weight of the constraint (the papers sweep 1e-4 to 1e-2; the reference's default 0.1).
+        scale: multiplier of the similarities in the softmax (``1 / temperature``), as in
+            ``MultipleNegativesRankingLoss`` (20 with cosine; 1 with dot product).
+        similarity_fct: similarity of embeddings (default cosine).
+        in_batch_negatives: ``False`` keeps only each tuple's own negatives (the ``hard-only``
+            strategy of Huang et al. 2026): other tuples' documents are masked out.
+        positives: the pool of every tuple (``both``, ``human``, ``llm``) when the batch has
+            no labels; ``None``: per tuple, from the labels (required then). Labels, when
+            given, are the :data:`POSITIVE_LABELS` codes of each tuple's pool (the training
+            data's ``label`` column); with ``positives`` set they must agree with it.
+
+    References:
+        - Dai et al., *Neural Retrievers are Biased Towards LLM-Generated Content*, KDD 2024, §6
+          (the debiased constraint).
+        - Henderson et al., *Efficient Natural Language Response Suggestion for Smart Reply*, 2017
+          (multiple negatives ranking).
+
+    Requirements:
+        1. (query, human copy, LLM copy) triplets, optionally with hard negatives, optionally
+           with a label per tuple: which copies are positives (0 human, 1 LLM, 2 both).
+        2. No two tuples of a batch share a query or a document (duplicates would be false
+           negatives); :mod:`sourcebias.mitigation.plan` builds such batches.
+
+    Inputs:
+        +---------------------------------------------------------------+--------+
+        | Texts                                                         | Labels           |
+        +===============================================================+==================+
+        | (query, human copy, LLM copy)                                 | none or 0/1/2    |
+        +---------------------------------------------------------------+------------------+
+        | (query, human copy, LLM copy, negative_1, ..., n_k)           | none or 0/1/2    |
+        +---------------------------------------------------------------+------------------+
+
+    Relations:
+        - With only (query, human positive) columns and ``alpha = 0`` this is
+          ``MultipleNegativesRankingLoss``; with ``positives="human"`` and ``alpha = 0`` it is
+          that loss with the LLM copies as extra candidates, each query's own twin left out.
+
+    Example:
+        ::
+
+            from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer
+            from sourcebias.mitigation.losses import TwinPositivesRankingLoss
+
+            model = SentenceTransformer("sentence-transformers/all-MiniLM-L6-v2")
+            loss = TwinPositivesRankingLoss(model, alpha=0.01)
+            # train_dataset columns: query, human, llm[, negative_1 ...]
+            trainer = SentenceTransformerTrainer(model=model, train_dataset=train_dataset, loss=loss)
+            trainer.train()
+    """
+
     def __init__(self, model: Any, alpha: float = 0.1, scale: float = 20.0, similarity_fct: Callable[[Tensor, Tensor], Tensor] | None = None, in_batch_negatives: bool = True, positives: str | None = "both") -> None:
-        """
-        A multiple-negatives ranking loss in which a query's human-written positive and its LLM-written
-        twin are positives (**both** by default, or one of them: the *positive pool*), plus the
-        source-bias constraint of Dai et al. (KDD 2024): a hinge that penalises ranking the twin
-        above the original.
-
-        For a batch of ``B`` (query q_i, human document h_i, twin l_i[, negatives n_i1..n_ik]) tuples,
-        with s(·,·) the similarity and S = scale · s:
-
-        * ``CE_human,i`` = cross-entropy of q_i over the candidates {h_j, l_j, n_jk : all j, k}
-          with target h_i, the column of its own twin l_i removed (a query's other-source copy is
-          relevant, its label copied from the original, so never its negative);
-        * ``CE_llm,i`` = the same with target l_i and its own original h_i removed;
-        * ``L_rank`` = mean_i (w_h,i · CE_human,i + w_l,i · CE_llm,i), where the pool of tuple i
-          sets the weights: ``both`` → (1, 1), ``human`` → (1, 0), ``llm`` → (0, 1);
-        * ``L_debias`` = mean_i max(0, s(q_i, l_i) − s(q_i, h_i)) (on the unscaled similarity);
-        * ``loss = L_rank + alpha · L_debias``.
-
-        With ``both`` this is the reference implementation: two ``CrossEntropyLoss`` terms summed,
-        plus ``alpha * MarginRankingLoss(s_human, s_llm, target=1, margin=0)`` (the hinge above);
-        ``alpha = 0`` leaves plain contrastive training on a mixed corpus. As ``alpha`` grows, the
-        retriever is pushed to rank originals at least as high as their twins (Relative Δ rises
-        towards and above 0).
-
-        **With a one-copy pool** (``human``, ``llm``, or a per-tuple mix) the copy outside the
-        pool is *excluded* from its own query's softmax — neither a positive nor a negative, as
-        the reference treats a query's other-source copy — and enters only the hinge, which
-        still compares both copies' scores. Every other candidate (other tuples' copies of both
-        sources, the mined negatives' two copies) is a negative exactly as with ``both``, so the
-        pools differ only in which copy is a target: ``alpha = 0`` with ``human`` against ``both``
-        isolates "twins as positives"; ``alpha > 0`` with ``human`` isolates the hinge. Note the
-        scale: ``both`` sums two cross-entropies per tuple, a one-copy pool one, so at equal
-        ``alpha`` the hinge weighs about twice as much, relative to ``L_rank``, in a one-copy pool.
-
-        Why a new name: sentence-transformers has an unrelated ``DebiasedMultipleNegativesRankingLoss``
-        (Chuang et al., 2020: debiasing false negatives); this loss debiases *sources*.
-
-        Args:
-            model: SentenceTransformer model.
-            alpha: weight of the constraint (the papers sweep 1e-4 to 1e-2; the reference's default 0.1).
-            scale: multiplier of the similarities in the softmax (``1 / temperature``), as in
-                ``MultipleNegativesRankingLoss`` (20 with cosine; 1 with dot product).
-            similarity_fct: similarity of embeddings (default cosine).
-            in_batch_negatives: ``False`` keeps only each tuple's own negatives (the ``hard-only``
-                strategy of Huang et al. 2026): other tuples' documents are masked out.
-            positives: the pool of every tuple (``both``, ``human``, ``llm``) when the batch has
-                no labels; ``None``: per tuple, from the labels (required then). Labels, when
-                given, are the :data:`POSITIVE_LABELS` codes of each tuple's pool (the training
-                data's ``label`` column); with ``positives`` set they must agree with it.
-
-        References:
-            - Dai et al., *Neural Retrievers are Biased Towards LLM-Generated Content*, KDD 2024, §6
-              (the debiased constraint).
-            - Henderson et al., *Efficient Natural Language Response Suggestion for Smart Reply*, 2017
-              (multiple negatives ranking).
-
-        Requirements:
-            1. (query, human copy, LLM copy) triplets, optionally with hard negatives, optionally
-               with a label per tuple: which copies are positives (0 human, 1 LLM, 2 both).
-            2. No two tuples of a batch share a query or a document (duplicates would be false
-               negatives); :mod:`sourcebias.mitigation.plan` builds such batches.
-
-        Inputs:
-            +---------------------------------------------------------------+--------+
-            | Texts                                                         | Labels           |
-            +===============================================================+==================+
-            | (query, human copy, LLM copy)                                 | none or 0/1/2    |
-            +---------------------------------------------------------------+------------------+
-            | (query, human copy, LLM copy, negative_1, ..., n_k)           | none or 0/1/2    |
-            +---------------------------------------------------------------+------------------+
-
-        Relations:
-            - With only (query, human positive) columns and ``alpha = 0`` this is
-              ``MultipleNegativesRankingLoss``; with ``positives="human"`` and ``alpha = 0`` it is
-              that loss with the LLM copies as extra candidates, each query's own twin left out.
-
-        Example:
-            ::
-
-                from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer
-                from sourcebias.mitigation.losses import TwinPositivesRankingLoss
-
-                model = SentenceTransformer("sentence-transformers/all-MiniLM-L6-v2")
-                loss = TwinPositivesRankingLoss(model, alpha=0.01)
-                # train_dataset columns: query, human, llm[, negative_1 ...]
-                trainer = SentenceTransformerTrainer(model=model, train_dataset=train_dataset, loss=loss)
-                trainer.train()
-        """
+        """See the class docstring (Args)."""
         super().__init__()
         self.model = model
         self.alpha = float(alpha)

@@ -157,15 +157,11 @@ def train(
 ) -> Path:
     """Train ``base`` (a sentence-transformers name, preset or path) on ``plan`` with weight
     ``alpha`` into ``out`` (``out/model`` is the result); resumes from ``out/checkpoints``."""
-    import torch
     from datasets import Dataset as HFDataset
-    from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer
+    from sentence_transformers import SentenceTransformerTrainer
     from transformers import set_seed
 
-    from sourcebias.core.manifest import package_versions
     from sourcebias.mitigation.losses import TwinPositivesRankingLoss
-    from sourcebias.models.hub import resolve_device, resolve_model
-    from sourcebias.models.encoders import PRESETS
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -173,11 +169,7 @@ def train(
     if check_folder(out, plan, alpha):
         return final  # finished earlier, on this plan with this α
     set_seed(seed)
-    name = PRESETS[base].model if base in PRESETS else base
-    device = resolve_device(device)
-    model = SentenceTransformer(resolve_model(name, what="encoder", flag="--base PATH"), device=device)
-    if max_seq_length:
-        model.max_seq_length = int(max_seq_length)
+    model, name, device = _base_model(base, device, max_seq_length)
     cols, sizes = plan_columns(plan, dataset)
     data = HFDataset.from_dict(cols)
     pool = plan.header.get("positives", "both")
@@ -188,7 +180,6 @@ def train(
     resume = ckpt.is_dir() and any(p.name.startswith("checkpoint-") for p in ckpt.iterdir())
     t0 = time.perf_counter()
     trainer.train(resume_from_checkpoint=bool(resume))
-    seconds = time.perf_counter() - t0
     info = {
         "kind": "debiased-training",
         "base": base,
@@ -198,16 +189,43 @@ def train(
         "loss": loss.get_config_dict(),
         "plan": {"digest": plan.digest(), **{k: v for k, v in plan.header.items() if k != "checksums"}, "checksums": plan.header.get("checksums")},
         "hyperparameters": {"learning_rate": learning_rate, "warmup_ratio": warmup_ratio, "optimizer": "AdamW (weight decay 0.01), linear schedule", "max_seq_length": model.max_seq_length, "seed": seed, "fp16": args.fp16},
+        **_run_record(trainer, len(data), bool(resume), time.perf_counter() - t0, device),
+    }
+    return save_model(model, info, final)
+
+
+def _base_model(base: str, device: str | None, max_seq_length: int | None) -> tuple[Any, str, str]:
+    """The sentence-transformers model to start from (a preset, a name or a folder), the name it
+    resolved to, and the device it is on."""
+    from sentence_transformers import SentenceTransformer
+
+    from sourcebias.models.encoders import PRESETS
+    from sourcebias.models.hub import resolve_device, resolve_model
+
+    name = PRESETS[base].model if base in PRESETS else base
+    device = resolve_device(device)
+    model = SentenceTransformer(resolve_model(name, what="encoder", flag="--base PATH"), device=device)
+    if max_seq_length:
+        model.max_seq_length = int(max_seq_length)
+    return model, name, device
+
+
+def _run_record(trainer: Any, examples: int, resumed: bool, seconds: float, device: str) -> dict[str, Any]:
+    """What the training run did, for ``training.json``: steps, examples, time, loss log, versions."""
+    import torch
+
+    from sourcebias.core.manifest import package_versions
+
+    return {
         "steps": trainer.state.global_step,
-        "examples": len(data),
-        "resumed": bool(resume),
+        "examples": examples,
+        "resumed": resumed,
         "seconds": round(seconds, 1),
         "log": [e for e in trainer.state.log_history if "loss" in e],
         "versions": package_versions(),
         "device": device,
         "threads": torch.get_num_threads(),
     }
-    return save_model(model, info, final)
 
 
 def save_model(model: Any, info: dict[str, Any], final: Path) -> Path:

@@ -22,10 +22,10 @@ misuse is refused, two writers are refused, and the folder appears complete or n
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Unpack
 
 from sourcebias.core.artifacts import OutputFolder
-from sourcebias.evaluation.artifact import evaluation_manifest, write_result
+from sourcebias.evaluation.artifact import WriteOptions, evaluation_manifest, write_result
 from sourcebias.evaluation.results import EvaluationResult
 from sourcebias.reporting.render import to_csv, to_markdown
 from sourcebias.reporting.render import to_latex as latex_table
@@ -49,23 +49,24 @@ def write_summaries(result: EvaluationResult, folder: str | Path, report: Report
     return out | to_csv(report, folder)
 
 
-def write_evaluation(
-    result: EvaluationResult,
-    out: str | Path | OutputFolder,
-    *,
-    write_runs: bool = True,
-    overwrite: bool = False,
-    timings: dict[str, Any] | None = None,
-    command: str = "evaluate",
-    manifest_extra: dict[str, Any] | None = None,
-    report: Report | None = None,
-    format: str = "csv",
-) -> Path:
-    """Write ``result`` and its report (``report``, e.g. :func:`~sourcebias.reporting.report.result_report`
-    with the dataset's qrels; by default the result's own) as an output folder; returns its path
-    (see :func:`sourcebias.evaluation.artifact.write_result`; ``format``: of the per-query values)."""
+def write_evaluation(result: EvaluationResult, out: str | Path | OutputFolder, *, overwrite: bool = False, report: Report | None = None, **options: Unpack[WriteOptions]) -> Path:
+    """Write ``result`` and its report as an output folder (see
+    :func:`sourcebias.evaluation.artifact.write_result`).
+
+    Args:
+        result: the evaluation.
+        out: a path (claimed here) or an :class:`OutputFolder` claimed before any work.
+        overwrite: replace the results of an earlier run at ``out``.
+        report: the report rendered into ``summary.md``/``summary.tex``/``statistics.csv``, e.g.
+            :func:`~sourcebias.reporting.report.result_report` with the dataset's qrels; by
+            default the result's own.
+        **options: see :class:`~sourcebias.evaluation.artifact.WriteOptions`.
+
+    Returns:
+        The folder's path.
+    """
 
     def render(res: EvaluationResult, folder: Path) -> dict[str, Path]:
         return write_summaries(res, folder, report)
 
-    return write_result(result, out, write_runs=write_runs, overwrite=overwrite, timings=timings, command=command, manifest_extra=manifest_extra, render=render, **({"format": format} if format != "csv" else {}))
+    return write_result(result, out, overwrite=overwrite, render=render, **options)

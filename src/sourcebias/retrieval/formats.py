@@ -33,39 +33,11 @@ import numpy as np
 
 from sourcebias.core.errors import ConfigError, DataError
 from sourcebias.data.corpus import Corpus
-from sourcebias.retrieval.run import DocnoMap, Run, resolve_docnos
-from sourcebias.retrieval.ties import TieRule
+from sourcebias.retrieval.run import DocnoMap, Run, resolve_docnos, unknown_docno
+from sourcebias.retrieval.ties import TieRule, tie_resolved_scores
 
 _WS = re.compile(r"[ \t\n\r]*")
 _DECODER = json.JSONDecoder()
-COCKTAIL_DOCNO = "{doc_id}-{source}"
-
-
-def tie_resolved_scores(scores: np.ndarray) -> np.ndarray:
-    """The scores of one ranked list (best first) made strictly decreasing, as float64 values
-    that are exact in float32.
-
-    Each score is rounded to float32 (trec_eval, through pytrec_eval, keeps scores in single
-    precision, so a float64 difference below that would be a tie again), kept where it is below
-    the previous one, and otherwise replaced by the next float32 below its predecessor
-    (``numpy.nextafter``). The values stay within a few float32 units in the last place of the
-    originals, and re-sorting them by score, in single or double precision, gives back the list's
-    order. Lists with a score that is not finite in float32 get ``n - rank`` instead.
-    """
-    s = np.asarray(scores, dtype=np.float64)
-    n = len(s)
-    if n == 0:
-        return s.copy()
-    with np.errstate(over="ignore"):
-        s32 = s.astype(np.float32)
-    if not np.isfinite(s32).all():
-        return np.arange(n, 0, -1, dtype=np.float64)
-    out = s32.tolist()
-    down = np.float32(-np.inf)
-    for i in range(1, n):
-        if out[i] >= out[i - 1]:
-            out[i] = float(np.nextafter(np.float32(out[i - 1]), down))
-    return np.asarray(out, dtype=np.float64)
 
 
 def nested_run(run: Run, docnos: DocnoMap | None = None, query_ids: list[str] | None = None) -> dict[str, dict[str, float]]:
@@ -100,16 +72,7 @@ def write_json_run(run: Run, path: str | Path, docnos: DocnoMap | None = None, *
     return Path(path)
 
 
-def read_json_run(
-    path: str | Path,
-    corpus: Corpus,
-    *,
-    docnos: DocnoMap | None = None,
-    docno_pattern: str | None = None,
-    source_labels: dict[str, str] | None = None,
-    name: str | None = None,
-    seed: int = 0,
-) -> Run:
+def read_json_run(path: str | Path, corpus: Corpus, *, docnos: DocnoMap | None = None, docno_pattern: str | None = None, source_labels: dict[str, str] | None = None, name: str | None = None, seed: int = 0) -> Run:
     """Read a nested-JSON run ``{query_id: {name: score}}`` over ``corpus``.
 
     Names are mapped by ``docnos``, or else by :func:`~sourcebias.retrieval.run.resolve_docnos`
@@ -120,12 +83,7 @@ def read_json_run(
     with an empty object is kept as an empty ranking.
     """
     path = Path(path)
-    if docnos is None:
-        docnos = resolve_docnos(path, corpus, docno_pattern=docno_pattern, source_labels=source_labels)
-    elif docno_pattern is not None or source_labels:
-        raise ConfigError("give a docno map or a docno pattern, not both")
-    if docnos.corpus is not corpus:
-        raise ValueError("the docno map was built for another corpus")
+    docnos = _file_docnos(path, corpus, docnos, docno_pattern, source_labels)
     rule = TieRule(corpus, seed)
     positions: dict[str, np.ndarray] = {}
     scores: dict[str, np.ndarray] = {}
@@ -136,7 +94,7 @@ def read_json_run(
         for docno, score, lineno in entries:
             pos = docnos.position(docno)
             if pos is None:
-                raise DataError(path, f"document '{docno}' is not in the dataset ({docnos.describe()}){_hint(docno, docnos)}", lineno)
+                raise DataError(path, unknown_docno(docno, docnos), lineno)
             if pos in seen:
                 raise DataError(path, f"document '{docno}' is listed twice for query '{qid}' (first on line {seen[pos]})", lineno)
             seen[pos] = lineno
@@ -152,10 +110,16 @@ def read_json_run(
     return Run(corpus, name or _stem(path), positions, scores, info)
 
 
-def _hint(docno: str, docnos: DocnoMap) -> str:
-    if "{source}/{doc_id}" in docnos.describe() or "<source>/<doc_id>" in docnos.describe():
-        return f"; the Cocktail code and the 2026 package name copies {COCKTAIL_DOCNO}: say so with the docno pattern '{COCKTAIL_DOCNO}'"
-    return ""
+def _file_docnos(path: Path, corpus: Corpus, docnos: DocnoMap | None, docno_pattern: str | None, source_labels: dict[str, str] | None) -> DocnoMap:
+    """How the file ``path`` names documents: the map given, or else the one rule of
+    :func:`~sourcebias.retrieval.run.resolve_docnos` (pattern, table beside the file, default)."""
+    if docnos is None:
+        return resolve_docnos(path, corpus, docno_pattern=docno_pattern, source_labels=source_labels)
+    if docno_pattern is not None or source_labels:
+        raise ConfigError("give a docno map or a docno pattern, not both")
+    if docnos.corpus is not corpus:
+        raise ValueError("the docno map was built for another corpus")
+    return docnos
 
 
 def _stem(path: Path) -> str:
@@ -260,16 +224,7 @@ def _iter_entries(cur: _Cursor, qid: str) -> Iterator[tuple[str, float, int]]:
 
 
 # -- per-document features -------------------------------------------------------------------
-def read_feature_jsonl(
-    path: str | Path,
-    corpus: Corpus,
-    docnos: DocnoMap | None = None,
-    *,
-    docno_pattern: str | None = None,
-    source_labels: dict[str, str] | None = None,
-    id_field: str = "_id",
-    value_field: str = "value",
-) -> np.ndarray:
+def read_feature_jsonl(path: str | Path, corpus: Corpus, docnos: DocnoMap | None = None, *, docno_pattern: str | None = None, source_labels: dict[str, str] | None = None, id_field: str = "_id", value_field: str = "value") -> np.ndarray:
     """Per-document values ``{"_id": name, "value": x}`` (one JSON object a line; ``.gz`` too)
     as a float64 vector aligned with ``corpus`` (``out[i]`` is the value of ``corpus[i]``).
 
@@ -282,12 +237,7 @@ def read_feature_jsonl(
     from sourcebias.data.jsonl import iter_jsonl, require_str
 
     path = Path(path)
-    if docnos is None:
-        docnos = resolve_docnos(path, corpus, docno_pattern=docno_pattern, source_labels=source_labels)
-    elif docno_pattern is not None or source_labels:
-        raise ConfigError("give a docno map or a docno pattern, not both")
-    if docnos.corpus is not corpus:
-        raise ValueError("the docno map was built for another corpus")
+    docnos = _file_docnos(path, corpus, docnos, docno_pattern, source_labels)
     out = np.full(len(corpus), np.nan)
     line_of: dict[int, int] = {}
     for lineno, record in iter_jsonl(path):
@@ -299,7 +249,7 @@ def read_feature_jsonl(
             raise DataError(path, f"field '{value_field}' of '{name}' must be a finite number, got {value!r}", lineno)
         pos = docnos.position(name)
         if pos is None:
-            raise DataError(path, f"document '{name}' is not in the dataset ({docnos.describe()}){_hint(name, docnos)}", lineno)
+            raise DataError(path, unknown_docno(name, docnos), lineno)
         if pos in line_of:
             raise DataError(path, f"document '{name}' is given twice (first on line {line_of[pos]})", lineno)
         line_of[pos] = lineno

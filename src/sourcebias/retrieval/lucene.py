@@ -161,11 +161,6 @@ class LuceneBM25:
         self._denom = csc_matrix((denom, rows, tf.indptr), shape=shape).T.tocsr()
         return self
 
-    def posting_scores(self, term: int) -> tuple[np.ndarray, np.ndarray]:
-        """``(documents, float32 scores)`` of one term's postings."""
-        row = self._matrix.getrow(term)
-        return row.indices.copy(), row.data.astype(np.float32)
-
     def _boosted_row(self, term: int, boost: int) -> tuple[np.ndarray, np.ndarray]:
         """``(documents, float32 scores)`` of one term under a query boost, in Lucene's order:
         ``weight = (float) boost * idf``, then ``weight - weight / (1 + freq * cache[norm])``."""

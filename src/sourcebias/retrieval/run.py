@@ -68,15 +68,6 @@ class Run:
         names, codes, ids = c.sources, c.source_codes, c.doc_ids
         return [(ids[i], names[codes[i]]) for i in self.positions[query_id].tolist()]
 
-    def iter_rows(self) -> Iterator[tuple[str, int, str, str, float]]:
-        """``(query_id, rank, doc_id, source, score)`` for every entry, rank 1-based."""
-        c = self.corpus
-        ids, names, codes = c.doc_ids, c.sources, c.source_codes
-        for q, pos in self.positions.items():
-            sc = self.scores[q]
-            for r, (i, s) in enumerate(zip(pos.tolist(), sc.tolist()), start=1):
-                yield q, r, ids[i], names[codes[i]], s
-
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Run):
             return NotImplemented
@@ -227,7 +218,7 @@ def _read_trec(path: Path, docnos: DocnoMap, order: str) -> tuple[dict[str, tupl
             raise DataError(path, f"rank '{rank_s}' is not an integer", lineno) from None
         pos = docnos.position(docno)
         if pos is None:
-            raise DataError(path, f"document '{docno}' is not in the dataset ({docnos.describe()})", lineno)
+            raise DataError(path, unknown_docno(docno, docnos), lineno)
         plist, slist, seen = per_query.setdefault(qid, ([], [], {}))
         if pos in seen:
             raise DataError(path, f"document '{docno}' is listed twice for query '{qid}' (first on line {seen[pos]})", lineno)
@@ -247,6 +238,30 @@ def _read_trec(path: Path, docnos: DocnoMap, order: str) -> tuple[dict[str, tupl
 
 
 DOCNO_TABLE = "docnos.tsv"
+COCKTAIL_DOCNO = "{doc_id}-{source}"
+
+
+def unknown_docno(docno: str, docnos: DocnoMap) -> str:
+    """The message for a run's (or feature file's) document name that maps to no document, with
+    a hint at how to name the documents: every reader of other tools' files says the same.
+
+    Args:
+        docno: the name read from the file.
+        docnos: the map it was looked up in.
+
+    Returns:
+        ``document 'NAME' is not in the dataset (MAP)`` and, where it helps, a hint: a bare
+        ``doc_id`` of a corpus of several sources cannot say which copy was ranked; with the
+        default ``<source>/<doc_id>`` names, the Cocktail suffix is suggested.
+    """
+    message = f"document '{docno}' is not in the dataset ({docnos.describe()})"
+    corpus = docnos.corpus
+    how = f"a docno table (--docnos FILE, columns docno, doc_id, source) or a docno pattern (--docno-pattern, e.g. '{COCKTAIL_DOCNO}')"
+    if len(corpus.sources) > 1 and docno in set(corpus.doc_ids):
+        return f"{message}; '{docno}' is a bare document id, which does not say which of the {len(corpus.sources)} copies ({', '.join(corpus.sources)}) was ranked: name them with {how}"
+    if docnos.describe() == DocnoMap.SOURCEBIAS_DESCRIPTION:
+        return f"{message}; the Cocktail code and the 2026 package name copies {COCKTAIL_DOCNO}: say how this file names documents with {how}"
+    return message
 
 
 def resolve_docnos(
@@ -347,9 +362,11 @@ class DocnoMap:
             w.writerow(["docno", "doc_id", "source"])
             w.writerows(self.rows())
 
+    SOURCEBIAS_DESCRIPTION = "sourcebias names <source>/<doc_id>"
+
     @classmethod
     def sourcebias(cls, corpus: Corpus) -> DocnoMap:
-        return cls.from_pattern(SOURCEBIAS_DOCNO, corpus, _description="sourcebias names <source>/<doc_id>")
+        return cls.from_pattern(SOURCEBIAS_DOCNO, corpus, _description=cls.SOURCEBIAS_DESCRIPTION)
 
     @classmethod
     def from_pattern(cls, pattern: str, corpus: Corpus, source_labels: Mapping[str, str] | None = None, *, _description: str | None = None) -> DocnoMap:

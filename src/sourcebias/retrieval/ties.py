@@ -53,6 +53,44 @@ def query_hash(query_id: str, seed: int = 0) -> np.uint64:
     return np.uint64(hash64("query", str(seed), query_id))
 
 
+def tie_resolved_scores(scores: np.ndarray) -> np.ndarray:
+    """The scores of one ranked list (best first) made strictly decreasing, as float64 values
+    that are exact in float32, so that a tool re-sorting by score keeps the tie rule's order.
+
+    Every writer of scores for other tools uses it: nested-JSON runs
+    (:mod:`sourcebias.retrieval.formats`), ranx runs and PyTerrier frames
+    (:mod:`sourcebias.pyterrier`); tools that re-sort by score (trec_eval, ranx, PyTerrier, BEIR)
+    would otherwise break our ties by document name.
+
+    Each score is rounded to float32 (trec_eval, through pytrec_eval, keeps scores in single
+    precision, so a float64 difference below that would be a tie again), kept where it is below
+    the previous one, and otherwise replaced by the next float32 below its predecessor
+    (``numpy.nextafter``). The values stay within a few float32 units in the last place of the
+    originals, and re-sorting them by score, in single or double precision, gives back the list's
+    order. Lists with a score that is not finite in float32 get ``n - rank`` instead.
+
+    Args:
+        scores: one list's scores, in its final order (non-increasing).
+
+    Returns:
+        float64 values, exact in float32, strictly decreasing.
+    """
+    s = np.asarray(scores, dtype=np.float64)
+    n = len(s)
+    if n == 0:
+        return s.copy()
+    with np.errstate(over="ignore"):
+        s32 = s.astype(np.float32)
+    if not np.isfinite(s32).all():
+        return np.arange(n, 0, -1, dtype=np.float64)
+    out = s32.tolist()
+    down = np.float32(-np.inf)
+    for i in range(1, n):
+        if out[i] >= out[i - 1]:
+            out[i] = float(np.nextafter(np.float32(out[i - 1]), down))
+    return np.asarray(out, dtype=np.float64)
+
+
 def tie_keys(doc_hashes: np.ndarray, query_id: str, seed: int = 0) -> np.ndarray:
     """Per-document tie-break keys for one query (see the module docstring)."""
     return splitmix64(doc_hashes ^ query_hash(query_id, seed))

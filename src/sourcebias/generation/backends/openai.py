@@ -292,6 +292,21 @@ class OpenAIBackend:
             out[key] = (True, "ok" if listed else f"model '{self.model}' not listed (served: {', '.join(map(str, ids[:5]))})")
         return out
 
+    def require_usable(self, timeout: float = 5.0) -> list[str]:
+        """Check every server (:meth:`check`) before any work.
+
+        Returns:
+            A warning line for each usable server whose check noted something.
+
+        Raises:
+            ConfigError: when no server is usable (the backend is closed first).
+        """
+        checks = self.check(timeout)
+        if not any(usable for usable, _ in checks.values()):
+            self.close()
+            raise ConfigError("no server is usable: " + "; ".join(f"{u}: {note}" for u, (_, note) in checks.items()))
+        return [f"{url}: {note}" for url, (_, note) in checks.items() if note != "ok"]
+
     def count_tokens(self, text: str) -> int:
         return estimate_tokens(text)
 

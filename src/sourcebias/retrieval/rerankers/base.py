@@ -153,10 +153,6 @@ class PairwiseReranker(Stage):
             self.load()
             self._loaded = True
 
-    def clear_memo(self) -> None:
-        """Forget the remembered pair scores."""
-        self._scores.clear()
-
     def input_depth(self, depth: int, corpus: Corpus) -> int:
         return self.depth
 
@@ -170,33 +166,10 @@ class PairwiseReranker(Stage):
         """
         t0 = time.perf_counter()
         corpus = run.corpus
-        titles, texts = corpus.titles, corpus.texts
-        doc_text: dict[int, str] = {}
-        tops: dict[str, np.ndarray] = {}
-        keys: dict[str, list[tuple[str, str]]] = {}
-        for qid, pos in run.positions.items():
-            if qid not in queries:
-                raise ConfigError(f"query '{qid}' of run '{run.name}' has no text")
-            top = np.asarray(pos[: self.depth], dtype=np.int64)
-            tops[qid] = top
-            qtext = queries[qid]
-            row = []
-            for i in top.tolist():
-                if i not in doc_text:
-                    doc_text[i] = join_title_text(titles[i], texts[i])
-                row.append((qtext, doc_text[i]))
-            keys[qid] = row
-
+        tops, keys = self._pairs(run, queries)
         memo = self._scores if self.memo else {}
-        todo = list(dict.fromkeys(k for row in keys.values() for k in row if k not in memo))
+        todo = self._score_new(keys, memo)
         n_pairs = sum(len(r) for r in keys.values())
-        if todo:
-            self._ensure_loaded()
-            with progress.task(f"{self.name}: re-ranking", total=len(todo), unit="pairs") as t:
-                values = self.score_pairs([q for q, _ in todo], [d for _, d in todo], t)
-            if len(values) != len(todo):
-                raise RuntimeError(f"{type(self).__name__}.score_pairs returned {len(values)} scores for {len(todo)} pairs")
-            memo.update(zip(todo, np.asarray(values, dtype=np.float64).tolist()))
 
         rule = TieRule(corpus, seed)
         positions: dict[str, np.ndarray] = {}
@@ -221,6 +194,40 @@ class PairwiseReranker(Stage):
             },
         )
         return Run(corpus, self.name, positions, scores, info)
+
+    def _pairs(self, run: Run, queries: Mapping[str, str]) -> tuple[dict[str, np.ndarray], dict[str, list[tuple[str, str]]]]:
+        """Per query, the first ``depth`` positions of ``run`` and their (query text, document
+        text) pairs (each document's text built once)."""
+        titles, texts = run.corpus.titles, run.corpus.texts
+        doc_text: dict[int, str] = {}
+        tops: dict[str, np.ndarray] = {}
+        keys: dict[str, list[tuple[str, str]]] = {}
+        for qid, pos in run.positions.items():
+            if qid not in queries:
+                raise ConfigError(f"query '{qid}' of run '{run.name}' has no text")
+            top = np.asarray(pos[: self.depth], dtype=np.int64)
+            tops[qid] = top
+            qtext = queries[qid]
+            row = []
+            for i in top.tolist():
+                if i not in doc_text:
+                    doc_text[i] = join_title_text(titles[i], texts[i])
+                row.append((qtext, doc_text[i]))
+            keys[qid] = row
+        return tops, keys
+
+    def _score_new(self, keys: dict[str, list[tuple[str, str]]], memo: dict) -> list[tuple[str, str]]:
+        """Score the distinct pairs ``memo`` lacks (loading the model only then) into ``memo``;
+        returns them."""
+        todo = list(dict.fromkeys(k for row in keys.values() for k in row if k not in memo))
+        if todo:
+            self._ensure_loaded()
+            with progress.task(f"{self.name}: re-ranking", total=len(todo), unit="pairs") as t:
+                values = self.score_pairs([q for q, _ in todo], [d for _, d in todo], t)
+            if len(values) != len(todo):
+                raise RuntimeError(f"{type(self).__name__}.score_pairs returned {len(values)} scores for {len(todo)} pairs")
+            memo.update(zip(todo, np.asarray(values, dtype=np.float64).tolist()))
+        return todo
 
     def config(self) -> dict[str, Any]:
         return {
