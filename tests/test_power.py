@@ -361,3 +361,19 @@ def test_bad_options_stop_with_one_message(pilot_dir, capsys):
     ):
         code, _, err = run_cli(["power", str(pilot_dir), *args], capsys)
         assert code == 2 and message in err, err
+
+
+def test_power_without_a_terminal_prints_plain_progress_lines(pilot_dir, tmp_path):
+    """A log (no terminal) shows power's long step moving: plain lines on stderr, no ANSI codes."""
+    import os
+    import re
+    import subprocess
+    import sys
+
+    env = {**os.environ, "SOURCEBIAS_PROGRESS_SECONDS": "0.005"}
+    cmd = [sys.executable, "-m", "sourcebias", "power", str(pilot_dir), "--n", "20", "--resamples", "200", "--max-n", "500", "-o", str(tmp_path / "p")]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert not re.search(r"\x1b\[", proc.stderr)
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("Power")]
+    assert lines and any(line.endswith("(done)") for line in lines), proc.stderr

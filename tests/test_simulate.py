@@ -167,6 +167,7 @@ def test_the_folder_is_an_artifact_and_refuses_another_simulation(local_run, nq_
     other = load_simulation_config(write_config(tmp_path, config_text(nq_utd, name="other")))
     with pytest.raises(OutputError, match="holds the simulation 't'"):
         run_simulation(other, root)
+    assert not (root.parent / f".{root.name}.lock").exists()  # a refused claim leaves no lock file
     changed = load_simulation_config(write_config(tmp_path, config_text(nq_utd).replace("temperature = 0", "temperature = 0.7"), "changed.toml"))
     with pytest.raises(OutputError, match="made with other settings"):  # before any generation
         run_simulation(changed, root)

@@ -67,8 +67,10 @@ def power(
         settings = PowerSettings(alpha=alpha, power=power_, ns=tuple(n or (50, 100, 200, 500, 1000)), effects=_parse_effects(effect), resamples=resamples, seed=seed, max_n=max_n, ndsr_k=ndsr_k, correction=correction)
     except ConfigError as exc:
         fail(str(exc))
-    with console.status("Power analysis ...") as status:
-        result, path = run_power(pilot, output, settings=settings, dataset_dir=dataset, statistics=statistic, measures=measure, retrievers=retriever, overwrite=overwrite, emit=lambda m: status.update(f"Power analysis: {m} ..."))
+    from sourcebias.core import progress
+
+    with progress.RichProgress(console=console, transient=True) as reporter, progress.use(reporter):
+        result, path = run_power(pilot, output, settings=settings, dataset_dir=dataset, statistics=statistic, measures=measure, retrievers=retriever, overwrite=overwrite)
     _print(result)
     if path is not None:
         console.print(f"Wrote power.json, power.csv, pilots.csv, curves.csv, summary.md, summary.tex and power_curves.png to [bold]{path}[/bold] (load them with sourcebias.power.load_power)")

@@ -37,7 +37,7 @@ def train(
     """
     import pandas as pd
 
-    from sourcebias.core.artifacts import _lock, _unlock
+    from sourcebias.core.artifacts import hold_lock, release_lock
     from sourcebias.core.atomic import atomic_write_json
     from sourcebias.core.manifest import build_manifest
     from sourcebias.data import load_dataset
@@ -48,7 +48,7 @@ def train(
     settings = {"dataset": str(Path(dataset_dir).resolve()), "split": split, "base": base, "negatives": negatives, "positives": pool, "batch_size": batch_size, "epochs": epochs, "max_tuples": max_tuples, "lr": lr, "warmup": warmup, "max_seq_length": max_seq_length, "seed": seed}
     out = Path(output)
     _prepare_output(out, json_safe(settings), overwrite)
-    lock = _lock(out.parent / f".{out.name}.lock", out)
+    lock = hold_lock(out.parent / f".{out.name}.lock", out)
     t0 = time.perf_counter()
     try:
         atomic_write_json(out / STATE, {"kind": "train", "settings": json_safe(settings)})
@@ -69,7 +69,7 @@ def train(
         atomic_write_json(out / "manifest.json", manifest)
         console.print(f"Wrote the models and sweep.csv to [bold]{out}[/bold]")
     finally:
-        _unlock(lock)
+        release_lock(lock)
 
 
 def _positive_pool(negatives: str, positives: str) -> str:

@@ -167,7 +167,7 @@ class OutputFolder:
         them."""
         path = _checked_target(Path(path).expanduser().resolve())
         parent = path.parent
-        lock_fh = _lock(parent / f".{path.name}.lock", path)
+        lock_fh = hold_lock(parent / f".{path.name}.lock", path)
         try:
             _recover(path)
             replaces = _check_contents(path, overwrite)
@@ -175,7 +175,7 @@ class OutputFolder:
             shutil.rmtree(staging, ignore_errors=True)
             staging.mkdir()
         except BaseException:
-            _unlock(lock_fh)
+            release_lock(lock_fh)
             raise
         return cls(path, kind, lock_fh, staging, replaces)
 
@@ -216,7 +216,7 @@ class OutputFolder:
 
     def _release(self) -> None:
         self._done = True
-        _unlock(self._lock_fh)
+        release_lock(self._lock_fh)
 
     def __enter__(self) -> OutputFolder:
         return self
@@ -229,7 +229,7 @@ class OutputFolder:
         return f"OutputFolder({str(self.path)!r}, kind={self.kind!r})"
 
 
-def _lock(lock_path: Path, target: Path):
+def hold_lock(lock_path: Path, target: Path):
     """Hold an exclusive lock on ``lock_path`` (created if need be), or raise OutputError naming
     the process that holds it. A file locked after its holder deleted it (the holder unlinks it
     before unlocking) is no longer the lock: start over on the file now at the path."""
@@ -267,9 +267,9 @@ def _same_file(fh, path: Path) -> bool:
     return (st.st_dev, st.st_ino) == (own.st_dev, own.st_ino)
 
 
-def _unlock(fh) -> None:
+def release_lock(fh) -> None:
     """Delete the lock file, then release the lock: the deletion happens while no other process
-    can hold it, and a process that opened the file before is told by :func:`_lock` to retry."""
+    can hold it, and a process that opened the file before is told by :func:`hold_lock` to retry."""
     import fcntl
 
     if _same_file(fh, Path(fh.name)):

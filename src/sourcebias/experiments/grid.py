@@ -279,7 +279,7 @@ def claim_grid_folder(root: Path, cfg: GridConfig, *, overwrite: bool = False):
     """
     import shutil
 
-    from sourcebias.core.artifacts import _lock
+    from sourcebias.core.artifacts import hold_lock
 
     root = Path(root)
     if root.exists() and not root.is_dir():
@@ -296,12 +296,12 @@ def claim_grid_folder(root: Path, cfg: GridConfig, *, overwrite: bool = False):
         if previous != cfg.name:
             if not overwrite:
                 raise OutputError(f"{root}: holds the grid '{previous}', not '{cfg.name}'; pass --overwrite to replace it, or choose another --output")
-            lock = _lock(root.parent / f".{root.name}.lock", root)
+            lock = hold_lock(root.parent / f".{root.name}.lock", root)
             shutil.rmtree(root)
             root.mkdir()
             return lock
     root.mkdir(parents=True, exist_ok=True)
-    return _lock(root.parent / f".{root.name}.lock", root)
+    return hold_lock(root.parent / f".{root.name}.lock", root)
 
 
 def run_grid(
@@ -319,7 +319,7 @@ def run_grid(
     (the CLI prints progress from it). ``only`` restricts the grid to cells whose key
     (``dataset/system``, or ``dataset/system@seed=N`` for one seed of it) is listed.
     """
-    from sourcebias.core.artifacts import _unlock
+    from sourcebias.core.artifacts import release_lock
     from sourcebias.core.atomic import atomic_write_json, atomic_write_text
     from sourcebias.core.cache import default_cache_dir
 
@@ -357,7 +357,7 @@ def run_grid(
         save_state()
         return GridRun(root, {c.key: records[c.key] for c in cells if c.key in records}, round(time.perf_counter() - t0, 3))
     finally:
-        _unlock(lock)
+        release_lock(lock)
 
 
 def _selected_cells(cfg: GridConfig, only: list[str] | None) -> list[Cell]:

@@ -273,12 +273,17 @@ def power_analysis(
         raise ConfigError("nothing to analyse: the pilot has none of the chosen statistics (" + "; ".join(notes or ["no per-query values"]) + ")")
     rows: list[dict[str, Any]] = []
     curves: list[dict[str, Any]] = []
-    for p in pilots:
-        r, c = analyse_pilot(p, settings, emit)
-        rows += r
-        curves += c
-        if p.model.undefined:
-            notes.append(f"{p.statistic} {p.retriever}/{p.llm_source} {p.measure}: {p.model.undefined}")
+    from sourcebias.core import progress
+
+    with progress.task("Power analysis", total=len(pilots), unit="pilot") as task:
+        for p in pilots:
+            task.update(description=f"Power: {p.statistic} {p.retriever} {p.measure}".rstrip())
+            r, c = analyse_pilot(p, settings, emit)
+            rows += r
+            curves += c
+            if p.model.undefined:
+                notes.append(f"{p.statistic} {p.retriever}/{p.llm_source} {p.measure}: {p.model.undefined}")
+            task.advance()
     notes += undefined_study_notes(pilots, settings)
     dataset = dict(result.dataset or {})
     family = next((p.details["family"] for p in pilots if "family" in p.details), "")

@@ -62,25 +62,35 @@ def evaluation_queries(cfg: SimulationConfig, dataset: Any) -> list[str]:
 
 
 def claim_simulation_folder(root: Path, cfg: SimulationConfig, overwrite: bool):
-    """Check and lock the folder: new, empty, or this same simulation (by name); refused otherwise."""
-    from sourcebias.core.artifacts import _lock
+    """Check and lock the folder: new, empty, or this same simulation (by name); refused otherwise
+    (the lock is released and its file removed when the claim is refused)."""
+    from sourcebias.core.artifacts import hold_lock, release_lock
 
     if root.exists() and not root.is_dir():
         raise OutputError(f"{root}: exists and is a file; the output of a simulation is a folder")
     root.parent.mkdir(parents=True, exist_ok=True)
-    lock = _lock(root.parent / f".{root.name}.lock", root)
+    lock = hold_lock(root.parent / f".{root.name}.lock", root)
+    try:
+        _check_simulation_folder(root, cfg, overwrite)
+    except BaseException:
+        release_lock(lock)
+        raise
+    return lock
+
+
+def _check_simulation_folder(root: Path, cfg: SimulationConfig, overwrite: bool) -> None:
+    """Refuse a folder that holds something else; clear it for ``--overwrite``; create it."""
     if root.is_dir() and any(root.iterdir()):
         state = root / STATE_FILE
         previous = json.loads(state.read_text(encoding="utf-8")).get("name") if state.is_file() else None
         if state.is_file() and previous == cfg.name:  # this simulation: rounds reused or (overwrite) replaced per loop
-            return lock
+            return
         if not state.is_file():
             raise OutputError(f"{root}: is not empty and is not a sourcebias simulation folder (no {STATE_FILE}); choose another --output")
         if not overwrite:
             raise OutputError(f"{root}: holds the simulation '{previous}', not '{cfg.name}'; pass --overwrite to replace it, or choose another --output")
         shutil.rmtree(root)
     root.mkdir(parents=True, exist_ok=True)
-    return lock
 
 
 def finished_round(folder: Path, settings_hash: str) -> bool | None:

@@ -50,7 +50,7 @@ def run_simulation(cfg: SimulationConfig, root: str | Path, *, overwrite: bool =
     (its rounds run in order on one worker, which loads the generator itself); the folder must be
     on storage every node sees. A task whose node dies is retried by Ray and resumes from the
     loop's last finished round."""
-    from sourcebias.core.artifacts import _unlock
+    from sourcebias.core.artifacts import release_lock
     from sourcebias.core.atomic import atomic_write_json, atomic_write_text
     from sourcebias.simulate.loop import STATE_FILE, claim_simulation_folder
 
@@ -77,7 +77,7 @@ def run_simulation(cfg: SimulationConfig, root: str | Path, *, overwrite: bool =
         write_report(result, root, cfg, seconds=time.perf_counter() - t0)
         return result, root
     finally:
-        _unlock(lock)
+        release_lock(lock)
 
 
 def _dataset(cfg: SimulationConfig) -> tuple[Any, list[str]]:
