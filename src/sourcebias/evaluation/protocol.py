@@ -32,7 +32,7 @@ import numpy as np
 from sourcebias.core import progress
 from sourcebias.core.errors import ConfigError
 from sourcebias.data.corpus import Corpus
-from sourcebias.data.dataset import Dataset
+from sourcebias.data.dataset import Dataset, require_evaluable
 from sourcebias.data.qrels import Qrels
 from sourcebias.evaluation.masking import masked_qrels
 from sourcebias.evaluation.measures import DEFAULT_CUTOFFS, DEFAULT_MEASURES, Measure, measure_grid, trec_measure_spec
@@ -146,7 +146,7 @@ def evaluate(
     names = [r.name for r in retrievers] + run_names
     if len(set(names)) != len(names):
         raise ConfigError(f"two systems have the same name: {', '.join(names)}")
-    query_ids = dataset.evaluation_queries()
+    query_ids = require_evaluable(dataset)
     queries: Mapping[str, str] = {q: dataset.queries[q] for q in query_ids}
     sources = list(dataset.sources)
     mixed_setting = MIXED if len(sources) > 1 else sources[0]
