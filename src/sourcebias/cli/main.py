@@ -30,7 +30,7 @@ app = typer.Typer(
     help=(
         "Measure, explain and mitigate source bias: retrievers that rank LLM-written copies of "
         "documents above the human originals.\n\n"
-        "Start with:  sourcebias evaluate DATASET_DIR --retriever bm25"
+        "Start with:  sourcebias evaluate nq-utd --retriever bm25  (NQ-UTD ships with sourcebias; `sourcebias datasets` lists the others)"
     ),
     no_args_is_help=True,
     add_completion=False,
