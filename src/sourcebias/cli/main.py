@@ -15,6 +15,7 @@ import typer
 
 from sourcebias.cli import analyze as _analyze
 from sourcebias.cli import bench as _bench
+from sourcebias.cli import datasets as _datasets
 from sourcebias.cli import evaluate as _evaluate
 from sourcebias.cli import generate as _generate
 from sourcebias.cli import inspect as _inspect
@@ -56,7 +57,7 @@ from sourcebias.cli import power as _power  # noqa: E402
 from sourcebias.cli import audit as _audit  # noqa: E402
 from sourcebias.cli import simulate as _simulate  # noqa: E402
 
-for _module in (_evaluate, _analyze, _bench, _inspect, _retrievers, _generate, _mitigate, _train, _power, _audit, _simulate):
+for _module in (_evaluate, _datasets, _analyze, _bench, _inspect, _retrievers, _generate, _mitigate, _train, _power, _audit, _simulate):
     _module.register(app)
 
 

@@ -98,9 +98,12 @@ def _download(remote: RemoteFile, part: Path, timeout: float, emit: Callable[[st
         with urllib.request.urlopen(urllib.request.Request(remote.url, headers=headers), timeout=timeout) as resp:
             mode = "ab" if offset and resp.status == 206 else "wb"
             emit(f"{'resuming' if mode == 'ab' else 'downloading'} {remote.url}" + (f" from byte {offset:,}" if mode == "ab" else ""))
+            expected = _expected_size(resp, offset if mode == "ab" else 0)
             with part.open(mode) as fh:
                 for block in iter(lambda: resp.read(CHUNK), b""):
                     fh.write(block)
+        if expected is not None and part.stat().st_size < expected:  # http.client returns a short body without an error
+            raise ConnectionError(f"the connection closed after {part.stat().st_size:,} of {expected:,} bytes")
     except urllib.error.HTTPError as exc:
         if exc.code == 416 and offset:  # the range starts at the end: the part file is whole
             return
@@ -109,6 +112,16 @@ def _download(remote: RemoteFile, part: Path, timeout: float, emit: Callable[[st
         kept = part.stat().st_size if part.is_file() else 0
         resume = f" {kept:,} bytes are kept in {part}; run the command again to resume." if kept else ""
         raise DownloadUnavailable(f"could not download {remote.url} ({type(exc).__name__}: {str(exc)[:200]}).{resume} {by_hand([remote], part.parent)}") from None
+
+
+def _expected_size(resp: Any, offset: int) -> int | None:
+    """The whole file's size from ``Content-Range`` (``bytes a-b/total``) or ``offset`` plus
+    ``Content-Length``; ``None`` when the server does not say."""
+    total = (resp.headers.get("Content-Range") or "").rpartition("/")[2]
+    if total.isdigit():
+        return int(total)
+    length = resp.headers.get("Content-Length")
+    return offset + int(length) if length and length.isdigit() else None
 
 
 def by_hand(files: list[RemoteFile], folder: Path) -> str:

@@ -166,3 +166,19 @@ def resolve_name(name: str) -> Path | None:
             f"(into {entry.cached_path()}), or see `sourcebias datasets`"
         )
     return path
+
+
+def listing() -> list[dict[str, str]]:
+    """One row per known dataset: name, kind (built-in or download), where it is (or how to get
+    it), description, licence, citation and what is known of its checksums."""
+    rows = []
+    for entry in KNOWN.values():
+        here = entry.local_path()
+        if entry.builtin:
+            kind, where, sums = "built-in", str(here), "SHA-256 of every shipped file"
+        else:
+            kind = "download"
+            where = str(here) if here is not None else f"not downloaded: `sourcebias download {entry.name}` puts it in {entry.cached_path()}"
+            sums = "; ".join(f"{f.name}: " + ", ".join(f"{a.upper()} {getattr(f, a)}" if getattr(f, a) else f"{a.upper()} unknown (not published)" for a in ("md5", "sha256")) for f in entry.files)
+        rows.append({"name": entry.name, "kind": kind, "where": where, "description": entry.description, "licence": entry.licence, "citation": entry.citation, "checksums": sums})
+    return rows
