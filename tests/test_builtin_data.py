@@ -18,13 +18,13 @@ import http.server
 import io
 import json
 import threading
-import tomllib
 import zipfile
 from pathlib import Path
 
 import pytest
+import tomllib
+from conftest import DATA
 
-from conftest import DATA, write_jsonl, write_qrels
 from sourcebias.cli.main import main
 from sourcebias.core.errors import ConfigError, DataError
 from sourcebias.data import load_dataset
@@ -112,7 +112,7 @@ class Server:
         server = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self):  # noqa: N802
+            def do_GET(self):
                 server.requests.append((self.path, self.headers.get("Range")))
                 data = server.files.get(self.path.lstrip("/"))
                 if data is None:

@@ -14,8 +14,8 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from conftest import write_jsonl, write_qrels
+
 from sourcebias.cli.main import main
 from sourcebias.core.errors import ConfigError, DataError
 from sourcebias.data import DatasetOptions, load_dataset, recorded_options, require_evaluable

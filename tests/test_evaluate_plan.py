@@ -32,7 +32,7 @@ from sourcebias.evaluation.plan import EvaluationPlan, parse_statistics
     ],
 )
 def test_a_bad_option_is_reported_before_the_dataset_is_read(tmp_path, capsys, monkeypatch, args, message):
-    import sourcebias.retrieval as retrieval
+    from sourcebias import retrieval
 
     built = []
     real = retrieval.build_retriever

@@ -9,11 +9,16 @@ option before any work and does the work.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from sourcebias.cli import options as o
 from sourcebias.cli.common import console, fail
+
+if TYPE_CHECKING:
+    from sourcebias.data.options import DatasetOptions
+    from sourcebias.evaluation.plan import EvaluationPlan
 
 HELP = """Measure the source bias of retrievers (or of runs from any system) on a mixed human/LLM corpus.
 
@@ -90,12 +95,8 @@ def evaluate(
     ndsr_k: o.NdsrK = 10,
     orphans: o.Orphans = "drop",
 ) -> None:
-    from sourcebias.core import progress
     from sourcebias.data.options import DatasetOptions
-    from sourcebias.evaluation.measures import DEFAULT_CUTOFFS, DEFAULT_MEASURES
     from sourcebias.evaluation.plan import EvaluationPlan, parse_statistics
-    from sourcebias.reporting import to_rich
-    from sourcebias.reporting.evaluation_job import run_evaluation_job
 
     loading = DatasetOptions(
         split=split, sources=source or None, human_source=human_source, unknown_qrels="skip" if skip_unknown_qrels else "error", orphans=orphans,
@@ -103,13 +104,22 @@ def evaluate(
     )  # fmt: skip
     plan = EvaluationPlan(
         retrievers=tuple(retriever or ()), runs=tuple(_parse_run_arg(r) for r in run or ()), docnos=docnos, docno_pattern=docno_pattern,
-        source_labels=_parse_labels(source_label), measures=tuple(metric or DEFAULT_MEASURES), cutoffs=tuple(k or DEFAULT_CUTOFFS), depth=depth,
-        seed=seed, sole=sole, exclude_self=remove_self_matches, significance=significance, resamples=resamples, statistics=parse_statistics(statistics),
+        source_labels=_parse_labels(source_label), measures=tuple(metric or ()), cutoffs=tuple(k or ()), depth=depth, seed=seed, sole=sole,
+        exclude_self=remove_self_matches, significance=significance, resamples=resamples, statistics=parse_statistics(statistics),
         statistics_measures=tuple(statistics_measure or ()), bootstrap_resamples=bootstrap_resamples, confidence=confidence, correction=correction,
         ndsr_k=ndsr_k, format=format, write_runs=runs,
         retriever_options={"device": device, "batch_size": batch_size, "max_length": max_length, "cache_dir": cache_dir if cache else False, "rerank_depth": rerank_depth},
     )  # fmt: skip
     plan.check()  # the job checks it too; here so that a bad option is all that is printed
+    _run(dataset, loading, plan, output, overwrite)
+
+
+def _run(dataset: str, loading: DatasetOptions, plan: EvaluationPlan, output: Path | None, overwrite: bool) -> None:
+    """Run the job under progress bars and print what it reports."""
+    from sourcebias.core import progress
+    from sourcebias.reporting import to_rich
+    from sourcebias.reporting.evaluation_job import run_evaluation_job
+
     with progress.RichProgress(console=console, transient=True) as reporter, progress.use(reporter):
         job = run_evaluation_job(dataset, loading, plan, output, overwrite=overwrite, emit=lambda kind, text: console.print(STYLES[kind].format(text)))
     console.print(to_rich(job.report))

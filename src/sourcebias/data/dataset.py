@@ -249,11 +249,7 @@ def load_dataset(path: str | Path, options: DatasetOptions | None = None, **over
     if opts.twins is not None:
         opts = opts.with_changes(twins=str(Path(opts.twins).expanduser().resolve()))
     if str(path).startswith("irds:"):
-        from sourcebias.data.irds import load_irds
-
-        fields = load_irds(str(path), twins=opts.twins, split=opts.split, sources=opts.sources, human_source=opts.human_source,
-                           unknown_qrels=opts.unknown_qrels, empty_text=opts.empty_text, orphans=opts.orphans)  # fmt: skip
-        return Dataset(**fields, options=opts)
+        return _load_irds(str(path), opts)
     if opts.twins is not None:
         raise ConfigError(f"twins= is for irds:<id> datasets; the folder {path} holds its own twins (corpus/<source>.jsonl)")
     root, registered = _resolve(path)
@@ -283,6 +279,14 @@ def load_dataset(path: str | Path, options: DatasetOptions | None = None, **over
         options=opts,
         registered=registered,
     )
+
+
+def _load_irds(spec: str, opts: DatasetOptions) -> Dataset:
+    from sourcebias.data.irds import load_irds
+
+    fields = load_irds(spec, twins=opts.twins, split=opts.split, sources=opts.sources, human_source=opts.human_source,
+                       unknown_qrels=opts.unknown_qrels, empty_text=opts.empty_text, orphans=opts.orphans)  # type: ignore[arg-type]  # fmt: skip
+    return Dataset(**fields, options=opts)
 
 
 def _resolve(path: str | Path) -> tuple[Path, str | None]:

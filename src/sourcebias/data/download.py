@@ -27,20 +27,14 @@ from pathlib import Path
 from typing import Any
 
 from sourcebias.core.errors import ConfigError, DataError
-from sourcebias.data.registry import KNOWN, KnownDataset, RemoteFile
+from sourcebias.data.registry import KNOWN, MARKER, KnownDataset, RemoteFile, is_complete
 
-MARKER = ".sourcebias-download.json"
 CHUNK = 1 << 20
 
 
 class DownloadUnavailable(ConfigError):
     """The file could not be fetched (no network, host unreachable, HTTP error): the message says
     what to download by hand and where to put it."""
-
-
-def is_complete(folder: str | Path) -> bool:
-    """Whether ``folder`` holds a finished, verified download (its marker file is there)."""
-    return (Path(folder) / MARKER).is_file()
 
 
 def file_digests(path: Path) -> dict[str, str]:

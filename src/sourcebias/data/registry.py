@@ -31,6 +31,8 @@ COCKTAIL_HOME = "https://github.com/KID-22/Cocktail"
 #: The Cocktail README: "All data and code in this project can only be used for academic purposes."
 ACADEMIC = "academic use only (Cocktail README); the original dataset's own licence applies too"
 HF_URL = "https://huggingface.co/datasets/IR-Cocktail/{name}/resolve/main/{name}.zip"
+#: written into a downloaded dataset's folder once it is verified, unpacked and checked
+MARKER = ".sourcebias-download.json"
 
 
 @dataclass(frozen=True)
@@ -84,10 +86,13 @@ class KnownDataset:
         dataset cache; ``None`` when it has not been downloaded."""
         if self.builtin:
             return self.builtin_path()
-        from sourcebias.data.download import is_complete
-
         path = self.cached_path()
         return path if is_complete(path) else None
+
+
+def is_complete(folder: str | Path) -> bool:
+    """Whether ``folder`` holds a finished, verified download (its marker file is there)."""
+    return (Path(folder) / MARKER).is_file()
 
 
 def datasets_dir() -> Path:

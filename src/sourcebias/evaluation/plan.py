@@ -42,7 +42,8 @@ class EvaluationPlan:
         runs: ``(name or None, file)`` of TREC runs made by any system.
         docnos, docno_pattern, source_labels: How the run files name documents (see
             :func:`sourcebias.retrieval.run.resolve_docnos`).
-        measures, cutoffs: The measure names and cut-offs (every name at every cut-off).
+        measures, cutoffs: The measure names and cut-offs (every name at every cut-off; empty: NDCG,
+            MAP, Recall, P and Share at 1, 3, 5 and 10).
         depth, seed, sole, exclude_self: The protocol's settings (see :func:`sourcebias.evaluation.evaluate`).
         significance, resamples: Also store the paired tests in the result (with ``significance``);
             resamples of the paired randomization tests (of the report's tests too).
@@ -60,8 +61,8 @@ class EvaluationPlan:
     docnos: Path | None = None
     docno_pattern: str | None = None
     source_labels: tuple[tuple[str, str], ...] = ()
-    measures: tuple[str, ...] = DEFAULT_MEASURES
-    cutoffs: tuple[int, ...] = DEFAULT_CUTOFFS
+    measures: tuple[str, ...] = ()
+    cutoffs: tuple[int, ...] = ()
     depth: int = 1000
     seed: int = 0
     sole: bool = True

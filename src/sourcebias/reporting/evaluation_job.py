@@ -92,9 +92,8 @@ def run_evaluation_job(
 
 def _load(dataset: str | Path, options: DatasetOptions, emit: Emit) -> tuple[Any, float]:
     """The dataset, loaded and checked to have a query to evaluate, and the seconds it took."""
-    from sourcebias.data import load_dataset, require_evaluable
-
     from sourcebias.core import progress
+    from sourcebias.data import load_dataset, require_evaluable
 
     t0 = time.perf_counter()
     with progress.task(f"Loading {dataset}"):
@@ -118,9 +117,8 @@ def _evaluate(ds: Any, systems: list[Any], runs: dict[str, Any], plan: Evaluatio
 
 
 def _report(result: Any, ds: Any, plan: EvaluationPlan) -> Any:
-    from sourcebias.reporting.report import EVALUATE_STATISTICS, result_report
-
     from sourcebias.core import progress
+    from sourcebias.reporting.report import EVALUATE_STATISTICS, result_report
 
     statistics = list(EVALUATE_STATISTICS if plan.statistics is None else plan.statistics)
     with progress.task("Statistics"):
