@@ -252,7 +252,7 @@ def load_dataset(path: str | Path, options: DatasetOptions | None = None, **over
         return _load_irds(str(path), opts)
     if opts.twins is not None:
         raise ConfigError(f"twins= is for irds:<id> datasets; the folder {path} holds its own twins (corpus/<source>.jsonl)")
-    root, registered = _resolve(path)
+    root, registered = resolve_dataset(path)
     layout = detect_layout(root, opts.human_source, unknown_files=opts.unknown_files)  # type: ignore[arg-type]
     chosen = _chosen_sources(layout, opts)
     qrels_path = _qrels_path(layout, opts.split)
@@ -289,8 +289,19 @@ def _load_irds(spec: str, opts: DatasetOptions) -> Dataset:
     return Dataset(**fields, options=opts)
 
 
-def _resolve(path: str | Path) -> tuple[Path, str | None]:
-    """``(folder, registered name or None)``: a folder that exists wins; else a registered name."""
+def resolve_dataset(path: str | Path) -> tuple[Path, str | None]:
+    """Where a dataset given by folder or by name is.
+
+    Args:
+        path: A folder, or a known dataset's name (see :mod:`sourcebias.data.registry`).
+
+    Returns:
+        ``(folder, registered name or None)``: a folder that exists wins over a registered name.
+
+    Raises:
+        DataError: neither a folder nor a known name.
+        ConfigError: a known dataset that has not been downloaded yet (says how).
+    """
     folder = Path(path).expanduser()
     if folder.exists():
         return folder, None
