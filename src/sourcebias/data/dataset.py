@@ -159,6 +159,17 @@ def detect_layout(root: str | Path, human_source: str = HUMAN, *, unknown_files:
     hidden state folders) stops with an error naming it — so a twin stored as, say,
     ``llm.json`` is never silently left out; with ``unknown_files="note"`` it is listed in
     ``layout.notes`` instead.
+
+    Args:
+        root: The dataset folder.
+        human_source: The source name of a BEIR folder's single corpus.
+        unknown_files: ``"error"`` or ``"note"``, for a file that is not a corpus file.
+
+    Returns:
+        The :class:`DatasetLayout`: layout name and one corpus file per source.
+
+    Raises:
+        DataError: no such folder, no corpus, two files for one source, or an unknown file.
     """
     root = Path(root)
     if not root.exists():
