@@ -17,12 +17,12 @@ import hashlib
 import http.server
 import io
 import json
+import sys
 import threading
 import zipfile
 from pathlib import Path
 
 import pytest
-import tomllib
 from conftest import DATA
 
 from sourcebias.cli.main import main
@@ -63,7 +63,8 @@ def test_the_shipped_nq_utd_equals_the_shared_copy_record_for_record():
 
 
 def test_package_data_ships_every_builtin_file():
-    cfg = tomllib.loads((REPO / "pyproject.toml").read_text())
+    toml = __import__("tomllib" if sys.version_info >= (3, 11) else "tomli")
+    cfg = toml.loads((REPO / "pyproject.toml").read_text())
     patterns = cfg["tool"]["setuptools"]["package-data"]["sourcebias.data"]
     base = REPO / "src" / "sourcebias" / "data"
     for p in (base / "builtin").rglob("*"):
