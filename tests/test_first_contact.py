@@ -111,7 +111,7 @@ def test_messages(capsys):
 
     assert code in (0, None) and out.strip() == f"sourcebias {__version__}"
     code, out, _ = run_cli(["evaluate", "--help"], capsys)
-    assert "<list" not in out and "{DATASET_DIR}" not in out and "<path>" not in out and "DATASET_DIR" in out
+    assert "<list" not in out and "{DATASET}" not in out and "<path>" not in out and "DATASET" in out
     from sourcebias.evaluation import Measure, parse_measure
 
     with pytest.raises(ConfigError, match="unknown measure 'MRR'; known: NDCG, MAP, Recall, P, Share, NDSR"):

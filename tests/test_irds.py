@@ -107,6 +107,34 @@ except ConfigError as e:
     assert float(seconds) < 60
 
 
+def test_an_offline_id_prints_only_the_clean_error(tmp_path):
+    """ir_datasets' own log lines and progress bars ([INFO] [starting] ..., [WARNING] Download
+    failed ..., docs_iter: 0%) are held back while it looks for the dataset; only our error shows."""
+    code = "import sys; from sourcebias.cli.main import main; sys.exit(main(sys.argv[1:]))"
+    out = run_py(code, tmp_path / "empty-home", "evaluate", "irds:beir/scifact/test")
+    assert out.returncode == 2
+    assert out.stderr.startswith("Error: ir_datasets dataset 'beir/scifact/test' is not under"), out.stderr[:500]
+    for noise in ("[INFO]", "[WARNING]", "docs_iter", "%|"):
+        assert noise not in out.stderr + out.stdout
+
+
+def test_held_output_passes_through_once_released():
+    import io
+
+    from sourcebias.data.irds import HeldOutput
+
+    real = io.StringIO()
+    held = HeldOutput(real)
+    held.write("[INFO] [starting] opening zip file\n")
+    assert real.getvalue() == ""
+    held.release()
+    held.write("after\n")
+    assert real.getvalue() == "[INFO] [starting] opening zip file\nafter\n"
+    dropped = HeldOutput(real := io.StringIO())
+    dropped.write("[WARNING] Download failed\n")
+    assert real.getvalue() == ""
+
+
 @pytest.fixture
 def tiny_irds(tmp_path, monkeypatch):
     """A custom ir_datasets dataset from local files in a temporary IR_DATASETS_HOME, and its twins."""

@@ -95,7 +95,7 @@ def test_graded_relevance_uses_grades_as_gains():
 
 
 def test_paired_tests_on_hand_checkable_samples():
-    from sourcebias.evaluation import paired_randomization_test, paired_t_test
+    from sourcebias.evaluation.stats.paired_tests import paired_randomization_test, paired_t_test
 
     a = np.array([1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0])
     b = np.zeros(12)

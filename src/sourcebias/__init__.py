@@ -4,7 +4,7 @@ The top level re-exports the most used entry points lazily (importing ``sourcebi
 cheap; PyTorch is imported only by the neural parts, when used)::
 
     import sourcebias as sb
-    ds = sb.load_dataset("data/nq-utd", split="test")
+    ds = sb.load_dataset("nq-utd", split="test")  # the built-in copy, or your own folder
     result = sb.evaluate(ds, [sb.build_retriever("bm25")])
 """
 
@@ -17,6 +17,7 @@ __version__ = "0.2.0"
 
 _EXPORTS = {
     "load_dataset": "sourcebias.data",
+    "DatasetOptions": "sourcebias.data",
     "Corpus": "sourcebias.data",
     "Dataset": "sourcebias.data",
     "Qrels": "sourcebias.data",

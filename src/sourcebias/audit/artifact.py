@@ -111,11 +111,10 @@ def _evaluate_runs(folder: Path, dataset: str | None) -> tuple[dict[str, Any], A
     path = dataset if dataset is not None else recorded.get("path")
     if path is None or not parse_dataset_arg(path)[0].is_dir():
         raise ConfigError(f"the dataset of {folder} ({path}) is not here; pass it with --dataset DIR (the audit needs the documents' texts)")
-    split = parse_dataset_arg(path)[1] or recorded.get("split")
-    policy = (head.parameters or {}).get("orphans") or (recorded.get("orphans") or {}).get("policy") or "drop"
+    options = head.dataset_options()[0]  # as the evaluation loaded it (split, sources, empty texts, orphan rule, ...)
     from sourcebias.data import load_dataset
 
-    ds = load_dataset(parse_dataset_arg(path)[0], split=split, sources=list(head.sources), human_source=head.human_source, orphans=policy)
+    ds = load_dataset(parse_dataset_arg(path)[0], options, split=parse_dataset_arg(path)[1] or options.split)
     result = load_result(folder, dataset=ds)
     runs = {k.retriever: r for k, r in result.runs.items() if k.setting == "mixed"}
     if not runs:

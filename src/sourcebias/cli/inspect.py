@@ -22,9 +22,10 @@ def inspect(
     against the documents and queries; "valid" is printed only if all of it is.
     """
     from sourcebias.data import detect_layout, load_dataset
+    from sourcebias.data.dataset import resolve_dataset
 
     unknown = "note" if allow_unknown_files else "error"
-    layout = detect_layout(dataset_dir, human_source, unknown_files=unknown)
+    layout = detect_layout(resolve_dataset(dataset_dir)[0], human_source, unknown_files=unknown)
     console.print(f"[bold]{Path(dataset_dir).resolve().name}[/bold]: {layout.layout} layout")
     for s, p in layout.source_files.items():
         console.print(f"  source [cyan]{s}[/cyan]: {p}")

@@ -15,6 +15,7 @@ import typer
 
 from sourcebias.cli import analyze as _analyze
 from sourcebias.cli import bench as _bench
+from sourcebias.cli import datasets as _datasets
 from sourcebias.cli import evaluate as _evaluate
 from sourcebias.cli import generate as _generate
 from sourcebias.cli import inspect as _inspect
@@ -30,7 +31,7 @@ app = typer.Typer(
     help=(
         "Measure, explain and mitigate source bias: retrievers that rank LLM-written copies of "
         "documents above the human originals.\n\n"
-        "Start with:  sourcebias evaluate DATASET_DIR --retriever bm25"
+        "Start with:  sourcebias evaluate nq-utd --retriever bm25  (NQ-UTD ships with sourcebias; `sourcebias datasets` lists the others)"
     ),
     no_args_is_help=True,
     add_completion=False,
@@ -56,7 +57,7 @@ from sourcebias.cli import power as _power  # noqa: E402
 from sourcebias.cli import audit as _audit  # noqa: E402
 from sourcebias.cli import simulate as _simulate  # noqa: E402
 
-for _module in (_evaluate, _analyze, _bench, _inspect, _retrievers, _generate, _mitigate, _train, _power, _audit, _simulate):
+for _module in (_evaluate, _datasets, _analyze, _bench, _inspect, _retrievers, _generate, _mitigate, _train, _power, _audit, _simulate):
     _module.register(app)
 
 

@@ -1,7 +1,8 @@
 """Mixed-source datasets: documents as ``(doc_id, source)``, qrels on originals, validated loading."""
 
 from sourcebias.data.corpus import Corpus, Document, join_title_text
-from sourcebias.data.dataset import HUMAN, Dataset, DatasetLayout, detect_layout, load_dataset
+from sourcebias.data.dataset import HUMAN, Dataset, DatasetLayout, detect_layout, load_dataset, require_evaluable
+from sourcebias.data.options import DatasetOptions, recorded_options
 from sourcebias.data.qrels import Qrels
 from sourcebias.data.readers import LoadReport, read_corpus, read_qrels, read_queries
 
@@ -10,6 +11,7 @@ __all__ = [
     "Corpus",
     "Dataset",
     "DatasetLayout",
+    "DatasetOptions",
     "Document",
     "LoadReport",
     "Qrels",
@@ -19,4 +21,6 @@ __all__ = [
     "read_corpus",
     "read_qrels",
     "read_queries",
+    "recorded_options",
+    "require_evaluable",
 ]

@@ -28,18 +28,18 @@ for every twin.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from sourcebias.data.corpus import Corpus
 from sourcebias.data.io import strip_compression
-from sourcebias.data.pairing import apply_orphan_rule, check_policy, orphan_note
+from sourcebias.data.options import HUMAN, DatasetOptions
+from sourcebias.data.pairing import apply_orphan_rule, orphan_note
 from sourcebias.data.qrels import Qrels
 from sourcebias.data.readers import LoadReport, OnProblem, read_corpus, read_qrels, read_queries
 from sourcebias.core.errors import ConfigError, DataError
-
-HUMAN = "human"
 
 
 @dataclass
@@ -108,6 +108,8 @@ class Dataset:
     queries_file: Path
     report: LoadReport = field(default_factory=LoadReport)
     orphans: dict = field(default_factory=lambda: {"policy": "drop"})
+    options: DatasetOptions = field(default_factory=DatasetOptions)
+    registered: str | None = None  # the registered name it was loaded by (``nq-utd``), if any
 
     @property
     def sources(self) -> tuple[str, ...]:
@@ -141,6 +143,8 @@ class Dataset:
             "judgements": self.qrels.n_judgements,
             "orphans": dict(self.orphans),
             "load_report": self.report.to_dict(),
+            "options": self.options.to_dict(),
+            "registered": self.registered,
         }
 
 
@@ -155,6 +159,17 @@ def detect_layout(root: str | Path, human_source: str = HUMAN, *, unknown_files:
     hidden state folders) stops with an error naming it — so a twin stored as, say,
     ``llm.json`` is never silently left out; with ``unknown_files="note"`` it is listed in
     ``layout.notes`` instead.
+
+    Args:
+        root: The dataset folder.
+        human_source: The source name of a BEIR folder's single corpus.
+        unknown_files: ``"error"`` or ``"note"``, for a file that is not a corpus file.
+
+    Returns:
+        The :class:`DatasetLayout`: layout name and one corpus file per source.
+
+    Raises:
+        DataError: no such folder, no corpus, two files for one source, or an unknown file.
     """
     root = Path(root)
     if not root.exists():
@@ -169,41 +184,9 @@ def detect_layout(root: str | Path, human_source: str = HUMAN, *, unknown_files:
             raise DataError(p, msg)
         notes.append(f"{p}: ignored, {msg.split(';')[0]}")
 
-    corpus_dir = root / "corpus"
-    if corpus_dir.is_dir():
-        files = _data_files(corpus_dir, ".jsonl")
-        for p in sorted(corpus_dir.iterdir()):
-            if p.name.startswith(".") or (p.is_file() and (strip_compression(p.name).endswith(".jsonl") or p.name.endswith(".manifest.json"))):
-                continue
-            unknown(p, "<source>.jsonl or <source>.jsonl.gz")
-        if not files:
-            raise DataError(corpus_dir, "no corpus files (<source>.jsonl or .jsonl.gz) in this folder")
-        return DatasetLayout(root, "cocktail", files, notes)
-    kdd: dict[str, Path] = {}
-    for p in sorted(root.iterdir()):
-        if p.is_file() and p.name.startswith("corpus-"):
-            name = strip_compression(p.name)
-            if not name.endswith(".jsonl"):
-                unknown(p, "corpus-<source>.jsonl or .jsonl.gz")
-                continue
-            stem = name[len("corpus-") : -len(".jsonl")]
-            if stem in kdd:
-                raise DataError(p, f"both {kdd[stem].name} and {p.name} exist; keep one")
-            kdd[stem] = p
-    for folder in sorted(root.iterdir()):
-        if not (folder.is_dir() and _TEMP_DIR.match(folder.name)):
-            continue
-        for p in sorted(folder.iterdir()):
-            if not (p.is_file() and p.name.startswith("corpus-")):
-                continue
-            name = strip_compression(p.name)
-            if not name.endswith(".jsonl"):
-                unknown(p, "corpus-<llm>.jsonl or .jsonl.gz")
-                continue
-            src = f"{name[len('corpus-'):-len('.jsonl')]}-tmp{folder.name}"
-            if src in kdd:
-                raise DataError(p, f"source name '{src}' is used by {kdd[src]} too")
-            kdd[src] = p
+    if (root / "corpus").is_dir():
+        return DatasetLayout(root, "cocktail", _cocktail_files(root / "corpus", unknown), notes)
+    kdd = _kdd_files(root, unknown)
     if kdd:
         return DatasetLayout(root, "kdd", kdd, notes)
     beir = _one_of(root, "corpus.jsonl")
@@ -216,122 +199,86 @@ def detect_layout(root: str | Path, human_source: str = HUMAN, *, unknown_files:
     )
 
 
-def load_dataset(
-    path: str | Path,
-    *,
-    split: str | None = "test",
-    sources: Sequence[str] | None = None,
-    human_source: str = HUMAN,
-    unknown_qrels: OnProblem = "error",
-    empty_text: OnProblem = "error",
-    unknown_files: OnProblem = "error",
-    orphans: str = "drop",
-    twins: str | Path | None = None,
-) -> Dataset:
-    """Load a mixed-source dataset folder (any of the three layouts) and validate it.
-
-    Parameters
-    ----------
-    path:
-        The dataset folder, or ``"irds:<id>"``: the human side through ir_datasets and the twins
-        from ``twins`` (:mod:`sourcebias.data.irds`; same validation, orphan rule and report).
-    split:
-        Which ``qrels/<split>.tsv`` to use; ``None`` loads and validates the corpus and queries
-        only (no judgements).
-    sources:
-        Sources to load (default: all). The human source is read for validation even when
-        not chosen.
-    human_source:
-        Name of the original (human-written) source; other sources must be its twins.
-    unknown_qrels:
-        ``"error"`` (default) or ``"skip"`` judgements naming unknown documents/queries
-        (skipped ones are counted in ``dataset.report``).
-    empty_text:
-        ``"error"`` (default) or ``"skip"`` documents with empty text (counted). A skipped
-        original takes its twins and its judgements with it (counted too): they would
-        otherwise be scored against a document that is not there.
-    unknown_files:
-        ``"error"`` (default) or ``"note"``: a file among the corpus files that is not one
-        (see :func:`detect_layout`).
-    orphans:
-        ``"drop"`` (default): a judged original without a copy in every loaded source loses its
-        judgements (the documents stay in the corpus, unjudged); ``"keep"``: the judgements stay
-        (the earlier rule). Counts in ``dataset.orphans`` (see :mod:`sourcebias.data.pairing`).
-    twins:
-        With an ``irds:`` dataset, the folder of its LLM twins (``<source>.jsonl`` files, or a
-        Cocktail folder whose ``corpus/`` holds them).
-    """
-    check_policy(orphans)
-    if str(path).startswith("irds:"):
-        from sourcebias.data.irds import load_irds
-
-        return Dataset(**load_irds(str(path), twins=twins, split=split, sources=sources, human_source=human_source, unknown_qrels=unknown_qrels, empty_text=empty_text, orphans=orphans))
-    if twins is not None:
-        raise ConfigError(f"twins= is for irds:<id> datasets; the folder {path} holds its own twins (corpus/<source>.jsonl)")
-    layout = detect_layout(path, human_source, unknown_files=unknown_files)
-    root = layout.root
-    available = list(layout.source_files)
-    if human_source not in layout.source_files:
-        raise DataError(
-            root,
-            f"no source named '{human_source}' (the human-written original); sources found: {', '.join(available)}. "
-            "Name the original with --human-source.",
-        )
-    chosen = list(dict.fromkeys(sources)) if sources else available
-    unknown = [s for s in chosen if s not in layout.source_files]
-    if unknown:
-        raise ConfigError(f"unknown source(s) {', '.join(unknown)} in {root}; available: {', '.join(available)}")
-    qrels_path = layout.qrels_file(split) if split is not None else None
-    if qrels_path is not None and not qrels_path.is_file():
-        splits = layout.splits()
-        raise DataError(
-            qrels_path,
-            f"split '{split}' not found; available splits: {', '.join(splits) if splits else 'none (no qrels/*.tsv)'}",
-        )
-
-    report = LoadReport()
-    human, human_lines = read_corpus(layout.source_files[human_source], human_source, empty_text=empty_text, report=report)
-    skipped_originals = set(human_lines).difference(human.doc_ids)  # empty text, skipped on request
-    parts: list[Corpus] = []
-    if human_source in chosen:
-        parts.append(human)
-    for s in chosen:
-        if s == human_source:
+def _cocktail_files(corpus_dir: Path, unknown: Callable[[Path, str], None]) -> dict[str, Path]:
+    """``source -> file`` of a Cocktail ``corpus/`` folder; anything else there goes to ``unknown``."""
+    files = _data_files(corpus_dir, ".jsonl")
+    for p in sorted(corpus_dir.iterdir()):
+        if p.name.startswith(".") or (p.is_file() and (strip_compression(p.name).endswith(".jsonl") or p.name.endswith(".manifest.json"))):
             continue
-        twin, twin_lines = read_corpus(layout.source_files[s], s, empty_text=empty_text, report=report)
-        for doc_id in twin.doc_ids:
-            if doc_id not in human_lines:
-                raise DataError(
-                    layout.source_files[s],
-                    f"twin '{doc_id}' has no original in {layout.source_files[human_source].name} (source '{human_source}')",
-                    twin_lines[doc_id],
-                )
-        parts.append(_without(twin, skipped_originals, twin_lines, layout.source_files[s], report))
-    order = [human_source] + [s for s in chosen if s != human_source]
-    parts.sort(key=lambda c: order.index(c.sources[0]))
-    corpus = Corpus.concat(parts)
+        unknown(p, "<source>.jsonl or <source>.jsonl.gz")
+    if not files:
+        raise DataError(corpus_dir, "no corpus files (<source>.jsonl or .jsonl.gz) in this folder")
+    return files
 
+
+def _kdd_files(root: Path, unknown: Callable[[Path, str], None]) -> dict[str, Path]:
+    """``source -> file`` of the KDD layout: ``corpus-<name>.jsonl`` at the top, and
+    ``<T>/corpus-<llm>.jsonl`` as ``<llm>-tmp<T>`` (empty when the folder has neither)."""
+    kdd: dict[str, Path] = {}
+    folders = [root] + [f for f in sorted(root.iterdir()) if f.is_dir() and _TEMP_DIR.match(f.name)]
+    for folder in folders:
+        for p in sorted(folder.iterdir()):
+            if not (p.is_file() and p.name.startswith("corpus-")):
+                continue
+            name = strip_compression(p.name)
+            if not name.endswith(".jsonl"):
+                unknown(p, "corpus-<source>.jsonl or .jsonl.gz" if folder == root else "corpus-<llm>.jsonl or .jsonl.gz")
+                continue
+            stem = name[len("corpus-") : -len(".jsonl")]
+            src = stem if folder == root else f"{stem}-tmp{folder.name}"
+            if src in kdd:
+                clash = f"both {kdd[src].name} and {p.name} exist; keep one" if folder == root else f"source name '{src}' is used by {kdd[src]} too"
+                raise DataError(p, clash)
+            kdd[src] = p
+    return kdd
+
+
+def load_dataset(path: str | Path, options: DatasetOptions | None = None, **overrides: Any) -> Dataset:
+    """Load a mixed-source dataset (any of the three layouts, by folder or by name) and validate it.
+
+    Args:
+        path: The dataset folder; or a known dataset's name (``"nq-utd"`` ships with sourcebias,
+            the other Cocktail datasets after ``sourcebias download NAME``; see ``sourcebias
+            datasets``) — a local folder of that name wins over the registered dataset; or
+            ``"irds:<id>"``: the human side through ir_datasets and the twins from ``twins``
+            (:mod:`sourcebias.data.irds`; same validation, orphan rule and report).
+        options: How to load it (:class:`~sourcebias.data.options.DatasetOptions`: split,
+            sources, human source, what to do with unknown judgements, empty texts and unknown
+            files, the orphan rule, twins); default: its defaults.
+        **overrides: Any of those options by name (``split="dev"``, ``empty_text="skip"``, ...),
+            over ``options``.
+
+    Returns:
+        The dataset; ``dataset.options`` are the options it was loaded with (written into every
+        result, so that later commands reload it the same way).
+
+    Raises:
+        DataError: a file that is missing or wrong (with file and line).
+        ConfigError: an option that cannot be used (unknown source, twins without ``irds:``).
+    """
+    opts = (options or DatasetOptions()).with_changes(**overrides)
+    if opts.twins is not None:
+        opts = opts.with_changes(twins=str(Path(opts.twins).expanduser().resolve()))
+    if str(path).startswith("irds:"):
+        return _load_irds(str(path), opts)
+    if opts.twins is not None:
+        raise ConfigError(f"twins= is for irds:<id> datasets; the folder {path} holds its own twins (corpus/<source>.jsonl)")
+    root, registered = resolve_dataset(path)
+    layout = detect_layout(root, opts.human_source, unknown_files=opts.unknown_files)  # type: ignore[arg-type]
+    chosen = _chosen_sources(layout, opts)
+    qrels_path = _qrels_path(layout, opts.split)
+    report = LoadReport()
+    corpus, human_lines, skipped = _read_sources(layout, chosen, opts, report)
     queries = read_queries(layout.queries_file, report=report)
-    if qrels_path is not None:
-        qrels = read_qrels(qrels_path, known_docs=human_lines, known_queries=queries, unknown=unknown_qrels, report=report)
-        qrels = _without_judgements(qrels, skipped_originals, report)
-        no_rel = len(qrels) - len(qrels.queries_with_relevant())
-        if no_rel:
-            report.skipped["queries without a relevant document (not evaluated)"] = no_rel
-    else:
-        qrels = Qrels({})
-    qrels, orphan_summary = apply_orphan_rule(corpus, qrels, orphans)
-    note = orphan_note(orphan_summary)
-    if note:
-        report.notes_extra.append(note)
-    for note in layout.notes:
-        report.notes_extra.append(note)
+    qrels = _read_judgements(qrels_path, human_lines, queries, skipped, opts, report)
+    qrels, orphan_summary = apply_orphan_rule(corpus, qrels, opts.orphans)
+    report.notes_extra += [n for n in [orphan_note(orphan_summary), *layout.notes] if n]
     return Dataset(
-        name=root.resolve().name,
-        root=root,
+        name=registered or layout.root.resolve().name,
+        root=layout.root,
         layout=layout.layout,
-        split=split or "",
-        human_source=human_source,
+        split=opts.split or "",
+        human_source=opts.human_source,
         corpus=corpus,
         queries=queries,
         qrels=qrels,
@@ -340,7 +287,123 @@ def load_dataset(
         queries_file=layout.queries_file,
         report=report,
         orphans=orphan_summary,
+        options=opts,
+        registered=registered,
     )
+
+
+def _load_irds(spec: str, opts: DatasetOptions) -> Dataset:
+    from sourcebias.data.irds import load_irds
+
+    fields = load_irds(spec, twins=opts.twins, split=opts.split, sources=opts.sources, human_source=opts.human_source,
+                       unknown_qrels=opts.unknown_qrels, empty_text=opts.empty_text, orphans=opts.orphans)  # type: ignore[arg-type]  # fmt: skip
+    return Dataset(**fields, options=opts)
+
+
+def resolve_dataset(path: str | Path) -> tuple[Path, str | None]:
+    """Where a dataset given by folder or by name is.
+
+    Args:
+        path: A folder, or a known dataset's name (see :mod:`sourcebias.data.registry`).
+
+    Returns:
+        ``(folder, registered name or None)``: a folder that exists wins over a registered name.
+
+    Raises:
+        DataError: neither a folder nor a known name.
+        ConfigError: a known dataset that has not been downloaded yet (says how).
+    """
+    folder = Path(path).expanduser()
+    if folder.exists():
+        return folder, None
+    from sourcebias.data.registry import resolve_name
+
+    found = resolve_name(str(path))
+    if found is None:
+        raise DataError(folder, "dataset folder not found (datasets known by name: `sourcebias datasets`)")
+    return found, str(path)
+
+
+def _chosen_sources(layout: DatasetLayout, opts: DatasetOptions) -> list[str]:
+    """The sources to load, checked against the folder's (the human one must be there)."""
+    available = list(layout.source_files)
+    if opts.human_source not in layout.source_files:
+        raise DataError(
+            layout.root,
+            f"no source named '{opts.human_source}' (the human-written original); sources found: {', '.join(available)}. "
+            "Name the original with --human-source.",
+        )
+    chosen = list(opts.sources) if opts.sources else available
+    unknown = [s for s in chosen if s not in layout.source_files]
+    if unknown:
+        raise ConfigError(f"unknown source(s) {', '.join(unknown)} in {layout.root}; available: {', '.join(available)}")
+    return chosen
+
+
+def _qrels_path(layout: DatasetLayout, split: str | None) -> Path | None:
+    """The split's qrels file (``None`` without a split); a missing split names those there are."""
+    if split is None:
+        return None
+    path = layout.qrels_file(split)
+    if not path.is_file():
+        splits = layout.splits()
+        raise DataError(path, f"split '{split}' not found; available splits: {', '.join(splits) if splits else 'none (no qrels/*.tsv)'}")
+    return path
+
+
+def _read_sources(layout: DatasetLayout, chosen: list[str], opts: DatasetOptions, report: LoadReport) -> tuple[Corpus, dict[str, int], set[str]]:
+    """``(corpus, line of each original, originals skipped for empty text)``: the chosen sources,
+    human first; a twin without an original stops with its file and line."""
+    human_source, files = opts.human_source, layout.source_files
+    human, human_lines = read_corpus(files[human_source], human_source, empty_text=opts.empty_text, report=report)  # type: ignore[arg-type]
+    skipped = set(human_lines).difference(human.doc_ids)  # empty text, skipped on request
+    parts: list[Corpus] = [human] if human_source in chosen else []
+    for s in (s for s in chosen if s != human_source):
+        twin, twin_lines = read_corpus(files[s], s, empty_text=opts.empty_text, report=report)  # type: ignore[arg-type]
+        for doc_id in twin.doc_ids:
+            if doc_id not in human_lines:
+                raise DataError(files[s], f"twin '{doc_id}' has no original in {files[human_source].name} (source '{human_source}')", twin_lines[doc_id])
+        parts.append(_without(twin, skipped, twin_lines, files[s], report))
+    return Corpus.concat(parts), human_lines, skipped
+
+
+def _read_judgements(path: Path | None, human_lines: dict[str, int], queries: dict[str, str], skipped: set[str], opts: DatasetOptions, report: LoadReport) -> Qrels:
+    """The split's judgements less those of skipped originals (counted); empty without a split."""
+    if path is None:
+        return Qrels({})
+    qrels = read_qrels(path, known_docs=human_lines, known_queries=queries, unknown=opts.unknown_qrels, report=report)  # type: ignore[arg-type]
+    qrels = _without_judgements(qrels, skipped, report)
+    no_rel = len(qrels) - len(qrels.queries_with_relevant())
+    if no_rel:
+        report.skipped["queries without a relevant document (not evaluated)"] = no_rel
+    return qrels
+
+
+def require_evaluable(dataset: Dataset) -> list[str]:
+    """The queries the split can evaluate (those with at least one relevant document); none is an
+    error naming the qrels file, since every measure with labels would be undefined (NaN) and
+    every test meaningless.
+
+    Args:
+        dataset: A dataset loaded with a split.
+
+    Returns:
+        :meth:`Dataset.evaluation_queries`.
+
+    Raises:
+        DataError: no query has a document judged relevant (grade > 0), naming the qrels file
+            and what its judgements hold.
+    """
+    queries = dataset.evaluation_queries()
+    if queries:
+        return queries
+    qrels = dataset.qrels
+    grades = sorted({g for q in qrels for g in qrels[q].values()})
+    held = f"{qrels.n_judgements} judgements of {len(qrels)} queries, grades {', '.join(map(str, grades))}" if grades else "no judgements"
+    left = [f"{reason}: {n}" for reason, n in dataset.report.skipped.items() if "judgement" in reason or "original" in reason]
+    left += [f"judgements left out by the orphan rule: {dataset.orphans['judgements_left_out']}"] if dataset.orphans.get("judgements_left_out") else []
+    why = f" after loading ({'; '.join(left)})" if left else ""
+    raise DataError(dataset.qrels_file or dataset.root, f"no query can be evaluated: none has a document judged relevant (grade > 0); the split holds {held}{why}")
 
 
 def _without(corpus: Corpus, doc_ids: set[str], lines: dict[str, int], path: Path, report: LoadReport) -> Corpus:

@@ -20,8 +20,10 @@ id and how to fetch it — it never waits on the network.
 from __future__ import annotations
 
 import contextlib
+import io
 import os
-from collections.abc import Iterator, Sequence
+import sys
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +67,37 @@ def bounded_downloads() -> Iterator[None]:
                 os.environ[k] = v
 
 
+class HeldOutput(io.TextIOBase):
+    """A stand-in for ``sys.stderr`` that holds what is written until :meth:`release`, then writes
+    it (and everything after) to the real stream; dropped if never released."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream, self._held, self._released = stream, io.StringIO(), False
+
+    def write(self, text: str) -> int:
+        return (self._stream if self._released else self._held).write(text)
+
+    def flush(self) -> None:
+        if self._released:
+            self._stream.flush()
+
+    def release(self) -> None:
+        if not self._released:
+            self._released = True
+            self._stream.write(self._held.getvalue())
+
+
+@contextlib.contextmanager
+def held_output() -> Iterator[HeldOutput]:
+    """ir_datasets logs (``[INFO] [starting] ...``, ``[WARNING] Download failed ...``) and draws
+    tqdm bars on ``sys.stderr`` while it looks for a dataset. They are held until the first
+    document arrives (the data is there: from then on they pass through, the held part first);
+    a dataset that cannot be had leaves only sourcebias' own error, which says what to fetch."""
+    held = HeldOutput(sys.stderr)
+    with contextlib.redirect_stderr(held):  # type: ignore[type-var]
+        yield held
+
+
 def not_available(dataset_id: str, error: BaseException) -> ConfigError:
     home = os.environ.get("IR_DATASETS_HOME", "~/.ir_datasets")
     return ConfigError(
@@ -101,14 +134,16 @@ def _doc_text(doc: Any) -> tuple[str, str]:
     return "", doc.default_text() if hasattr(doc, "default_text") else ""
 
 
-def read_irds_docs(ds: Any, where: Path, source: str, *, empty_text: OnProblem, report: LoadReport) -> tuple[Corpus, dict[str, int]]:
+def read_irds_docs(ds: Any, where: Path, source: str, *, empty_text: OnProblem, report: LoadReport, on_first: Callable[[], None] | None = None) -> tuple[Corpus, dict[str, int]]:
     """The human corpus from ``ds.docs_iter()``, validated as :func:`read_corpus` validates a file
-    (record numbers stand for line numbers)."""
+    (record numbers stand for line numbers); ``on_first`` is called once the first document is read."""
     ids: list[str] = []
     titles: list[str] = []
     texts: list[str] = []
     record_of: dict[str, int] = {}
     for n, doc in enumerate(ds.docs_iter(), start=1):
+        if n == 1 and on_first is not None:
+            on_first()
         doc_id = str(doc.doc_id)
         if not doc_id or any(ch.isspace() for ch in doc_id):
             raise DataError(where, f"document id {doc_id!r} is empty or contains whitespace, which TREC run files cannot hold", n)
@@ -238,11 +273,11 @@ def load_irds(
     if unknown:
         raise ConfigError(f"unknown source(s) {', '.join(unknown)} for {spec}; available: {', '.join(available)}" + ("" if files else " (give the twins folder: --twins DIR)"))
     report = LoadReport()
-    with bounded_downloads():
+    with bounded_downloads(), held_output() as held:
         ds, dataset_id = open_irds(dataset_id, split)
         where = Path(PREFIX + dataset_id)
         try:
-            human, originals = read_irds_docs(ds, where, human_source, empty_text=empty_text, report=report)
+            human, originals = read_irds_docs(ds, where, human_source, empty_text=empty_text, report=report, on_first=held.release)
             queries = read_irds_queries(ds)
             qrels = read_irds_qrels(ds, where, known_docs=originals, known_queries=queries, unknown=unknown_qrels, report=report) if split is not None else Qrels({})
         except (DataError, ConfigError):

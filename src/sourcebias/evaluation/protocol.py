@@ -33,7 +33,7 @@ import numpy as np
 from sourcebias.core import progress
 from sourcebias.core.errors import ConfigError
 from sourcebias.data.corpus import Corpus
-from sourcebias.data.dataset import Dataset
+from sourcebias.data.dataset import Dataset, require_evaluable
 from sourcebias.data.qrels import Qrels
 from sourcebias.evaluation.masking import masked_qrels
 from sourcebias.evaluation.measures import DEFAULT_CUTOFFS, DEFAULT_MEASURES, Measure, measure_grid, trec_measure_spec
@@ -113,95 +113,122 @@ def evaluate(
 ) -> EvaluationResult:
     """Run the protocol for each retriever, and for each given run, on ``dataset``.
 
-    Parameters
-    ----------
-    retrievers:
-        Retrievers or pipelines; each ranks the mixed corpus and (with ``sole``) each source alone.
-    runs:
-        Rankings of the mixed corpus made by any system (e.g. :meth:`Run.from_trec`), named by
-        the mapping's keys or their ``name``; each must rank ``dataset.corpus`` (bind it first
-        if it was read over another corpus object).
-    measures:
-        Default: NDCG, MAP, Recall, P and Share at 1, 3, 5 and 10.
-    depth:
-        How many documents each ranking keeps (1000 by default, enough for re-rankers).
-    seed:
-        Seed of the tie-breaking rule (see :mod:`sourcebias.retrieval.ties`).
-    sole:
-        Also rank each source alone (the human-only and LLM-only settings).
-    exclude_self:
-        Leave out documents whose id equals the query id (BEIR's ArguAna/Quora quirk): a
-        :class:`~sourcebias.retrieval.stages.SelfMatchFilter` right after each first stage.
+    Args:
+        dataset: The loaded dataset; it must have a query to evaluate (:func:`~sourcebias.data.require_evaluable`).
+        retrievers: Retrievers or pipelines; each ranks the mixed corpus and (with ``sole``) each source alone.
+        runs: Rankings of the mixed corpus made by any system (e.g. :meth:`Run.from_trec`), named by the
+            mapping's keys or their ``name``; each must rank ``dataset.corpus`` (or is bound to it).
+        measures: Default: NDCG, MAP, Recall, P and Share at 1, 3, 5 and 10.
+        depth: How many documents each ranking keeps (1000 by default, enough for re-rankers).
+        seed: Seed of the tie-breaking rule (see :mod:`sourcebias.retrieval.ties`).
+        sole: Also rank each source alone (the human-only and LLM-only settings).
+        exclude_self: Leave out documents whose id equals the query id (BEIR's ArguAna/Quora quirk): a
+            :class:`~sourcebias.retrieval.stages.SelfMatchFilter` right after each first stage.
+        keep_runs: Keep the rankings in ``result.runs``.
+
+    Returns:
+        The :class:`~sourcebias.evaluation.results.EvaluationResult`.
+
+    Raises:
+        ConfigError: no measures, a depth below a cut-off, two systems of one name.
+        DataError: no query of the split can be evaluated (naming the qrels file).
     """
+    measures = _checked_measures(measures, depth)
+    run_map = _named_runs(retrievers, runs)
+    query_ids = require_evaluable(dataset)
+    queries: Mapping[str, str] = {q: dataset.queries[q] for q in query_ids}
+    settings = _settings(dataset, sole)
+    result = EvaluationResult(
+        dataset=json_safe(dataset.describe()),
+        human_source=dataset.human_source,
+        sources=list(dataset.sources),
+        measures=measures,
+        query_ids=query_ids,
+        parameters={"depth": depth, "seed": seed, "sole": sole, "exclude_self": exclude_self, "orphans": dataset.orphans.get("policy", "drop")},
+    )
+    recorder = _Recorder(result, dataset.qrels, settings[0][0], keep_runs)
+    for retriever in retrievers:
+        recorder.rank(retriever, settings, queries, depth=depth, seed=seed, exclude_self=exclude_self)
+    for name, run in run_map.items():
+        run = _given_run(run, name, dataset, queries, depth=depth, seed=seed, exclude_self=exclude_self)
+        result.retrievers[name] = json_safe({"name": name, "class": "Run", "file": run.info.get("source_file"), "docnos": run.info.get("docnos")})
+        recorder.record(name, settings[0][0], run, settings[0][2], None)
+    return result
+
+
+def _checked_measures(measures: Sequence[Measure] | None, depth: int) -> list[Measure]:
     measures = list(measures) if measures is not None else measure_grid(DEFAULT_MEASURES, DEFAULT_CUTOFFS)
     if not measures:
         raise ConfigError("no measures to compute")
     if depth < max(m.cutoff for m in measures):
         raise ConfigError(f"depth {depth} is smaller than the largest cut-off {max(m.cutoff for m in measures)}")
-    run_names = list(runs) if isinstance(runs, Mapping) else [r.name for r in runs]
-    run_map: dict[str, Run] = dict(runs) if isinstance(runs, Mapping) else dict(zip(run_names, runs))
-    names = [r.name for r in retrievers] + run_names
+    return measures
+
+
+def _named_runs(retrievers: Sequence[Retriever], runs: Mapping[str, Run] | Sequence[Run]) -> dict[str, Run]:
+    """The given runs by name; two systems (retrievers or runs) of one name are refused."""
+    run_map: dict[str, Run] = dict(runs) if isinstance(runs, Mapping) else {r.name: r for r in runs}
+    names = [r.name for r in retrievers] + (list(runs) if isinstance(runs, Mapping) else [r.name for r in runs])
     if len(set(names)) != len(names):
         raise ConfigError(f"two systems have the same name: {', '.join(names)}")
-    query_ids = dataset.evaluation_queries()
-    queries: Mapping[str, str] = {q: dataset.queries[q] for q in query_ids}
+    return run_map
+
+
+def _settings(dataset: Dataset, sole: bool) -> list[tuple[str, Corpus, list[str]]]:
+    """``(setting, corpus, targets)``: the mixed corpus first (all sources and ``all`` as targets),
+    then, with ``sole`` and several sources, each source alone."""
     sources = list(dataset.sources)
-    mixed_setting = MIXED if len(sources) > 1 else sources[0]
-    mixed_targets = sources + [ALL] if len(sources) > 1 else sources
+    if len(sources) == 1:
+        return [(sources[0], dataset.corpus, sources)]
+    settings: list[tuple[str, Corpus, list[str]]] = [(MIXED, dataset.corpus, sources + [ALL])]
+    return settings + ([(s, dataset.sole_corpus(s), [s]) for s in sources] if sole else [])
 
-    settings: list[tuple[str, Corpus, list[str]]] = [(mixed_setting, dataset.corpus, mixed_targets)]
-    if len(sources) > 1 and sole:
-        settings += [(s, dataset.sole_corpus(s), [s]) for s in sources]
 
-    result = EvaluationResult(
-        dataset=json_safe(dataset.describe()),
-        human_source=dataset.human_source,
-        sources=sources,
-        measures=list(measures),
-        query_ids=query_ids,
-        parameters={"depth": depth, "seed": seed, "sole": sole, "exclude_self": exclude_self, "orphans": dataset.orphans.get("policy", "drop")},
-    )
+def _given_run(run: Run, name: str, dataset: Dataset, queries: Mapping[str, str], *, depth: int, seed: int, exclude_self: bool) -> Run:
+    """A given run bound to the dataset's corpus, restricted to the evaluated queries and cut at
+    ``depth``; its info counts the queries it has that are not evaluated, and those it lacks."""
+    if run.corpus is not dataset.corpus:
+        run = run.bind(dataset.corpus)
+    if exclude_self:
+        run = SelfMatchFilter().apply(run, queries, seed=seed)
+    info = dict(run.info)
+    info["queries_in_run"] = len(run)
+    info["queries_not_evaluated"] = sum(1 for q in run.query_ids if q not in queries)  # not in the split, or without a relevant document
+    info["evaluated_queries_without_ranking"] = sum(1 for q in queries if q not in run.positions)
+    run = run.restrict(list(queries)).cut(depth)
+    run.name, run.info = name, info
+    return run
 
-    def record(name: str, setting: str, run: Run, targets: list[str], retrieve_s: float | None) -> None:
-        t1 = time.perf_counter()
-        with progress.task(f"{name}: scoring {setting}", total=1) as t:
-            values = score_run(run, dataset.qrels, query_ids, measures, targets, source_measures=setting == mixed_setting)
-            t.advance()
-        for (target, metric), v in values.items():
-            result.per_query[Key(name, setting, target, metric)] = v
-        key = RunKey(name, setting)
-        timing = {"evaluate_s": round(time.perf_counter() - t1, 3)}
-        if retrieve_s is not None:
-            timing = {"retrieve_s": round(retrieve_s, 3), **timing}
-        result.timings[key] = timing
-        if run.info:
-            result.run_info[key] = json_safe(run.info)
-        if keep_runs:
-            result.runs[key] = run
 
-    for retriever in retrievers:
-        result.retrievers[retriever.name] = json_safe(retriever.config())
+class _Recorder:
+    """Scores each ranking and files its values, timings, info and (with ``keep_runs``) the run."""
+
+    def __init__(self, result: EvaluationResult, qrels: Qrels, mixed_setting: str, keep_runs: bool) -> None:
+        self.result, self.qrels, self.mixed_setting, self.keep_runs = result, qrels, mixed_setting, keep_runs
+
+    def rank(self, retriever: Retriever, settings: list[tuple[str, Corpus, list[str]]], queries: Mapping[str, str], *, depth: int, seed: int, exclude_self: bool) -> None:
+        """Rank every setting's corpus with ``retriever`` (self-matches filtered after its first
+        stage with ``exclude_self``) and record each ranking."""
+        self.result.retrievers[retriever.name] = json_safe(retriever.config())
         system = with_stage_after_first(retriever, SelfMatchFilter()) if exclude_self else retriever
         for setting, corpus, targets in settings:
             t0 = time.perf_counter()
             run = system.retrieve(corpus, queries, depth, seed=seed)
             run.name = retriever.name
-            record(retriever.name, setting, run, targets, time.perf_counter() - t0)
+            self.record(retriever.name, setting, run, targets, time.perf_counter() - t0)
 
-    for name, run in run_map.items():
-        if run.corpus is not dataset.corpus:
-            run = run.bind(dataset.corpus)
-        if exclude_self:
-            run = SelfMatchFilter().apply(run, queries, seed=seed)
-        split = set(query_ids)
-        extra = [q for q in run.query_ids if q not in split]
-        info = dict(run.info)
-        info["queries_in_run"] = len(run)
-        info["queries_not_evaluated"] = len(extra)  # not in the split, or without a relevant document
-        info["evaluated_queries_without_ranking"] = sum(1 for q in query_ids if q not in run.positions)
-        run = run.restrict(query_ids).cut(depth)
-        run.name, run.info = name, info
-        result.retrievers[name] = json_safe({"name": name, "class": "Run", "file": info.get("source_file"), "docnos": info.get("docnos")})
-        record(name, mixed_setting, run, mixed_targets, None)
-
-    return result
+    def record(self, name: str, setting: str, run: Run, targets: list[str], retrieve_s: float | None) -> None:
+        result = self.result
+        t1 = time.perf_counter()
+        with progress.task(f"{name}: scoring {setting}", total=1) as t:
+            values = score_run(run, self.qrels, result.query_ids, result.measures, targets, source_measures=setting == self.mixed_setting)
+            t.advance()
+        for (target, metric), v in values.items():
+            result.per_query[Key(name, setting, target, metric)] = v
+        key = RunKey(name, setting)
+        timing = {"evaluate_s": round(time.perf_counter() - t1, 3)}
+        result.timings[key] = {"retrieve_s": round(retrieve_s, 3), **timing} if retrieve_s is not None else timing
+        if run.info:
+            result.run_info[key] = json_safe(run.info)
+        if self.keep_runs:
+            result.runs[key] = run

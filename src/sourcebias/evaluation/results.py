@@ -224,15 +224,47 @@ class EvaluationResult:
 
         return ir_measures_frame(self)
 
+    def dataset_options(self) -> tuple[Any, str]:
+        """``(options, note)``: how the evaluated dataset was loaded (a
+        :class:`~sourcebias.data.options.DatasetOptions`, with this result's sources), and a note
+        when the result predates that record (defaults were assumed; see
+        :func:`~sourcebias.data.options.recorded_options`)."""
+        from sourcebias.data.options import recorded_options
+
+        return recorded_options(self.dataset, self.parameters, sources=self.sources)
+
+    def load_dataset(self, path: str | Path | None = None) -> Any:
+        """The evaluated dataset, loaded again with the options it was evaluated with.
+
+        Args:
+            path: Where it is now (default: the recorded path, else its registered name, e.g.
+                ``nq-utd``; for an ``irds:`` dataset, its id with the recorded twins).
+
+        Returns:
+            The :class:`~sourcebias.data.Dataset`; a result that predates the record of its
+            loading options says so in ``dataset.report`` (its notes).
+        """
+        from sourcebias.data.dataset import load_dataset
+
+        options, note = self.dataset_options()
+        ds = self.dataset
+        where = path if path is not None else ds.get("path")
+        if path is None and ds.get("registered") and not Path(str(where)).exists():
+            where = ds["registered"]
+        if path is None and ds.get("layout") == "irds":
+            where = ds["sources"][self.human_source]["file"]
+        dataset = load_dataset(where, options)
+        if note:
+            dataset.report.notes_extra.append(note)
+        return dataset
+
     def _judgements(self, dataset: Any) -> Any:
         if dataset is None:
-            from sourcebias.data.dataset import load_dataset
-
-            ds = self.dataset
-            dataset = load_dataset(ds["path"], split=ds["split"], sources=self.sources, human_source=self.human_source, orphans=self.parameters.get("orphans", "drop"))
+            dataset = self.load_dataset()
         got, want = dataset.qrels.n_judgements, self.dataset.get("judgements")
         if want is not None and got != want:
-            raise ConfigError(f"the dataset holds {got} judgements, the evaluated one held {want}: pass the dataset that was evaluated (same split, sources, orphan rule)")
+            hint = f" ({self.dataset_options()[1]})" if self.dataset_options()[1] else ""
+            raise ConfigError(f"the dataset holds {got} judgements, the evaluated one held {want}: pass the dataset that was evaluated (same split, sources, orphan rule){hint}")
         return dataset.qrels
 
     # -- the artifact -----------------------------------------------------------------------

@@ -161,10 +161,10 @@ class GridConfig:
 
 def load_grid_dataset(entry: DatasetEntry | dict[str, Any], orphans: str = "drop"):
     """``load_dataset`` of a grid's dataset entry with the grid's orphan policy."""
-    from sourcebias.data import load_dataset
+    from sourcebias.data import DatasetOptions, load_dataset
 
     d = entry_dict(entry) if isinstance(entry, DatasetEntry) else entry
-    return load_dataset(d["path"], split=d["split"], sources=d["sources"], human_source=d["human_source"], orphans=orphans, twins=d.get("twins"))
+    return load_dataset(d["path"], DatasetOptions(split=d["split"], sources=d["sources"], human_source=d["human_source"], orphans=orphans, twins=d.get("twins")))
 
 
 class _File:

@@ -11,7 +11,7 @@ from typing import Any
 from sourcebias.core.errors import ConfigError, DataError
 from sourcebias.power.analysis import PowerSettings, power_analysis
 from sourcebias.power.base import METHODS
-from sourcebias.power.pilot import STATISTICS, TWIN_PREFERENCE, orphan_policy, statistic_name
+from sourcebias.power.pilot import STATISTICS, TWIN_PREFERENCE, statistic_name
 from sourcebias.power.result import PowerResult
 
 KIND = "power"
@@ -40,7 +40,7 @@ def pilot_qrels(result: Any, pilot: Path, dataset_dir: str | Path | None) -> tup
     path = Path(dataset_dir) if dataset_dir is not None else (Path(ds["path"]) if ds.get("path") else None)
     if path is None or not path.is_dir():
         return None, f"the pilot's dataset folder {path} is not here; pass --dataset DIR for twin preference"
-    dataset = load_dataset(path, split=ds.get("split", "test"), sources=list(result.sources), human_source=result.human_source, orphans=orphan_policy(result))
+    dataset = load_dataset(path, result.dataset_options()[0])  # as the pilot loaded it (split, sources, empty texts, orphan rule, ...)
     recorded = _recorded_qrels_digest(pilot)
     if recorded and dataset.qrels_file is not None and file_digest(dataset.qrels_file) != recorded:
         raise DataError(dataset.qrels_file, "differs from the judgements the pilot was evaluated with (SHA-256 in its manifest); pass the pilot's dataset with --dataset")

@@ -1,0 +1,148 @@
+"""``sourcebias evaluate`` as a library call: checks, then load, rank, score, report and write.
+
+:func:`run_evaluation_job` does the work of the command in the order that keeps a mistake cheap:
+every option is checked (:meth:`~sourcebias.evaluation.plan.EvaluationPlan.check`, the dataset
+options) before the output folder is claimed; the folder is claimed before the dataset is read;
+the dataset must have a query to evaluate (:func:`~sourcebias.data.require_evaluable`) and the
+run files must read before anything is retrieved. What the user must hear on the way (the
+dataset read, what was skipped, runs read, self-matches removed, embeddings reused) goes to
+``emit`` as ``(kind, text)`` with ``kind`` one of ``info``, ``note`` and ``detail``; the CLI
+prints them.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sourcebias.data.options import DatasetOptions
+from sourcebias.evaluation.plan import EvaluationPlan
+
+Emit = Callable[[str, str], None]
+
+
+@dataclass
+class EvaluationJob:
+    """What :func:`run_evaluation_job` made: the dataset, the result, its report, and the output
+    folder (``None`` without one)."""
+
+    dataset: Any
+    result: Any
+    report: Any
+    path: Path | None
+
+
+def run_evaluation_job(
+    dataset: str | Path,
+    options: DatasetOptions,
+    plan: EvaluationPlan,
+    output: str | Path | None = None,
+    *,
+    overwrite: bool = False,
+    emit: Emit | None = None,
+) -> EvaluationJob:
+    """Evaluate ``plan`` on a dataset and (with ``output``) write the result folder.
+
+    Args:
+        dataset: A dataset folder, a known dataset's name or ``irds:<id>`` (see :func:`~sourcebias.data.load_dataset`).
+        options: How to load it.
+        plan: The systems, measures, settings and statistics; checked before any work.
+        output: The output folder (claimed before the dataset is read), or ``None``.
+        overwrite: Replace an earlier result in ``output``.
+        emit: Receives ``(kind, text)`` messages for the user.
+
+    Returns:
+        The :class:`EvaluationJob`.
+
+    Raises:
+        ConfigError: an option that cannot be used (before any work).
+        DataError: the dataset or a run file is wrong, or no query can be evaluated.
+        OutputError: ``output`` cannot be used.
+    """
+    from sourcebias.core.artifacts import OutputFolder
+
+    t_start = time.perf_counter()
+    emit = emit or (lambda _kind, _text: None)
+    plan.check()
+    folder = OutputFolder.claim(output, kind="evaluate", overwrite=overwrite) if output is not None else None
+    try:
+        systems = plan.build_systems()
+        ds, t_load = _load(dataset, options, emit)
+        runs = plan.load_runs(ds, systems)
+        for run in runs.values():
+            emit("detail", f"{run.name}: {run.info['lines']:,} lines from {run.info['source_file']} (documents named by {run.info['docnos']})")
+        result = _evaluate(ds, systems, runs, plan, keep_runs=(folder is not None and plan.write_runs) or plan.statistics != ())
+        for kind, text in run_notes(result):
+            emit(kind, text)
+        report = _report(result, ds, plan)
+        path = None
+        if folder is not None:
+            from sourcebias.reporting.outputs import write_evaluation
+
+            timings = {"load_s": round(t_load, 3), "total_s": round(time.perf_counter() - t_start, 3)}
+            path = write_evaluation(result, folder, report=report, write_runs=plan.write_runs, timings=timings, format=plan.format)
+        return EvaluationJob(ds, result, report, path)
+    finally:
+        if folder is not None:
+            folder.abort()  # no-op after a commit; otherwise releases the lock, keeps nothing half-written
+
+
+def _load(dataset: str | Path, options: DatasetOptions, emit: Emit) -> tuple[Any, float]:
+    """The dataset, loaded and checked to have a query to evaluate, and the seconds it took."""
+    from sourcebias.core import progress
+    from sourcebias.data import load_dataset, require_evaluable
+
+    t0 = time.perf_counter()
+    with progress.task(f"Loading {dataset}"):
+        ds = load_dataset(dataset, options)
+    seconds = time.perf_counter() - t0
+    counts = ", ".join(f"{s} {n:,}" for s, n in ds.corpus.source_counts().items())
+    emit("info", f"{ds.name} ({ds.layout} layout), split {ds.split}: {counts} documents; {len(ds.evaluation_queries())} queries evaluated")
+    for note in ds.report.notes():
+        emit("note", note)
+    require_evaluable(ds)
+    return ds, seconds
+
+
+def _evaluate(ds: Any, systems: list[Any], runs: dict[str, Any], plan: EvaluationPlan, *, keep_runs: bool) -> Any:
+    from sourcebias.evaluation import evaluate
+
+    return evaluate(
+        ds, systems, runs=runs, measures=plan.measure_list(), depth=plan.depth, seed=plan.seed, sole=plan.sole, exclude_self=plan.exclude_self,
+        keep_runs=keep_runs,
+    )  # fmt: skip
+
+
+def _report(result: Any, ds: Any, plan: EvaluationPlan) -> Any:
+    from sourcebias.core import progress
+    from sourcebias.reporting.report import EVALUATE_STATISTICS, result_report
+
+    statistics = list(EVALUATE_STATISTICS if plan.statistics is None else plan.statistics)
+    with progress.task("Statistics"):
+        return result_report(
+            result, ds.qrels, statistics=statistics, measures=list(plan.statistics_measures) or None, bootstrap_resamples=plan.bootstrap_resamples,
+            confidence=plan.confidence, significance_resamples=plan.resamples, correction=plan.correction, ndsr_k=plan.ndsr_k,
+        )  # fmt: skip
+
+
+def run_notes(result: Any) -> list[tuple[str, str]]:
+    """What the user must hear about the rankings: self-matches removed, run queries not
+    evaluated or without a ranking, embeddings encoded and reused."""
+    out: list[tuple[str, str]] = []
+    split = result.dataset.get("split")
+    for key, info in result.run_info.items():
+        if info.get("self_matches_removed"):
+            out.append(("note", f"{key.retriever}/{key.setting}: removed {info['self_matches_removed']} self-matches (document id = query id)"))
+        if info.get("queries_not_evaluated"):
+            out.append(("note", f"{key.retriever}: {info['queries_not_evaluated']} queries of the run are not evaluated (not in split '{split}', or without a relevant document)"))
+        if info.get("evaluated_queries_without_ranking"):
+            out.append(("note", f"{key.retriever}: {info['evaluated_queries_without_ranking']} evaluated queries have no ranking in the run (they score 0)"))
+    for name in result.retrievers:
+        infos = [i for k, i in result.run_info.items() if k.retriever == name and "embeddings" in i]
+        if infos:
+            e = infos[-1]["embeddings"]
+            out.append(("detail", f"{name}: {e['encoded']:,} texts encoded, {e['from_disk']:,} read from the embedding cache, {e['from_memory']:,} reused in memory"))
+    return out
