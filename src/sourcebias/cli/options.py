@@ -8,6 +8,8 @@ from typing import Annotated
 
 import typer
 
+from sourcebias.experiments.settings import option_kwargs
+
 # -- the dataset and how it is loaded ------------------------------------------------------------------
 DatasetArg = Annotated[
     str,
@@ -25,7 +27,7 @@ Twins = Annotated[Path | None, typer.Option(help="With DATASET irds:<id> (the hu
 SkipUnknownQrels = Annotated[bool, typer.Option(help="Skip (and count) judgements naming unknown documents or queries instead of stopping.")]
 SkipEmptyText = Annotated[bool, typer.Option(help="Skip (and count) documents with empty text instead of stopping.")]
 AllowUnknownFiles = Annotated[bool, typer.Option(help="Go on (with a note) when the corpus folder holds a file that is not a source (<source>.jsonl or .jsonl.gz); by default that stops.")]
-Orphans = Annotated[str, typer.Option(metavar="drop|keep", help="A judged original whose copy is missing in some source: drop its judgements (compared fairly) or keep them (the earlier rule, named in the output).")]
+Orphans = Annotated[str, typer.Option(**option_kwargs("orphans"))]  # help, choices and bounds: the grid setting's one declaration
 
 # -- systems ----------------------------------------------------------------------------------------
 Retrievers = Annotated[
@@ -50,8 +52,8 @@ RerankDepth = Annotated[int | None, typer.Option(help="How many first-stage docu
 # -- the protocol -------------------------------------------------------------------------------------
 Cutoffs = Annotated[list[int] | None, typer.Option("--k", metavar="K...", help="Cut-offs, e.g. --k 1 3 5. \\[default: 1 3 5 10]")]
 Metrics = Annotated[list[str] | None, typer.Option("--metric", metavar="NAME...", help="Measures, e.g. --metric NDCG MAP: NDCG, MAP, Recall, P (need labels) and Share (label-free share of each source in the top k). \\[default: all five]")]
-Depth = Annotated[int, typer.Option(help="Documents kept per query in each ranking.", min=1)]
-Seed = Annotated[int, typer.Option(help="Seed of the tie-breaking rule (and of the statistics' resampling).")]
+Depth = Annotated[int, typer.Option(**option_kwargs("depth"))]
+Seed = Annotated[int, typer.Option(**option_kwargs("seed"))]
 Sole = Annotated[bool, typer.Option("--sole/--no-sole", help="Also rank each source alone (human-only, LLM-only settings).")]
 RemoveSelfMatches = Annotated[bool, typer.Option(help="Leave out documents whose id equals the query id (BEIR ArguAna/Quora quirk).")]
 
@@ -63,7 +65,7 @@ Format = Annotated[str, typer.Option("--format", metavar="csv|parquet", help="Fi
 
 # -- statistics ----------------------------------------------------------------------------------------
 Significance = Annotated[bool, typer.Option(hidden=True, help="Replaced: the paired tests are the paired_tests statistic (statistics.csv, summary).")]
-Resamples = Annotated[int, typer.Option(help="Resamples of the paired randomization test.", min=100)]
+Resamples = Annotated[int, typer.Option(**option_kwargs("significance_resamples"))]
 Statistics = Annotated[
     list[str] | None,
     typer.Option(
@@ -73,7 +75,7 @@ Statistics = Annotated[
     ),
 ]  # fmt: skip
 StatisticsMeasures = Annotated[list[str] | None, typer.Option("--statistics-measure", metavar="MEASURE...", help="Measures of the per-measure statistics, e.g. NDCG@3. \\[default: every cut-off of the first measure with labels]")]
-BootstrapResamples = Annotated[int, typer.Option(help="Resamples of the bootstrap CI of Relative Δ.", min=100)]
-Confidence = Annotated[float, typer.Option(help="Level of the bootstrap CI of Relative Δ.", min=0.5, max=0.999)]
-Correction = Annotated[str, typer.Option(metavar="holm|fdr_bh|bonferroni|none", help="Multiple-testing correction of the randomization tests across the report's tests.")]
-NdsrK = Annotated[int, typer.Option("--ndsr-k", help="Cut-off of ΔNDSR@k.", min=1)]
+BootstrapResamples = Annotated[int, typer.Option(**option_kwargs("bootstrap_resamples"))]
+Confidence = Annotated[float, typer.Option(**option_kwargs("confidence"))]
+Correction = Annotated[str, typer.Option(**option_kwargs("correction"))]
+NdsrK = Annotated[int, typer.Option("--ndsr-k", **option_kwargs("ndsr_k"))]
