@@ -233,3 +233,25 @@ def test_offline_the_message_names_the_url_and_where_to_put_the_file(tmp_path, c
     monkeypatch.setitem(registry.KNOWN, "scifact", KnownDataset("scifact", "d", "l", "c", url, files=(RemoteFile(url, "scifact.zip"),)))
     code, _, err = run_cli(["download", "scifact", "--to", str(tmp_path / "cocktail"), "--timeout", "2"], capsys)
     assert code == 2 and f"{url} -> {tmp_path / 'cocktail' / 'scifact.zip'}" in err
+
+
+def test_downloading_again_checks_what_is_there_and_fetches_nothing(server, tmp_path, cocktail_dir, monkeypatch, capsys):
+    """A second `sourcebias download` of a finished download re-checks the folder and says so (exit 0);
+    a marker file from an older download that lacks the archive records still reads (the folder is
+    checked again instead of a KeyError)."""
+    from sourcebias.data import registry
+    from sourcebias.data.registry import MARKER
+
+    archive = tiny_archive(cocktail_dir)
+    server.files["scifact.zip"] = archive
+    entry = KnownDataset("scifact", "d", "l", "c", server.url, files=(RemoteFile(f"{server.url}/scifact.zip", "scifact.zip", md5=hashlib.md5(archive).hexdigest()),))
+    monkeypatch.setitem(registry.KNOWN, "scifact", entry)
+    download_dataset(entry, tmp_path, timeout=5)
+    n = len(server.requests)
+    code, out, err = run_cli(["download", "scifact", "--to", str(tmp_path)], capsys)
+    assert code in (0, None), err
+    assert "was downloaded before" in out and "verified MD5" in " ".join(out.split()) and len(server.requests) == n
+    (tmp_path / "scifact" / MARKER).write_text("{}", encoding="utf-8")  # an older, shorter record
+    code, out, err = run_cli(["download", "scifact", "--to", str(tmp_path)], capsys)
+    assert code in (0, None), err
+    assert "cocktail layout" in out and len(server.requests) == n

@@ -37,6 +37,8 @@ def download(
     from sourcebias.data.download import download_dataset
 
     info = download_dataset(name, to, timeout=timeout, emit=lambda text: console.print(f"[dim]{text}[/dim]", highlight=False))
+    if info.get("already"):
+        console.print(f"{info['name']} was downloaded before ({info.get('downloaded', 'date not recorded')}); checked again, nothing fetched.", highlight=False)
     for a in info["archives"]:
         checked = ", ".join(x.upper() for x in a["verified"]) or "nothing"
         unknown = ", ".join(x.upper() for x in a["unverified"])

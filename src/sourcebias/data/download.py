@@ -150,7 +150,7 @@ def download_dataset(dataset: str | KnownDataset, to: str | Path | None = None, 
         raise ConfigError(f"'{entry.name}' ships with sourcebias (at {entry.builtin_path()}); there is nothing to download")
     folder = entry.cached_path(to)
     if is_complete(folder):
-        return json.loads((folder / MARKER).read_text(encoding="utf-8"))
+        return _already_there(entry, folder)
     archives = []
     for remote in entry.files:
         record = fetch(remote, folder.parent / remote.name, timeout=timeout, emit=emit)
@@ -162,6 +162,16 @@ def download_dataset(dataset: str | KnownDataset, to: str | Path | None = None, 
     for remote in entry.files:
         (folder.parent / remote.name).unlink()
     return info
+
+
+def _already_there(entry: KnownDataset, folder: Path) -> dict[str, Any]:
+    """The record of an earlier download of ``entry`` into ``folder``, the dataset checked again
+    (``already``: True; the archives verified then, as its marker file records them)."""
+    try:
+        recorded = json.loads((folder / MARKER).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise DataError(f"{folder / MARKER}: unreadable record of an earlier download ({exc}); remove {folder} and download again") from None
+    return {**recorded, "name": entry.name, "folder": str(folder), "archives": recorded.get("archives", []), **check_dataset(folder), "already": True}
 
 
 def unpack(archive: Path, folder: Path) -> None:
