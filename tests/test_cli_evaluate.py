@@ -364,3 +364,24 @@ def test_no_number_is_cut_in_an_80_column_terminal(nq_out, nq_utd):
         expected |= {_p_text(f["twin_pref_p_cluster"]), _p_text(f["twin_pref_p"]), f"{f['delta_ndsr']:.3f}", _p_text(f["delta_ndsr_p"]), _p_text(f["delta_ndsr_p_sign"])}
     missing = sorted(expected - tokens)
     assert not missing, f"not shown whole at 80 columns: {missing}\n{screen}"
+
+
+def test_a_split_table_keeps_its_caption_and_title_readable_at_the_terminal_width():
+    """A table split into parts whose last part is narrow: the caption is wrapped at the console's
+    width (not folded into the narrow part's few columns), and a title wider than its part is
+    printed whole above it."""
+    from rich.console import Console
+
+    from sourcebias.evaluation.stats.base import Column
+    from sourcebias.reporting.render import to_rich
+    from sourcebias.reporting.report import Report, Table
+
+    columns = [Column("name", "retriever", "text")] + [Column(f"c{i}", f"column number {i}", "num", 3) for i in range(4)]
+    caption = "A caption of several sentences that explains the method used. " * 4
+    table = Table("wide", "A long title of a table that is split into parts", columns, [{"name": "bm25", **{f"c{i}": 123456.0 + i for i in range(4)}}], caption=caption.strip())
+    console = Console(width=60, record=True, color_system=None)
+    console.print(to_rich(Report("report", [table])))
+    lines = [line.rstrip() for line in console.export_text().splitlines()]
+    caption_lines = [line for line in lines if "caption" in line or "method" in line]
+    assert max(len(line) for line in caption_lines) > 45  # wrapped at about 60 columns
+    assert any(line.startswith("A long title of a table that is split into parts") for line in lines)

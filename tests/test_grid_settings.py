@@ -220,3 +220,21 @@ def test_the_reference_table_lists_every_setting_with_bounds_and_default():
 def test_the_readme_holds_the_current_reference_table():
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
     assert settings_markdown() in readme
+
+
+def test_a_dataset_path_may_be_a_known_dataset_name_as_on_the_command_line(tmp_path, monkeypatch):
+    """`path = "nq-utd"` in a grid file is the built-in dataset (no such folder beside the file), as
+    `sourcebias evaluate nq-utd` is; a folder of that name beside the file wins; a known dataset
+    not downloaded yet is refused with the file, line and what to run."""
+    from sourcebias.data.registry import KNOWN
+
+    path = tmp_path / "grid.toml"
+    path.write_text('[grid]\nmeasures = ["NDCG"]\ncutoffs = [3]\n\n[[datasets]]\npath = "nq-utd"\n\n[[retrievers]]\nspec = "bm25"\n', encoding="utf-8")
+    cfg = load_grid_config(path)
+    assert cfg.datasets[0].path == KNOWN["nq-utd"].builtin_path() and cfg.datasets[0].name == "nq-utd"
+    (tmp_path / "nq-utd").mkdir()
+    assert load_grid_config(path).datasets[0].path == (tmp_path / "nq-utd").resolve()
+    monkeypatch.setenv("SOURCEBIAS_DATASETS", str(tmp_path / "none-yet"))
+    path.write_text(path.read_text().replace('"nq-utd"', '"scifact"'), encoding="utf-8")
+    with pytest.raises(DataError, match=r"grid.toml:6: .*sourcebias download scifact"):
+        load_grid_config(path)

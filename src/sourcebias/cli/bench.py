@@ -36,7 +36,7 @@ def bench(
     cells = plan_cells(cfg)
     if only:
         cells = [c for c in cells if c.key in only or getattr(c, "base_key", None) in only]
-    console.print(f"[bold]{cfg.name}[/bold]: {len(cfg.datasets)} datasets x {len(cfg.retrievers)} retrievers" + (f" + {len(cfg.runs)} runs" if cfg.runs else "") + f" = {len(cells)} cells" + (f" on Ray ({ray})" if ray else ""))
+    console.print(f"[bold]{cfg.name}[/bold]: {_n(len(cfg.datasets), 'dataset')} x {_n(len(cfg.retrievers), 'retriever')}" + (f" + {_n(len(cfg.runs), 'run')}" if cfg.runs else "") + f" = {_n(len(cells), 'cell')}" + (f" on Ray ({ray})" if ray else ""))
     t0 = time.perf_counter()
     result, seen = _run_cells(cfg, output, len(cells), ray=ray, overwrite=overwrite, only=only)
     failed = seen.get("failed", 0)
@@ -93,3 +93,8 @@ def _report(cfg, output: Path) -> None:
 
 def register(app: typer.Typer) -> None:
     app.command()(bench)
+
+
+def _n(count: int, noun: str) -> str:
+    """``1 dataset``, ``2 datasets``."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"

@@ -278,8 +278,26 @@ def _dataset(f: _File, d: Any, i: int) -> DatasetEntry:
     sources = d.get("sources")
     if sources is not None and not (isinstance(sources, list) and all(isinstance(s, str) for s in sources)):
         f.fail(f"{where}.sources: expected a list of source names", "sources", "datasets", i)
-    p, default_name = (p, str(d["path"])[len("irds:") :].replace("/", "-")) if irds else (p.resolve(), p.resolve().name)
+    p, default_name = (p, str(d["path"])[len("irds:") :].replace("/", "-")) if irds else _dataset_folder(f, p, str(d["path"]), i)
     return DatasetEntry(p, str(d.get("name") or default_name), str(d.get("split", "test")), tuple(sources) if sources else None, str(d.get("human_source", "human")), twins)
+
+
+def _dataset_folder(f: _File, p: Path, given: str, i: int) -> tuple[Path, str]:
+    """The folder of a ``[[datasets]]`` path (relative to the grid file) and its default name; a
+    path that is no folder beside the grid file but a known dataset's name (``nq-utd``) is that
+    dataset, as on the command line."""
+    from sourcebias.core.errors import ConfigError
+    from sourcebias.data.registry import resolve_name
+
+    if p.exists() or "/" in given:
+        return p.resolve(), p.resolve().name
+    try:
+        found = resolve_name(given)
+    except ConfigError as exc:  # known, but not downloaded yet
+        f.fail(f"datasets[{i}].path: {exc}", "path", "datasets", i)
+    if found is None:
+        return p.resolve(), p.resolve().name  # neither: the dataset loader names the missing folder
+    return found, given
 
 
 def _retriever(f: _File, r: Any, i: int, names: list[str]) -> RetrieverEntry:

@@ -100,7 +100,8 @@ def _load(dataset: str | Path, options: DatasetOptions, emit: Emit) -> tuple[Any
         ds = load_dataset(dataset, options)
     seconds = time.perf_counter() - t0
     counts = ", ".join(f"{s} {n:,}" for s, n in ds.corpus.source_counts().items())
-    emit("info", f"{ds.name} ({ds.layout} layout), split {ds.split}: {counts} documents; {len(ds.evaluation_queries())} queries evaluated")
+    n = len(ds.evaluation_queries())
+    emit("info", f"{ds.name} ({ds.layout} layout), split {ds.split}: {counts} documents; {n} quer{'y' if n == 1 else 'ies'} evaluated")
     for note in ds.report.notes():
         emit("note", note)
     require_evaluable(ds)

@@ -166,17 +166,25 @@ class FittedTable:
         identity = next((i for i, c in enumerate(t.columns) if c.kind != "text"), len(t.columns))
         identity = min(identity, max(1, len(t.columns) - 1))
         groups = column_groups(minimal, identity, options.max_width)
+        from rich.text import Text
+
         for k, group in enumerate(groups):
             widths = _widen([minimal[i] for i in group], [natural[i] for i in group], options.max_width - _COLUMN_EDGE * len(group) - 1)
             title = self.title + (f" ({k + 1} of {len(groups)})" if len(groups) > 1 else "")
-            yield self._part(views, group, widths, title, t.caption if k == len(groups) - 1 else None)
+            table_width = sum(widths) + _COLUMN_EDGE * len(group) + 1
+            if _width(title) > table_width:  # a title wider than its table reads better on its own lines than folded inside it
+                yield Text(title, style="italic")
+                title = ""
+            yield self._part(views, group, widths, title)
+        if t.caption:  # the caption spans the console, not the (possibly narrow) last part of a split table
+            yield Text(t.caption)
 
-    def _part(self, views: list[RowView], group: list[int], widths: list[int], title: str, caption: str | None):
+    def _part(self, views: list[RowView], group: list[int], widths: list[int], title: str):
         from rich.table import Table as RichTable
         from rich.text import Text
 
         t = self.table
-        rt = RichTable(title=title, caption=caption or None, caption_justify="left")
+        rt = RichTable(title=title or None)
         for i, w in zip(group, widths):
             rt.add_column(t.columns[i].header, justify="right" if t.columns[i].kind != "text" else "left", width=w, overflow="fold")
         for r in views:
