@@ -296,3 +296,12 @@ def test_the_dense_loop_index_grown_in_rounds_ranks_as_a_fresh_dense_retriever(n
     for q in queries:
         assert run.keys(q) == fresh.keys(q)
         np.testing.assert_allclose(run.scores[q], fresh.scores[q], atol=1e-5)
+
+
+def test_the_dataset_may_be_a_known_dataset_name(tmp_path):
+    """`path = "nq-utd"` in a simulation file is the built-in dataset, as on the command line."""
+    from sourcebias.data.registry import KNOWN
+    from sourcebias.simulate import load_simulation_config
+
+    cfg = load_simulation_config(write_config(tmp_path, config_text(Path("nq-utd"))))
+    assert cfg.dataset == KNOWN["nq-utd"].builtin_path()

@@ -324,6 +324,31 @@ def resolve_dataset(path: str | Path) -> tuple[Path, str | None]:
     return found, str(path)
 
 
+def resolve_in(given: str, base: Path) -> tuple[Path, str | None]:
+    """A dataset named in a configuration file: ``given`` relative to the file's folder ``base``
+    if such a folder exists there, else a known dataset's name (``nq-utd``), as on the command line.
+
+    Args:
+        given: The path or name written in the file.
+        base: The folder of the file.
+
+    Returns:
+        ``(folder, registered name or None)``; a path that is neither comes back resolved, for the
+        loader to name as missing.
+
+    Raises:
+        ConfigError: a known dataset that has not been downloaded yet (says how).
+    """
+    from sourcebias.data.registry import resolve_name
+
+    p = Path(given).expanduser()
+    p = (p if p.is_absolute() else base / p).resolve()
+    if p.exists() or "/" in given:
+        return p, None
+    found = resolve_name(given)
+    return (found, given) if found is not None else (p, None)
+
+
 def _chosen_sources(layout: DatasetLayout, opts: DatasetOptions) -> list[str]:
     """The sources to load, checked against the folder's (the human one must be there)."""
     available = list(layout.source_files)

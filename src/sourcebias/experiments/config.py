@@ -284,20 +284,15 @@ def _dataset(f: _File, d: Any, i: int) -> DatasetEntry:
 
 def _dataset_folder(f: _File, p: Path, given: str, i: int) -> tuple[Path, str]:
     """The folder of a ``[[datasets]]`` path (relative to the grid file) and its default name; a
-    path that is no folder beside the grid file but a known dataset's name (``nq-utd``) is that
-    dataset, as on the command line."""
+    known dataset's name (``nq-utd``) is that dataset, as on the command line."""
     from sourcebias.core.errors import ConfigError
-    from sourcebias.data.registry import resolve_name
+    from sourcebias.data.dataset import resolve_in
 
-    if p.exists() or "/" in given:
-        return p.resolve(), p.resolve().name
     try:
-        found = resolve_name(given)
+        folder, name = resolve_in(given, f.path.parent)
     except ConfigError as exc:  # known, but not downloaded yet
         f.fail(f"datasets[{i}].path: {exc}", "path", "datasets", i)
-    if found is None:
-        return p.resolve(), p.resolve().name  # neither: the dataset loader names the missing folder
-    return found, given
+    return folder, name or folder.name
 
 
 def _retriever(f: _File, r: Any, i: int, names: list[str]) -> RetrieverEntry:

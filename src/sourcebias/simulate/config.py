@@ -216,7 +216,13 @@ def _dataset(c: _Checker, raw: dict[str, Any], path: Path) -> tuple[Path, str, t
     d = c.keys(raw["dataset"], DATASET_KEYS, "[dataset]")
     if "path" not in d:
         c.fail("[dataset]", "missing path = DIR")
-    folder = (path.parent / c.get(d, "path", str, "[dataset]")).resolve()
+    from sourcebias.core.errors import ConfigError
+    from sourcebias.data.dataset import resolve_in
+
+    try:
+        folder, _ = resolve_in(c.get(d, "path", str, "[dataset]"), path.parent)  # a folder, or a known dataset's name
+    except ConfigError as exc:
+        c.fail("[dataset].path", str(exc), "path")
     if not folder.is_dir():
         c.fail("[dataset].path", f"{folder} is not a folder", "path")
     sources = c.get(d, "sources", list, "[dataset]")
