@@ -385,3 +385,23 @@ def test_a_split_table_keeps_its_caption_and_title_readable_at_the_terminal_widt
     caption_lines = [line for line in lines if "caption" in line or "method" in line]
     assert max(len(line) for line in caption_lines) > 45  # wrapped at about 60 columns
     assert any(line.startswith("A long title of a table that is split into parts") for line in lines)
+
+
+def test_leading_integer_keys_are_repeated_in_every_part_of_a_split_table():
+    """A table keyed by (retriever, round) split for a narrow terminal repeats both key columns in
+    every part, so no part has rows that cannot be told apart."""
+    from rich.console import Console
+
+    from sourcebias.evaluation.stats.base import Column
+    from sourcebias.reporting.render import to_rich
+    from sourcebias.reporting.report import Report, Table
+
+    columns = [Column("name", "retriever", "text"), Column("round", "round", "int")] + [Column(f"c{i}", f"value {i}", "num", 3) for i in range(6)]
+    rows = [{"name": "bm25", "round": r, **{f"c{i}": 123456.0 + r for i in range(6)}} for r in range(3)]
+    console = Console(width=60, record=True, color_system=None)
+    console.print(to_rich(Report("report", [Table("loop", "Loop", columns, rows)])))
+    parts = [block for block in console.export_text().split("┏")[1:]]
+    assert len(parts) > 1
+    for block in parts:
+        header = block.split("┡")[0]
+        assert "retriever" in header and "round" in header

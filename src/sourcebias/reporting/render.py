@@ -163,7 +163,7 @@ class FittedTable:
         cells = [r.texts for r in views if not r.status]
         minimal = [max([_width(row[i]) for row in cells] + [_longest_word(c.header), 1]) for i, c in enumerate(t.columns)]
         natural = [max(m, _width(c.header)) for m, c in zip(minimal, t.columns)]
-        identity = next((i for i, c in enumerate(t.columns) if c.kind != "text"), len(t.columns))
+        identity = next((i for i, c in enumerate(t.columns) if c.kind not in ("text", "int")), len(t.columns))  # leading keys: names, rounds, seeds
         identity = min(identity, max(1, len(t.columns) - 1))
         groups = column_groups(minimal, identity, options.max_width)
         from rich.text import Text
