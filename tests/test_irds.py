@@ -279,3 +279,27 @@ def test_a_grid_runs_an_irds_dataset_like_its_folder(nfcorpus, tmp_path):
     assert ma == mb and "NDCG@3" in ma
     state = json.loads((tmp_path / "irds" / "grid.json").read_text())
     assert all(c["status"] == "ok" for c in state["cells"].values())
+
+
+def test_twins_may_be_given_by_a_known_dataset_name(nfcorpus, tmp_path):
+    """--twins takes a known dataset's name as well as a folder (a downloaded Cocktail dataset
+    holds the twins): here the NFCorpus download is the development copy, placed with its marker."""
+    from sourcebias.data.registry import MARKER
+
+    home = placed_nfcorpus(nfcorpus, tmp_path / "irds-home")
+    datasets = tmp_path / "datasets"
+    (datasets / "nfcorpus").mkdir(parents=True)
+    for item in nfcorpus.iterdir():
+        (datasets / "nfcorpus" / item.name).symlink_to(item.resolve())
+    (datasets / "nfcorpus" / MARKER).write_text("{}", encoding="utf-8")
+    code = """
+import sys
+from sourcebias.data import load_dataset
+a = load_dataset("irds:beir/nfcorpus/dev", twins="nfcorpus", split="dev")
+b = load_dataset("irds:beir/nfcorpus/dev", twins=sys.argv[1], split="dev")
+print(a.sources == b.sources and a.corpus.texts == b.corpus.texts, a.options.twins)
+"""
+    env = {**os.environ, "IR_DATASETS_HOME": str(home), "SOURCEBIAS_DATASETS": str(datasets), "PYTHONPATH": str(REPO / "src")}
+    proc = subprocess.run([sys.executable, "-c", code, str(nfcorpus)], capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.split() == ["True", str((datasets / "nfcorpus").resolve())]  # the name is saved as the folder it stood for

@@ -257,8 +257,8 @@ def load_dataset(path: str | Path, options: DatasetOptions | None = None, **over
         ConfigError: an option that cannot be used (unknown source, twins without ``irds:``).
     """
     opts = (options or DatasetOptions()).with_changes(**overrides)
-    if opts.twins is not None:
-        opts = opts.with_changes(twins=str(Path(opts.twins).expanduser().resolve()))
+    if opts.twins is not None:  # a folder, or a known dataset's name (its folder holds the twins)
+        opts = opts.with_changes(twins=str(resolve_dataset(opts.twins)[0].resolve()))
     if str(path).startswith("irds:"):
         return _load_irds(str(path), opts)
     if opts.twins is not None:
