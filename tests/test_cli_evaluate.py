@@ -405,3 +405,29 @@ def test_leading_integer_keys_are_repeated_in_every_part_of_a_split_table():
     for block in parts:
         header = block.split("┡")[0]
         assert "retriever" in header and "round" in header
+
+
+def test_evaluate_draws_the_source_bias_figure_and_says_when_it_cannot(cocktail_dir, tmp_path, monkeypatch):
+    """An output folder holds figures/source_bias.png (listed in the manifest) with one panel per
+    retriever and the headline measure's cut-offs; without matplotlib the folder says it was not
+    drawn instead of leaving a silent gap."""
+    import sys
+
+    import matplotlib.image
+
+    from sourcebias.data import load_dataset
+    from sourcebias.evaluation import evaluate, measure_grid
+    from sourcebias.reporting import write_evaluation
+    from sourcebias.reporting.evaluation_figure import headline_measures
+    from sourcebias.retrieval import build_retriever
+
+    ds = load_dataset(cocktail_dir)
+    result = evaluate(ds, [build_retriever("bm25"), build_retriever("tfidf")], measures=measure_grid(["MAP", "NDCG", "Share"], [1, 3]))
+    assert [str(m) for m in headline_measures(result)] == ["NDCG@1", "NDCG@3"]  # NDCG when computed, its cut-offs
+    out = write_evaluation(result, tmp_path / "with")
+    image = matplotlib.image.imread(out / "figures" / "source_bias.png")
+    assert image.shape[1] > image.shape[0] > 300  # two panels side by side
+    assert "figures/source_bias.png" in json.loads((out / "manifest.json").read_text())["outputs"]["files"]
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # as if the analysis extra were not installed
+    out = write_evaluation(result, tmp_path / "without")
+    assert "not drawn: matplotlib is not installed" in (out / "figures" / "not-drawn.txt").read_text()

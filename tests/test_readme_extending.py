@@ -1,4 +1,4 @@
-"""The README's "Extending sourcebias" files, run exactly as printed: a new retriever, a new
+"""The documentation's "Extending sourcebias" files (docs/extending.md), run exactly as printed: a new retriever, a new
 re-ranker, a new measure and a new statistic, each one file plus one registration line, used from
 the command line."""
 
@@ -17,8 +17,8 @@ from conftest import HUMAN_DOCS, LLM_DOCS, QRELS, QUERIES, REPO, hand_ndcg, hand
 
 
 def readme_files() -> dict[str, str]:
-    text = (REPO / "README.md").read_text(encoding="utf-8")
-    section = text[text.index("## Extending sourcebias") : text.index("## Layout")]
+    text = (REPO / "docs" / "extending.md").read_text(encoding="utf-8")
+    section = text[: text.index("## Test your extension")]
     files = {}
     for block in re.findall(r"```python\n(.*?)```", section, re.S):
         first = block.splitlines()[0]
@@ -27,7 +27,7 @@ def readme_files() -> dict[str, str]:
     return files
 
 
-def test_the_readme_shows_four_one_file_extensions():
+def test_the_docs_show_four_one_file_extensions():
     assert set(readme_files()) == {"my_retrievers.py", "my_rerankers.py", "my_measures.py", "my_statistics.py"}
     for name, code in readme_files().items():
         registrations = [line for line in code.splitlines() if line.startswith("register_")]

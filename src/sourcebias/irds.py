@@ -116,13 +116,16 @@ class _Qrels(_formats.BaseQrels):
 
 
 def register(folder: str | Path, name: str | None = None, *, orphans: str = "drop") -> list[str]:
-    """Register a dataset folder (any sourcebias layout) as ``cocktail/<name>/<split>``, one
+    """Register a dataset folder (any sourcebias layout) or a known dataset's name as ``cocktail/<name>/<split>``, one
     ir_datasets dataset per qrels split; returns the ids. Registering the same folder again is a
     no-op; another folder under a taken name is refused."""
     check_policy(orphans)
-    layout = detect_layout(folder)
+    from sourcebias.data.dataset import resolve_dataset
+
+    found, registered = resolve_dataset(folder)  # a folder, or a known dataset's name
+    layout = detect_layout(found)
     root = layout.root.resolve()
-    name = name or root.name
+    name = name or registered or root.name
     ids = []
     for split in layout.splits():
         ds_id = f"cocktail/{name}/{split}"

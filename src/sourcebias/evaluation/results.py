@@ -153,9 +153,12 @@ class EvaluationResult:
     def __repr__(self) -> str:
         name = self.dataset.get("name", "?")
         split = self.dataset.get("split", "?")
+        def n(count: int, noun: str, plural: str = "") -> str:
+            return f"{count} {noun if count == 1 else plural or noun + 's'}"
+
         return (
-            f"EvaluationResult({name} {split}: {len(self.retrievers)} retrievers x {len(self.settings)} settings, "
-            f"{len(self.query_ids)} queries, {len(self.measures)} measures)"
+            f"EvaluationResult({name} {split}: {n(len(self.retrievers), 'retriever')} x {n(len(self.settings), 'setting')}, "
+            f"{n(len(self.query_ids), 'query', 'queries')}, {n(len(self.measures), 'measure')})"
         )
 
     def __eq__(self, other: object) -> bool:

@@ -49,6 +49,25 @@ def write_summaries(result: EvaluationResult, folder: str | Path, report: Report
     return out | to_csv(report, folder)
 
 
+def write_figure(result: EvaluationResult, folder: str | Path) -> dict[str, Path]:
+    """``figures/source_bias.png`` (:func:`~sourcebias.reporting.evaluation_figure.plot_source_bias`)
+    into ``folder``; nothing when the result has no mixed-corpus measure with labels. Without
+    matplotlib (the ``analysis`` extra) the figure is not drawn, and ``figures/not-drawn.txt`` says
+    so (never a silent gap)."""
+    try:
+        import matplotlib  # noqa: F401
+    except ModuleNotFoundError:
+        from sourcebias.core.atomic import atomic_write_text
+
+        note = "figures/source_bias.png was not drawn: matplotlib is not installed (pip install 'sourcebias[analysis]').\n"
+        (Path(folder) / "figures").mkdir(parents=True, exist_ok=True)
+        return {"figure_note": atomic_write_text(Path(folder) / "figures" / "not-drawn.txt", note)}
+    from sourcebias.reporting.evaluation_figure import plot_source_bias
+
+    path = plot_source_bias(result, Path(folder) / "figures" / "source_bias.png")
+    return {"figure": path} if path is not None else {}
+
+
 def write_evaluation(result: EvaluationResult, out: str | Path | OutputFolder, *, overwrite: bool = False, report: Report | None = None, **options: Unpack[WriteOptions]) -> Path:
     """Write ``result`` and its report as an output folder (see
     :func:`sourcebias.evaluation.artifact.write_result`).
@@ -67,6 +86,6 @@ def write_evaluation(result: EvaluationResult, out: str | Path | OutputFolder, *
     """
 
     def render(res: EvaluationResult, folder: Path) -> dict[str, Path]:
-        return write_summaries(res, folder, report)
+        return write_summaries(res, folder, report) | write_figure(res, folder)
 
     return write_result(result, out, overwrite=overwrite, render=render, **options)

@@ -1,0 +1,84 @@
+"""The figure of an evaluation (``figures/source_bias.png``): per retriever, the headline measure at
+each cut-off on the mixed corpus for the human target and each LLM target, side by side, with the
+Relative Δ of each pair written above it (human text blue, LLM text vermillion, as in every figure
+of sourcebias; a Relative Δ below 0, LLM text ranked higher, in vermillion)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+from sourcebias.evaluation.results import MIXED, EvaluationResult
+from sourcebias.reporting.grid_report import HUMAN_COLOR, LLM_COLOR
+
+#: the LLM sources after the first are told apart by hatching (the colour stays LLM text's)
+HATCHES = ("", "//", "..", "xx", "\\\\")
+
+
+def headline_measures(result: EvaluationResult) -> list[Any]:
+    """The cut-offs of the first measure with labels (NDCG when it was computed)."""
+    measures = result.target_measures
+    if not measures:
+        return []
+    names = [m.name for m in measures]
+    name = "NDCG" if "NDCG" in names else names[0]
+    return [m for m in measures if m.name == name]
+
+
+def plot_source_bias(result: EvaluationResult, path: str | Path) -> Path | None:
+    """Draw the figure; ``None`` when the result has no mixed-corpus measure with labels.
+
+    Args:
+        result: An evaluation with the mixed corpus scored per target.
+        path: Where to write the PNG.
+
+    Returns:
+        The path written, or ``None`` when there is nothing to draw.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    measures = headline_measures(result)
+    if not result.has_mixed or not measures:
+        return None
+    names = result.retriever_names
+    targets = [result.human_source, *result.other_sources]
+    values = [100 * result.mean(n, MIXED, t, m) for n in names for t in targets for m in measures]
+    top = max([1.0, *[v for v in values if math.isfinite(v)]])
+    fig, axes = plt.subplots(1, len(names), figsize=(max(4.0, 3.2 * len(names)), 3.8), sharey=True, squeeze=False)
+    for ax, name in zip(axes[0], names):
+        _panel(ax, result, name, measures, top)
+    axes[0][0].set_ylabel(f"{measures[0].name} on the mixed corpus (%)")
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=8, frameon=False)
+    dataset = result.dataset or {}
+    fig.suptitle(f"Source bias on {dataset.get('name', '?')} ({dataset.get('split', '?')}); above each pair: Relative Δ (< 0: LLM text ranked higher)", fontsize=9)
+    fig.tight_layout(rect=(0, 0.08, 1, 0.94))
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=150)
+    plt.close(fig)
+    return out
+
+
+def _panel(ax: Any, result: EvaluationResult, name: str, measures: list[Any], top: float) -> None:
+    """One retriever: bars per cut-off for the human target and each LLM target; ``top`` is the
+    highest bar of every panel (the panels share their y axis)."""
+    targets = [result.human_source, *result.other_sources]
+    width = 0.8 / len(targets)
+    for j, target in enumerate(targets):
+        values = [100 * result.mean(name, MIXED, target, m) for m in measures]
+        colour, hatch = (HUMAN_COLOR, "") if j == 0 else (LLM_COLOR, HATCHES[(j - 1) % len(HATCHES)])
+        ax.bar([i + (j - (len(targets) - 1) / 2) * width for i in range(len(measures))], values, width, color=colour, hatch=hatch, edgecolor="white", label=target)
+    for i, m in enumerate(measures):
+        deltas = [result.relative_delta(name, m, other) for other in result.other_sources]
+        text = " / ".join("–" if not math.isfinite(d) else f"{d:+.1f}" for d in deltas)
+        colour = LLM_COLOR if any(math.isfinite(d) and d < 0 for d in deltas) else HUMAN_COLOR
+        ax.text(i, top * 1.03, text, ha="center", va="bottom", fontsize=8, color=colour)
+    ax.set_xticks(range(len(measures)), [str(m) for m in measures], fontsize=8)
+    ax.set_ylim(0, top * 1.13)
+    ax.set_title(name, fontsize=9, pad=4)
+    ax.spines[["top", "right"]].set_visible(False)
