@@ -8,6 +8,7 @@ BM25 with ``language="english"``).
 from __future__ import annotations
 
 import functools
+import itertools
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -51,15 +52,74 @@ _IGNORED_HEAD = r"^[\p{WB=Extend}\p{WB=Format}\p{WB=ZWJ}'\u2019\uff07]+"
 _SIMPLE_LOWER = str.maketrans({"\u0130": "i", "\u03a3": "\u03c3"})
 
 
+def _porter_stemmer_class() -> type:
+    """NLTK's ``PorterStemmer`` class, without NLTK's package import when NLTK is not loaded yet.
+
+    ``import nltk.stem.porter`` runs ``nltk/__init__``, which imports most of NLTK (its
+    collocations pull in SciPy's stats, its classifiers scikit-learn and pandas): about 3 s, for
+    one pure-Python module that itself needs only ``nltk.redos``, ``nltk.stem.api`` and
+    ``nltk.termsec``. So NLTK's own ``stem/porter.py`` is imported under two empty package
+    shells (``nltk``, ``nltk.stem``, pointing at NLTK's folders) that are removed from
+    ``sys.modules`` at once, together with every ``nltk.*`` module loaded meanwhile: a later
+    ``import nltk`` anywhere in the process then imports the real package from scratch. The
+    class is NLTK's unchanged code (``tests/test_lexical_fast_analysis.py`` checks it stems
+    every word of the development corpora as the fully imported NLTK does). When NLTK is already
+    imported, or the shells do not suffice (a future NLTK whose ``porter.py`` needs more of its
+    package), the ordinary import is used: slower, the same class.
+    """
+    import sys
+
+    if "nltk" not in sys.modules:
+        try:
+            return _porter_without_nltk_package()
+        except ImportError:
+            pass
+    from nltk.stem.porter import PorterStemmer
+
+    return PorterStemmer
+
+
+def _porter_without_nltk_package() -> type:
+    """``nltk.stem.porter.PorterStemmer`` imported under empty package shells; ``sys.modules``
+    is left as it was found (any ``nltk`` modules already there are put back)."""
+    import importlib
+    import importlib.machinery
+    import importlib.util
+    import os
+    import sys
+    import types
+
+    spec = importlib.util.find_spec("nltk")
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError("nltk is not installed")
+
+    def nltk_modules() -> list[str]:
+        return [n for n in sys.modules if n == "nltk" or n.startswith("nltk.")]
+
+    saved = {n: sys.modules.pop(n) for n in nltk_modules()}
+    root = list(spec.submodule_search_locations)
+    try:
+        for name, path in (("nltk", root), ("nltk.stem", [os.path.join(p, "stem") for p in root])):
+            shell = types.ModuleType(name)
+            shell.__path__ = path
+            shell.__spec__ = importlib.machinery.ModuleSpec(name, None, is_package=True)
+            shell.__spec__.submodule_search_locations = path
+            sys.modules[name] = shell
+        return importlib.import_module("nltk.stem.porter").PorterStemmer
+    finally:
+        for name in nltk_modules():
+            del sys.modules[name]
+        sys.modules.update(saved)
+
+
 @functools.lru_cache(maxsize=None)
 def _stemmer(name: str) -> Callable[[str], str]:
     """A word -> stem function: ``"porter"`` is Lucene's Porter stemmer (NLTK's
     ``MARTIN_EXTENSIONS`` mode, the reference C implementation), memoised per word and shared by
     every analyzer of the process (NLTK's stemmer is pure Python); other names are PyStemmer's."""
     if name == "porter":
-        from nltk.stem.porter import PorterStemmer
-
-        stem = functools.partial(PorterStemmer(mode=PorterStemmer.MARTIN_EXTENSIONS).stem, to_lowercase=False)
+        porter = _porter_stemmer_class()
+        stem = functools.partial(porter(mode=porter.MARTIN_EXTENSIONS).stem, to_lowercase=False)
         return functools.lru_cache(maxsize=1 << 20)(stem)
     import Stemmer
 
@@ -67,15 +127,28 @@ def _stemmer(name: str) -> Callable[[str], str]:
 
 
 def _stemmer_library(name: str | None) -> str | None:
+    from importlib.metadata import version
+
     if not name:
         return None
     if name == "porter":
-        import nltk
-
-        return f"nltk {nltk.__version__} PorterStemmer(MARTIN_EXTENSIONS), as Lucene's PorterStemmer"
-    from importlib.metadata import version
-
+        return f"nltk {version('nltk')} PorterStemmer(MARTIN_EXTENSIONS), as Lucene's PorterStemmer"
     return f"PyStemmer {version('PyStemmer')}"
+
+
+class _Memo(dict):
+    """A dict that computes a missing key's value once, with ``compute(key)``, and keeps it: a
+    lookup of a known key stays a C-level ``dict`` lookup (``map(memo.__getitem__, keys)``)."""
+
+    __slots__ = ("_compute",)
+
+    def __init__(self, compute: Callable[[Any], Any]):
+        super().__init__()
+        self._compute = compute
+
+    def __missing__(self, key: Any) -> Any:
+        value = self[key] = self._compute(key)
+        return value
 
 
 class EnglishAnalyzer:
@@ -118,8 +191,10 @@ class EnglishAnalyzer:
         self._is_token = regex.compile(_TOKEN_CHAR).search
         self._head = regex.compile(_IGNORED_HEAD)
         self._stem = _stemmer(stemmer) if stemmer else None
-        self._term_of: dict[str, str | None] = {}
-        self._chunk_cache: dict[str, tuple[str, ...]] = {}
+        # segment -> its index term (None: not a token, or a stop word); chunk -> its terms.
+        # Both persist for the analyzer's life: corpora and their sole parts reuse chunks heavily.
+        self._term_of = _Memo(self._term)
+        self._terms_of_chunk = _Memo(self._chunk_terms)
 
     def config(self) -> dict[str, Any]:
         return {
@@ -132,63 +207,58 @@ class EnglishAnalyzer:
         }
 
     def _term(self, token: str) -> str | None:
+        """The index term of one segment, or None when it is not a token or is a stop word."""
         t = self._head.sub("", token)
         if not t or not self._is_token(t):
-            self._term_of[token] = None
             return None
         if len(t) > 2 and t[-1] == "s" and t[-2] in "'\u2019\uff07":
             t = t[:-2]
         if t in self.stopwords or not t:
-            term = None
-        else:
-            # Lucene's PorterStemmer leaves words of one or two letters alone (Snowball's would
-            # turn "s" into "").
-            term = self._stem(t) if self._stem is not None and len(t) > 2 else t
-        self._term_of[token] = term
-        return term
+            return None
+        # Lucene's PorterStemmer leaves words of one or two letters alone (Snowball's would
+        # turn "s" into "").
+        return self._stem(t) if self._stem is not None and len(t) > 2 else t
 
     def _chunk_terms(self, chunk: str) -> tuple[str, ...]:
-        """Index terms of one whitespace-free chunk (cached: corpora reuse chunks heavily)."""
-        cache = self._term_of
-        terms = []
-        for tok in self._word.findall(chunk):
-            term = cache[tok] if tok in cache else self._term(tok)
-            if term is not None:
-                terms.append(term)
-        out = tuple(terms)
-        self._chunk_cache[chunk] = out
-        return out
+        """Index terms of one whitespace-free, lower-cased chunk."""
+        return tuple(t for t in map(self._term_of.__getitem__, self._word.findall(chunk)) if t is not None)
+
+    @staticmethod
+    def _chunks(text: str) -> list[str]:
+        """The whitespace-delimited chunks of ``text``, lower-cased as Lucene does.
+
+        Whitespace always separates words (UAX #29), so each chunk is segmented on its own, once
+        per distinct chunk."""
+        if "\u0130" in text or "\u03a3" in text:  # rare: skip translate's cost otherwise
+            text = text.translate(_SIMPLE_LOWER)
+        return text.lower().split()
 
     def __call__(self, text: str) -> list[str]:
         """The index terms of ``text``, in order."""
-        # Whitespace always separates words (UAX #29), so each whitespace-delimited chunk is
-        # segmented on its own and its terms cached: most chunks of a corpus repeat.
-        chunks = self._chunk_cache
-        out: list[str] = []
-        if "\u0130" in text or "\u03a3" in text:  # rare: skip translate's cost otherwise
-            text = text.translate(_SIMPLE_LOWER)
-        for chunk in text.lower().split():
-            terms = chunks.get(chunk)
-            if terms is None:
-                terms = self._chunk_terms(chunk)
-            out.extend(terms)
-        return out
+        return list(itertools.chain.from_iterable(map(self._terms_of_chunk.__getitem__, self._chunks(text))))
+
+    def _chunk_ids(self, vocab: dict[str, int], grow: bool, chunk: str) -> tuple[int, ...]:
+        """Term ids of one chunk; with ``grow`` its new terms get the next ids, in order."""
+        terms = self._terms_of_chunk[chunk]
+        if not grow:
+            return tuple(vocab[t] for t in terms if t in vocab)
+        ids = []
+        for term in terms:
+            tid = vocab.get(term)
+            if tid is None:
+                tid = vocab[term] = len(vocab)
+            ids.append(tid)
+        return tuple(ids)
 
     def to_ids(self, texts: Sequence[str], vocab: dict[str, int], *, grow: bool) -> list[list[int]]:
-        """Term ids of each text; with ``grow`` new terms are added to ``vocab``, else dropped."""
-        out: list[list[int]] = []
-        get = vocab.get
-        for text in texts:
-            ids = []
-            for term in self(text):
-                tid = get(term)
-                if tid is None:
-                    if not grow:
-                        continue
-                    tid = vocab[term] = len(vocab)
-                ids.append(tid)
-            out.append(ids)
-        return out
+        """Term ids of each text; with ``grow`` new terms are added to ``vocab`` (numbered in
+        order of first occurrence), else dropped.
+
+        Each distinct chunk is mapped to its ids once per call (a chunk seen before holds no new
+        term), so the per-token work is C-level dict lookups."""
+        ids_of = _Memo(functools.partial(self._chunk_ids, vocab, grow))
+        get, flat, chunks = ids_of.__getitem__, itertools.chain.from_iterable, self._chunks
+        return [list(flat(map(get, chunks(text)))) for text in texts]
 
 
 class _LexicalRetriever(FirstStage):
