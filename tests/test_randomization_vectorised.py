@@ -12,7 +12,8 @@ import pytest
 from scipy import stats
 
 from sourcebias.evaluation.stats import paired_tests
-from sourcebias.evaluation.stats.paired_tests import paired_randomization_test, sign_flip_null
+from sourcebias.evaluation.stats.paired_tests import paired_randomization_test, sign_flip_sums
+from sourcebias.evaluation.stats.twin_preference import cluster_sign_flip_test
 
 
 def _mean_difference(x, y, axis):
@@ -51,8 +52,8 @@ def test_hand_worked_exact_case():
     # -2 (4), -4 (1); observed sum 2 -> P(>=) = 5/16, P(<=) = 15/16 -> p = 2 * 5/16
     a, b = np.array([1.0, 1.0, 1.0, 0.0]), np.array([0.0, 0.0, 0.0, 1.0])
     assert paired_randomization_test(a, b, n_resamples=16) == 10 / 16
-    null, exact = sign_flip_null(a - b, n_resamples=16)
-    assert exact and sorted(np.round(null * 4).astype(int).tolist()) == sorted([4] + [2] * 4 + [0] * 6 + [-2] * 4 + [-4])
+    sums, exact = sign_flip_sums(a - b, n_resamples=16)
+    assert exact and sorted(sums.tolist()) == sorted([4.0] + [2.0] * 4 + [0.0] * 6 + [-2.0] * 4 + [-4.0])
 
 
 @pytest.mark.parametrize("n, shift", [(40, 0.0), (60, 0.06), (200, 0.02)])
@@ -72,8 +73,8 @@ def test_seeded_p_within_monte_carlo_error_of_scipys(n, shift):
 def test_null_distribution_is_scipys():
     rng = np.random.default_rng(11)
     a, b = rng.random(50), rng.random(50)
-    ours, exact = sign_flip_null(a - b, n_resamples=20_000, seed=1)
-    theirs = _scipy(a, b, 20_000, 2).null_distribution
+    sums, exact = sign_flip_sums(a - b, n_resamples=20_000, seed=1)
+    ours, theirs = sums / 50, _scipy(a, b, 20_000, 2).null_distribution
     assert not exact and len(ours) == 20_000
     # two independent samples of one distribution: the Kolmogorov-Smirnov p is uniform (over 60
     # seed pairs, 5% of them below 0.05), so below 0.001 only by a 1-in-1000 chance
@@ -96,3 +97,16 @@ def test_never_zero_and_seeded_and_independent_of_block_size():
     assert paired_randomization_test(a, a) == 1.0 and paired_randomization_test([1.0], [0.0]) == 1.0
     with pytest.raises(ValueError):
         paired_randomization_test([1.0, 2.0], [1.0])
+
+
+def test_twin_preference_seeded_test_within_monte_carlo_error_of_scipys():
+    rng = np.random.default_rng(9)
+    m = rng.integers(1, 4, 60)
+    llm = rng.binomial(m, 0.6)
+    res = cluster_sign_flip_test(llm, m - llm, n_resamples=20_000, seed=3)
+    d = (llm - (m - llm))[llm != m - llm].astype(float)
+    null = stats.permutation_test((d,), lambda x, axis: np.sum(x, axis=axis), permutation_type="samples", vectorized=True, n_resamples=20_000, random_state=np.random.default_rng(4)).null_distribution
+    theirs = (1 + np.count_nonzero(np.abs(null) >= abs(d.sum()))) / 20_001
+    se = np.sqrt(theirs * (1 - theirs) / 20_000)
+    assert res["method"].startswith("seeded") and res["resamples"] == 20_000
+    assert abs(res["p"] - theirs) <= 4 * np.sqrt(2) * se + 2 / 20_000, (res["p"], theirs)

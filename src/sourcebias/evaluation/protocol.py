@@ -61,7 +61,7 @@ def trec_run(run: Run, query_ids: Sequence[str]) -> dict[str, dict[str, float]]:
         if pos is None or len(pos) == 0:
             continue
         n = len(pos)
-        out[q] = {str(p): float(n - r) for r, p in enumerate(pos.tolist())}
+        out[q] = dict(zip(map(str, pos.tolist()), map(float, range(n, 0, -1))))  # n - rank, rank from 0
     return out
 
 

@@ -46,6 +46,9 @@ _TOKEN_CHAR = (
 # apostrophe and the letter after it at a word's start: Lucene yields "organic" for "'organic";
 # the regex module keeps them together).
 _IGNORED_HEAD = r"^[\p{WB=Extend}\p{WB=Format}\p{WB=ZWJ}'\u2019\uff07]+"
+#: Terms an analyzer remembers per analysed text, at most (a reference each: 8 bytes, besides
+#: the texts kept as keys): the protocol indexes the mixed corpus, then each source's texts again.
+TEXT_MEMO_TERMS = 10_000_000
 # Lucene's LowerCaseFilter lower-cases code point by code point (Java's Character.toLowerCase,
 # the simple mapping), where str.lower() applies the full mapping ("İ" -> "i" + U+0307) and the
 # final-sigma rule ("Σ" at a word's end -> "ς"): those two are mapped first.
@@ -195,6 +198,8 @@ class EnglishAnalyzer:
         # Both persist for the analyzer's life: corpora and their sole parts reuse chunks heavily.
         self._term_of = _Memo(self._term)
         self._terms_of_chunk = _Memo(self._chunk_terms)
+        self._terms_of_text: dict[str, tuple[str, ...]] = {}
+        self._text_memo_room = TEXT_MEMO_TERMS
 
     def config(self) -> dict[str, Any]:
         return {
@@ -233,32 +238,30 @@ class EnglishAnalyzer:
             text = text.translate(_SIMPLE_LOWER)
         return text.lower().split()
 
+    def _text_terms(self, text: str) -> tuple[str, ...]:
+        """The index terms of ``text``: remembered per text while the memo holds fewer than
+        :data:`TEXT_MEMO_TERMS` terms (a corpus's sole parts are its texts again)."""
+        terms = self._terms_of_text.get(text)
+        if terms is None:
+            terms = tuple(itertools.chain.from_iterable(map(self._terms_of_chunk.__getitem__, self._chunks(text))))
+            if self._text_memo_room >= len(terms):
+                self._terms_of_text[text] = terms
+                self._text_memo_room -= len(terms)
+        return terms
+
     def __call__(self, text: str) -> list[str]:
         """The index terms of ``text``, in order."""
-        return list(itertools.chain.from_iterable(map(self._terms_of_chunk.__getitem__, self._chunks(text))))
-
-    def _chunk_ids(self, vocab: dict[str, int], grow: bool, chunk: str) -> tuple[int, ...]:
-        """Term ids of one chunk; with ``grow`` its new terms get the next ids, in order."""
-        terms = self._terms_of_chunk[chunk]
-        if not grow:
-            return tuple(vocab[t] for t in terms if t in vocab)
-        ids = []
-        for term in terms:
-            tid = vocab.get(term)
-            if tid is None:
-                tid = vocab[term] = len(vocab)
-            ids.append(tid)
-        return tuple(ids)
+        return list(self._text_terms(text))
 
     def to_ids(self, texts: Sequence[str], vocab: dict[str, int], *, grow: bool) -> list[list[int]]:
         """Term ids of each text; with ``grow`` new terms are added to ``vocab`` (numbered in
-        order of first occurrence), else dropped.
-
-        Each distinct chunk is mapped to its ids once per call (a chunk seen before holds no new
-        term), so the per-token work is C-level dict lookups."""
-        ids_of = _Memo(functools.partial(self._chunk_ids, vocab, grow))
-        get, flat, chunks = ids_of.__getitem__, itertools.chain.from_iterable, self._chunks
-        return [list(flat(map(get, chunks(text)))) for text in texts]
+        order of first occurrence), else dropped. Per token, C-level lookups only: chunk ->
+        terms, then term -> id (the terms are the memo's strings, their hashes cached)."""
+        if not grow:
+            return [[vocab[t] for t in self._text_terms(text) if t in vocab] for text in texts]
+        id_of = _Memo(lambda term: vocab.setdefault(term, len(vocab)))
+        get = id_of.__getitem__
+        return [list(map(get, self._text_terms(text))) for text in texts]
 
 
 class _LexicalRetriever(FirstStage):
@@ -363,7 +366,7 @@ class TfIdf(_LexicalRetriever):
 
         indptr = np.zeros(len(ids) + 1, dtype=np.int64)
         indptr[1:] = np.cumsum([len(x) for x in ids])
-        indices = np.fromiter((t for x in ids for t in x), dtype=np.int64, count=int(indptr[-1]))
+        indices = np.fromiter(itertools.chain.from_iterable(ids), dtype=np.int64, count=int(indptr[-1]))
         m = csr_matrix((np.ones_like(indices, dtype=np.float64), indices, indptr), shape=(len(ids), n_terms))
         m.sum_duplicates()
         return m

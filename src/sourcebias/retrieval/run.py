@@ -142,7 +142,8 @@ class Run:
         with atomic_open(path, "w") as fh:
             for q, pos in self.positions.items():
                 sc = self.scores[q]
-                fh.writelines(f"{q} Q0 {names[i]} {r} {fmt(s)} {tag}\n" for r, (i, s) in enumerate(zip(pos.tolist(), sc.tolist()), start=1))
+                lines = zip(map(names.__getitem__, pos.tolist()), fmt(sc))
+                fh.writelines(f"{q} Q0 {n} {r} {s} {tag}\n" for r, (n, s) in enumerate(lines, start=1))
 
     @classmethod
     def from_trec(
@@ -307,10 +308,12 @@ def _run_name(path: Path) -> str:
 
 
 def _score_formatter(dtype: np.dtype):
-    """Shortest text that reads back to the same value of the scores' type."""
+    """Scores -> the shortest texts that read back to the same values of the scores' type
+    (float32: ``astype(str)``, numpy's shortest float32 repr, the text of ``str(np.float32(s))``
+    for every value, in one call)."""
     if dtype == np.float32:
-        return lambda s: str(np.float32(s))
-    return repr
+        return lambda scores: np.asarray(scores, dtype=np.float32).astype(str).tolist()
+    return lambda scores: [repr(s) for s in np.asarray(scores).tolist()]
 
 
 def _position_lookup(corpus: Corpus):

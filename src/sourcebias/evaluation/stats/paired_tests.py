@@ -54,15 +54,15 @@ def paired_randomization_test(a: np.ndarray, b: np.ndarray, *, n_resamples: int 
     each difference), seeded; exact when 2^n is at most ``n_resamples``.
 
     The test of ``scipy.stats.permutation_test((a, b), mean difference, permutation_type="samples")``
-    with SciPy's p-value, drawn vectorised: the null distribution is ``(Σd - 2·F·d) / n`` for a
-    block ``F`` of 0/1 swap patterns (one matrix product; :func:`_sign_flip_blocks` says how they
+    with SciPy's p-value, drawn vectorised: the null distribution of the sum is ``Σd - 2·F·d`` for
+    a block ``F`` of 0/1 swap patterns (one matrix product; :func:`_sign_flip_blocks` says how they
     are drawn). SciPy permutes each pair's two values separately (``Generator.permuted`` on
     10,000 x n pairs: 0.5 s a test), so the patterns, and the p-values, differ from SciPy's by
     Monte-Carlo error only (``tests/test_randomization_vectorised.py`` checks both). The p-value
     is SciPy's: ``min(1, 2·min(P(T* <= T), P(T* >= T)))`` with ``P = count / 2^n`` when exact and
     ``(1 + count) / (1 + R)`` over R random patterns (never 0: the observed pattern counts). Null
-    values within 100 machine epsilons of ``mean(|d|)`` of the observed mean count as ties
-    (SciPy's tolerance is relative to the observed mean; rounding in the sums scales with |d|).
+    sums within 100 machine epsilons of ``Σ|d|`` of the observed sum count as ties (SciPy's
+    tolerance is relative to the observed value; rounding in the sums scales with ``Σ|d|``).
 
     Args:
         a: Per-query values of one system or target.
@@ -83,17 +83,18 @@ def paired_randomization_test(a: np.ndarray, b: np.ndarray, *, n_resamples: int 
     if len(a) < 2 or np.allclose(a, b):
         return 1.0  # exact: with one pair, both sign assignments are as extreme as the observed one
     d = a - b
-    null, exact = sign_flip_null(d, n_resamples=n_resamples, seed=seed)
-    observed = float(d.sum()) / len(d)  # the pattern that swaps nothing, computed as in the null
-    gamma = 100 * np.finfo(float).eps * float(np.abs(d).mean())
+    sums, exact = sign_flip_sums(d, n_resamples=n_resamples, seed=seed)
+    observed = float(d.sum())  # the pattern that swaps nothing, computed as in the null
+    gamma = 100 * np.finfo(float).eps * float(np.abs(d).sum())
     extra = 0 if exact else 1
-    below = int(np.count_nonzero(null <= observed + gamma)) + extra
-    above = int(np.count_nonzero(null >= observed - gamma)) + extra
-    return float(min(1.0, 2 * min(below, above) / (len(null) + extra)))
+    below = int(np.count_nonzero(sums <= observed + gamma)) + extra
+    above = int(np.count_nonzero(sums >= observed - gamma)) + extra
+    return float(min(1.0, 2 * min(below, above) / (len(sums) + extra)))
 
 
-def sign_flip_null(d: np.ndarray, *, n_resamples: int = 10_000, seed: int = 0) -> tuple[np.ndarray, bool]:
-    """The randomization distribution of ``mean(d)`` under sign flips, and whether it is exact.
+def sign_flip_sums(d: np.ndarray, *, n_resamples: int = 10_000, seed: int = 0) -> tuple[np.ndarray, bool]:
+    """The randomization distribution of ``Σ d`` under sign flips of its terms, and whether it is
+    exact (the mean's distribution is this over n).
 
     Args:
         d: Per-query differences (no NaN).
@@ -101,13 +102,14 @@ def sign_flip_null(d: np.ndarray, *, n_resamples: int = 10_000, seed: int = 0) -
         seed: Seed of ``numpy.random.default_rng``.
 
     Returns:
-        ``(null, exact)``: ``(Σd - 2·F·d) / n`` for each swap pattern F (the pattern that swaps
-        nothing gives ``Σd / n`` exactly), 2^n values when ``exact``, else ``n_resamples``.
+        ``(sums, exact)``: ``Σd - 2·F·d`` for each swap pattern F (the pattern that swaps nothing
+        gives ``float(d.sum())`` exactly; integer ``d`` give exact sums), 2^n values when
+        ``exact``, else ``n_resamples``.
     """
     d = np.asarray(d, dtype=float)
-    n, total = len(d), float(d.sum())
-    blocks, exact = _sign_flip_blocks(n, n_resamples, seed)
-    return np.concatenate([(total - 2.0 * (flips @ d)) / n for flips in blocks]), exact
+    total = float(d.sum())
+    blocks, exact = _sign_flip_blocks(len(d), n_resamples, seed)
+    return np.concatenate([total - 2.0 * (flips @ d) for flips in blocks]), exact
 
 
 def one_sample_t_test(d: Sequence[float]) -> tuple[float, str]:
