@@ -48,23 +48,20 @@ def pair_counts(run: Any, qrels: Any, query_ids: Sequence[str], human: str, llm:
     """Per query (of ``query_ids``) its LLM-first and human-first pair counts (arrays), and the
     split's ties, pairs with neither copy retrieved and unpaired pairs (see the module docstring)."""
     corpus = run.corpus
-    ids, codes, names = corpus.doc_ids, corpus.source_codes, corpus.sources
     lf, hf = np.zeros(len(query_ids), dtype=np.int64), np.zeros(len(query_ids), dtype=np.int64)
     neither = ties = unpaired = 0
     for i, q in enumerate(query_ids):
         pos = run.positions.get(q)
-        rank: dict[tuple[str, str], tuple[int, float]] = {}
-        if pos is not None:
-            scores = run.scores[q]
-            for r, p in enumerate(pos.tolist()):
-                rank[(ids[p], names[codes[p]])] = (r, float(scores[r]))
+        rank_of = dict(zip(pos.tolist(), range(len(pos)))) if pos is not None else {}  # corpus position -> rank
+        scores = run.scores.get(q)
         for d, g in qrels.get(q, {}).items():
             if g <= 0:
                 continue
-            if corpus.position(d, human) is None or corpus.position(d, llm) is None:
+            ph, pl = corpus.position(d, human), corpus.position(d, llm)
+            if ph is None or pl is None:
                 unpaired += 1
                 continue
-            h, l = rank.get((d, human)), rank.get((d, llm))
+            h, l = _ranked(rank_of, scores, ph), _ranked(rank_of, scores, pl)
             if h is None and l is None:
                 neither += 1
             elif h is not None and l is not None and h[1] == l[1]:
@@ -74,6 +71,12 @@ def pair_counts(run: Any, qrels: Any, query_ids: Sequence[str], human: str, llm:
             else:
                 hf[i] += 1
     return {"llm_first": lf, "human_first": hf, "ties": ties, "neither_retrieved": neither, "unpaired": unpaired}
+
+
+def _ranked(rank_of: dict[int, int], scores: Any, position: int) -> tuple[int, float] | None:
+    """(rank, score) of the document at a corpus position in one query's ranking; None if absent."""
+    r = rank_of.get(position)
+    return None if r is None else (r, float(scores[r]))
 
 
 def exact_sign_flip_p(d: np.ndarray) -> float:
