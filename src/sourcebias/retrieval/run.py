@@ -139,11 +139,13 @@ class Run:
         if spaced:
             raise ConfigError(f"run '{self.name}': query id {spaced[0]!r} contains whitespace, which a TREC run cannot hold ({len(spaced)} such queries)")
         fmt = _score_formatter(self._score_dtype())
+        ranks = [str(r) for r in range(1, 1 + max((len(p) for p in self.positions.values()), default=0))]
         with atomic_open(path, "w") as fh:
             for q, pos in self.positions.items():
-                sc = self.scores[q]
-                lines = zip(map(names.__getitem__, pos.tolist()), fmt(sc))
-                fh.writelines(f"{q} Q0 {n} {r} {s} {tag}\n" for r, (n, s) in enumerate(lines, start=1))
+                if not len(pos):
+                    continue
+                head, tail = f"{q} Q0 ", f" {tag}\n"  # each line: head, "docno rank score", tail
+                fh.write(head + (tail + head).join(map(" ".join, zip(map(names.__getitem__, pos.tolist()), ranks, fmt(self.scores[q])))) + tail)
 
     @classmethod
     def from_trec(
