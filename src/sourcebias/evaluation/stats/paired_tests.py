@@ -23,30 +23,41 @@ TOO_FEW = "undefined: fewer than 2 queries"
 
 
 #: sign patterns drawn (or enumerated) per block of the randomization test: bounds its memory
-_FLIP_BLOCK = 1 << 20
+_FLIP_BLOCK = 1 << 16
 
 
 def _sign_flip_blocks(n: int, n_resamples: int, seed: int) -> tuple[Iterator[np.ndarray], bool]:
-    """Blocks of sign patterns (True: the pair is swapped) and whether they are all 2^n of them.
+    """Blocks of sign patterns, packed: row r, byte j, bit i (least significant first) is 1 when
+    pair 8j + i is swapped; and whether the blocks hold all 2^n patterns.
 
-    Exact when 2^n <= ``n_resamples``: every pattern once. Otherwise ``n_resamples`` patterns, each
-    pair swapped with probability 1/2 independently, from ``numpy.random.default_rng(seed)``
-    (``random() < 0.5``, row by row: the same patterns whatever the block size)."""
+    Exact when 2^n <= ``n_resamples``: every pattern once (pattern k swaps the pairs of k's set
+    bits). Otherwise ``n_resamples`` patterns, each pair swapped with probability 1/2
+    independently: the bits of the raw 64-bit stream of ``numpy.random.default_rng(seed)``,
+    ``ceil(n / 64)`` words a pattern (the same patterns whatever the block size)."""
     exact = n < 63 and (1 << n) <= n_resamples
-    rows = max(1, _FLIP_BLOCK // n)
     total = (1 << n) if exact else int(n_resamples)
-    bit = np.arange(n, dtype=np.int64)
-    rng = None if exact else np.random.default_rng(seed)
+    words, nbytes = -(-n // 64), -(-n // 8)
+    bits = np.random.default_rng(seed).bit_generator if not exact else None
 
     def blocks() -> Iterator[np.ndarray]:
-        for start in range(0, total, rows):
-            m = min(rows, total - start)
+        for start in range(0, total, _FLIP_BLOCK):
+            m = min(_FLIP_BLOCK, total - start)
             if exact:
-                yield ((np.arange(start, start + m, dtype=np.int64)[:, None] >> bit) & 1).astype(bool)
+                raw = np.arange(start, start + m, dtype=np.uint64).reshape(m, 1)
             else:
-                yield rng.random(size=(m, n)) < 0.5
+                raw = bits.random_raw(m * words).reshape(m, words)
+            yield raw.astype("<u8", copy=False).view(np.uint8)[:, :nbytes]
 
     return blocks(), exact
+
+
+def _byte_sums(d: np.ndarray) -> np.ndarray:
+    """``table[b, j]``: the sum of the d's of pairs 8j..8j+7 whose bits are set in the byte b."""
+    nbytes = -(-len(d) // 8)
+    padded = np.zeros(nbytes * 8)
+    padded[: len(d)] = d
+    bit_of_byte = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1, bitorder="little").astype(float)
+    return bit_of_byte @ padded.reshape(nbytes, 8).T
 
 
 def paired_randomization_test(a: np.ndarray, b: np.ndarray, *, n_resamples: int = 10_000, seed: int = 0) -> float:
@@ -55,10 +66,10 @@ def paired_randomization_test(a: np.ndarray, b: np.ndarray, *, n_resamples: int 
 
     The test of ``scipy.stats.permutation_test((a, b), mean difference, permutation_type="samples")``
     with SciPy's p-value, drawn vectorised: the null distribution of the sum is ``Σd - 2·F·d`` for
-    a block ``F`` of 0/1 swap patterns (one matrix product; :func:`_sign_flip_blocks` says how they
-    are drawn). SciPy permutes each pair's two values separately (``Generator.permuted`` on
-    10,000 x n pairs: 0.5 s a test), so the patterns, and the p-values, differ from SciPy's by
-    Monte-Carlo error only (``tests/test_randomization_vectorised.py`` checks both). The p-value
+    the 0/1 swap patterns ``F``, drawn as random bits (:func:`_sign_flip_blocks`) and summed eight
+    pairs at a time through a table of the 256 partial sums of each eight (5 ms a test of 324
+    queries, where SciPy permutes each pair's two values with ``Generator.permuted``: 0.5 s). The
+    patterns, and so the p-values, differ from SciPy's by Monte-Carlo error only (``tests/test_randomization_vectorised.py`` checks both). The p-value
     is SciPy's: ``min(1, 2·min(P(T* <= T), P(T* >= T)))`` with ``P = count / 2^n`` when exact and
     ``(1 + count) / (1 + R)`` over R random patterns (never 0: the observed pattern counts). Null
     sums within 100 machine epsilons of ``Σ|d|`` of the observed sum count as ties (SciPy's
@@ -109,7 +120,9 @@ def sign_flip_sums(d: np.ndarray, *, n_resamples: int = 10_000, seed: int = 0) -
     d = np.asarray(d, dtype=float)
     total = float(d.sum())
     blocks, exact = _sign_flip_blocks(len(d), n_resamples, seed)
-    return np.concatenate([total - 2.0 * (flips @ d) for flips in blocks]), exact
+    table = _byte_sums(d)
+    column = np.arange(table.shape[1])
+    return np.concatenate([total - 2.0 * table[packed, column].sum(axis=1) for packed in blocks]), exact
 
 
 def one_sample_t_test(d: Sequence[float]) -> tuple[float, str]:
