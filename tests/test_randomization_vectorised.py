@@ -110,3 +110,15 @@ def test_twin_preference_seeded_test_within_monte_carlo_error_of_scipys():
     se = np.sqrt(theirs * (1 - theirs) / 20_000)
     assert res["method"].startswith("seeded") and res["resamples"] == 20_000
     assert abs(res["p"] - theirs) <= 4 * np.sqrt(2) * se + 2 / 20_000, (res["p"], theirs)
+
+
+def test_holm_through_statsmodels_unchanged_and_the_collector_left_as_it_was():
+    import gc
+
+    from sourcebias.evaluation.stats.multiple import adjust_pvalues
+
+    frozen = gc.get_freeze_count()
+    out = adjust_pvalues([0.01, float("nan"), 0.04, 0.03], "holm")
+    # Holm by hand: sorted 0.01, 0.03, 0.04 times 3, 2, 1, then running maximum
+    assert out[0] == pytest.approx(0.03) and np.isnan(out[1]) and out[2] == pytest.approx(0.06) and out[3] == pytest.approx(0.06)
+    assert gc.get_freeze_count() == frozen and gc.isenabled()
