@@ -144,7 +144,7 @@ def test_porter_without_the_package_import_is_nltks_stemmer(nfcorpus):
     import nltk
     from nltk.stem.porter import PorterStemmer
 
-    before = dict((n, m) for n, m in sys.modules.items() if n.startswith("nltk"))
+    before = {n: m for n, m in sys.modules.items() if n.startswith("nltk")}
     isolated = lexical._porter_without_nltk_package()
     # sys.modules is as it was: the real package and its modules, nothing of the shells
     assert {n: m for n, m in sys.modules.items() if n.startswith("nltk")} == before

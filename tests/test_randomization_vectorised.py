@@ -21,7 +21,9 @@ def _mean_difference(x, y, axis):
 
 
 def _scipy(a, b, n_resamples, seed):
-    return stats.permutation_test((a, b), _mean_difference, permutation_type="samples", vectorized=True, n_resamples=n_resamples, random_state=np.random.default_rng(seed))
+    return stats.permutation_test(
+        (a, b), _mean_difference, permutation_type="samples", vectorized=True, n_resamples=n_resamples, random_state=np.random.default_rng(seed)
+    )
 
 
 def _enumerated_p(d) -> float:
@@ -105,7 +107,9 @@ def test_twin_preference_seeded_test_within_monte_carlo_error_of_scipys():
     llm = rng.binomial(m, 0.6)
     res = cluster_sign_flip_test(llm, m - llm, n_resamples=20_000, seed=3)
     d = (llm - (m - llm))[llm != m - llm].astype(float)
-    null = stats.permutation_test((d,), lambda x, axis: np.sum(x, axis=axis), permutation_type="samples", vectorized=True, n_resamples=20_000, random_state=np.random.default_rng(4)).null_distribution
+    null = stats.permutation_test(
+        (d,), lambda x, axis: np.sum(x, axis=axis), permutation_type="samples", vectorized=True, n_resamples=20_000, random_state=np.random.default_rng(4)
+    ).null_distribution
     theirs = (1 + np.count_nonzero(np.abs(null) >= abs(d.sum()))) / 20_001
     se = np.sqrt(theirs * (1 - theirs) / 20_000)
     assert res["method"].startswith("seeded") and res["resamples"] == 20_000
