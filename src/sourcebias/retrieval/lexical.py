@@ -68,14 +68,16 @@ def _porter_stemmer_class() -> type:
     class is NLTK's unchanged code (``tests/test_lexical_fast_analysis.py`` checks it stems
     every word of the development corpora as the fully imported NLTK does). When NLTK is already
     imported, or the shells do not suffice (a future NLTK whose ``porter.py`` needs more of its
-    package), the ordinary import is used: slower, the same class.
+    package), the ordinary import is used: slower, the same class. (Another thread importing
+    ``nltk`` during those few milliseconds would see a shell; sourcebias builds analyzers in
+    one thread.)
     """
     import sys
 
     if "nltk" not in sys.modules:
         try:
             return _porter_without_nltk_package()
-        except ImportError:
+        except (ImportError, AttributeError):  # the shells did not suffice: import NLTK whole
             pass
     from nltk.stem.porter import PorterStemmer
 
@@ -179,7 +181,10 @@ class EnglishAnalyzer:
     Written here because no maintained Python package offers this chain: bm25s's tokenizer is
     one ``re`` pattern that drops one-character tokens, splits ``4,997`` and has no possessive
     filter. The segmentation is the ``regex`` module's Unicode word boundaries and the stemmer
-    is NLTK's; this class only chains them and caches the result per distinct token.
+    is NLTK's; this class only chains them, remembering the result per distinct segment, per
+    distinct whitespace-delimited chunk and per text (up to :data:`TEXT_MEMO_TERMS` terms), so
+    that each distinct word is segmented and stemmed once and a text already analysed (the sole
+    corpora after the mixed one) costs a lookup.
 
     Parameters
     ----------
