@@ -20,6 +20,8 @@ ours / raw (lower is better).
 from __future__ import annotations
 
 import argparse
+import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -68,10 +70,14 @@ with open(out / "metrics.csv", "w", newline="") as fh:
 '''
 
 
-def timed(cmd: list[str]) -> float:
+def timed(cmd: list[str]) -> tuple[float, float]:
+    """Wall-clock seconds and CPU seconds (user + system, the child and its children) of one run."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return time.perf_counter() - t
+    wall = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def main() -> None:
@@ -88,10 +94,13 @@ def main() -> None:
         for i in range(args.repeat):  # interleaved, so both see the same machine load
             ours.append(timed(ours_cmd))
             raw.append(timed(raw_cmd))
-            print(f"run {i + 1}: sourcebias {ours[-1]:.2f} s   raw bm25s+pytrec_eval {raw[-1]:.2f} s", flush=True)
-    o, r = statistics.median(ours), statistics.median(raw)
+            print(f"run {i + 1}: sourcebias {ours[-1][0]:.2f} s ({ours[-1][1]:.2f} s CPU)   raw bm25s+pytrec_eval {raw[-1][0]:.2f} s ({raw[-1][1]:.2f} s CPU)", flush=True)
+    o, r = statistics.median(w for w, _ in ours), statistics.median(w for w, _ in raw)
+    oc, rc = statistics.median(c for _, c in ours), statistics.median(c for _, c in raw)
     print(f"\nmedian over {args.repeat}: sourcebias evaluate {o:.2f} s, raw libraries {r:.2f} s")
     print(f"ratio ours / raw = {o / r:.2f}")
+    # CPU time is less sensitive to other processes on a shared machine than wall-clock time
+    print(f"CPU time: sourcebias {oc:.2f} s, raw {rc:.2f} s, ratio {oc / rc:.2f}; load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
 
 
 if __name__ == "__main__":

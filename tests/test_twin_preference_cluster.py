@@ -4,7 +4,7 @@ test's), and the values on nq-utd with BM25 against counts read back from the wr
 
 Size (test_size_on_clustered_pairs_without_effect, 1,000 studies of 40 queries, 1-3 decided
 pairs per query, a per-query propensity ~ Beta(0.8, 0.8), as in benchmarks/power_validation.py;
-seed 20261123): the clustered test rejects 3.6% at α = 0.05 (199 seeded flips), the pair sign
+seed 20261123): the clustered test rejects 3.5% at α = 0.05 (199 seeded flips), the pair sign
 test 8.6%; the Monte Carlo standard error of a 5% rate over 1,000 studies is 0.7%. With the
 first 12 queries of each study (the exact path) the clustered test rejects 3.3%, the pair sign
 test 7.5%.
@@ -80,7 +80,7 @@ def test_size_on_clustered_pairs_without_effect():
     p_cluster = np.array([cluster_sign_flip_test(a[i], m[i] - a[i], n_resamples=199, seed=i)["p"] for i in range(studies)])
     p_pairs = stats.binom.cdf(np.minimum(a.sum(1), m.sum(1) - a.sum(1)), m.sum(1), 0.5) * 2  # the exact sign test, vectorised
     size_cluster, size_pairs = np.mean(p_cluster < 0.05), np.mean(np.minimum(p_pairs, 1) < 0.05)
-    assert 0.03 <= size_cluster <= 0.07, size_cluster  # 0.036 with this seed
+    assert 0.03 <= size_cluster <= 0.07, size_cluster  # 0.035 with this seed
     assert size_pairs >= 0.075, size_pairs  # 0.086: anti-conservative when pairs cluster by query
     assert np.all((p_cluster > 0) & (p_cluster <= 1))
     # the exact path (12 queries): valid, conservative by discreteness (0.033; the pair sign test 0.075)

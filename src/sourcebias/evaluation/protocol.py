@@ -56,12 +56,13 @@ def trec_run(run: Run, query_ids: Sequence[str]) -> dict[str, dict[str, float]]:
     """The run for trec_eval: positions as document names, and a score that encodes the final
     rank (``depth - rank``), so trec_eval's own re-sorting cannot reorder ties."""
     out: dict[str, dict[str, float]] = {}
+    name = [str(p) for p in range(len(run.corpus))].__getitem__  # a position's document name
     for q in query_ids:
         pos = run.positions.get(q)
         if pos is None or len(pos) == 0:
             continue
         n = len(pos)
-        out[q] = {str(p): float(n - r) for r, p in enumerate(pos.tolist())}
+        out[q] = dict(zip(map(name, pos.tolist()), map(float, range(n, 0, -1))))  # n - rank, rank from 0
     return out
 
 

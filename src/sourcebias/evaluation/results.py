@@ -324,12 +324,27 @@ class EvaluationResult:
 
     def _write_per_query(self, folder: Path, format: str) -> Path:
         if format == "csv":
-            return _write_csv(folder / "per_query.csv", PER_QUERY_COLUMNS, self.per_query_rows())
+            return self._write_per_query_csv(folder / "per_query.csv")
         if format == "parquet":
             from sourcebias.evaluation.columnar import PARQUET_FILE, write_per_query_parquet
 
             return write_per_query_parquet(folder / PARQUET_FILE, PER_QUERY_COLUMNS, list(self.per_query), list(self.per_query.values()), self.query_ids)
         raise ConfigError(f"per-query format must be 'csv' or 'parquet', got '{format}'")
+
+    def _write_per_query_csv(self, path: Path) -> Path:
+        """``per_query.csv``: the rows of :meth:`per_query_rows` as :func:`_write_csv` writes them
+        (the same text), a measure's values at a time (no dict per row)."""
+        from itertools import repeat
+
+        from sourcebias.core.atomic import atomic_open
+
+        with atomic_open(path, "w", newline="") as fh:
+            w = csv.writer(fh, lineterminator="\n")
+            w.writerow(PER_QUERY_COLUMNS)
+            for k, values in self.per_query.items():
+                texts = map(_fmt, values.tolist())
+                w.writerows(zip(repeat(k.retriever), repeat(k.setting), repeat(k.target), self.query_ids, repeat(k.measure), texts))
+        return path
 
     @classmethod
     def load(cls, folder: str | Path, *, dataset: Any = None, runs: bool = True) -> EvaluationResult:

@@ -8,6 +8,7 @@ BM25 with ``language="english"``).
 from __future__ import annotations
 
 import functools
+import itertools
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -45,10 +46,75 @@ _TOKEN_CHAR = (
 # apostrophe and the letter after it at a word's start: Lucene yields "organic" for "'organic";
 # the regex module keeps them together).
 _IGNORED_HEAD = r"^[\p{WB=Extend}\p{WB=Format}\p{WB=ZWJ}'\u2019\uff07]+"
+#: Terms an analyzer remembers per analysed text, at most (a reference each: 8 bytes, besides
+#: the texts kept as keys): the protocol indexes the mixed corpus, then each source's texts again.
+TEXT_MEMO_TERMS = 10_000_000
 # Lucene's LowerCaseFilter lower-cases code point by code point (Java's Character.toLowerCase,
 # the simple mapping), where str.lower() applies the full mapping ("İ" -> "i" + U+0307) and the
 # final-sigma rule ("Σ" at a word's end -> "ς"): those two are mapped first.
 _SIMPLE_LOWER = str.maketrans({"\u0130": "i", "\u03a3": "\u03c3"})
+
+
+def _porter_stemmer_class() -> type:
+    """NLTK's ``PorterStemmer`` class, without NLTK's package import when NLTK is not loaded yet.
+
+    ``import nltk.stem.porter`` runs ``nltk/__init__``, which imports most of NLTK (its
+    collocations pull in SciPy's stats, its classifiers scikit-learn and pandas): about 3 s, for
+    one pure-Python module that itself needs only ``nltk.redos``, ``nltk.stem.api`` and
+    ``nltk.termsec``. So NLTK's own ``stem/porter.py`` is imported under two empty package
+    shells (``nltk``, ``nltk.stem``, pointing at NLTK's folders) that are removed from
+    ``sys.modules`` at once, together with every ``nltk.*`` module loaded meanwhile: a later
+    ``import nltk`` anywhere in the process then imports the real package from scratch. The
+    class is NLTK's unchanged code (``tests/test_lexical_fast_analysis.py`` checks it stems
+    every word of the development corpora as the fully imported NLTK does). When NLTK is already
+    imported, or the shells do not suffice (a future NLTK whose ``porter.py`` needs more of its
+    package), the ordinary import is used: slower, the same class. (Another thread importing
+    ``nltk`` during those few milliseconds would see a shell; sourcebias builds analyzers in
+    one thread.)
+    """
+    import sys
+
+    if "nltk" not in sys.modules:
+        try:
+            return _porter_without_nltk_package()
+        except (ImportError, AttributeError):  # the shells did not suffice: import NLTK whole
+            pass
+    from nltk.stem.porter import PorterStemmer
+
+    return PorterStemmer
+
+
+def _porter_without_nltk_package() -> type:
+    """``nltk.stem.porter.PorterStemmer`` imported under empty package shells; ``sys.modules``
+    is left as it was found (any ``nltk`` modules already there are put back)."""
+    import importlib
+    import importlib.machinery
+    import importlib.util
+    import os
+    import sys
+    import types
+
+    spec = importlib.util.find_spec("nltk")
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError("nltk is not installed")
+
+    def nltk_modules() -> list[str]:
+        return [n for n in sys.modules if n == "nltk" or n.startswith("nltk.")]
+
+    saved = {n: sys.modules.pop(n) for n in nltk_modules()}
+    root = list(spec.submodule_search_locations)
+    try:
+        for name, path in (("nltk", root), ("nltk.stem", [os.path.join(p, "stem") for p in root])):
+            shell = types.ModuleType(name)
+            shell.__path__ = path
+            shell.__spec__ = importlib.machinery.ModuleSpec(name, None, is_package=True)
+            shell.__spec__.submodule_search_locations = path
+            sys.modules[name] = shell
+        return importlib.import_module("nltk.stem.porter").PorterStemmer
+    finally:
+        for name in nltk_modules():
+            del sys.modules[name]
+        sys.modules.update(saved)
 
 
 @functools.lru_cache(maxsize=None)
@@ -57,9 +123,19 @@ def _stemmer(name: str) -> Callable[[str], str]:
     ``MARTIN_EXTENSIONS`` mode, the reference C implementation), memoised per word and shared by
     every analyzer of the process (NLTK's stemmer is pure Python); other names are PyStemmer's."""
     if name == "porter":
-        from nltk.stem.porter import PorterStemmer
+        import re
 
-        stem = functools.partial(PorterStemmer(mode=PorterStemmer.MARTIN_EXTENSIONS).stem, to_lowercase=False)
+        porter = _porter_stemmer_class()
+        stem_word = porter(mode=porter.MARTIN_EXTENSIONS).stem
+        has_letter = re.compile("[a-z]").search
+
+        # Every Porter rule strips or rewrites a suffix of the letters a-z (the one rule with an
+        # empty suffix, step 1b's "(m=1 and *o) -> e", runs only after "ed" or "ing" was
+        # stripped), so a word without such a letter (a number: 15% of nfcorpus's distinct
+        # words) is its own stem; tests/test_lexical_fast_analysis.py checks every word.
+        def stem(word: str) -> str:
+            return stem_word(word, to_lowercase=False) if has_letter(word) else word
+
         return functools.lru_cache(maxsize=1 << 20)(stem)
     import Stemmer
 
@@ -67,15 +143,28 @@ def _stemmer(name: str) -> Callable[[str], str]:
 
 
 def _stemmer_library(name: str | None) -> str | None:
+    from importlib.metadata import version
+
     if not name:
         return None
     if name == "porter":
-        import nltk
-
-        return f"nltk {nltk.__version__} PorterStemmer(MARTIN_EXTENSIONS), as Lucene's PorterStemmer"
-    from importlib.metadata import version
-
+        return f"nltk {version('nltk')} PorterStemmer(MARTIN_EXTENSIONS), as Lucene's PorterStemmer"
     return f"PyStemmer {version('PyStemmer')}"
+
+
+class _Memo(dict):
+    """A dict that computes a missing key's value once, with ``compute(key)``, and keeps it: a
+    lookup of a known key stays a C-level ``dict`` lookup (``map(memo.__getitem__, keys)``)."""
+
+    __slots__ = ("_compute",)
+
+    def __init__(self, compute: Callable[[Any], Any]):
+        super().__init__()
+        self._compute = compute
+
+    def __missing__(self, key: Any) -> Any:
+        value = self[key] = self._compute(key)
+        return value
 
 
 class EnglishAnalyzer:
@@ -92,7 +181,10 @@ class EnglishAnalyzer:
     Written here because no maintained Python package offers this chain: bm25s's tokenizer is
     one ``re`` pattern that drops one-character tokens, splits ``4,997`` and has no possessive
     filter. The segmentation is the ``regex`` module's Unicode word boundaries and the stemmer
-    is NLTK's; this class only chains them and caches the result per distinct token.
+    is NLTK's; this class only chains them, remembering the result per distinct segment, per
+    distinct whitespace-delimited chunk and per text (up to :data:`TEXT_MEMO_TERMS` terms), so
+    that each distinct word is segmented and stemmed once and a text already analysed (the sole
+    corpora after the mixed one) costs a lookup.
 
     Parameters
     ----------
@@ -118,8 +210,12 @@ class EnglishAnalyzer:
         self._is_token = regex.compile(_TOKEN_CHAR).search
         self._head = regex.compile(_IGNORED_HEAD)
         self._stem = _stemmer(stemmer) if stemmer else None
-        self._term_of: dict[str, str | None] = {}
-        self._chunk_cache: dict[str, tuple[str, ...]] = {}
+        # segment -> its index term (None: not a token, or a stop word); chunk -> its terms.
+        # Both persist for the analyzer's life: corpora and their sole parts reuse chunks heavily.
+        self._term_of = _Memo(self._term)
+        self._terms_of_chunk = _Memo(self._chunk_terms)
+        self._terms_of_text: dict[str, tuple[str, ...]] = {}
+        self._text_memo_room = TEXT_MEMO_TERMS
 
     def config(self) -> dict[str, Any]:
         return {
@@ -132,63 +228,56 @@ class EnglishAnalyzer:
         }
 
     def _term(self, token: str) -> str | None:
+        """The index term of one segment, or None when it is not a token or is a stop word."""
         t = self._head.sub("", token)
         if not t or not self._is_token(t):
-            self._term_of[token] = None
             return None
         if len(t) > 2 and t[-1] == "s" and t[-2] in "'\u2019\uff07":
             t = t[:-2]
         if t in self.stopwords or not t:
-            term = None
-        else:
-            # Lucene's PorterStemmer leaves words of one or two letters alone (Snowball's would
-            # turn "s" into "").
-            term = self._stem(t) if self._stem is not None and len(t) > 2 else t
-        self._term_of[token] = term
-        return term
+            return None
+        # Lucene's PorterStemmer leaves words of one or two letters alone (Snowball's would
+        # turn "s" into "").
+        return self._stem(t) if self._stem is not None and len(t) > 2 else t
 
     def _chunk_terms(self, chunk: str) -> tuple[str, ...]:
-        """Index terms of one whitespace-free chunk (cached: corpora reuse chunks heavily)."""
-        cache = self._term_of
-        terms = []
-        for tok in self._word.findall(chunk):
-            term = cache[tok] if tok in cache else self._term(tok)
-            if term is not None:
-                terms.append(term)
-        out = tuple(terms)
-        self._chunk_cache[chunk] = out
-        return out
+        """Index terms of one whitespace-free, lower-cased chunk."""
+        return tuple(t for t in map(self._term_of.__getitem__, self._word.findall(chunk)) if t is not None)
+
+    @staticmethod
+    def _chunks(text: str) -> list[str]:
+        """The whitespace-delimited chunks of ``text``, lower-cased as Lucene does.
+
+        Whitespace always separates words (UAX #29), so each chunk is segmented on its own, once
+        per distinct chunk."""
+        if "\u0130" in text or "\u03a3" in text:  # rare: skip translate's cost otherwise
+            text = text.translate(_SIMPLE_LOWER)
+        return text.lower().split()
+
+    def _text_terms(self, text: str) -> tuple[str, ...]:
+        """The index terms of ``text``: remembered per text while the memo holds fewer than
+        :data:`TEXT_MEMO_TERMS` terms (a corpus's sole parts are its texts again)."""
+        terms = self._terms_of_text.get(text)
+        if terms is None:
+            terms = tuple(itertools.chain.from_iterable(map(self._terms_of_chunk.__getitem__, self._chunks(text))))
+            if self._text_memo_room >= len(terms):
+                self._terms_of_text[text] = terms
+                self._text_memo_room -= len(terms)
+        return terms
 
     def __call__(self, text: str) -> list[str]:
         """The index terms of ``text``, in order."""
-        # Whitespace always separates words (UAX #29), so each whitespace-delimited chunk is
-        # segmented on its own and its terms cached: most chunks of a corpus repeat.
-        chunks = self._chunk_cache
-        out: list[str] = []
-        if "\u0130" in text or "\u03a3" in text:  # rare: skip translate's cost otherwise
-            text = text.translate(_SIMPLE_LOWER)
-        for chunk in text.lower().split():
-            terms = chunks.get(chunk)
-            if terms is None:
-                terms = self._chunk_terms(chunk)
-            out.extend(terms)
-        return out
+        return list(self._text_terms(text))
 
     def to_ids(self, texts: Sequence[str], vocab: dict[str, int], *, grow: bool) -> list[list[int]]:
-        """Term ids of each text; with ``grow`` new terms are added to ``vocab``, else dropped."""
-        out: list[list[int]] = []
-        get = vocab.get
-        for text in texts:
-            ids = []
-            for term in self(text):
-                tid = get(term)
-                if tid is None:
-                    if not grow:
-                        continue
-                    tid = vocab[term] = len(vocab)
-                ids.append(tid)
-            out.append(ids)
-        return out
+        """Term ids of each text; with ``grow`` new terms are added to ``vocab`` (numbered in
+        order of first occurrence), else dropped. Per token, C-level lookups only: chunk ->
+        terms, then term -> id (the terms are the memo's strings, their hashes cached)."""
+        if not grow:
+            return [[vocab[t] for t in self._text_terms(text) if t in vocab] for text in texts]
+        id_of = _Memo(lambda term: vocab.setdefault(term, len(vocab)))
+        get = id_of.__getitem__
+        return [list(map(get, self._text_terms(text))) for text in texts]
 
 
 class _LexicalRetriever(FirstStage):
@@ -293,7 +382,7 @@ class TfIdf(_LexicalRetriever):
 
         indptr = np.zeros(len(ids) + 1, dtype=np.int64)
         indptr[1:] = np.cumsum([len(x) for x in ids])
-        indices = np.fromiter((t for x in ids for t in x), dtype=np.int64, count=int(indptr[-1]))
+        indices = np.fromiter(itertools.chain.from_iterable(ids), dtype=np.int64, count=int(indptr[-1]))
         m = csr_matrix((np.ones_like(indices, dtype=np.float64), indices, indptr), shape=(len(ids), n_terms))
         m.sum_duplicates()
         return m

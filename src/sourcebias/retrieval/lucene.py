@@ -32,6 +32,7 @@ Lucene's one-byte norms bit for bit. The scorer precomputes each posting's float
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 
 import numpy as np
@@ -128,7 +129,7 @@ class LuceneBM25:
         # term frequencies: a (documents x terms) count matrix, duplicates summed
         indptr = np.zeros(n_docs + 1, dtype=np.int64)
         indptr[1:] = np.cumsum(lengths)
-        indices = np.fromiter((t for d in doc_term_ids for t in d), dtype=np.int64, count=total)
+        indices = np.fromiter(itertools.chain.from_iterable(doc_term_ids), dtype=np.int64, count=total)
         tf = csr_matrix((np.ones(total, dtype=np.float32), indices, indptr), shape=(n_docs, max(self.n_terms, 1)))
         tf.sum_duplicates()
         tf = tf.tocsc()  # columns = terms

@@ -139,10 +139,13 @@ class Run:
         if spaced:
             raise ConfigError(f"run '{self.name}': query id {spaced[0]!r} contains whitespace, which a TREC run cannot hold ({len(spaced)} such queries)")
         fmt = _score_formatter(self._score_dtype())
+        ranks = [str(r) for r in range(1, 1 + max((len(p) for p in self.positions.values()), default=0))]
         with atomic_open(path, "w") as fh:
             for q, pos in self.positions.items():
-                sc = self.scores[q]
-                fh.writelines(f"{q} Q0 {names[i]} {r} {fmt(s)} {tag}\n" for r, (i, s) in enumerate(zip(pos.tolist(), sc.tolist()), start=1))
+                if not len(pos):
+                    continue
+                head, tail = f"{q} Q0 ", f" {tag}\n"  # each line: head, "docno rank score", tail
+                fh.write(head + (tail + head).join(map(" ".join, zip(map(names.__getitem__, pos.tolist()), ranks, fmt(self.scores[q])))) + tail)
 
     @classmethod
     def from_trec(
@@ -307,10 +310,12 @@ def _run_name(path: Path) -> str:
 
 
 def _score_formatter(dtype: np.dtype):
-    """Shortest text that reads back to the same value of the scores' type."""
+    """Scores -> the shortest texts that read back to the same values of the scores' type
+    (float32: ``astype(str)``, numpy's shortest float32 repr, the text of ``str(np.float32(s))``
+    for every value, in one call)."""
     if dtype == np.float32:
-        return lambda s: str(np.float32(s))
-    return repr
+        return lambda scores: np.asarray(scores, dtype=np.float32).astype(str).tolist()
+    return lambda scores: [repr(s) for s in np.asarray(scores).tolist()]
 
 
 def _position_lookup(corpus: Corpus):
