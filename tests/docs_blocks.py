@@ -27,7 +27,9 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
-DOCS = Path(__file__).resolve().parents[1] / "docs"
+REPO_ROOT = Path(__file__).resolve().parents[1]
+DOCS = REPO_ROOT / "docs"
+README = REPO_ROOT / "README.md"
 FENCE = re.compile(r"^(?P<indent>[ ]*)```(?P<lang>[A-Za-z0-9_+-]*)[^\n]*\n(?P<body>.*?)^(?P=indent)```[ ]*$", re.M | re.S)
 MARKER = re.compile(r"<!-- docs-test: (?P<mode>skip|parse-only|output)(?: \((?P<reason>[^)]*)\))? -->\s*$")
 RUN_LANGS = {"bash", "python"}
@@ -72,7 +74,7 @@ def _mode(lang: str, marker: re.Match | None, body: str) -> tuple[str, str]:
 def page_blocks(path: Path) -> list[Block]:
     """The fenced blocks of one page, in order."""
     text = path.read_text(encoding="utf-8")
-    rel = path.relative_to(DOCS).as_posix()
+    rel = path.relative_to(DOCS).as_posix() if path.is_relative_to(DOCS) else path.name
     out = []
     for m in FENCE.finditer(text):
         before = text[: m.start()].rstrip("\n").rsplit("\n", 1)[-1]
@@ -85,8 +87,8 @@ def page_blocks(path: Path) -> list[Block]:
 
 
 def pages() -> list[Path]:
-    """Every Markdown page of the site."""
-    return sorted(DOCS.rglob("*.md"))
+    """Every Markdown page of the site, and the README (its quick start runs like a page's)."""
+    return [*sorted(DOCS.rglob("*.md")), README]
 
 
 def shell_commands(body: str) -> list[list[str]]:
