@@ -21,7 +21,12 @@ import math
 import tempfile
 import unittest
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
+
+if TYPE_CHECKING:
+    from sourcebias.data import Dataset
+    from sourcebias.evaluation.stats import Record, Statistic
+    from sourcebias.retrieval import Retriever
 
 #: The toy corpus: three human documents and their LLM twins (``d3``'s twin is an exact copy, so
 #: a retriever that scores by text gives the pair equal scores and the tie rule orders them).
@@ -61,7 +66,7 @@ def write_toy_dataset(folder: str | Path) -> Path:
     return root
 
 
-def toy_dataset() -> Any:
+def toy_dataset() -> Dataset:
     """The toy dataset, loaded (split ``test``; written to a temporary folder first).
 
     Returns:
@@ -77,6 +82,8 @@ class _Case(unittest.TestCase):
     """Collect subclasses, not the base class."""
 
     __test__ = False
+    #: the toy dataset (:func:`toy_dataset`), loaded once per test class
+    dataset: ClassVar[Dataset]
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -95,7 +102,7 @@ class _Case(unittest.TestCase):
 class RetrieverTestCase(_Case):
     """Contract of a retriever (a first stage or a pipeline). Implement :meth:`make_retriever`."""
 
-    def make_retriever(self) -> Any:
+    def make_retriever(self) -> Retriever:
         """Return the retriever to test (a :class:`sourcebias.retrieval.Retriever`)."""
         raise NotImplementedError("implement make_retriever() in your subclass")
 
@@ -141,7 +148,7 @@ class StatisticTestCase(_Case):
     """Contract of a statistic. Implement :meth:`make_statistic`; :meth:`measures` may be
     overridden (default ``["NDCG@3"]``)."""
 
-    def make_statistic(self) -> Any:
+    def make_statistic(self) -> Statistic:
         """Return the statistic to test (a :class:`sourcebias.evaluation.stats.Statistic`)."""
         raise NotImplementedError("implement make_statistic() in your subclass")
 
@@ -149,7 +156,7 @@ class StatisticTestCase(_Case):
         """The measures the statistic is computed for."""
         return ["NDCG@3"]
 
-    def _records(self) -> tuple[Any, list[Any]]:
+    def _records(self) -> tuple[Statistic, list[Record]]:
         from sourcebias.evaluation import evaluate, measure_grid
         from sourcebias.evaluation.stats import StatContext
         from sourcebias.retrieval import build_retriever

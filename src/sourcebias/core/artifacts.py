@@ -28,7 +28,8 @@ import json
 import os
 import shutil
 from pathlib import Path
-from typing import Any
+from types import TracebackType
+from typing import IO, Any, TextIO
 
 from sourcebias.core.atomic import atomic_write_json
 from sourcebias.core.errors import OutputError
@@ -104,7 +105,7 @@ def read_artifact_json(folder: str | Path, filename: str, *, kind: str, version:
         body = json.loads(path.read_text(encoding="utf-8"))
     except ValueError as exc:
         raise DataError(path, f"not valid JSON ({exc})") from None
-    if body.get("format") != version or body.get("kind") != kind:
+    if not isinstance(body, dict) or body.get("format") != version or body.get("kind") != kind:
         raise DataError(path, f"not a {what} of format {version}")
     return body
 
@@ -221,7 +222,7 @@ class OutputFolder:
     def __enter__(self) -> OutputFolder:
         return self
 
-    def __exit__(self, exc_type, exc, tb) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         if not self._done:
             self.abort()
 
@@ -229,7 +230,7 @@ class OutputFolder:
         return f"OutputFolder({str(self.path)!r}, kind={self.kind!r})"
 
 
-def hold_lock(lock_path: Path, target: Path):
+def hold_lock(lock_path: Path, target: Path) -> TextIO:
     """Hold an exclusive lock on ``lock_path`` (created if need be), or raise OutputError naming
     the process that holds it. A file locked after its holder deleted it (the holder unlinks it
     before unlocking) is no longer the lock: start over on the file now at the path."""
@@ -257,7 +258,7 @@ def hold_lock(lock_path: Path, target: Path):
     return fh
 
 
-def _same_file(fh, path: Path) -> bool:
+def _same_file(fh: IO[Any], path: Path) -> bool:
     """Whether the open file ``fh`` is the file now at ``path``."""
     try:
         st = os.stat(path)
@@ -267,7 +268,7 @@ def _same_file(fh, path: Path) -> bool:
     return (st.st_dev, st.st_ino) == (own.st_dev, own.st_ino)
 
 
-def release_lock(fh) -> None:
+def release_lock(fh: IO[Any]) -> None:
     """Delete the lock file, then release the lock: the deletion happens while no other process
     can hold it, and a process that opened the file before is told by :func:`hold_lock` to retry."""
     import fcntl

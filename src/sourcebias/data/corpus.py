@@ -186,7 +186,7 @@ class Corpus:
         return self._codes
 
     def source_of(self, i: int) -> str:
-        return self._source_names[self._codes[i]]
+        return self._source_names[int(self._codes[i])]
 
     def source_list(self) -> list[str]:
         names = self._source_names

@@ -107,7 +107,7 @@ class Dataset:
     qrels_file: Path | None
     queries_file: Path
     report: LoadReport = field(default_factory=LoadReport)
-    orphans: dict = field(default_factory=lambda: {"policy": "drop"})
+    orphans: dict[str, Any] = field(default_factory=lambda: {"policy": "drop"})
     options: DatasetOptions = field(default_factory=DatasetOptions)
     registered: str | None = None  # the registered name it was loaded by (``nq-utd``), if any
 
@@ -128,7 +128,7 @@ class Dataset:
         """Queries of the split with at least one relevant document, in qrels order."""
         return self.qrels.queries_with_relevant()
 
-    def describe(self) -> dict:
+    def describe(self) -> dict[str, Any]:
         return {
             "name": self.name,
             "path": str(self.root),
@@ -151,7 +151,7 @@ class Dataset:
 _TEMP_DIR = re.compile(r"^\d+(\.\d+)?$")
 
 
-def detect_layout(root: str | Path, human_source: str = HUMAN, *, unknown_files: OnProblem = "error") -> DatasetLayout:
+def detect_layout(root: str | Path, human_source: str = HUMAN, *, unknown_files: str = "error") -> DatasetLayout:
     """Find the corpus files of a dataset folder and name its sources.
 
     A file where corpus files live (``corpus/``, ``corpus-*``) that is not a corpus file
@@ -264,7 +264,7 @@ def load_dataset(path: str | Path, options: DatasetOptions | None = None, **over
     if opts.twins is not None:
         raise ConfigError(f"twins= is for irds:<id> datasets; the folder {path} holds its own twins (corpus/<source>.jsonl)")
     root, registered = resolve_dataset(path)
-    layout = detect_layout(root, opts.human_source, unknown_files=opts.unknown_files)  # type: ignore[arg-type]
+    layout = detect_layout(root, opts.human_source, unknown_files=opts.unknown_files)
     chosen = _chosen_sources(layout, opts)
     qrels_path = _qrels_path(layout, opts.split)
     report = LoadReport()

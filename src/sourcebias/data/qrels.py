@@ -8,6 +8,7 @@ an evaluation (one target source, or all) is decided by the evaluation protocol,
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 
 
 class Qrels(Mapping[str, Mapping[str, int]]):
@@ -44,7 +45,7 @@ class Qrels(Mapping[str, Mapping[str, int]]):
         return Qrels({q: d for q, d in self._labels.items() if q in keep})
 
 
-def require_evaluable(query_ids: list[str], qrels_file: object, *, split: str | None = None) -> list[str]:
+def require_evaluable(query_ids: list[str], qrels_file: str | Path | None, *, split: str | None = None) -> list[str]:
     """``query_ids`` (the queries that can be evaluated), refused when there is none.
 
     The one check that a split has a query with a relevant judgement (grade > 0): without one

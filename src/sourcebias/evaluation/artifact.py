@@ -7,13 +7,16 @@ into the same staging folder, so that they are listed in the manifest and appear
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, TypedDict, Unpack
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from sourcebias.core.artifacts import OutputFolder
 from sourcebias.core.manifest import build_manifest, describe_file
 from sourcebias.evaluation.results import EvaluationResult
+
+if TYPE_CHECKING:  # typing.Unpack is Python 3.11+; the annotations are never evaluated at run time
+    from typing_extensions import Unpack
 
 TIE_RULE = "score desc, then splitmix64(blake2b(source, doc_id) ^ blake2b(seed, query_id)) asc (sourcebias.retrieval.ties)"
 
@@ -59,7 +62,7 @@ class WriteOptions(TypedDict, total=False):
     format: str
 
 
-def _check_options(options: dict[str, Any]) -> None:
+def _check_options(options: Mapping[str, object]) -> None:
     """A keyword the writers do not know is refused (a TypedDict checks nothing at run time)."""
     unknown = sorted(set(options) - set(WriteOptions.__annotations__))
     if unknown:
@@ -90,7 +93,7 @@ def write_result_into(result: EvaluationResult, folder: str | Path, *, render: C
     from sourcebias.core.artifacts import MANIFEST, list_files
     from sourcebias.core.atomic import atomic_write_json
 
-    _check_options(options)  # type: ignore[arg-type]
+    _check_options(options)
     folder = Path(folder)
     manifest = _write_files(result, folder, render, options)
     manifest["kind"] = "evaluate"
@@ -113,7 +116,7 @@ def write_result(result: EvaluationResult, out: str | Path | OutputFolder, *, ov
     Returns:
         The folder's path.
     """
-    _check_options(options)  # type: ignore[arg-type]
+    _check_options(options)
     folder = out if isinstance(out, OutputFolder) else OutputFolder.claim(out, kind="evaluate", overwrite=overwrite)
     try:
         return folder.commit(_write_files(result, folder.staging, render, options))

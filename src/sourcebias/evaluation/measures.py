@@ -193,11 +193,17 @@ class Measure:
 
     @property
     def trec_family(self) -> str:
-        return self.kind.trec_family  # type: ignore[attr-defined]
+        return self._trec_kind().trec_family
 
     @property
     def trec_key(self) -> str:
-        return self.kind.trec_key(self.cutoff)  # type: ignore[attr-defined]
+        return self._trec_kind().trec_key(self.cutoff)
+
+    def _trec_kind(self) -> TrecMeasureKind:
+        kind = self.kind
+        if not isinstance(kind, TrecMeasureKind):
+            raise AttributeError(f"{self} is not a trec_eval measure (its kind is {type(kind).__name__})")
+        return kind
 
 
 DEFAULT_MEASURES = ("NDCG", "MAP", "Recall", "P", "Share")

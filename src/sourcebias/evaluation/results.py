@@ -26,13 +26,20 @@ import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
 from sourcebias.core.errors import ConfigError, DataError
 from sourcebias.evaluation.measures import Measure, parse_measure
 from sourcebias.retrieval.run import Run
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from sourcebias.data.dataset import Dataset
+    from sourcebias.data.options import DatasetOptions
+    from sourcebias.evaluation.export import RanxExport
 
 MIXED = "mixed"
 ALL = "all"
@@ -192,7 +199,7 @@ class EvaluationResult:
             for q, v in zip(self.query_ids, values.tolist()):
                 yield {"retriever": k.retriever, "corpus": k.setting, "target": k.target, "query_id": q, "metric": k.measure, "value": v}
 
-    def to_pandas(self, per_query: bool = False):
+    def to_pandas(self, per_query: bool = False) -> pd.DataFrame:
         """The metrics (or per-query values) as a pandas DataFrame (needs pandas)."""
         import pandas as pd
 
@@ -200,7 +207,7 @@ class EvaluationResult:
         return pd.DataFrame(list(rows), columns=list(PER_QUERY_COLUMNS if per_query else METRIC_COLUMNS))
 
     # -- ranx and ir_measures (the ecosystem extra; see .export) ----------------------------
-    def to_ranx(self, dataset: Any = None):
+    def to_ranx(self, dataset: Dataset | None = None) -> RanxExport:
         """A :class:`~sourcebias.evaluation.export.RanxExport`: ``runs[(retriever, setting)]``
         (``ranx.Run``, tie-resolved scores) and ``qrels[target]`` (masked ``ranx.Qrels``).
 
@@ -218,13 +225,13 @@ class EvaluationResult:
 
         return ir_measures_metrics(self, retriever, setting, target)
 
-    def to_ir_measures_frame(self):
+    def to_ir_measures_frame(self) -> pd.DataFrame:
         """Per-query values of the target measures as a DataFrame (``measure`` as ir_measures names it)."""
         from sourcebias.evaluation.export import ir_measures_frame
 
         return ir_measures_frame(self)
 
-    def dataset_options(self) -> tuple[Any, str]:
+    def dataset_options(self) -> tuple[DatasetOptions, str]:
         """``(options, note)``: how the evaluated dataset was loaded (a
         :class:`~sourcebias.data.options.DatasetOptions`, with this result's sources), and a note
         when the result predates that record (defaults were assumed; see
@@ -233,7 +240,7 @@ class EvaluationResult:
 
         return recorded_options(self.dataset, self.parameters, sources=self.sources)
 
-    def load_dataset(self, path: str | Path | None = None) -> Any:
+    def load_dataset(self, path: str | Path | None = None) -> Dataset:
         """The evaluated dataset, loaded again with the options it was evaluated with.
 
         Args:
@@ -248,11 +255,13 @@ class EvaluationResult:
 
         options, note = self.dataset_options()
         ds = self.dataset
-        where = path if path is not None else ds.get("path")
+        where: str | Path | None = path if path is not None else ds.get("path")
         if path is None and ds.get("registered") and not Path(str(where)).exists():
             where = ds["registered"]
         if path is None and ds.get("layout") == "irds":
             where = ds["sources"][self.human_source]["file"]
+        if where is None:
+            raise ConfigError("the result records no path of its dataset: give load_dataset(path=...) the dataset's folder")
         dataset = load_dataset(where, options)
         if note:
             dataset.report.notes_extra.append(note)

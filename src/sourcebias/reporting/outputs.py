@@ -22,7 +22,7 @@ misuse is refused, two writers are refused, and the folder appears complete or n
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Unpack
+from typing import TYPE_CHECKING
 
 from sourcebias.core.artifacts import OutputFolder
 from sourcebias.evaluation.artifact import WriteOptions, evaluation_manifest, write_result
@@ -30,6 +30,9 @@ from sourcebias.evaluation.results import EvaluationResult
 from sourcebias.reporting.render import to_csv, to_markdown
 from sourcebias.reporting.render import to_latex as latex_table
 from sourcebias.reporting.report import Report, result_report
+
+if TYPE_CHECKING:  # typing.Unpack is Python 3.11+; the annotations are never evaluated at run time
+    from typing_extensions import Unpack
 
 __all__ = ["evaluation_manifest", "write_evaluation", "write_summaries"]
 

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sourcebias.evaluation.results import ALL, MIXED, Key
+from sourcebias.evaluation.measures import Measure
+from sourcebias.evaluation.results import ALL, MIXED, EvaluationResult, Key
 from sourcebias.evaluation.stats import Column, StatContext, StatisticsSet, compute_statistics, resolve_statistics
 
 #: what ``evaluate`` computes by default (the means are the papers' table already)
@@ -89,14 +90,14 @@ def _has_sole(result: Any) -> bool:
     return any(k.setting != MIXED for k in result.per_query)
 
 
-def _pct(result: Any, r: str, corpus: str, target: str, m) -> float | None:
+def _pct(result: EvaluationResult, r: str, corpus: str, target: str, m: str | Measure) -> float | None:
     key = Key(r, corpus, target, str(m))
     if key not in result.per_query:
         return None
     return result.mean(r, corpus, target, m) * 100.0
 
 
-def _delta(result: Any, r: str, m, other: str) -> float | None:
+def _delta(result: EvaluationResult, r: str, m: str | Measure, other: str) -> float | None:
     if Key(r, MIXED, result.human_source, str(m)) not in result.per_query:
         return None
     return result.relative_delta(r, m, other)

@@ -179,7 +179,7 @@ class StageChain(Stage):
         flat: list[Stage] = []
         for s in stages:
             flat += s.stages if isinstance(s, StageChain) else [s]
-        self.stages = flat
+        self.stages: list[Stage] = flat
         self.name = ">>".join(s.name for s in flat)
 
     def input_depth(self, depth: int, corpus: Corpus) -> int:
@@ -208,8 +208,8 @@ class Pipeline(Retriever):
         if isinstance(first, Pipeline):
             stages = [*first.stages, *stages]
             first = first.first
-        self.first = first
-        self.stages = StageChain(stages).stages
+        self.first: Retriever = first
+        self.stages: list[Stage] = StageChain(stages).stages
         self.name = name or ">>".join([first.name] + [s.name for s in self.stages])
 
     def __rshift__(self, other: Stage) -> Pipeline:

@@ -24,7 +24,8 @@ def build_stage(text: str, **options: Any) -> Stage:
     if spec is None or spec.role != "stage":
         hint = f" ('{kind}' is a first stage; a stage follows one, e.g. bm25>>{kind})" if spec is not None else ""
         raise ConfigError(f"unknown stage '{kind}'{hint}; stages: {', '.join(kinds('stage'))}")
-    return spec.factory(resolve_params(spec, arg, options), text.strip())
+    stage: Stage = spec.factory(resolve_params(spec, arg, options), text.strip())
+    return stage
 
 
 def build_retriever(spec_text: str, **options: Any) -> Retriever:

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import csv
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -43,7 +44,7 @@ class Run:
     name: str
     positions: dict[str, np.ndarray]
     scores: dict[str, np.ndarray]
-    info: dict = field(default_factory=dict)
+    info: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.positions.keys() != self.scores.keys():
@@ -193,11 +194,11 @@ class Run:
         return cls(corpus, name or _run_name(path), positions, scores, info)
 
 
-def _read_trec(path: Path, docnos: DocnoMap, order: str) -> tuple[dict[str, tuple[list[int], list, dict[int, int]]], int]:
+def _read_trec(path: Path, docnos: DocnoMap, order: str) -> tuple[dict[str, tuple[list[int], list[Any], dict[int, int]]], int]:
     """Per query, the listed corpus positions, their scores (``(rank, score)`` with
     ``order="rank"``) and the line of each position; and the number of entries. Every malformed
     line stops with file:line."""
-    per_query: dict[str, tuple[list[int], list, dict[int, int]]] = {}
+    per_query: dict[str, tuple[list[int], list[Any], dict[int, int]]] = {}
     ranks: dict[str, dict[int, int]] = {}
     n = 0
     for lineno, line in iter_lines(path):
@@ -228,9 +229,8 @@ def _read_trec(path: Path, docnos: DocnoMap, order: str) -> tuple[dict[str, tupl
             if rank in rq:
                 raise DataError(path, f"rank {rank} is used twice for query '{qid}' (first on line {rq[rank]})", lineno)
             rq[rank] = lineno
-            score = (rank, score)  # type: ignore[assignment]
         plist.append(pos)
-        slist.append(score)
+        slist.append((rank, score) if order == "rank" else score)
         n += 1
     if n == 0:
         raise DataError(path, "empty run: no ranked documents")
@@ -306,14 +306,14 @@ def _run_name(path: Path) -> str:
     return name or "run"
 
 
-def _score_formatter(dtype: np.dtype):
+def _score_formatter(dtype: np.dtype) -> Callable[[Any], str]:
     """Shortest text that reads back to the same value of the scores' type."""
     if dtype == np.float32:
         return lambda s: str(np.float32(s))
     return repr
 
 
-def _position_lookup(corpus: Corpus):
+def _position_lookup(corpus: Corpus) -> Callable[[str, str], int | None]:
     return corpus.position
 
 

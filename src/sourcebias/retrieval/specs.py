@@ -30,7 +30,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from importlib import import_module
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from sourcebias.core.errors import ConfigError
 
@@ -111,10 +111,14 @@ class Kind:
 
 _KINDS: dict[str, Kind] = {}
 _loaded = False
+#: a kind's factory ``(params, text) -> Retriever or Stage``, as the registration decorators keep it
+_Factory = TypeVar("_Factory", bound=Callable[[dict[str, Any], str], Any])
 
 
-def _register(role: str, kind: str, params: Mapping[str, Param] | None, help: str, positional: str | None, offline: str | None, models: tuple[str, ...] = ()):
-    def deco(factory: Callable[[dict[str, Any], str], Any]):
+def _register(
+    role: str, kind: str, params: Mapping[str, Param] | None, help: str, positional: str | None, offline: str | None, models: tuple[str, ...] = ()
+) -> Callable[[_Factory], _Factory]:
+    def deco(factory: _Factory) -> _Factory:
         key = kind.lower()
         if key in _KINDS and _KINDS[key].factory is not factory:
             raise ConfigError(f"retrieval kind '{kind}' is registered twice ({_KINDS[key].factory.__module__} and {factory.__module__})")
@@ -124,12 +128,12 @@ def _register(role: str, kind: str, params: Mapping[str, Param] | None, help: st
     return deco
 
 
-def register_first_stage(kind: str, *, params: Mapping[str, Param] | None = None, help: str = "", positional: str | None = None, offline: str | None = None, models: tuple[str, ...] = ()):
+def register_first_stage(kind: str, *, params: Mapping[str, Param] | None = None, help: str = "", positional: str | None = None, offline: str | None = None, models: tuple[str, ...] = ()) -> Callable[[_Factory], _Factory]:
     """Decorator: register a factory ``(params, text) -> Retriever`` for ``--retriever KIND...``."""
     return _register("first", kind, params, help, positional, offline, models)
 
 
-def register_stage(kind: str, *, params: Mapping[str, Param] | None = None, help: str = "", positional: str | None = None, offline: str | None = None):
+def register_stage(kind: str, *, params: Mapping[str, Param] | None = None, help: str = "", positional: str | None = None, offline: str | None = None) -> Callable[[_Factory], _Factory]:
     """Decorator: register a factory ``(params, text) -> Stage`` for ``... >> KIND...``."""
     return _register("stage", kind, params, help, positional, offline)
 

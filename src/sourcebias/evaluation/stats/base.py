@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from sourcebias.core.errors import ConfigError
+
+if TYPE_CHECKING:
+    import numpy as np
 
 SIGNIFICANCE = 0.05
 
@@ -63,7 +66,8 @@ class Column:
         if self.mark and s != "–" and _significant(row.get(self.mark)):
             s += "*"
         if self.kind == "delta_ci":
-            s += f" [{_number(row.get(self.low), 'num', self.digits)}, {_number(row.get(self.high), 'num', self.digits)}]"
+            low, high = (row.get(k) if k is not None else None for k in (self.low, self.high))
+            s += f" [{_number(low, 'num', self.digits)}, {_number(high, 'num', self.digits)}]"
         return s
 
     def sign(self, row: dict[str, Any]) -> int:
@@ -216,7 +220,7 @@ def result_pairs(result: Any) -> list[tuple[str, str]]:
     return [(r, s) for r in result.retriever_names for s in result.other_sources]
 
 
-def paired_values(result: Any, measures: Sequence[str]):
+def paired_values(result: Any, measures: Sequence[str]) -> Iterator[tuple[str, str, str, np.ndarray, np.ndarray]]:
     """For each retriever, LLM source and measure of a result with a mixed corpus: ``(retriever,
     llm_source, measure, human_values, llm_values)``, the per-query values of the human and the
     LLM target on the same ranking (combinations without values are passed over)."""
