@@ -466,14 +466,15 @@ def _submit_on_ray(ray: Any, cfg: GridConfig, todo, root: Path, cache_dir: str, 
     for cell, h in todo:
         options: dict[str, Any] = {"num_cpus": 1.0, "num_gpus": 0.0}
         if not cell.is_run:
-            r: RetrieverEntry = cell.system  # type: ignore[assignment]
+            r: RetrieverEntry = cell.system
             options = {"num_cpus": r.cpus, "num_gpus": r.gpus}
             prep = (cell.dataset.name, r.spec)
             if r.encode_workers > 1:
                 if prep not in encoded:  # the corpus is in the store before the cell starts
                     encoded[prep] = _encode_first(ray, cfg, r, cell.dataset, cache_dir)
-                if encoded[prep] is not None:
-                    finish(_failed_record(cell.key, h, *encoded[prep]))
+                failure = encoded[prep]
+                if failure is not None:
+                    finish(_failed_record(cell.key, h, *failure))
                     continue
         # cells are coarse: spread over the nodes rather than queued behind the driver's node
         ref = remote_cell.options(**options, scheduling_strategy="SPREAD").remote(_cell_json(cell, root), cell_settings_json(cfg, cell), str(root), cache_dir, h)

@@ -21,6 +21,7 @@ statistic reads it, the line that reads it).
 
 from __future__ import annotations
 
+import builtins
 import difflib
 import re
 from dataclasses import dataclass
@@ -50,7 +51,7 @@ class Setting:
     min: float | None = None
     max: float | None = None
     choices: tuple[str, ...] = ()
-    item: type | None = None
+    item: builtins.type | None = None  # (``type`` is the field above in this class body)
     distinct: bool = False
     hashed: bool = False
     context: bool = False

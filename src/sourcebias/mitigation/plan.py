@@ -165,6 +165,8 @@ def assign_positives(tuples: list[Tuple], pool: str, p: float | None, seed: int)
     tuple (the twin with probability ``p``), in the given order."""
     if pool != "mix":
         return [replace(t, positive=pool) for t in tuples]
+    if p is None:
+        raise ConfigError("positive pool 'mix' needs p, the probability that a tuple's positive is the LLM copy")
     llm = np.random.default_rng(np.random.SeedSequence([seed, MIX_STREAM])).random(len(tuples)) < p
     return [replace(t, positive="llm" if x else "human") for t, x in zip(tuples, llm.tolist())]
 

@@ -31,7 +31,7 @@ def relative_delta_values(h: np.ndarray, llm: np.ndarray, axis: int = -1) -> np.
         return np.where(denom != 0, (mh - ml) / denom * 100.0, np.nan)
 
 
-def bootstrap_relative_delta(h: Sequence[float], llm: Sequence[float], *, n_resamples: int = 2000, confidence: float = 0.95, seed: int = 0, method: str = "BCa") -> dict[str, Any]:
+def bootstrap_relative_delta(h: Sequence[float] | np.ndarray, llm: Sequence[float] | np.ndarray, *, n_resamples: int = 2000, confidence: float = 0.95, seed: int = 0, method: str = "BCa") -> dict[str, Any]:
     """Relative Δ and its bootstrap confidence interval over queries (pairs kept together).
 
     Returns ``estimate``, ``low``, ``high``, ``confidence``, ``method`` (the one used: ``BCa``,
