@@ -83,8 +83,8 @@ class Corpus:
         self._source_names: tuple[str, ...] = tuple(names)
         self._codes = np.fromiter((code_of[s] for s in sources), dtype=np.int32, count=n)
         self._doc_ids = list(doc_ids)
-        self._titles = list(titles)
-        self._texts = list(texts)
+        self._titles: list[str] | None = list(titles)  # None: a corpus of keys only (keys_only)
+        self._texts: list[str] | None = list(texts)
         self._metadata = list(metadata) if metadata is not None else None
         self._position: dict[tuple[str, str], int] | None = None
         self._key_hashes: np.ndarray | None = None
@@ -111,8 +111,8 @@ class Corpus:
         results folder). Asking it for texts raises a :class:`~sourcebias.core.errors.DataError`
         saying how to get them (load the dataset and ``run.bind(dataset.corpus)``)."""
         c = cls(doc_ids, sources, [""] * len(doc_ids), [""] * len(doc_ids), source_order=source_order)
-        c._titles = None  # type: ignore[assignment]
-        c._texts = None  # type: ignore[assignment]
+        c._titles = None
+        c._texts = None
         return c
 
     @classmethod
@@ -225,7 +225,7 @@ class Corpus:
         ids = [self._doc_ids[i] for i in pos]
         srcs = [names[c] for c in codes.tolist()]
         order = [s for c, s in enumerate(names) if c in present]
-        if self._texts is None:
+        if self._texts is None or self._titles is None:  # (both or neither: keys_only)
             return Corpus.keys_only(ids, srcs, source_order=order)
         return Corpus(
             ids,

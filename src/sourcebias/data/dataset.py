@@ -296,7 +296,7 @@ def _load_irds(spec: str, opts: DatasetOptions) -> Dataset:
     from sourcebias.data.irds import load_irds
 
     fields = load_irds(spec, twins=opts.twins, split=opts.split, sources=opts.sources, human_source=opts.human_source,
-                       unknown_qrels=opts.unknown_qrels, empty_text=opts.empty_text, orphans=opts.orphans)  # type: ignore[arg-type]  # fmt: skip
+                       unknown_qrels=_on_problem(opts.unknown_qrels), empty_text=_on_problem(opts.empty_text), orphans=opts.orphans)  # fmt: skip
     return Dataset(**fields, options=opts)
 
 
@@ -351,15 +351,20 @@ def _qrels_path(layout: DatasetLayout, split: str | None) -> Path | None:
     return path
 
 
+def _on_problem(value: str) -> OnProblem:
+    """An option DatasetOptions has checked (``"error"`` or ``"skip"``), typed as the readers take it."""
+    return "skip" if value == "skip" else "error"
+
+
 def _read_sources(layout: DatasetLayout, chosen: list[str], opts: DatasetOptions, report: LoadReport) -> tuple[Corpus, dict[str, int], set[str]]:
     """``(corpus, line of each original, originals skipped for empty text)``: the chosen sources,
     human first; a twin without an original stops with its file and line."""
     human_source, files = opts.human_source, layout.source_files
-    human, human_lines = read_corpus(files[human_source], human_source, empty_text=opts.empty_text, report=report)  # type: ignore[arg-type]
+    human, human_lines = read_corpus(files[human_source], human_source, empty_text=_on_problem(opts.empty_text), report=report)
     skipped = set(human_lines).difference(human.doc_ids)  # empty text, skipped on request
     parts: list[Corpus] = [human] if human_source in chosen else []
     for s in (s for s in chosen if s != human_source):
-        twin, twin_lines = read_corpus(files[s], s, empty_text=opts.empty_text, report=report)  # type: ignore[arg-type]
+        twin, twin_lines = read_corpus(files[s], s, empty_text=_on_problem(opts.empty_text), report=report)
         for doc_id in twin.doc_ids:
             if doc_id not in human_lines:
                 raise DataError(files[s], f"twin '{doc_id}' has no original in {files[human_source].name} (source '{human_source}')", twin_lines[doc_id])
@@ -371,7 +376,7 @@ def _read_judgements(path: Path | None, human_lines: dict[str, int], queries: di
     """The split's judgements less those of skipped originals (counted); empty without a split."""
     if path is None:
         return Qrels({})
-    qrels = read_qrels(path, known_docs=human_lines, known_queries=queries, unknown=opts.unknown_qrels, report=report)  # type: ignore[arg-type]
+    qrels = read_qrels(path, known_docs=human_lines, known_queries=queries, unknown=_on_problem(opts.unknown_qrels), report=report)
     qrels = _without_judgements(qrels, skipped, report)
     no_rel = len(qrels) - len(qrels.queries_with_relevant())
     if no_rel:

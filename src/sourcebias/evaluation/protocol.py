@@ -36,7 +36,7 @@ from sourcebias.data.corpus import Corpus
 from sourcebias.data.dataset import Dataset, require_evaluable
 from sourcebias.data.qrels import Qrels
 from sourcebias.evaluation.masking import masked_qrels
-from sourcebias.evaluation.measures import DEFAULT_CUTOFFS, DEFAULT_MEASURES, Measure, measure_grid, trec_measure_spec
+from sourcebias.evaluation.measures import DEFAULT_CUTOFFS, DEFAULT_MEASURES, Measure, SourceMeasureKind, measure_grid, trec_measure_spec
 from sourcebias.evaluation.results import ALL, MIXED, EvaluationResult, Key, RunKey
 from sourcebias.retrieval.base import Retriever, with_stage_after_first
 from sourcebias.retrieval.run import Run
@@ -87,7 +87,10 @@ def score_run(run: Run, qrels: Qrels, query_ids: Sequence[str], measures: Sequen
         for m in measures:
             if m.scope != "source":
                 continue
-            mat = m.kind.per_query(run, query_ids, m.cutoff)  # type: ignore[attr-defined]
+            kind = m.kind
+            if not isinstance(kind, SourceMeasureKind):
+                raise ConfigError(f"measure {m}: a kind of scope 'source' must subclass SourceMeasureKind (it has no per_query)")
+            mat = kind.per_query(run, query_ids, m.cutoff)
             for j, s in enumerate(run.corpus.sources):
                 out[(s, str(m))] = mat[:, j]
     return out

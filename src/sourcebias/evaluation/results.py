@@ -177,7 +177,7 @@ class EvaluationResult:
             return False
         return self.runs.keys() == other.runs.keys() and all(r == other.runs[k] for k, r in self.runs.items())
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]  # unhashable (it defines __eq__); typeshed types object.__hash__ as a method
 
     # -- tidy tables ------------------------------------------------------------------------
     def metric_rows(self) -> Iterator[dict[str, Any]]:

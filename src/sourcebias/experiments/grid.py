@@ -136,8 +136,8 @@ def dataset_fingerprint(entry: DatasetEntry) -> dict[str, Any]:
 
 
 def system_identity(cell: Cell) -> dict[str, Any]:
-    if cell.is_run:
-        run: RunEntry = cell.system  # type: ignore[assignment]
+    run = cell.system
+    if isinstance(run, RunEntry):  # (cell.is_run)
         ident = entry_dict(run)
         ident["path"] = None  # the run's content, not where it lies, decides the results
         ident["sha256"] = _digest(run.path)
@@ -145,8 +145,7 @@ def system_identity(cell: Cell) -> dict[str, Any]:
             ident["docnos"] = None
             ident["docnos_sha256"] = _digest(run.docnos)
         return ident
-    r: RetrieverEntry = cell.system  # type: ignore[assignment]
-    return {"spec": r.spec, "name": r.name}
+    return {"spec": run.spec, "name": run.name}
 
 
 def expected_hash(cfg: GridConfig, cell: Cell) -> str:

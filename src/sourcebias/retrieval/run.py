@@ -81,7 +81,7 @@ class Run:
                 return False
         return True
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]  # unhashable (it defines __eq__); typeshed types object.__hash__ as a method
 
     # -- derived runs ------------------------------------------------------------------------
     def cut(self, depth: int) -> Run:

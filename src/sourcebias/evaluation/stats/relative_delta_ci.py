@@ -13,7 +13,7 @@ import math
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import numpy as np
 
@@ -109,7 +109,7 @@ class RelativeDeltaCI(Statistic):
         return out
 
     def caption(self, records: Sequence[Record]) -> str:
-        recs: list[RelativeDeltaRecord] = list(records)  # type: ignore[arg-type]
+        recs = cast("list[RelativeDeltaRecord]", list(records))  # this statistic's own records
         if not recs:
             return ""
         levels = ", ".join(f"{lv:.0%}" for lv in known(r.ci_level for r in recs)) or "a"
