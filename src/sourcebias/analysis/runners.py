@@ -1,9 +1,9 @@
 """The analyses of ``sourcebias analyze``: each turns a dataset (and a model, and optionally a
 run) into an :class:`~sourcebias.analysis.result.AnalysisResult` of tables, a summary and figures.
 
-* :func:`quality` — does each twin keep its original's meaning (SPEC §3)?
-* :func:`spectrum` — singular values of each source's embeddings (SPEC §6).
-* :func:`perplexity` — log-perplexity per document under a causal or masked LM (SPEC §6).
+* :func:`quality` — does each twin keep its original's meaning (Dai et al., KDD 2024, §2.3)?
+* :func:`spectrum` — singular values of each source's embeddings (Dai et al., KDD 2024, §4.1).
+* :func:`perplexity` — log-perplexity per document under a causal or masked LM (Dai et al., KDD 2024, §4.2).
 * :func:`artifacts` — perplexity, length and median term IDF per document, compared across
   sources with effect sizes, and (given an evaluate result) their correlation with a retriever's
   within-query scores (Huang et al. 2026).

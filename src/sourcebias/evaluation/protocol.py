@@ -1,4 +1,4 @@
-"""The source-bias evaluation protocol (SPEC §4; Dai et al., KDD 2024, Appendix A.1).
+"""The source-bias evaluation protocol (Dai et al., KDD 2024, §3.1; the toy example of its Appendix A, A.1 in the arXiv version).
 
 For each retriever (or each given run):
 

@@ -1,4 +1,4 @@
-"""Causal Diagnosis and Correction (CDC; SPEC §8): how much of a retriever's score is caused by
+"""Causal Diagnosis and Correction (CDC; Perplexity Trap, Dai et al., 2025, arXiv 2503.08684, §4.1.1 and Eqs. 1–3): how much of a retriever's score is caused by
 a document's perplexity, estimated with the document's source as an instrument.
 
 Causal graph: source S → perplexity P → score R̂, with unobserved causes (the document's

@@ -23,7 +23,7 @@ sweep (and every rerun) trains on exactly the same batches.
   The pool changes *only* which copy is a target of the ranking loss: the tuples, the batches
   and the negatives are the same for every pool (the mix has its own random stream, so it does
   not move the subset or the shuffle). A copy outside the pool is never a negative of its own
-  query (its relevance label is copied from the original, SPEC §1): the loss leaves it out of
+  query (its relevance label is copied from the original, Dai et al., KDD 2024, §2.2.2): the loss leaves it out of
   that query's softmax, and the hinge still compares both copies' scores
   (:class:`~sourcebias.mitigation.losses.TwinPositivesRankingLoss`).
 * **Batches.** Tuples are shuffled with ``numpy.random.default_rng(seed + epoch)`` and packed in

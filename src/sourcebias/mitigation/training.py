@@ -1,4 +1,4 @@
-"""Debiased training (SPEC §7): fine-tune a dense retriever with
+"""Debiased training (Dai et al., KDD 2024, §5.1, Eqs. 1–2): fine-tune a dense retriever with
 :class:`~sourcebias.mitigation.losses.TwinPositivesRankingLoss` through sentence-transformers'
 trainer, on the batches of a saved :class:`~sourcebias.mitigation.plan.TrainingPlan`.
 
