@@ -58,12 +58,26 @@ class DatasetLayout:
 
     @property
     def queries_file(self) -> Path:
+        """The queries file (``queries.jsonl``, or its ``.gz``)."""
         return _one_of(self.root, "queries.jsonl")
 
     def qrels_file(self, split: str) -> Path:
+        """The judgements file of a split.
+
+        Args:
+            split: The split's name (``test``).
+
+        Returns:
+            ``qrels/<split>.tsv`` (or its ``.gz``), whether it exists or not.
+        """
         return _one_of(self.root / "qrels", f"{split}.tsv")
 
     def splits(self) -> list[str]:
+        """The splits that have a judgements file.
+
+        Returns:
+            Their names, sorted (empty without a ``qrels`` folder).
+        """
         qdir = self.root / "qrels"
         if not qdir.is_dir():
             return []
@@ -113,6 +127,7 @@ class Dataset:
 
     @property
     def sources(self) -> tuple[str, ...]:
+        """The loaded sources, in listing order."""
         return self.corpus.sources
 
     @property
@@ -121,14 +136,32 @@ class Dataset:
         return [s for s in self.sources if s != self.human_source]
 
     def sole_corpus(self, source: str) -> Corpus:
-        """The corpus of one source alone (the papers' "sole corpus" setting)."""
+        """The corpus of one source alone (the papers' "sole corpus" setting).
+
+        Args:
+            source: One of :attr:`sources`.
+
+        Returns:
+            The documents of that source.
+        """
         return self.corpus.subset([source])
 
     def evaluation_queries(self) -> list[str]:
-        """Queries of the split with at least one relevant document, in qrels order."""
+        """Queries of the split with at least one relevant document, in qrels order.
+
+        Returns:
+            Their ids.
+        """
         return self.qrels.queries_with_relevant()
 
     def describe(self) -> dict[str, Any]:
+        """What was loaded, as a JSON record (written into results and manifests).
+
+        Returns:
+            Name, path, layout, split, human source, each source's file and document count, the queries
+            and qrels files, the counts of queries and judgements, the orphan rule's counts, the loading
+            report, the loading options and the registered name.
+        """
         return {
             "name": self.name,
             "path": str(self.root),
@@ -212,8 +245,11 @@ def _cocktail_files(corpus_dir: Path, unknown: Callable[[Path, str], None]) -> d
 
 
 def _kdd_files(root: Path, unknown: Callable[[Path, str], None]) -> dict[str, Path]:
-    """``source -> file`` of the KDD layout: ``corpus-<name>.jsonl`` at the top, and
-    ``<T>/corpus-<llm>.jsonl`` as ``<llm>-tmp<T>`` (empty when the folder has neither)."""
+    """``source -> file`` of the KDD layout.
+
+    ``corpus-<name>.jsonl`` at the top, and ``<T>/corpus-<llm>.jsonl`` as ``<llm>-tmp<T>`` (empty when
+    the folder has neither).
+    """
     kdd: dict[str, Path] = {}
     folders = [root] + [f for f in sorted(root.iterdir()) if f.is_dir() and _TEMP_DIR.match(f.name)]
     for folder in folders:
@@ -357,8 +393,10 @@ def _on_problem(value: str) -> OnProblem:
 
 
 def _read_sources(layout: DatasetLayout, chosen: list[str], opts: DatasetOptions, report: LoadReport) -> tuple[Corpus, dict[str, int], set[str]]:
-    """``(corpus, line of each original, originals skipped for empty text)``: the chosen sources,
-    human first; a twin without an original stops with its file and line."""
+    """``(corpus, line of each original, originals skipped for empty text)``.
+
+    The chosen sources, human first; a twin without an original stops with its file and line.
+    """
     human_source, files = opts.human_source, layout.source_files
     human, human_lines = read_corpus(files[human_source], human_source, empty_text=_on_problem(opts.empty_text), report=report)
     skipped = set(human_lines).difference(human.doc_ids)  # empty text, skipped on request
@@ -385,9 +423,10 @@ def _read_judgements(path: Path | None, human_lines: dict[str, int], queries: di
 
 
 def require_evaluable(dataset: Dataset) -> list[str]:
-    """The queries the split can evaluate (those with at least one relevant document); none is an
-    error naming the qrels file, since every measure with labels would be undefined (NaN) and
-    every test meaningless.
+    """The queries the split can evaluate (those with at least one relevant document).
+
+    None is an error naming the qrels file, since every measure with labels would be undefined
+    (NaN) and every test meaningless.
 
     Args:
         dataset: A dataset loaded with a split.
