@@ -395,7 +395,6 @@ class EvaluationResult:
             ConfigError: An unknown ``format``.
         """
         from sourcebias.core.atomic import atomic_write_json
-        from sourcebias.retrieval.run import DocnoMap
 
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
@@ -404,24 +403,8 @@ class EvaluationResult:
         paths["per_query"] = self._write_per_query(folder, format)
         run_entries: list[dict[str, Any]] = []
         if write_runs and self.runs:
-            rdir = folder / "runs"
-            rdir.mkdir(exist_ok=True)
-            names: dict[tuple[str, str], str] = {}
-            used: set[str] = set()
-            for key, run in self.runs.items():
-                docnos = DocnoMap.sourcebias(run.corpus)
-                for docno, d, s in docnos.rows():
-                    names.setdefault((d, s), docno)
-                base = f"{slug(key.retriever)}.{slug(key.setting)}"
-                fname, n = f"{base}.trec", 1
-                while fname in used:
-                    n += 1
-                    fname = f"{base}-{n}.trec"
-                used.add(fname)
-                run.write_trec(rdir / fname, docnos, tag=key.retriever)
-                run_entries.append({"retriever": key.retriever, "setting": key.setting, "file": f"runs/{fname}", "name": run.name, "score_dtype": str(run._score_dtype()), "queries": len(run), "query_ids": run.query_ids})
-            _write_docnos(rdir / "docnos.tsv", names)
-            paths["runs"] = rdir
+            paths["runs"] = folder / "runs"
+            run_entries = self._write_runs(paths["runs"])
         body = {
             "format": FORMAT_VERSION,
             "kind": "evaluate",
@@ -439,6 +422,29 @@ class EvaluationResult:
         }
         paths["result"] = atomic_write_json(folder / "result.json", body)
         return paths
+
+    def _write_runs(self, rdir: Path) -> list[dict[str, Any]]:
+        """Every run as ``rdir/<retriever>.<setting>.trec`` with one ``docnos.tsv``; their entries in ``result.json``."""
+        from sourcebias.retrieval.run import DocnoMap
+
+        rdir.mkdir(exist_ok=True)
+        run_entries: list[dict[str, Any]] = []
+        names: dict[tuple[str, str], str] = {}
+        used: set[str] = set()
+        for key, run in self.runs.items():
+            docnos = DocnoMap.sourcebias(run.corpus)
+            for docno, d, s in docnos.rows():
+                names.setdefault((d, s), docno)
+            base = f"{slug(key.retriever)}.{slug(key.setting)}"
+            fname, n = f"{base}.trec", 1
+            while fname in used:
+                n += 1
+                fname = f"{base}-{n}.trec"
+            used.add(fname)
+            run.write_trec(rdir / fname, docnos, tag=key.retriever)
+            run_entries.append({"retriever": key.retriever, "setting": key.setting, "file": f"runs/{fname}", "name": run.name, "score_dtype": str(run._score_dtype()), "queries": len(run), "query_ids": run.query_ids})
+        _write_docnos(rdir / "docnos.tsv", names)
+        return run_entries
 
     def _write_per_query(self, folder: Path, format: str) -> Path:
         if format == "csv":
