@@ -183,17 +183,7 @@ class FirstStage(Retriever):
         return {}
 
     def retrieve(self, corpus: Corpus, queries: Mapping[str, str], depth: int = 1000, *, seed: int = 0) -> Run:
-        """Rank ``corpus`` for each query from :meth:`score`'s blocks; keep the top ``depth``.
-
-        Args:
-            corpus: The corpus to rank.
-            queries: ``query_id -> text``.
-            depth: How many documents to keep per query.
-            seed: Seed of the tie rule (equal scores are ordered by it).
-
-        Returns:
-            The :class:`~sourcebias.retrieval.run.Run`, every query's documents best first.
-        """
+        """Rank ``corpus`` for each query from :meth:`score`'s blocks; arguments and result as :meth:`Retriever.retrieve`."""
         builder = RunBuilder(corpus, depth, seed=seed, only_matching=self.only_matching)
         for block in self.score(corpus, queries, depth):
             builder.add(block)
@@ -263,30 +253,13 @@ class StageChain(Stage):
         self.name = ">>".join(s.name for s in flat)
 
     def input_depth(self, depth: int, corpus: Corpus) -> int:
-        """What the first stage of the chain needs, working back from the last.
-
-        Args:
-            depth: How many documents per query this stage must return.
-            corpus: The corpus ranked.
-
-        Returns:
-            How many the stage before must return.
-        """
+        """What the first stage of the chain needs, working back from the last; as :meth:`Stage.input_depth`."""
         for s in reversed(self.stages):
             depth = s.input_depth(depth, corpus)
         return depth
 
     def apply(self, run: Run, queries: Mapping[str, str], *, seed: int = 0) -> Run:
-        """Apply the stages in order.
-
-        Args:
-            run: The run of the stage before (its order final).
-            queries: ``query_id -> text``.
-            seed: Seed of the tie rule.
-
-        Returns:
-            The transformed run, over the same corpus.
-        """
+        """Apply the stages in order; arguments and result as :meth:`Stage.apply`."""
         for s in self.stages:
             run = s.apply(run, queries, seed=seed)
         return run
@@ -334,17 +307,7 @@ class Pipeline(Retriever):
         return StageChain(self.stages).input_depth(depth, corpus) if self.stages else depth
 
     def retrieve(self, corpus: Corpus, queries: Mapping[str, str], depth: int = 1000, *, seed: int = 0) -> Run:
-        """Rank with the first stage, apply the stages, cut at ``depth``.
-
-        Args:
-            corpus: The corpus to rank.
-            queries: ``query_id -> text``.
-            depth: How many documents to keep per query.
-            seed: Seed of the tie rule (equal scores are ordered by it).
-
-        Returns:
-            The :class:`~sourcebias.retrieval.run.Run`, every query's documents best first.
-        """
+        """Rank with the first stage, apply the stages, cut at ``depth``; arguments and result as :meth:`Retriever.retrieve`."""
         run = self.first.retrieve(corpus, queries, self.first_stage_depth(depth, corpus), seed=seed)
         for s in self.stages:
             run = s.apply(run, queries, seed=seed)

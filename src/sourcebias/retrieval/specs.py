@@ -169,12 +169,7 @@ def register_first_stage(kind: str, *, params: Mapping[str, Param] | None = None
 def register_stage(kind: str, *, params: Mapping[str, Param] | None = None, help: str = "", positional: str | None = None, offline: str | None = None) -> Callable[[_Factory], _Factory]:
     """Decorator: register a factory ``(params, text) -> Stage`` for ``... >> KIND...``.
 
-    Args:
-        kind: The kind's name (case-insensitive).
-        params: Its typed options, by key.
-        help: One line for ``sourcebias retrievers``.
-        positional: The option a bare first argument sets (``bm25:...``, ``ce:MODEL``).
-        offline: Which models of this kind work without network, if any.
+    The arguments are those of :func:`register_first_stage` (without ``models``).
 
     Returns:
         The decorator; it returns the factory unchanged.
