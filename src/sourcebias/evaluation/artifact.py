@@ -22,7 +22,19 @@ TIE_RULE = "score desc, then splitmix64(blake2b(source, doc_id) ^ blake2b(seed, 
 
 
 def evaluation_manifest(result: EvaluationResult, *, timings: dict[str, Any] | None = None, command: str = "evaluate", extra: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The manifest of an evaluation: inputs with checksums, parameters, models, timings."""
+    """The manifest of an evaluation: inputs with checksums, parameters, models, timings.
+
+    Args:
+        result: The evaluation.
+        timings: Timings of the command (the per-ranking ones are the result's).
+        command: The command recorded.
+        extra: Further entries of the manifest.
+
+    Returns:
+        The manifest (:func:`~sourcebias.core.manifest.build_manifest`): the dataset and every input
+        file with its checksum (corpora, queries, qrels, given runs), the parameters with the measures
+        and the tie rule, the retrievers' configurations, the timings and the queries evaluated.
+    """
     ds = result.dataset
     files: dict[str, Any] = {f"corpus:{s}": describe_file(info["file"]) for s, info in ds["sources"].items()}
     files["queries"] = describe_file(ds["queries_file"])
@@ -43,8 +55,10 @@ def evaluation_manifest(result: EvaluationResult, *, timings: dict[str, Any] | N
 
 
 class WriteOptions(TypedDict, total=False):
-    """How an evaluation is written: the keyword arguments that :func:`write_result`,
-    :func:`write_result_into` and :func:`sourcebias.reporting.outputs.write_evaluation` share.
+    """How an evaluation is written.
+
+    The keyword arguments that :func:`write_result`, :func:`write_result_into` and
+    :func:`sourcebias.reporting.outputs.write_evaluation` share.
 
     Attributes:
         write_runs: write the runs as TREC files (default True).
@@ -78,8 +92,10 @@ def _write_files(result: EvaluationResult, folder: Path, render: Callable[[Evalu
 
 
 def write_result_into(result: EvaluationResult, folder: str | Path, *, render: Callable[[EvaluationResult, Path], Any] | None = None, **options: Unpack[WriteOptions]) -> Path:
-    """Write ``result`` and its manifest (with every file listed) into ``folder``, a folder inside
-    an output folder that is already claimed (e.g. the before/after evaluation of ``cdc fit``).
+    """Write ``result`` and its manifest (with every file listed) into ``folder``.
+
+    ``folder`` is a folder inside an output folder that is already claimed (e.g. the before/after
+    evaluation of ``cdc fit``).
 
     Args:
         result: the evaluation.
