@@ -10,9 +10,12 @@ fresh clone checks everything once (about a minute of CPU), later runs only what
 from __future__ import annotations
 
 import ast
+import importlib.util
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 import sourcebias
 from sourcebias.experiments.settings import GRID_SETTINGS
@@ -22,6 +25,8 @@ PACKAGE = ROOT / "src" / "sourcebias"
 
 
 def test_mypy_reports_no_error_over_the_package():
+    if importlib.util.find_spec("mypy") is None:
+        pytest.fail("mypy is not installed here: requirements/dev.txt pins it (or pip install 'sourcebias[lint]')")
     cmd = [sys.executable, "-m", "mypy", "--config-file", str(ROOT / "pyproject.toml"), "--cache-dir", str(ROOT / ".mypy_cache"), "--no-color-output"]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900)
     output = proc.stdout + proc.stderr
