@@ -11,9 +11,30 @@ cheap; PyTorch is imported only by the neural parts, when used)::
 from __future__ import annotations
 
 from importlib import import_module
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.2.0"
+
+if TYPE_CHECKING:  # what _EXPORTS names, for type checkers and editors (imported lazily at run time)
+    from sourcebias.core.artifacts import load_artifact as load_artifact
+    from sourcebias.data import Corpus as Corpus
+    from sourcebias.data import Dataset as Dataset
+    from sourcebias.data import DatasetOptions as DatasetOptions
+    from sourcebias.data import Qrels as Qrels
+    from sourcebias.data import load_dataset as load_dataset
+    from sourcebias.evaluation import EvaluationResult as EvaluationResult
+    from sourcebias.evaluation import evaluate as evaluate
+    from sourcebias.evaluation import load_result as load_result
+    from sourcebias.evaluation import measure_grid as measure_grid
+    from sourcebias.evaluation import relative_delta as relative_delta
+    from sourcebias.reporting import write_evaluation as write_evaluation
+    from sourcebias.retrieval import BM25 as BM25
+    from sourcebias.retrieval import DocnoMap as DocnoMap
+    from sourcebias.retrieval import Pipeline as Pipeline
+    from sourcebias.retrieval import Run as Run
+    from sourcebias.retrieval import Stage as Stage
+    from sourcebias.retrieval import TfIdf as TfIdf
+    from sourcebias.retrieval import build_retriever as build_retriever
 
 _EXPORTS = {
     "load_dataset": "sourcebias.data",
@@ -41,6 +62,17 @@ __all__ = ["__version__", *_EXPORTS]
 
 
 def __getattr__(name: str) -> Any:
+    """The exported name ``name``, imported from its module on first use.
+
+    Args:
+        name: one of ``__all__``.
+
+    Returns:
+        The object :data:`_EXPORTS` says where to find.
+
+    Raises:
+        AttributeError: ``name`` is not exported.
+    """
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'sourcebias' has no attribute '{name}'")

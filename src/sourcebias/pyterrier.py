@@ -32,9 +32,11 @@ from sourcebias.retrieval.pyterrier_stage import docno_map, require_pyterrier, r
 from sourcebias.retrieval.ties import tie_resolved_scores
 
 pt = require_pyterrier()
+#: ``pt.Transformer`` (a base class taken from the module imported at run time, named for type checkers)
+_Transformer: Any = pt.Transformer
 
 
-class SourceBias(pt.Transformer):
+class SourceBias(_Transformer):
     """A sourcebias retriever or pipeline over ``corpus`` as a ``pt.Transformer``.
 
     Parameters

@@ -21,7 +21,12 @@ import math
 import tempfile
 import unittest
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
+
+if TYPE_CHECKING:
+    from sourcebias.data import Dataset
+    from sourcebias.evaluation.stats import Record, Statistic
+    from sourcebias.retrieval import Retriever
 
 #: The toy corpus: three human documents and their LLM twins (``d3``'s twin is an exact copy, so
 #: a retriever that scores by text gives the pair equal scores and the tie rule orders them).
@@ -41,8 +46,9 @@ TOY_LLM_SOURCE = "llm"
 
 
 def write_toy_dataset(folder: str | Path) -> Path:
-    """Write the toy dataset in Cocktail's layout (``corpus/human.jsonl``, ``corpus/llm.jsonl``,
-    ``queries.jsonl``, ``qrels/test.tsv``).
+    """Write the toy dataset in Cocktail's layout.
+
+    The files: ``corpus/human.jsonl``, ``corpus/llm.jsonl``, ``queries.jsonl``, ``qrels/test.tsv``.
 
     Args:
         folder: where to write it (created if absent).
@@ -61,7 +67,7 @@ def write_toy_dataset(folder: str | Path) -> Path:
     return root
 
 
-def toy_dataset() -> Any:
+def toy_dataset() -> Dataset:
     """The toy dataset, loaded (split ``test``; written to a temporary folder first).
 
     Returns:
@@ -77,6 +83,8 @@ class _Case(unittest.TestCase):
     """Collect subclasses, not the base class."""
 
     __test__ = False
+    #: the toy dataset (:func:`toy_dataset`), loaded once per test class
+    dataset: ClassVar[Dataset]
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -95,11 +103,16 @@ class _Case(unittest.TestCase):
 class RetrieverTestCase(_Case):
     """Contract of a retriever (a first stage or a pipeline). Implement :meth:`make_retriever`."""
 
-    def make_retriever(self) -> Any:
-        """Return the retriever to test (a :class:`sourcebias.retrieval.Retriever`)."""
+    def make_retriever(self) -> Retriever:
+        """The retriever to test; implement it in your subclass.
+
+        Returns:
+            A new :class:`sourcebias.retrieval.Retriever` (a first stage or a pipeline).
+        """
         raise NotImplementedError("implement make_retriever() in your subclass")
 
     def test_a_run_ranks_documents_of_the_corpus_best_first(self) -> None:
+        """A run answers every query with distinct positions of the corpus, scores best first."""
         run = self.make_retriever().retrieve(self.dataset.corpus, self.queries(), 10)
         self.assertEqual(set(run.query_ids), set(self.queries()))
         for q in run.query_ids:
@@ -109,15 +122,18 @@ class RetrieverTestCase(_Case):
             self.assertTrue(all(a >= b for a, b in zip(scores[:-1].tolist(), scores[1:].tolist())), f"{q}: scores not best first")
 
     def test_depth_is_respected(self) -> None:
+        """No query's ranking is longer than the depth asked for."""
         run = self.make_retriever().retrieve(self.dataset.corpus, self.queries(), 2)
         self.assertTrue(all(len(run.positions[q]) <= 2 for q in run.query_ids))
 
     def test_the_same_call_gives_the_same_run(self) -> None:
+        """Two retrievers made alike give equal runs (the retriever is deterministic)."""
         a = self.make_retriever().retrieve(self.dataset.corpus, self.queries(), 10)
         b = self.make_retriever().retrieve(self.dataset.corpus, self.queries(), 10)
         self.assertEqual(a, b)
 
     def test_equal_scores_follow_the_tie_rule(self) -> None:
+        """Documents of equal score are in the order of sourcebias' tie rule (:class:`~sourcebias.retrieval.ties.TieRule`)."""
         from sourcebias.retrieval.ties import TieRule
 
         run = self.make_retriever().retrieve(self.dataset.corpus, self.queries(), 10, seed=3)
@@ -128,6 +144,7 @@ class RetrieverTestCase(_Case):
             self.assertEqual(positions[expected].tolist(), positions.tolist(), f"{q}: tied documents are not in the tie rule's order")
 
     def test_it_is_measured_by_the_protocol(self) -> None:
+        """The protocol evaluates the retriever: NDCG@3 of every target is a fraction in [0, 1]."""
         from sourcebias.evaluation import evaluate, measure_grid
 
         retriever = self.make_retriever()
@@ -138,18 +155,28 @@ class RetrieverTestCase(_Case):
 
 
 class StatisticTestCase(_Case):
-    """Contract of a statistic. Implement :meth:`make_statistic`; :meth:`measures` may be
-    overridden (default ``["NDCG@3"]``)."""
+    """Contract of a statistic.
 
-    def make_statistic(self) -> Any:
-        """Return the statistic to test (a :class:`sourcebias.evaluation.stats.Statistic`)."""
+    Implement :meth:`make_statistic`; :meth:`measures` may be overridden (default ``["NDCG@3"]``).
+    """
+
+    def make_statistic(self) -> Statistic:
+        """The statistic to test; implement it in your subclass.
+
+        Returns:
+            A :class:`sourcebias.evaluation.stats.Statistic` (registered, for the registry test).
+        """
         raise NotImplementedError("implement make_statistic() in your subclass")
 
     def measures(self) -> list[str]:
-        """The measures the statistic is computed for."""
+        """The measures the statistic is computed for (override to change).
+
+        Returns:
+            Measures such as ``["NDCG@3"]``.
+        """
         return ["NDCG@3"]
 
-    def _records(self) -> tuple[Any, list[Any]]:
+    def _records(self) -> tuple[Statistic, list[Record]]:
         from sourcebias.evaluation import evaluate, measure_grid
         from sourcebias.evaluation.stats import StatContext
         from sourcebias.retrieval import build_retriever
@@ -162,6 +189,7 @@ class StatisticTestCase(_Case):
         return stat, stat.compute(result, ctx)
 
     def test_records_name_their_retriever_source_and_measure(self) -> None:
+        """Every record is of the statistic's record class and names its retriever, LLM source and measure."""
         stat, records = self._records()
         self.assertTrue(records, "no records for two retrievers on the toy dataset")
         for r in records:
@@ -172,6 +200,7 @@ class StatisticTestCase(_Case):
                 self.assertIn(r.measure, self.measures())
 
     def test_displayed_columns_are_fields_and_rows_round_trip(self) -> None:
+        """Displayed columns are record fields, and ``from_row(row())`` gives the record back."""
         stat, records = self._records()
         fields = set(stat.record.field_names())
         for column in stat.record.columns:
@@ -184,12 +213,14 @@ class StatisticTestCase(_Case):
                 self.assertTrue(same, f"{name}: {value!r} came back as {other!r}")
 
     def test_the_caption_says_what_was_computed(self) -> None:
+        """The caption is a non-empty text (the method and level actually used)."""
         stat, records = self._records()
         caption = stat.caption(records)
         self.assertIsInstance(caption, str)
         self.assertTrue(caption.strip(), "empty caption: say the method and level used")
 
     def test_it_is_registered_by_name(self) -> None:
+        """The statistic is registered under its name, found case-insensitively."""
         from sourcebias.evaluation.stats import get_statistic
 
         stat = self.make_statistic()
@@ -201,10 +232,15 @@ class MeasureTestCase(_Case):
     """Contract of a measure kind. Implement :meth:`measure_name` (its registered name)."""
 
     def measure_name(self) -> str:
-        """Return the registered name of the measure kind to test (``"NDCG"``)."""
+        """The registered name of the measure kind to test; implement it in your subclass.
+
+        Returns:
+            The name, e.g. ``"NDCG"``.
+        """
         raise NotImplementedError("implement measure_name() in your subclass")
 
     def test_it_parses_with_a_cutoff_and_its_aliases(self) -> None:
+        """The name and every alias parse with a cut-off to the canonical ``NAME@k``."""
         from sourcebias.evaluation.measures import measure_kinds, parse_measure
 
         kind = measure_kinds()[self.measure_name()]
@@ -212,6 +248,7 @@ class MeasureTestCase(_Case):
             self.assertEqual(str(parse_measure(f"{alias}@3")), f"{kind.name}@3")
 
     def test_values_are_finite_fractions_for_every_target(self) -> None:
+        """Every value of the measure on the toy dataset is a fraction in [0, 1] (or NaN where undefined)."""
         from sourcebias.evaluation import evaluate, measure_grid
         from sourcebias.retrieval import build_retriever
 

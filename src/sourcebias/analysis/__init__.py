@@ -3,13 +3,13 @@
 * :mod:`~sourcebias.analysis.effects` — descriptive statistics, Cohen's d / Hedges' g (independent
   and paired), Welch t, Mann-Whitney U, paired t, Wilcoxon signed-rank;
 * :mod:`~sourcebias.analysis.quality` — twin quality: term Jaccard/overlap, lengths, matched vs
-  random-pair cosine, t-SNE map (SPEC §3);
+  random-pair cosine, t-SNE map (Dai et al., KDD 2024, §2.3; Cocktail, Appendix A.3);
 * :mod:`~sourcebias.analysis.spectrum` — singular-value spectra of embedded corpora and their
-  LLM/human ratio (SPEC §6, compression view);
+  LLM/human ratio (Dai et al., KDD 2024, §4.1, the compression view);
 * :mod:`~sourcebias.analysis.direction` — the mean LLM - human embedding direction, its
-  consistency, sign-flip tests, and the share of score gaps along it (SPEC §10);
+  consistency, sign-flip tests, and the share of score gaps along it (Huang et al., 2026, arXiv 2604.06163);
 * :mod:`~sourcebias.analysis.pseudo_perplexity` — batched masked-LM pseudo-log-perplexity
-  (SPEC §6, perplexity view), with the naive reference loop;
+  (Dai et al., KDD 2024, §4.2, the perplexity view), with the naive reference loop;
 * :mod:`~sourcebias.analysis.length` — words and model tokens per source, per twin pair (ratio
   LLM / human) and per query, with paired effect sizes and Wilcoxon tests;
 * :mod:`~sourcebias.analysis.decompose` — one joint regression of the twin score gap on Δ

@@ -108,7 +108,7 @@ def term_table(fit, names: Sequence[str], gap: Any, factors: Mapping[str, Any], 
     for k, name in enumerate(names):
         x = np.ones_like(y) if name == "intercept" else np.asarray(factors[name], dtype=np.float64)
         b = float(fit.params[k])
-        row = {"term": name, "label": LABELS.get(name, name), "coef": b, "se": float(fit.bse[k]), "ci_low": float(ci[k, 0]), "ci_high": float(ci[k, 1]), "p": float(fit.pvalues[k]), "mean_x": float(x.mean())}
+        row: dict[str, Any] = {"term": name, "label": LABELS.get(name, name), "coef": b, "se": float(fit.bse[k]), "ci_low": float(ci[k, 0]), "ci_high": float(ci[k, 1]), "p": float(fit.pvalues[k]), "mean_x": float(x.mean())}
         scale = float(x.std(ddof=1)) / sd_gap if name != "intercept" and sd_gap > 0 else float("nan")
         row.update(std_coef=b * scale, std_ci_low=float(ci[k, 0]) * scale, std_ci_high=float(ci[k, 1]) * scale)
         row["share"] = b * row["mean_x"] / mean_gap if mean_gap != 0 else None

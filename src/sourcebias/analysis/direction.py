@@ -1,7 +1,7 @@
 """The LLM-vs-human direction in embedding space, its consistency, and its share of score gaps.
 
 After Huang et al. (2026, "Relevance supervision can teach neural retrievers to prefer
-LLM-generated text", SPEC §10): for every twin pair, the difference of the two documents'
+LLM-generated text", arXiv 2604.06163): for every twin pair, the difference of the two documents'
 embeddings ``d_i = e_LLM,i - e_human,i``; the mean direction ``u = mean(d) / ||mean(d)||``;
 its **consistency**, the mean cosine of the pair differences with ``u``; a seeded **sign-flip
 permutation test** against the null that the differences are symmetric about 0 (each pair's

@@ -211,7 +211,8 @@ def compare_directions(datasets: Sequence[Any], model: str = "minilm", *, source
     if not datasets:
         raise ConfigError("compare-directions needs at least one dataset")
     retriever = dense_model(model, options)
-    rows, angles, counts, lh_diffs, arrays = [], [], [], [], {"angles": {}}
+    rows, angles, counts, lh_diffs = [], [], [], []
+    arrays: dict[str, Any] = {"angles": {}}
     for ds in datasets:
         one = _one_dataset(ds, retriever, source=source, permutations=permutations, unjudged_negatives=unjudged_negatives, seed=seed)
         rows += one["rows"]

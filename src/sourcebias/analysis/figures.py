@@ -11,18 +11,21 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from sourcebias.core.errors import ConfigError
+
+if TYPE_CHECKING:
+    from matplotlib.typing import RcKeyType
 
 HUMAN_COLOR = "#0072B2"
 LLM_COLORS = ("#D55E00", "#E69F00", "#CC79A7", "#56B4E9", "#F0E442")
 PAIR_COLOR = "#009E73"
 NULL_COLOR = "#8C8C8C"
 DPI = 180
-_STYLE = {
+_STYLE: dict[RcKeyType, Any] = {
     "font.size": 8.5,
     "axes.titlesize": 9,
     "axes.labelsize": 8.5,

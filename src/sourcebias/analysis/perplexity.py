@@ -1,4 +1,4 @@
-"""Document perplexity under a language model (SPEC §6), cached per model and text.
+"""Document perplexity under a language model (Dai et al., KDD 2024, §4.2), cached per model and text.
 
 * **Causal LM** (``lm:NAME``): the mean negative log-likelihood per token of a document's first
   ``max_tokens`` tokens (512, as the papers truncate), each token given the ones before it, one

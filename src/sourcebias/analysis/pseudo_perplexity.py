@@ -1,6 +1,6 @@
 """Masked-LM pseudo-log-perplexity of documents, batched, with the naive loop beside it.
 
-SPEC §6 (KDD paper §4.2; Perplexity Trap, Dai et al. 2025): for a document of tokens
+Dai et al., KDD 2024, §4.2 (the PPL equation; Perplexity Trap, Dai et al., 2025, arXiv 2503.08684): for a document of tokens
 ``d_1 .. d_S``,
 
     PPL(d) = -(1/S) Σ_s log P_MLM(d_s | d without d_s),

@@ -1,6 +1,7 @@
 """Quality of an LLM twin corpus: term overlap, lengths, semantic similarity, a 2-D map.
 
-SPEC §3 (KDD paper §2.3, Cocktail Appendix A.3): per twin pair (d^G, d^H)
+Dai et al., KDD 2024, §2.3 (term level §2.3.1, semantic level §2.3.2), and Cocktail (Findings of ACL 2024),
+Appendix A.3: per twin pair (d^G, d^H)
 
 * term level: Jaccard |G ∩ H| / |G ∪ H| and overlap |G ∩ H| / |H| of the two documents'
   term *sets* (the papers plot their distributions: peaks ≈0.4/0.6 on NQ320K, 0.6/0.8 on SciFact);

@@ -63,7 +63,7 @@ class AnalysisResult:
                 return False
         return sorted(self.figures) == sorted(other.figures)
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]  # unhashable (it defines __eq__); typeshed types object.__hash__ as a method
 
     # -- the artifact ------------------------------------------------------------------------
     def save(self, folder: str | Path) -> dict[str, Path]:

@@ -1,9 +1,9 @@
 """The analyses of ``sourcebias analyze``: each turns a dataset (and a model, and optionally a
 run) into an :class:`~sourcebias.analysis.result.AnalysisResult` of tables, a summary and figures.
 
-* :func:`quality` — does each twin keep its original's meaning (SPEC §3)?
-* :func:`spectrum` — singular values of each source's embeddings (SPEC §6).
-* :func:`perplexity` — log-perplexity per document under a causal or masked LM (SPEC §6).
+* :func:`quality` — does each twin keep its original's meaning (Dai et al., KDD 2024, §2.3)?
+* :func:`spectrum` — singular values of each source's embeddings (Dai et al., KDD 2024, §4.1).
+* :func:`perplexity` — log-perplexity per document under a causal or masked LM (Dai et al., KDD 2024, §4.2).
 * :func:`artifacts` — perplexity, length and median term IDF per document, compared across
   sources with effect sizes, and (given an evaluate result) their correlation with a retriever's
   within-query scores (Huang et al. 2026).
@@ -195,10 +195,7 @@ def spectrum(dataset, model: str = "minilm", *, sources: Sequence[str] | None = 
     texts = corpus.retrieval_texts()
     human = dataset.human_source
     llms = _llm_sources(dataset, sources)
-    common = None
-    for llm in llms:
-        _, _, ids = twin_pairs(corpus, human, llm)
-        common = set(ids) if common is None else common & set(ids)
+    common: set[str] = set.intersection(*(set(twin_pairs(corpus, human, llm)[2]) for llm in llms))  # llms is never empty
     ids = [d for d in corpus.doc_ids if d in common and corpus.position(d, human) is not None]
     ids = list(dict.fromkeys(ids))
     emb = {s: retriever.embed([texts[corpus.position(d, s)] for d in ids], "document") for s in [human, *llms]}
@@ -397,12 +394,12 @@ def _feature_correlation(f, z, z_all, values) -> dict[str, Any]:
     if ok.sum() < 3 or np.ptp(v[ok]) == 0:  # a constant feature has no correlation
         return {"feature": f, "spearman_pooled": float("nan"), "p_pooled": float("nan"), "pairs": int(ok.sum()), "spearman_mean_per_query": float("nan"), "p_per_query_ttest": float("nan"), "queries": 0}
     pooled = stats.spearmanr(z[ok], v[ok])
-    per_q = []
+    per_query: list[float] = []
     for zq, vq in zip(z_all, values):
         m = np.isfinite(vq)
         if m.sum() >= 3 and np.std(vq[m]) > 0 and np.std(zq[m]) > 0:
-            per_q.append(stats.spearmanr(zq[m], vq[m]).statistic)
-    per_q = np.asarray(per_q, dtype=float)
+            per_query.append(stats.spearmanr(zq[m], vq[m]).statistic)
+    per_q = np.asarray(per_query, dtype=float)
     t = stats.ttest_1samp(per_q, 0.0) if len(per_q) > 1 else None
     return {
         "feature": f,

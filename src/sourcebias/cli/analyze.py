@@ -159,7 +159,7 @@ def _print_artifacts(result) -> None:
 
 @analyze_app.command()
 def quality(dataset_dir: Dataset, output: Output, model: Annotated[str, typer.Option(help="Encoder: minilm, st:NAME_OR_PATH or a preset.")] = "minilm", source: Source = None, random_pairs: Annotated[int | None, typer.Option(help="Random pairs for the baseline (default: as many as twin pairs).")] = None, tsne_sample: Annotated[int, typer.Option(help="Documents per source in the t-SNE map.")] = 2000, field: Field = "text", seed: Seed = 0, split: Split = None, device: Device = None, batch_size: BatchSize = None, cache_dir: CacheDir = None, overwrite: Overwrite = False) -> None:
-    """Twin quality (SPEC §3): term Jaccard/overlap, lengths, matched vs random-pair cosine, t-SNE map."""
+    """Twin quality (Dai et al., KDD 2024, §2.3): term Jaccard/overlap, lengths, matched vs random-pair cosine, t-SNE map."""
     from sourcebias.analysis import runners
 
     opts = {"device": device, "batch_size": batch_size, "cache_dir": cache_dir}
@@ -168,7 +168,7 @@ def quality(dataset_dir: Dataset, output: Output, model: Annotated[str, typer.Op
 
 @analyze_app.command()
 def spectrum(dataset_dir: Dataset, output: Output, model: Annotated[str, typer.Option(help="Encoder: minilm, st:NAME_OR_PATH or a preset.")] = "minilm", source: Source = None, center: Annotated[bool, typer.Option(help="Centre each matrix first (the papers do not).")] = False, split: Split = None, device: Device = None, batch_size: BatchSize = None, cache_dir: CacheDir = None, overwrite: Overwrite = False) -> None:
-    """Singular values of each source's embeddings and the LLM/human ratio (SPEC §6)."""
+    """Singular values of each source's embeddings and the LLM/human ratio (Dai et al., KDD 2024, §4.1)."""
     from sourcebias.analysis import runners
 
     opts = {"device": device, "batch_size": batch_size, "cache_dir": cache_dir}
@@ -177,7 +177,7 @@ def spectrum(dataset_dir: Dataset, output: Output, model: Annotated[str, typer.O
 
 @analyze_app.command()
 def perplexity(dataset_dir: Dataset, output: Output, model: Annotated[str, typer.Option(help="lm:NAME (causal, e.g. lm:smollm2), mlm:NAME (masked, e.g. mlm:bert-base-uncased) or mlm:from-retriever:RETRIEVER (the masked-LM head in a retriever's checkpoint, e.g. mlm:from-retriever:st:DIR; refused without one); options ,max_tokens=512.")] = "lm:smollm2", field: Field = "text", source: Source = None, split: Split = None, device: Device = None, batch_size: BatchSize = None, cache_dir: CacheDir = None, overwrite: Overwrite = False) -> None:
-    """Log-perplexity of every document and the paired LLM − human difference (SPEC §6)."""
+    """Log-perplexity of every document and the paired LLM − human difference (Dai et al., KDD 2024, §4.2)."""
     from sourcebias.analysis import runners
 
     _run("perplexity", dataset_dir, output, overwrite, split, lambda ds: runners.perplexity(ds, model, sources=source, field=field, batch_size=batch_size, device=device, cache_dir=cache_dir))

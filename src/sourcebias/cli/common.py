@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import NoReturn
+
 import typer
 from rich.console import Console
 
@@ -9,7 +11,7 @@ console = Console()
 err_console = Console(stderr=True)
 
 
-def fail(message: str, code: int = 2) -> None:
+def fail(message: str, code: int = 2) -> NoReturn:
     """Print one error line and exit (status 2: the user's to fix)."""
     err_console.print(f"[bold red]Error:[/bold red] {message}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
@@ -135,7 +137,8 @@ def tidy_typer_help() -> None:
         name = name if self.required else f"[{name}]"
         return name + ("..." if self.nargs != 1 else "")
 
-    TyperOption.display_type_rich = option_type
-    TyperArgument.display_type_rich = argument_type
-    TyperArgument._usage_display_name = argument_usage
-    TyperOption._sourcebias_tidy = True
+    # setattr: replacing methods of typer's classes (a type checker refuses assigning to a method)
+    setattr(TyperOption, "display_type_rich", option_type)
+    setattr(TyperArgument, "display_type_rich", argument_type)
+    setattr(TyperArgument, "_usage_display_name", argument_usage)
+    setattr(TyperOption, "_sourcebias_tidy", True)

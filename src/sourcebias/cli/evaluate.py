@@ -105,8 +105,8 @@ def evaluate(
     from sourcebias.evaluation.plan import EvaluationPlan, parse_statistics
 
     loading = DatasetOptions(
-        split=split, sources=source or None, human_source=human_source, unknown_qrels="skip" if skip_unknown_qrels else "error", orphans=orphans,
-        empty_text="skip" if skip_empty_text else "error", unknown_files="note" if allow_unknown_files else "error", twins=twins,
+        split=split, sources=tuple(dict.fromkeys(source)) if source else None, human_source=human_source, unknown_qrels="skip" if skip_unknown_qrels else "error", orphans=orphans,
+        empty_text="skip" if skip_empty_text else "error", unknown_files="note" if allow_unknown_files else "error", twins=str(twins) if twins is not None else None,
     )  # fmt: skip
     plan = EvaluationPlan(
         retrievers=tuple(retriever or ()), runs=tuple(_parse_run_arg(r) for r in run or ()), docnos=docnos, docno_pattern=docno_pattern,

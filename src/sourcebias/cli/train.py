@@ -6,11 +6,15 @@ import functools
 import json
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 import typer
 
 from sourcebias.cli import options_mitigate as o
 from sourcebias.cli.common import console, fail
+
+if TYPE_CHECKING:
+    from sourcebias.evaluation.stats.paired_tests import PairedTestsRecord
 
 STATE = "train.json"
 
@@ -182,7 +186,7 @@ def _evaluate_model(spec: str, label: str, alpha: float | None, *, target, folde
     human, other = result.human_source, result.other_sources[0]
     m = f"NDCG@{k}"
     ctx = StatContext(measures=[m], seed=int(result.parameters.get("seed", 0)), significance_resamples=10_000, correction="none")
-    test = next((r for r in compute_statistics(result, ctx, ["paired_tests"], correct=False).records["paired_tests"] if r.retriever == name and r.llm_source == other), None)
+    test = next((cast("PairedTestsRecord", r) for r in compute_statistics(result, ctx, ["paired_tests"], correct=False).records["paired_tests"] if r.retriever == name and r.llm_source == other), None)
     return {
         "model": label,
         "alpha": alpha,

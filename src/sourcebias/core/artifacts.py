@@ -28,7 +28,8 @@ import json
 import os
 import shutil
 from pathlib import Path
-from typing import Any
+from types import TracebackType
+from typing import IO, Any, TextIO
 
 from sourcebias.core.atomic import atomic_write_json
 from sourcebias.core.errors import OutputError
@@ -50,11 +51,28 @@ _LOADERS: dict[str, str] = {
 
 
 def register_loader(kind: str, target: str) -> None:
-    """Make :func:`load_artifact` load folders of ``kind`` with ``target`` (``"module:attr"``)."""
+    """Make :func:`load_artifact` load folders of ``kind`` with ``target``.
+
+    Args:
+        kind: The kind a manifest names (``"evaluate"``, ``"power"``, ...).
+        target: ``"module:attribute"`` of a callable ``load(path) -> object``, imported on first use.
+    """
     _LOADERS[kind] = target
 
 
 def read_manifest(path: str | Path) -> dict[str, Any]:
+    """The ``manifest.json`` of a sourcebias output folder, checked.
+
+    Args:
+        path: The output folder.
+
+    Returns:
+        The manifest.
+
+    Raises:
+        OutputError: ``path`` is not a folder, holds no manifest (not a sourcebias folder, or an
+            unfinished one), or its manifest is not valid JSON or not sourcebias'.
+    """
     path = Path(path)
     mpath = path / MANIFEST
     if not path.is_dir():
@@ -71,12 +89,28 @@ def read_manifest(path: str | Path) -> dict[str, Any]:
 
 
 def artifact_kind(manifest: dict[str, Any]) -> str:
+    """The kind of artifact a manifest describes.
+
+    Args:
+        manifest: A manifest, as :func:`read_manifest` returns it.
+
+    Returns:
+        Its ``kind`` (older manifests: its ``command``), or ``""`` when it names none.
+    """
     return str(manifest.get("kind") or manifest.get("command") or "")
 
 
 def json_plain(obj: Any) -> Any:
-    """``obj`` made JSON-safe for an artifact: NaN -> None (JSON has no NaN), tuples -> lists,
-    numpy scalars -> Python numbers, keys -> strings."""
+    """``obj`` made JSON-safe for an artifact.
+
+    NaN becomes None (JSON has no NaN), tuples lists, numpy scalars Python numbers, keys strings.
+
+    Args:
+        obj: Any value built of dicts, lists, tuples, numbers and strings.
+
+    Returns:
+        The same value in plain JSON types.
+    """
     import math
 
     if isinstance(obj, float):
@@ -91,9 +125,23 @@ def json_plain(obj: Any) -> Any:
 
 
 def read_artifact_json(folder: str | Path, filename: str, *, kind: str, version: int, what: str) -> dict[str, Any]:
-    """The main JSON file of an output folder (e.g. ``power.json``), checked: a clear error when
-    the folder is no sourcebias folder, holds no such file (``what``: "power analysis"), is not
-    valid JSON, or is of another kind or format version."""
+    """The main JSON file of an output folder (e.g. ``power.json``), checked.
+
+    Args:
+        folder: The output folder.
+        filename: The file's name in it.
+        kind: The ``kind`` the file must record.
+        version: The ``format`` version the file must record.
+        what: What the file holds, for error messages (``"power analysis"``).
+
+    Returns:
+        The file's JSON object.
+
+    Raises:
+        OutputError: The folder is no sourcebias folder.
+        DataError: The folder holds no such file, or the file is not valid JSON, or of another kind
+            or format version.
+    """
     from sourcebias.core.errors import DataError
 
     path = Path(folder) / filename
@@ -104,13 +152,24 @@ def read_artifact_json(folder: str | Path, filename: str, *, kind: str, version:
         body = json.loads(path.read_text(encoding="utf-8"))
     except ValueError as exc:
         raise DataError(path, f"not valid JSON ({exc})") from None
-    if body.get("format") != version or body.get("kind") != kind:
+    if not isinstance(body, dict) or body.get("format") != version or body.get("kind") != kind:
         raise DataError(path, f"not a {what} of format {version}")
     return body
 
 
 def load_artifact(path: str | Path) -> Any:
-    """Load any sourcebias output folder by the kind its manifest names."""
+    """Load any sourcebias output folder by the kind its manifest names.
+
+    Args:
+        path: The output folder (of ``evaluate``, ``analyze``, ``power``, ``audit``, ``simulate``, or
+            a kind registered with :func:`register_loader`).
+
+    Returns:
+        The loaded result (e.g. an :class:`~sourcebias.evaluation.results.EvaluationResult`).
+
+    Raises:
+        OutputError: ``path`` is no sourcebias output folder, or no loader knows its kind.
+    """
     from importlib import import_module
 
     manifest = read_manifest(path)
@@ -126,7 +185,14 @@ def load_artifact(path: str | Path) -> Any:
 
 
 def list_files(folder: str | Path) -> dict[str, dict[str, Any]]:
-    """Every file under ``folder`` but its own manifest: relative path -> bytes and SHA-256."""
+    """Every file under ``folder`` but its own manifest, with its size and digest.
+
+    Args:
+        folder: The folder to list.
+
+    Returns:
+        ``{relative path: {"bytes": size, "sha256": digest}}``, in sorted path order.
+    """
     folder = Path(folder)
     out: dict[str, dict[str, Any]] = {}
     for p in sorted(folder.rglob("*")):
@@ -144,8 +210,10 @@ def _is_sourcebias_output(folder: Path) -> bool:
 
 
 class OutputFolder:
-    """A claimed output folder; see the module docstring. Use :meth:`claim`, write under
-    :attr:`staging`, then :meth:`commit` (or :meth:`abort`)."""
+    """A claimed output folder; see the module docstring.
+
+    Use :meth:`claim`, write under :attr:`staging`, then :meth:`commit` (or :meth:`abort`).
+    """
 
     def __init__(self, path: Path, kind: str, lock_fh: Any, staging: Path, replaces: bool):
         self.path = path
@@ -158,13 +226,25 @@ class OutputFolder:
     # -- claiming ------------------------------------------------------------------------------
     @classmethod
     def claim(cls, path: str | Path, *, kind: str, overwrite: bool = False) -> OutputFolder:
-        """Check ``path`` and lock it for this process; raises :class:`OutputError` on misuse.
+        """Check ``path`` and lock it for this process.
 
         In this order: the path itself (resolved, so ``out/..`` is the folder it names; the current
-        folder and its ancestors are refused, since the commit replaces the folder as a whole);
-        the lock; recovery of a killed writer's leftovers (an interrupted ``--overwrite`` puts
-        the old results back); then the folder's contents, now that no other writer can change
-        them."""
+        folder and its ancestors are refused, since the commit replaces the folder as a whole); the
+        lock; recovery of a killed writer's leftovers (an interrupted ``--overwrite`` puts the old
+        results back); then the folder's contents, now that no other writer can change them.
+
+        Args:
+            path: The output folder to write.
+            kind: The kind of artifact it will hold (written into its manifest).
+            overwrite: Replace an earlier run's results at ``path``.
+
+        Returns:
+            The claimed folder, with an empty :attr:`staging` folder to write into.
+
+        Raises:
+            OutputError: ``path`` cannot be an output folder, another process holds it, or it holds
+                files (another run's results without ``overwrite``, or files sourcebias did not write).
+        """
         path = _checked_target(Path(path).expanduser().resolve())
         parent = path.parent
         lock_fh = hold_lock(parent / f".{path.name}.lock", path)
@@ -181,12 +261,27 @@ class OutputFolder:
 
     # -- finishing -----------------------------------------------------------------------------
     def files(self) -> dict[str, dict[str, Any]]:
-        """Every file under the staging folder: relative path -> bytes and SHA-256."""
+        """Every file under the staging folder, with its size and digest.
+
+        Returns:
+            ``{relative path: {"bytes": size, "sha256": digest}}``.
+        """
         return list_files(self.staging)
 
     def commit(self, manifest: dict[str, Any]) -> Path:
-        """Write ``manifest.json`` (with ``kind`` and the list of every file) and move the folder
-        into place. Returns the final path."""
+        """Write ``manifest.json`` and move the staging folder into place.
+
+        Args:
+            manifest: The manifest; ``kind`` and the list of every file (``outputs.files``) are added.
+
+        Returns:
+            The final path of the folder.
+
+        Raises:
+            RuntimeError: The folder was already committed or aborted.
+            OutputError: Files that sourcebias did not write appeared at the target meanwhile (the
+                results are kept in the staging folder).
+        """
         if self._done:
             raise RuntimeError("output folder already committed or aborted")
         manifest = dict(manifest)
@@ -221,7 +316,7 @@ class OutputFolder:
     def __enter__(self) -> OutputFolder:
         return self
 
-    def __exit__(self, exc_type, exc, tb) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         if not self._done:
             self.abort()
 
@@ -229,10 +324,22 @@ class OutputFolder:
         return f"OutputFolder({str(self.path)!r}, kind={self.kind!r})"
 
 
-def hold_lock(lock_path: Path, target: Path):
-    """Hold an exclusive lock on ``lock_path`` (created if need be), or raise OutputError naming
-    the process that holds it. A file locked after its holder deleted it (the holder unlinks it
-    before unlocking) is no longer the lock: start over on the file now at the path."""
+def hold_lock(lock_path: Path, target: Path) -> TextIO:
+    """Hold an exclusive lock on ``lock_path`` (created if need be).
+
+    A file locked after its holder deleted it (the holder unlinks it before unlocking) is no longer
+    the lock: start over on the file now at the path.
+
+    Args:
+        lock_path: The lock file.
+        target: The folder it guards (named in the error).
+
+    Returns:
+        The open lock file, holding this process' id; give it to :func:`release_lock`.
+
+    Raises:
+        OutputError: Another process holds the lock (its id is named).
+    """
     import fcntl
 
     while True:
@@ -257,7 +364,7 @@ def hold_lock(lock_path: Path, target: Path):
     return fh
 
 
-def _same_file(fh, path: Path) -> bool:
+def _same_file(fh: IO[Any], path: Path) -> bool:
     """Whether the open file ``fh`` is the file now at ``path``."""
     try:
         st = os.stat(path)
@@ -267,9 +374,15 @@ def _same_file(fh, path: Path) -> bool:
     return (st.st_dev, st.st_ino) == (own.st_dev, own.st_ino)
 
 
-def release_lock(fh) -> None:
-    """Delete the lock file, then release the lock: the deletion happens while no other process
-    can hold it, and a process that opened the file before is told by :func:`hold_lock` to retry."""
+def release_lock(fh: IO[Any]) -> None:
+    """Delete the lock file, then release the lock.
+
+    The deletion happens while no other process can hold it, and a process that opened the file
+    before is told by :func:`hold_lock` to retry.
+
+    Args:
+        fh: The lock file :func:`hold_lock` returned.
+    """
     import fcntl
 
     if _same_file(fh, Path(fh.name)):
@@ -281,8 +394,11 @@ def release_lock(fh) -> None:
 
 
 def _checked_target(path: Path) -> Path:
-    """``path`` (absolute) if it can be an output folder: not a file, not the current folder or
-    one of its ancestors, in a parent folder that exists (created if need be) and is writable."""
+    """``path`` (absolute) if it can be an output folder.
+
+    Not a file, not the current folder or one of its ancestors, in a parent folder that exists (created
+    if need be) and is writable.
+    """
     if path.exists() and not path.is_dir():
         raise OutputError(f"{path}: exists and is a file; the output must be a folder (choose another path)")
     cwd = Path.cwd().resolve()
@@ -325,8 +441,11 @@ def _check_contents(path: Path, overwrite: bool) -> bool:
 
 
 def _recover(path: Path) -> None:
-    """With the lock held, leftovers of a killed writer are stale: remove staging folders; if a
-    kill fell between moving the old results aside and moving the new ones in, put the old back."""
+    """With the lock held, leftovers of a killed writer are stale.
+
+    Remove staging folders; if a kill fell between moving the old results aside and moving the new ones
+    in, put the old back.
+    """
     parent = path.parent
     for p in parent.glob(f".{path.name}.staging-*"):
         shutil.rmtree(p, ignore_errors=True)

@@ -16,7 +16,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from typing import Protocol, TextIO
+from typing import Any, Protocol, TextIO
 
 PROGRESS_SECONDS_ENV = "SOURCEBIAS_PROGRESS_SECONDS"
 DEFAULT_PROGRESS_SECONDS = 30.0
@@ -51,7 +51,7 @@ class _RichTask:
         self._p.advance(self._id, n)
 
     def update(self, *, description: str | None = None, total: float | None = None) -> None:
-        kw = {}
+        kw: dict[str, Any] = {}
         if description is not None:
             kw["description"] = description
         if total is not None:

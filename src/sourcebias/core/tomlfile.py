@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -12,10 +13,10 @@ from sourcebias.core.errors import DataError
 def read_toml(path: str | Path, what: str = "configuration") -> tuple[Path, str, dict[str, Any]]:
     """``(path, text, table)`` of a TOML file; a missing file or a syntax error is a
     :class:`DataError` naming the file, the line and the column."""
-    try:
+    if sys.version_info >= (3, 11):
         import tomllib
-    except ImportError:  # Python 3.10
-        import tomli as tomllib  # type: ignore[no-redef]
+    else:  # Python 3.10
+        import tomli as tomllib
 
     path = Path(path)
     if not path.is_file():

@@ -37,11 +37,24 @@ class Document:
     metadata: dict[str, Any] | None = field(default=None, compare=False)
 
     def retrieval_text(self) -> str:
+        """The text a retriever sees (:func:`join_title_text` of the title and text).
+
+        Returns:
+            ``title + " " + text``, or the text alone when the title is empty.
+        """
         return join_title_text(self.title, self.text)
 
 
 def join_title_text(title: str, text: str) -> str:
-    """The text a retriever sees: ``title + " " + text`` (just the text when the title is empty)."""
+    """The text a retriever sees: the title and the text joined.
+
+    Args:
+        title: The document's title (may be empty).
+        text: The document's text.
+
+    Returns:
+        ``title + " " + text`` (the title stripped), or just the text when the title is empty.
+    """
     title = title.strip()
     return f"{title} {text}" if title else text
 
@@ -49,16 +62,15 @@ def join_title_text(title: str, text: str) -> str:
 class Corpus:
     """An ordered, immutable collection of documents from one or more sources.
 
-    Parameters
-    ----------
-    doc_ids, sources, titles, texts:
-        Parallel sequences, one entry per document.
-    metadata:
-        Optional parallel sequence of per-document metadata dicts (or ``None``).
-    source_order:
-        The order in which sources are listed (default: order of first appearance).
-
     ``(doc_id, source)`` pairs must be unique.
+
+    Args:
+        doc_ids: The documents' ids, one entry per document.
+        sources: Their sources (parallel to ``doc_ids``).
+        titles: Their titles (parallel to ``doc_ids``).
+        texts: Their texts (parallel to ``doc_ids``).
+        metadata: Optional parallel sequence of per-document metadata dicts (or ``None``).
+        source_order: The order in which sources are listed (default: order of first appearance).
     """
 
     def __init__(
@@ -83,8 +95,8 @@ class Corpus:
         self._source_names: tuple[str, ...] = tuple(names)
         self._codes = np.fromiter((code_of[s] for s in sources), dtype=np.int32, count=n)
         self._doc_ids = list(doc_ids)
-        self._titles = list(titles)
-        self._texts = list(texts)
+        self._titles: list[str] | None = list(titles)  # None: a corpus of keys only (keys_only)
+        self._texts: list[str] | None = list(texts)
         self._metadata = list(metadata) if metadata is not None else None
         self._position: dict[tuple[str, str], int] | None = None
         self._key_hashes: np.ndarray | None = None
@@ -95,6 +107,15 @@ class Corpus:
     # -- construction -----------------------------------------------------------------------
     @classmethod
     def from_documents(cls, documents: Iterable[Document], source_order: Sequence[str] | None = None) -> Corpus:
+        """A corpus of :class:`Document` objects, in their order.
+
+        Args:
+            documents: The documents.
+            source_order: The order in which sources are listed (default: order of first appearance).
+
+        Returns:
+            The corpus (with metadata when any document has some).
+        """
         docs = list(documents)
         return cls(
             [d.doc_id for d in docs],
@@ -107,17 +128,34 @@ class Corpus:
 
     @classmethod
     def keys_only(cls, doc_ids: Sequence[str], sources: Sequence[str], source_order: Sequence[str] | None = None) -> Corpus:
-        """A corpus of document keys without texts (e.g. the documents of runs loaded from a
-        results folder). Asking it for texts raises a :class:`~sourcebias.core.errors.DataError`
-        saying how to get them (load the dataset and ``run.bind(dataset.corpus)``)."""
+        """A corpus of document keys without texts (e.g. the documents of runs loaded from a results folder).
+
+        Asking it for texts raises a :class:`~sourcebias.core.errors.DataError` saying how to get them
+        (load the dataset and ``run.bind(dataset.corpus)``).
+
+        Args:
+            doc_ids: The documents' ids.
+            sources: Their sources (parallel to ``doc_ids``).
+            source_order: The order in which sources are listed (default: order of first appearance).
+
+        Returns:
+            The corpus of keys.
+        """
         c = cls(doc_ids, sources, [""] * len(doc_ids), [""] * len(doc_ids), source_order=source_order)
-        c._titles = None  # type: ignore[assignment]
-        c._texts = None  # type: ignore[assignment]
+        c._titles = None
+        c._texts = None
         return c
 
     @classmethod
     def concat(cls, parts: Sequence[Corpus]) -> Corpus:
-        """Concatenate corpora (typically one per source) into one mixed corpus."""
+        """Concatenate corpora (typically one per source) into one mixed corpus.
+
+        Args:
+            parts: The corpora, in order.
+
+        Returns:
+            One corpus of all their documents (sources listed in the order they first appear).
+        """
         doc_ids: list[str] = []
         sources: list[str] = []
         titles: list[str] = []
@@ -162,22 +200,26 @@ class Corpus:
 
     @property
     def doc_ids(self) -> list[str]:
+        """The documents' ids, in corpus order."""
         return self._doc_ids
 
     @property
     def titles(self) -> list[str]:
+        """The documents' titles (a keys-only corpus raises :class:`~sourcebias.core.errors.DataError`)."""
         if self._titles is None:
             raise DataError(None, _NO_TEXTS)
         return self._titles
 
     @property
     def texts(self) -> list[str]:
+        """The documents' texts (a keys-only corpus raises :class:`~sourcebias.core.errors.DataError`)."""
         if self._texts is None:
             raise DataError(None, _NO_TEXTS)
         return self._texts
 
     @property
     def has_texts(self) -> bool:
+        """Whether the corpus holds texts (False for :meth:`keys_only` corpora)."""
         return self._texts is not None
 
     @property
@@ -186,17 +228,46 @@ class Corpus:
         return self._codes
 
     def source_of(self, i: int) -> str:
-        return self._source_names[self._codes[i]]
+        """The source of the document at a position.
+
+        Args:
+            i: A position in the corpus.
+
+        Returns:
+            The source's name.
+        """
+        return self._source_names[int(self._codes[i])]
 
     def source_list(self) -> list[str]:
+        """Every document's source, in corpus order.
+
+        Returns:
+            One source name per document.
+        """
         names = self._source_names
         return [names[c] for c in self._codes.tolist()]
 
     def source_counts(self) -> dict[str, int]:
+        """The number of documents of each source.
+
+        Returns:
+            ``{source: count}``, in listing order.
+        """
         counts = np.bincount(self._codes, minlength=len(self._source_names))
         return {s: int(counts[i]) for i, s in enumerate(self._source_names)}
 
     def positions_of_source(self, source: str) -> np.ndarray:
+        """The positions of one source's documents.
+
+        Args:
+            source: A source of the corpus.
+
+        Returns:
+            Their positions, ascending.
+
+        Raises:
+            ConfigError: The corpus has no such source.
+        """
         return np.flatnonzero(self._codes == self._code(source))
 
     def _code(self, source: str) -> int:
@@ -206,18 +277,38 @@ class Corpus:
             raise ConfigError(f"unknown source '{source}'; this corpus has: {', '.join(self._source_names)}") from None
 
     def position(self, doc_id: str, source: str) -> int | None:
-        """Position of the document ``(doc_id, source)``, or ``None`` if absent."""
+        """Position of the document ``(doc_id, source)``.
+
+        Args:
+            doc_id: The document's id.
+            source: Its source.
+
+        Returns:
+            Its position, or ``None`` if absent.
+        """
         if self._position is None:
             names = self._source_names
             self._position = {(d, names[c]): i for i, (d, c) in enumerate(zip(self._doc_ids, self._codes.tolist()))}
         return self._position.get((doc_id, source))
 
     def retrieval_texts(self) -> list[str]:
-        """Per document, the text retrievers index: title and text joined."""
+        """Per document, the text retrievers index: title and text joined.
+
+        Returns:
+            One text per document (:func:`join_title_text`).
+        """
         return [join_title_text(t, x) for t, x in zip(self.titles, self.texts)]
 
     # -- derived corpora --------------------------------------------------------------------
     def take(self, positions: Sequence[int] | np.ndarray) -> Corpus:
+        """The documents at the given positions, as a new corpus.
+
+        Args:
+            positions: Positions in this corpus, in the order wanted.
+
+        Returns:
+            The corpus of those documents (keys only when this one is).
+        """
         pos = np.asarray(positions, dtype=np.int64)
         names = self._source_names
         codes = self._codes[pos]
@@ -225,7 +316,7 @@ class Corpus:
         ids = [self._doc_ids[i] for i in pos]
         srcs = [names[c] for c in codes.tolist()]
         order = [s for c, s in enumerate(names) if c in present]
-        if self._texts is None:
+        if self._texts is None or self._titles is None:  # (both or neither: keys_only)
             return Corpus.keys_only(ids, srcs, source_order=order)
         return Corpus(
             ids,
@@ -237,13 +328,27 @@ class Corpus:
         )
 
     def subset(self, sources: Iterable[str]) -> Corpus:
-        """The documents of the given sources only (e.g. the human-only "sole" corpus)."""
+        """The documents of the given sources only (e.g. the human-only "sole" corpus).
+
+        Args:
+            sources: Sources of this corpus.
+
+        Returns:
+            The corpus of their documents, in corpus order.
+
+        Raises:
+            ConfigError: A source is not in the corpus.
+        """
         wanted = [self._code(s) for s in sources]
         return self.take(np.flatnonzero(np.isin(self._codes, wanted)))
 
     # -- tie-breaking support ---------------------------------------------------------------
     def key_hashes(self) -> np.ndarray:
-        """A 64-bit hash of each document's ``(source, doc_id)``; see :mod:`sourcebias.retrieval.ties`."""
+        """A 64-bit hash of each document's ``(source, doc_id)``; see :mod:`sourcebias.retrieval.ties`.
+
+        Returns:
+            One ``uint64`` per document (:func:`hash64`), computed once.
+        """
         if self._key_hashes is None:
             names = self._source_names
             self._key_hashes = np.fromiter(
@@ -255,12 +360,19 @@ class Corpus:
 
 
 def unpaired_positions(corpus: Corpus) -> np.ndarray:
-    """``True`` for each document whose ``doc_id`` is not held by every source of ``corpus``:
-    an original whose twin is missing in some source (a failed rewrite, a filtered twin corpus).
+    """Which documents lack a twin in some source.
 
-    Such a document has no counterpart to be compared with, so the source-bias protocol leaves
-    its judgements out (:func:`sourcebias.data.load_dataset`, ``orphans="drop"``) and the
-    label-free statistics leave it out of the ranking (ΔNDSR).
+    ``True`` for each document whose ``doc_id`` is not held by every source of ``corpus``: an
+    original whose twin is missing in some source (a failed rewrite, a filtered twin corpus). Such a
+    document has no counterpart to be compared with, so the source-bias protocol leaves its
+    judgements out (:func:`sourcebias.data.load_dataset`, ``orphans="drop"``) and the label-free
+    statistics leave it out of the ranking (ΔNDSR).
+
+    Args:
+        corpus: A mixed corpus.
+
+    Returns:
+        One boolean per document (all False for a corpus of one source).
     """
     n_sources = len(corpus.sources)
     if n_sources < 2:
@@ -272,7 +384,14 @@ def unpaired_positions(corpus: Corpus) -> np.ndarray:
 
 
 def hash64(*parts: str) -> int:
-    """A stable (process- and platform-independent) 64-bit hash of a tuple of strings."""
+    """A stable (process- and platform-independent) 64-bit hash of a tuple of strings.
+
+    Args:
+        *parts: The strings (each length-prefixed, so ``("ab", "c")`` and ``("a", "bc")`` differ).
+
+    Returns:
+        The first 8 bytes of their BLAKE2b digest, as an integer.
+    """
     h = hashlib.blake2b(digest_size=8)
     for p in parts:
         b = p.encode("utf-8")

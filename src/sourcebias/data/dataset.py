@@ -58,12 +58,26 @@ class DatasetLayout:
 
     @property
     def queries_file(self) -> Path:
+        """The queries file (``queries.jsonl``, or its ``.gz``)."""
         return _one_of(self.root, "queries.jsonl")
 
     def qrels_file(self, split: str) -> Path:
+        """The judgements file of a split.
+
+        Args:
+            split: The split's name (``test``).
+
+        Returns:
+            ``qrels/<split>.tsv`` (or its ``.gz``), whether it exists or not.
+        """
         return _one_of(self.root / "qrels", f"{split}.tsv")
 
     def splits(self) -> list[str]:
+        """The splits that have a judgements file.
+
+        Returns:
+            Their names, sorted (empty without a ``qrels`` folder).
+        """
         qdir = self.root / "qrels"
         if not qdir.is_dir():
             return []
@@ -107,12 +121,13 @@ class Dataset:
     qrels_file: Path | None
     queries_file: Path
     report: LoadReport = field(default_factory=LoadReport)
-    orphans: dict = field(default_factory=lambda: {"policy": "drop"})
+    orphans: dict[str, Any] = field(default_factory=lambda: {"policy": "drop"})
     options: DatasetOptions = field(default_factory=DatasetOptions)
     registered: str | None = None  # the registered name it was loaded by (``nq-utd``), if any
 
     @property
     def sources(self) -> tuple[str, ...]:
+        """The loaded sources, in listing order."""
         return self.corpus.sources
 
     @property
@@ -121,14 +136,32 @@ class Dataset:
         return [s for s in self.sources if s != self.human_source]
 
     def sole_corpus(self, source: str) -> Corpus:
-        """The corpus of one source alone (the papers' "sole corpus" setting)."""
+        """The corpus of one source alone (the papers' "sole corpus" setting).
+
+        Args:
+            source: One of :attr:`sources`.
+
+        Returns:
+            The documents of that source.
+        """
         return self.corpus.subset([source])
 
     def evaluation_queries(self) -> list[str]:
-        """Queries of the split with at least one relevant document, in qrels order."""
+        """Queries of the split with at least one relevant document, in qrels order.
+
+        Returns:
+            Their ids.
+        """
         return self.qrels.queries_with_relevant()
 
-    def describe(self) -> dict:
+    def describe(self) -> dict[str, Any]:
+        """What was loaded, as a JSON record (written into results and manifests).
+
+        Returns:
+            Name, path, layout, split, human source, each source's file and document count, the queries
+            and qrels files, the counts of queries and judgements, the orphan rule's counts, the loading
+            report, the loading options and the registered name.
+        """
         return {
             "name": self.name,
             "path": str(self.root),
@@ -151,7 +184,7 @@ class Dataset:
 _TEMP_DIR = re.compile(r"^\d+(\.\d+)?$")
 
 
-def detect_layout(root: str | Path, human_source: str = HUMAN, *, unknown_files: OnProblem = "error") -> DatasetLayout:
+def detect_layout(root: str | Path, human_source: str = HUMAN, *, unknown_files: str = "error") -> DatasetLayout:
     """Find the corpus files of a dataset folder and name its sources.
 
     A file where corpus files live (``corpus/``, ``corpus-*``) that is not a corpus file
@@ -212,8 +245,11 @@ def _cocktail_files(corpus_dir: Path, unknown: Callable[[Path, str], None]) -> d
 
 
 def _kdd_files(root: Path, unknown: Callable[[Path, str], None]) -> dict[str, Path]:
-    """``source -> file`` of the KDD layout: ``corpus-<name>.jsonl`` at the top, and
-    ``<T>/corpus-<llm>.jsonl`` as ``<llm>-tmp<T>`` (empty when the folder has neither)."""
+    """``source -> file`` of the KDD layout.
+
+    ``corpus-<name>.jsonl`` at the top, and ``<T>/corpus-<llm>.jsonl`` as ``<llm>-tmp<T>`` (empty when
+    the folder has neither).
+    """
     kdd: dict[str, Path] = {}
     folders = [root] + [f for f in sorted(root.iterdir()) if f.is_dir() and _TEMP_DIR.match(f.name)]
     for folder in folders:
@@ -264,7 +300,7 @@ def load_dataset(path: str | Path, options: DatasetOptions | None = None, **over
     if opts.twins is not None:
         raise ConfigError(f"twins= is for irds:<id> datasets; the folder {path} holds its own twins (corpus/<source>.jsonl)")
     root, registered = resolve_dataset(path)
-    layout = detect_layout(root, opts.human_source, unknown_files=opts.unknown_files)  # type: ignore[arg-type]
+    layout = detect_layout(root, opts.human_source, unknown_files=opts.unknown_files)
     chosen = _chosen_sources(layout, opts)
     qrels_path = _qrels_path(layout, opts.split)
     report = LoadReport()
@@ -296,7 +332,7 @@ def _load_irds(spec: str, opts: DatasetOptions) -> Dataset:
     from sourcebias.data.irds import load_irds
 
     fields = load_irds(spec, twins=opts.twins, split=opts.split, sources=opts.sources, human_source=opts.human_source,
-                       unknown_qrels=opts.unknown_qrels, empty_text=opts.empty_text, orphans=opts.orphans)  # type: ignore[arg-type]  # fmt: skip
+                       unknown_qrels=_on_problem(opts.unknown_qrels), empty_text=_on_problem(opts.empty_text), orphans=opts.orphans)  # fmt: skip
     return Dataset(**fields, options=opts)
 
 
@@ -376,15 +412,22 @@ def _qrels_path(layout: DatasetLayout, split: str | None) -> Path | None:
     return path
 
 
+def _on_problem(value: str) -> OnProblem:
+    """An option DatasetOptions has checked (``"error"`` or ``"skip"``), typed as the readers take it."""
+    return "skip" if value == "skip" else "error"
+
+
 def _read_sources(layout: DatasetLayout, chosen: list[str], opts: DatasetOptions, report: LoadReport) -> tuple[Corpus, dict[str, int], set[str]]:
-    """``(corpus, line of each original, originals skipped for empty text)``: the chosen sources,
-    human first; a twin without an original stops with its file and line."""
+    """``(corpus, line of each original, originals skipped for empty text)``.
+
+    The chosen sources, human first; a twin without an original stops with its file and line.
+    """
     human_source, files = opts.human_source, layout.source_files
-    human, human_lines = read_corpus(files[human_source], human_source, empty_text=opts.empty_text, report=report)  # type: ignore[arg-type]
+    human, human_lines = read_corpus(files[human_source], human_source, empty_text=_on_problem(opts.empty_text), report=report)
     skipped = set(human_lines).difference(human.doc_ids)  # empty text, skipped on request
     parts: list[Corpus] = [human] if human_source in chosen else []
     for s in (s for s in chosen if s != human_source):
-        twin, twin_lines = read_corpus(files[s], s, empty_text=opts.empty_text, report=report)  # type: ignore[arg-type]
+        twin, twin_lines = read_corpus(files[s], s, empty_text=_on_problem(opts.empty_text), report=report)
         for doc_id in twin.doc_ids:
             if doc_id not in human_lines:
                 raise DataError(files[s], f"twin '{doc_id}' has no original in {files[human_source].name} (source '{human_source}')", twin_lines[doc_id])
@@ -396,7 +439,7 @@ def _read_judgements(path: Path | None, human_lines: dict[str, int], queries: di
     """The split's judgements less those of skipped originals (counted); empty without a split."""
     if path is None:
         return Qrels({})
-    qrels = read_qrels(path, known_docs=human_lines, known_queries=queries, unknown=opts.unknown_qrels, report=report)  # type: ignore[arg-type]
+    qrels = read_qrels(path, known_docs=human_lines, known_queries=queries, unknown=_on_problem(opts.unknown_qrels), report=report)
     qrels = _without_judgements(qrels, skipped, report)
     no_rel = len(qrels) - len(qrels.queries_with_relevant())
     if no_rel:
@@ -405,9 +448,10 @@ def _read_judgements(path: Path | None, human_lines: dict[str, int], queries: di
 
 
 def require_evaluable(dataset: Dataset) -> list[str]:
-    """The queries the split can evaluate (those with at least one relevant document); none is an
-    error naming the qrels file, since every measure with labels would be undefined (NaN) and
-    every test meaningless.
+    """The queries the split can evaluate (those with at least one relevant document).
+
+    None is an error naming the qrels file, since every measure with labels would be undefined
+    (NaN) and every test meaningless.
 
     Args:
         dataset: A dataset loaded with a split.

@@ -94,7 +94,7 @@ def held_output() -> Iterator[HeldOutput]:
     document arrives (the data is there: from then on they pass through, the held part first);
     a dataset that cannot be had leaves only sourcebias' own error, which says what to fetch."""
     held = HeldOutput(sys.stderr)
-    with contextlib.redirect_stderr(held):  # type: ignore[type-var]
+    with contextlib.redirect_stderr(held):
         yield held
 
 

@@ -71,7 +71,17 @@ class DatasetOptions:
                 raise ConfigError(f"{name} must be {' or '.join(repr(a) for a in allowed)}, got {value!r}")
 
     def with_changes(self, **changes: Any) -> DatasetOptions:
-        """A copy with some options changed (unknown names are refused, naming the known ones)."""
+        """A copy with some options changed.
+
+        Args:
+            **changes: Options by name, e.g. ``split="dev"``.
+
+        Returns:
+            The new options (checked like any others: a value an option does not take is a ConfigError).
+
+        Raises:
+            TypeError: An unknown option name (the known ones are listed).
+        """
         known = {f.name for f in fields(self)}
         unknown = sorted(set(changes) - known)
         if unknown:
@@ -79,14 +89,28 @@ class DatasetOptions:
         return replace(self, **changes)
 
     def to_dict(self) -> dict[str, Any]:
-        """The options as plain JSON values (``sources`` a list)."""
+        """The options as plain JSON values.
+
+        Returns:
+            ``{option: value}`` (``sources`` a list).
+        """
         out = asdict(self)
         out["sources"] = list(self.sources) if self.sources is not None else None
         return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> DatasetOptions:
-        """Options from :meth:`to_dict`'s form; an unknown key is an error naming it."""
+        """Options from :meth:`to_dict`'s form.
+
+        Args:
+            data: ``{option: value}``.
+
+        Returns:
+            The options.
+
+        Raises:
+            ConfigError: An unknown key (named), or a value an option does not take.
+        """
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
@@ -95,8 +119,10 @@ class DatasetOptions:
 
 
 def recorded_options(dataset: Mapping[str, Any] | None, parameters: Mapping[str, Any] | None = None, *, sources: Sequence[str] | None = None) -> tuple[DatasetOptions, str]:
-    """``(options, note)``: how the dataset of a result was loaded, from the result's ``dataset``
-    record (its ``describe()``) and ``parameters``.
+    """``(options, note)``.
+
+    How the dataset of a result was loaded, from the result's ``dataset`` record (its ``describe()``)
+    and ``parameters``.
 
     Args:
         dataset: The result's dataset record (``result.dataset``).

@@ -27,7 +27,7 @@ ORPHAN_POLICIES = ("drop", "keep")
 def check_policy(policy: str) -> OrphanPolicy:
     if policy not in ORPHAN_POLICIES:
         raise ConfigError(f"orphans must be 'drop' or 'keep', got '{policy}'")
-    return policy  # type: ignore[return-value]
+    return "drop" if policy == "drop" else "keep"
 
 
 def apply_orphan_rule(corpus: Corpus, qrels: Qrels, policy: str = "drop") -> tuple[Qrels, dict[str, Any]]:

@@ -8,6 +8,7 @@ an evaluation (one target source, or all) is decided by the evaluation protocol,
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 
 
 class Qrels(Mapping[str, Mapping[str, int]]):
@@ -30,25 +31,54 @@ class Qrels(Mapping[str, Mapping[str, int]]):
 
     @property
     def n_judgements(self) -> int:
+        """The number of (query, document) judgements, of any grade."""
         return sum(len(d) for d in self._labels.values())
 
     def queries_with_relevant(self) -> list[str]:
-        """Query ids with at least one document of grade > 0 (the queries that can be evaluated)."""
+        """Query ids with at least one document of grade > 0 (the queries that can be evaluated).
+
+        Returns:
+            Their ids, in qrels order.
+        """
         return [q for q, docs in self._labels.items() if any(g > 0 for g in docs.values())]
 
     def relevant(self, query_id: str) -> dict[str, int]:
+        """The relevant documents of a query.
+
+        Args:
+            query_id: The query.
+
+        Returns:
+            ``{doc_id: grade}`` of its documents of grade > 0 (empty for an unknown query).
+        """
         return {d: g for d, g in self._labels.get(query_id, {}).items() if g > 0}
 
     def restrict(self, query_ids: set[str] | list[str]) -> Qrels:
+        """The judgements of some queries only.
+
+        Args:
+            query_ids: The queries to keep.
+
+        Returns:
+            A new :class:`Qrels`.
+        """
         keep = set(query_ids)
         return Qrels({q: d for q, d in self._labels.items() if q in keep})
 
 
-def require_evaluable(query_ids: list[str], qrels_file: object, *, split: str | None = None) -> list[str]:
+def require_evaluable(query_ids: list[str], qrels_file: str | Path | None, *, split: str | None = None) -> list[str]:
     """``query_ids`` (the queries that can be evaluated), refused when there is none.
 
     The one check that a split has a query with a relevant judgement (grade > 0): without one
     every measure is undefined, so a command that would report on no query stops instead.
+
+    Args:
+        query_ids: The queries with a relevant judgement.
+        qrels_file: The judgements file, named in the error.
+        split: The split, named in the error.
+
+    Returns:
+        ``query_ids``.
 
     Raises:
         DataError: naming ``qrels_file`` when ``query_ids`` is empty.

@@ -71,19 +71,35 @@ class KnownDataset:
 
     @property
     def builtin(self) -> bool:
+        """Whether the dataset ships inside the package."""
         return bool(self.shipped)
 
     def builtin_path(self) -> Path:
-        """The folder of the shipped copy (inside the installed package)."""
+        """The folder of the shipped copy (inside the installed package).
+
+        Returns:
+            ``<package>/data/builtin/<name>``.
+        """
         return Path(__file__).parent / "builtin" / self.name
 
     def cached_path(self, root: str | Path | None = None) -> Path:
-        """Where ``sourcebias download`` puts it: ``root/<name>`` (default: :func:`datasets_dir`)."""
+        """Where ``sourcebias download`` puts it.
+
+        Args:
+            root: The dataset cache (default: :func:`datasets_dir`).
+
+        Returns:
+            ``root/<name>``.
+        """
         return Path(root).expanduser() / self.name if root is not None else datasets_dir() / self.name
 
     def local_path(self) -> Path | None:
-        """The folder that holds it on this machine: the shipped copy, or a finished download in the
-        dataset cache; ``None`` when it has not been downloaded."""
+        """The folder that holds it on this machine.
+
+        Returns:
+            The shipped copy, or a finished download in the dataset cache; ``None`` when it has not been
+            downloaded.
+        """
         if self.builtin:
             return self.builtin_path()
         path = self.cached_path()
@@ -91,13 +107,24 @@ class KnownDataset:
 
 
 def is_complete(folder: str | Path) -> bool:
-    """Whether ``folder`` holds a finished, verified download (its marker file is there)."""
+    """Whether ``folder`` holds a finished, verified download (its marker file is there).
+
+    Args:
+        folder: A dataset folder.
+
+    Returns:
+        True when the download's marker file exists.
+    """
     return (Path(folder) / MARKER).is_file()
 
 
 def datasets_dir() -> Path:
-    """The dataset cache: ``$SOURCEBIAS_DATASETS`` or ``<cache>/datasets`` (the cache is
-    ``$SOURCEBIAS_CACHE`` or ``~/.cache/sourcebias``)."""
+    """The dataset cache.
+
+    Returns:
+        ``$SOURCEBIAS_DATASETS``, or ``<cache>/datasets`` (the cache is ``$SOURCEBIAS_CACHE`` or
+        ``~/.cache/sourcebias``).
+    """
     env = os.environ.get("SOURCEBIAS_DATASETS")
     return Path(env).expanduser() if env else default_cache_dir() / "datasets"
 
@@ -152,13 +179,29 @@ KNOWN: dict[str, KnownDataset] = {NQ_UTD.name: NQ_UTD, **{n: _cocktail(n, d, md5
 
 
 def known_dataset(name: str) -> KnownDataset | None:
-    """The registered dataset of that name (``None`` if there is none)."""
+    """The registered dataset of that name.
+
+    Args:
+        name: A dataset name (``nq-utd``).
+
+    Returns:
+        Its entry, or ``None`` if there is none.
+    """
     return KNOWN.get(name)
 
 
 def resolve_name(name: str) -> Path | None:
-    """The folder a registered dataset name stands for on this machine, ``None`` if ``name`` is
-    not registered; a registered dataset that is not downloaded yet is an error saying how to get it."""
+    """The folder a registered dataset name stands for on this machine.
+
+    Args:
+        name: A dataset name.
+
+    Returns:
+        The folder, or ``None`` if ``name`` is not registered.
+
+    Raises:
+        ConfigError: ``name`` is registered but not downloaded yet (the error says how to get it).
+    """
     from sourcebias.core.errors import ConfigError
 
     entry = known_dataset(name)
@@ -174,8 +217,12 @@ def resolve_name(name: str) -> Path | None:
 
 
 def listing() -> list[dict[str, str]]:
-    """One row per known dataset: name, kind (built-in or download), where it is (or how to get
-    it), description, licence, citation and what is known of its checksums."""
+    """One row per known dataset, for ``sourcebias datasets``.
+
+    Returns:
+        Rows of name, kind (built-in or download), where it is (or how to get it), description,
+        licence, citation and what is known of its checksums.
+    """
     rows = []
     for entry in KNOWN.values():
         here = entry.local_path()

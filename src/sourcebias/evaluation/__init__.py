@@ -1,5 +1,7 @@
-"""The source-bias evaluation protocol: per-target measures, Relative Δ, source shares, tests;
-results as reloadable artifacts."""
+"""The source-bias evaluation protocol.
+
+Per-target measures, Relative Δ, source shares, tests; results as reloadable artifacts.
+"""
 
 from sourcebias.evaluation.measures import (
     DEFAULT_CUTOFFS,

@@ -7,19 +7,34 @@ into the same staging folder, so that they are listed in the manifest and appear
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, TypedDict, Unpack
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from sourcebias.core.artifacts import OutputFolder
 from sourcebias.core.manifest import build_manifest, describe_file
 from sourcebias.evaluation.results import EvaluationResult
 
+if TYPE_CHECKING:  # typing.Unpack is Python 3.11+; the annotations are never evaluated at run time
+    from typing_extensions import Unpack
+
 TIE_RULE = "score desc, then splitmix64(blake2b(source, doc_id) ^ blake2b(seed, query_id)) asc (sourcebias.retrieval.ties)"
 
 
 def evaluation_manifest(result: EvaluationResult, *, timings: dict[str, Any] | None = None, command: str = "evaluate", extra: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The manifest of an evaluation: inputs with checksums, parameters, models, timings."""
+    """The manifest of an evaluation: inputs with checksums, parameters, models, timings.
+
+    Args:
+        result: The evaluation.
+        timings: Timings of the command (the per-ranking ones are the result's).
+        command: The command recorded.
+        extra: Further entries of the manifest.
+
+    Returns:
+        The manifest (:func:`~sourcebias.core.manifest.build_manifest`): the dataset and every input
+        file with its checksum (corpora, queries, qrels, given runs), the parameters with the measures
+        and the tie rule, the retrievers' configurations, the timings and the queries evaluated.
+    """
     ds = result.dataset
     files: dict[str, Any] = {f"corpus:{s}": describe_file(info["file"]) for s, info in ds["sources"].items()}
     files["queries"] = describe_file(ds["queries_file"])
@@ -40,8 +55,10 @@ def evaluation_manifest(result: EvaluationResult, *, timings: dict[str, Any] | N
 
 
 class WriteOptions(TypedDict, total=False):
-    """How an evaluation is written: the keyword arguments that :func:`write_result`,
-    :func:`write_result_into` and :func:`sourcebias.reporting.outputs.write_evaluation` share.
+    """How an evaluation is written.
+
+    The keyword arguments that :func:`write_result`, :func:`write_result_into` and
+    :func:`sourcebias.reporting.outputs.write_evaluation` share.
 
     Attributes:
         write_runs: write the runs as TREC files (default True).
@@ -59,7 +76,7 @@ class WriteOptions(TypedDict, total=False):
     format: str
 
 
-def _check_options(options: dict[str, Any]) -> None:
+def _check_options(options: Mapping[str, object]) -> None:
     """A keyword the writers do not know is refused (a TypedDict checks nothing at run time)."""
     unknown = sorted(set(options) - set(WriteOptions.__annotations__))
     if unknown:
@@ -75,8 +92,10 @@ def _write_files(result: EvaluationResult, folder: Path, render: Callable[[Evalu
 
 
 def write_result_into(result: EvaluationResult, folder: str | Path, *, render: Callable[[EvaluationResult, Path], Any] | None = None, **options: Unpack[WriteOptions]) -> Path:
-    """Write ``result`` and its manifest (with every file listed) into ``folder``, a folder inside
-    an output folder that is already claimed (e.g. the before/after evaluation of ``cdc fit``).
+    """Write ``result`` and its manifest (with every file listed) into ``folder``.
+
+    ``folder`` is a folder inside an output folder that is already claimed (e.g. the before/after
+    evaluation of ``cdc fit``).
 
     Args:
         result: the evaluation.
@@ -90,7 +109,7 @@ def write_result_into(result: EvaluationResult, folder: str | Path, *, render: C
     from sourcebias.core.artifacts import MANIFEST, list_files
     from sourcebias.core.atomic import atomic_write_json
 
-    _check_options(options)  # type: ignore[arg-type]
+    _check_options(options)
     folder = Path(folder)
     manifest = _write_files(result, folder, render, options)
     manifest["kind"] = "evaluate"
@@ -113,7 +132,7 @@ def write_result(result: EvaluationResult, out: str | Path | OutputFolder, *, ov
     Returns:
         The folder's path.
     """
-    _check_options(options)  # type: ignore[arg-type]
+    _check_options(options)
     folder = out if isinstance(out, OutputFolder) else OutputFolder.claim(out, kind="evaluate", overwrite=overwrite)
     try:
         return folder.commit(_write_files(result, folder.staging, render, options))

@@ -144,7 +144,7 @@ def _read_as_blocks(codes: list[np.ndarray], labels: list[list[str]], values: np
     keys = [tuple(labels[j][firsts[j][b]] for j in range(4)) for b in range(nk)]
     if len(set(keys)) != nk:
         return None
-    return dict(zip(keys, values.reshape(nk, nq)))  # type: ignore[arg-type]
+    return dict(zip(keys, values.reshape(nk, nq)))
 
 
 def _merge_equal_labels(codes: np.ndarray, labels: list[str]) -> tuple[np.ndarray, list[str]]:
@@ -183,6 +183,6 @@ def _scatter(path: Path, codes: list[np.ndarray], labels: list[list[str]], qrow:
         seen = np.bincount(q, minlength=nq)
         if seen.max() > 1:
             raise DataError(path, f"{int((seen - 1).clip(0).sum())} rows repeat a query already given for {k}, e.g. query '{query_ids[int(seen.argmax())]}'")
-        vec = out[k] = np.full(nq, np.nan)  # type: ignore[index]
+        vec = out[k] = np.full(nq, np.nan)
         vec[q] = values[rows]
-    return out  # type: ignore[return-value]
+    return out

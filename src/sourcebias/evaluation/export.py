@@ -134,7 +134,7 @@ def ir_measures_metrics(result: Any, retriever: str, setting: str, target: str) 
     """The per-query values of one retriever, setting and target as ``ir_measures.Metric``
     records (target measures; one record per query and measure, in query order)."""
     ir_measures = _require("ir_measures")
-    out = []
+    out: list[Any] = []
     for m in result.target_measures:
         measure = ir_measure(m)
         values = result.values(retriever, setting, target, m)

@@ -1,5 +1,5 @@
 """The protocol's masking rule, in one place: which copies of a judged document count as
-relevant for a target (SPEC §4; Dai et al., KDD 2024, Appendix A.1).
+relevant for a target (Dai et al., KDD 2024, §3.1; the toy example of its Appendix A, A.1 in the arXiv version).
 
 Every copy in the corpus of a judged document is listed; the target's copies keep their grade,
 every other source's copies get 0 (they keep their rank positions but count as non-relevant);

@@ -12,10 +12,16 @@ Two scopes of measure:
 
 Definitions of the target measures (trec_eval, as in BEIR and the papers):
 
-* ``NDCG@k`` — ``ndcg_cut.k``: gain = relevance grade, log2 discount;
+* ``NDCG@k`` — ``ndcg_cut.k``: gain = relevance grade, log2 discount (Järvelin & Kekäläinen,
+  "Cumulated gain-based evaluation of IR techniques", ACM TOIS 20(4), 2002, in trec_eval's form);
 * ``MAP@k``  — ``map_cut.k``: precision at each relevant document within the top k, summed and
   divided by the number of relevant documents of the query;
 * ``Recall@k`` — ``recall.k``; ``P@k`` — ``P.k``.
+
+References of the source measures: ``Share@k`` is the "human rate@k" of Cocktail's evaluation
+(Dai et al., Findings of ACL 2024); ``NDSR@k`` is from Huang et al., *Relevance Supervision Can
+Teach Neural Retrievers to Prefer LLM-Generated Text* (2026, arXiv 2604.06163). Each kind names
+its reference in :attr:`MeasureKind.reference`.
 
 **Adding a measure** is one class and one registration line in this file (or in your own code):
 subclass :class:`TrecMeasureKind` with the trec_eval family name, or :class:`SourceMeasureKind`
@@ -40,24 +46,51 @@ if TYPE_CHECKING:
 
 
 class MeasureKind(ABC):
-    """A family of measures, one per cut-off (``NDCG`` -> ``NDCG@1``, ``NDCG@10``, ...)."""
+    """A family of measures, one per cut-off (``NDCG`` -> ``NDCG@1``, ``NDCG@10``, ...).
+
+    Attributes:
+        name: The canonical name (``NDCG``).
+        aliases: Other spellings ``--metric`` accepts, case-insensitive.
+        description: One line on what it measures.
+        scope: ``target`` (needs relevance labels; one value per target) or ``source`` (label-free;
+            one value per source).
+        reference: Where the measure is defined (a paper, or the trec_eval measure it is computed as).
+    """
 
     name: str = ""
     aliases: tuple[str, ...] = ()
     description: str = ""
     scope: str = "target"
+    #: where the measure is defined (a paper, or the trec_eval measure it is computed as)
+    reference: str = ""
 
 
 class TrecMeasureKind(MeasureKind):
-    """A trec_eval measure with a cut-off, computed per target source by pytrec_eval."""
+    """A trec_eval measure with a cut-off, computed per target source by pytrec_eval.
+
+    Args:
+        name: The canonical name (``NDCG``).
+        trec_family: trec_eval's measure family (``ndcg_cut``); the cut-off is appended.
+        aliases: Other spellings.
+        description: One line on what it measures.
+        reference: Where it is defined (default: trec_eval's family).
+    """
 
     scope = "target"
 
-    def __init__(self, name: str, trec_family: str, aliases: Sequence[str] = (), description: str = ""):
+    def __init__(self, name: str, trec_family: str, aliases: Sequence[str] = (), description: str = "", reference: str = ""):
         self.name, self.trec_family, self.aliases, self.description = name, trec_family, tuple(aliases), description
+        self.reference = reference or f"trec_eval's {trec_family}"
 
     def trec_key(self, cutoff: int) -> str:
-        """The key pytrec_eval returns (``ndcg_cut_10``)."""
+        """The key pytrec_eval returns for a cut-off.
+
+        Args:
+            cutoff: The cut-off k.
+
+        Returns:
+            ``<trec_family>_<k>`` (``ndcg_cut_10``).
+        """
         return f"{self.trec_family}_{cutoff}"
 
 
@@ -68,13 +101,31 @@ class SourceMeasureKind(MeasureKind):
 
     @abstractmethod
     def per_query(self, run: Run, query_ids: Sequence[str], cutoff: int) -> np.ndarray:
-        """``(len(query_ids), len(run.corpus.sources))`` values; NaN for a query without a
-        ranking (left out of means)."""
+        """The measure's values per query and source.
+
+        Args:
+            run: A tie-broken run.
+            query_ids: The queries, in the order of the rows.
+            cutoff: The cut-off k.
+
+        Returns:
+            A ``(len(query_ids), len(run.corpus.sources))`` array; NaN for a query without a ranking
+            (left out of means).
+        """
 
 
 def weighted_source_shares(run: Run, query_ids: Sequence[str], weights: np.ndarray) -> np.ndarray:
-    """Per query and source, the share of the rank weights (``weights[r - 1]`` for rank r, as many
-    ranks as weights) that the source's documents take; queries with an empty ranking get NaN."""
+    """Per query and source, the share of the rank weights that the source's documents take.
+
+    Args:
+        run: A tie-broken run.
+        query_ids: The queries, in the order of the rows.
+        weights: ``weights[r - 1]`` is the weight of rank r, for as many ranks as there are weights.
+
+    Returns:
+        A ``(len(query_ids), len(run.corpus.sources))`` array of shares; NaN for a query with an
+        empty ranking.
+    """
     codes = run.corpus.source_codes
     n_src = len(run.corpus.sources)
     mat = np.full((len(query_ids), n_src), np.nan)
@@ -89,35 +140,60 @@ def weighted_source_shares(run: Run, query_ids: Sequence[str], weights: np.ndarr
 
 
 class Share(SourceMeasureKind):
-    """``Share@k``: the fraction of each source among the top k of a query's ranking
-    (Cocktail's "human rate@k"). The denominator is the number of documents in the top k (fewer
-    than k if fewer were retrieved); a query with an empty ranking gets NaN."""
+    """``Share@k``: the fraction of each source among the top k of a query's ranking.
+
+    Cocktail's "human rate@k" (Dai et al., Findings of ACL 2024). The denominator is the number of documents in the top k (fewer than k if fewer were retrieved); a
+    query with an empty ranking gets NaN.
+    """
 
     name = "Share"
     aliases = ("share", "rate", "human-rate")
     description = "fraction of each source in the top k (Cocktail's human rate@k)"
+    reference = "Cocktail's human rate@k: Dai et al., Cocktail, Findings of ACL 2024"
 
     def per_query(self, run: Run, query_ids: Sequence[str], cutoff: int) -> np.ndarray:
+        """The fraction of each source among the top ``cutoff`` of each query's ranking.
+
+        Args:
+            run: A tie-broken run.
+            query_ids: The queries, in the order of the rows.
+            cutoff: The cut-off k.
+
+        Returns:
+            ``(queries, sources)`` shares (NaN for an empty ranking).
+        """
         return weighted_source_shares(run, query_ids, np.ones(cutoff))
 
 
 class NDSR(SourceMeasureKind):
-    """``NDSR@k``, normalized discounted source ratio (Huang et al., 2026): the share of each
-    source in the top k, each rank r weighted 1 / log2(1 + r). Label-free, so it works on any
-    query set. With fewer than k documents ranked, the weights of the ranked ones are used; a
-    query with an empty ranking gets NaN. ΔNDSR@k = mean over queries of NDSR_human − NDSR_LLM
-    (< 0: the retriever prefers LLM text); see :mod:`sourcebias.evaluation.statistics`.
+    """``NDSR@k``, normalized discounted source ratio (Huang et al., 2026): the share of each source in the top k, each rank r weighted 1 / log2(1 + r).
+
+    Label-free, so it works on any query set. With fewer than k documents ranked, the weights of the
+    ranked ones are used; a query with an empty ranking gets NaN. ΔNDSR@k = mean over queries of
+    NDSR_human − NDSR_LLM (< 0: the retriever prefers LLM text); see
+    :mod:`sourcebias.evaluation.statistics`.
 
     Reference: Huang et al., *Relevance Supervision Can Teach Neural Retrievers to Prefer
-    LLM-Generated Text*, 2026 (package ``relevance_source_bias``); their ties are broken by
+    LLM-Generated Text*, 2026, arXiv 2604.06163 (package ``relevance_source_bias``); their ties are broken by
     document id, which favours one source; here ranks come from sourcebias' fair tie rule.
     """
 
     name = "NDSR"
     aliases = ("ndsr",)
     description = "discounted share of each source in the top k (label-free; Huang et al. 2026)"
+    reference = "Huang et al., Relevance Supervision Can Teach Neural Retrievers to Prefer LLM-Generated Text, 2026, arXiv 2604.06163"
 
     def per_query(self, run: Run, query_ids: Sequence[str], cutoff: int) -> np.ndarray:
+        """The discounted share of each source in the top ``cutoff`` of each query's ranking.
+
+        Args:
+            run: A tie-broken run.
+            query_ids: The queries, in the order of the rows.
+            cutoff: The cut-off k.
+
+        Returns:
+            ``(queries, sources)`` NDSR values (NaN for an empty ranking).
+        """
         return weighted_source_shares(run, query_ids, 1.0 / np.log2(1.0 + np.arange(1, cutoff + 1)))
 
 
@@ -126,7 +202,17 @@ _BY_ALIAS: dict[str, str] = {}
 
 
 def register_measure(kind: MeasureKind) -> MeasureKind:
-    """Make ``kind`` (and its aliases, case-insensitive) known to :func:`parse_measure`."""
+    """Make ``kind`` (and its aliases, case-insensitive) known to :func:`parse_measure`.
+
+    Args:
+        kind: The measure kind (an instance).
+
+    Returns:
+        ``kind``.
+
+    Raises:
+        ValueError: Its name is empty or holds ``@``.
+    """
     if not kind.name or "@" in kind.name:
         raise ValueError(f"a measure kind needs a name without '@', got {kind.name!r}")
     _KINDS[kind.name] = kind
@@ -135,7 +221,12 @@ def register_measure(kind: MeasureKind) -> MeasureKind:
     return kind
 
 
-register_measure(TrecMeasureKind("NDCG", "ndcg_cut", ("ndcg",), "normalised discounted cumulative gain (graded)"))
+register_measure(
+    TrecMeasureKind(
+        "NDCG", "ndcg_cut", ("ndcg",), "normalised discounted cumulative gain (graded)",
+        reference="Järvelin & Kekäläinen, Cumulated gain-based evaluation of IR techniques, ACM TOIS 20(4), 2002; trec_eval's ndcg_cut",
+    )
+)  # fmt: skip
 register_measure(TrecMeasureKind("MAP", "map_cut", ("map", "ap"), "mean average precision within the top k"))
 register_measure(TrecMeasureKind("Recall", "recall", ("recall", "r"), "share of the relevant documents in the top k"))
 register_measure(TrecMeasureKind("P", "P", ("p", "precision"), "precision at k"))
@@ -144,6 +235,11 @@ register_measure(NDSR())
 
 
 def measure_kinds() -> dict[str, MeasureKind]:
+    """Every registered measure kind (plugins loaded first).
+
+    Returns:
+        ``{name: kind}``.
+    """
     from sourcebias.core.plugins import load_plugins
 
     load_plugins()
@@ -160,7 +256,17 @@ def _lookup(name: str) -> str | None:
 
 
 def canonical_name(name: str) -> str:
-    """``"ndcg"`` -> ``"NDCG"``; raises :class:`ConfigError` naming the known measures."""
+    """The canonical name of a measure: ``"ndcg"`` -> ``"NDCG"``.
+
+    Args:
+        name: A name or alias, any case.
+
+    Returns:
+        The registered kind's name.
+
+    Raises:
+        ConfigError: An unknown name (the known measures are listed).
+    """
     canonical = _lookup(name)
     if canonical is None:
         raise ConfigError(f"unknown measure '{name}'; known: {', '.join(_KINDS)}")
@@ -169,7 +275,12 @@ def canonical_name(name: str) -> str:
 
 @dataclass(frozen=True, order=True)
 class Measure:
-    """A measure at a cut-off, e.g. ``Measure("NDCG", 10)``, written ``NDCG@10``."""
+    """A measure at a cut-off, e.g. ``Measure("NDCG", 10)``, written ``NDCG@10``.
+
+    Attributes:
+        name: The kind's canonical name (an alias given is canonicalised).
+        cutoff: The cut-off k, an integer ≥ 1.
+    """
 
     name: str
     cutoff: int
@@ -185,19 +296,29 @@ class Measure:
 
     @property
     def kind(self) -> MeasureKind:
+        """The registered kind of the measure."""
         return _KINDS[self.name]
 
     @property
     def scope(self) -> str:
+        """``target`` (needs labels) or ``source`` (label-free), as the kind says."""
         return self.kind.scope
 
     @property
     def trec_family(self) -> str:
-        return self.kind.trec_family  # type: ignore[attr-defined]
+        """trec_eval's family of a target measure (``ndcg_cut``); AttributeError for a source measure."""
+        return self._trec_kind().trec_family
 
     @property
     def trec_key(self) -> str:
-        return self.kind.trec_key(self.cutoff)  # type: ignore[attr-defined]
+        """The key pytrec_eval returns for this measure (``ndcg_cut_10``); AttributeError for a source measure."""
+        return self._trec_kind().trec_key(self.cutoff)
+
+    def _trec_kind(self) -> TrecMeasureKind:
+        kind = self.kind
+        if not isinstance(kind, TrecMeasureKind):
+            raise AttributeError(f"{self} is not a trec_eval measure (its kind is {type(kind).__name__})")
+        return kind
 
 
 DEFAULT_MEASURES = ("NDCG", "MAP", "Recall", "P", "Share")
@@ -205,7 +326,18 @@ DEFAULT_CUTOFFS = (1, 3, 5, 10)
 
 
 def parse_measure(text: str | Measure) -> Measure:
-    """``"nDCG@10"``, ``"map@5"``, ``"Recall@100"``, ``"P@1"``, ``"Share@3"`` -> :class:`Measure`."""
+    """A measure from its written form.
+
+    Args:
+        text: ``"nDCG@10"``, ``"map@5"``, ``"Recall@100"``, ``"P@1"``, ``"Share@3"`` (or a
+            :class:`Measure`, returned as it is).
+
+    Returns:
+        The :class:`Measure`.
+
+    Raises:
+        ConfigError: The text is not ``NAME@k``, or names no known measure.
+    """
     if isinstance(text, Measure):
         return text
     m = re.fullmatch(r"\s*([A-Za-z][A-Za-z_-]*)\s*@\s*(\d+)\s*", str(text))
@@ -215,7 +347,18 @@ def parse_measure(text: str | Measure) -> Measure:
 
 
 def measure_grid(names: Iterable[str] = DEFAULT_MEASURES, cutoffs: Iterable[int] = DEFAULT_CUTOFFS) -> list[Measure]:
-    """Every measure name at every cut-off, in the given order: ``NDCG@1, NDCG@3, ..., MAP@1, ...``."""
+    """Every measure name at every cut-off, in the given order: ``NDCG@1, NDCG@3, ..., MAP@1, ...``.
+
+    Args:
+        names: Measure names or aliases.
+        cutoffs: Cut-offs.
+
+    Returns:
+        The measures, without repeats.
+
+    Raises:
+        ConfigError: An unknown name or a cut-off below 1.
+    """
     out: list[Measure] = []
     for n in names:
         canonical = canonical_name(n)
@@ -227,12 +370,26 @@ def measure_grid(names: Iterable[str] = DEFAULT_MEASURES, cutoffs: Iterable[int]
 
 
 def is_measure_name(token: str) -> bool:
-    """Whether ``token`` names a measure (``NDCG``, ``ndcg@10``); used by the CLI's ``--metric``."""
+    """Whether ``token`` names a measure (``NDCG``, ``ndcg@10``); used by the CLI's ``--metric``.
+
+    Args:
+        token: A word of the command line.
+
+    Returns:
+        True when the part before ``@`` is a known name or alias.
+    """
     return _lookup(token.split("@")[0]) is not None
 
 
 def trec_measure_spec(measures: Sequence[Measure]) -> set[str]:
-    """The measure strings for ``pytrec_eval.RelevanceEvaluator`` (``{"ndcg_cut.1,3", ...}``)."""
+    """The measure strings for ``pytrec_eval.RelevanceEvaluator``.
+
+    Args:
+        measures: Target measures.
+
+    Returns:
+        One string per trec_eval family with its cut-offs, e.g. ``{"ndcg_cut.1,3", "P.5"}``.
+    """
     by_family: dict[str, set[int]] = {}
     for m in measures:
         by_family.setdefault(m.trec_family, set()).add(m.cutoff)

@@ -1,4 +1,4 @@
-"""The source-bias evaluation protocol (SPEC §4; Dai et al., KDD 2024, Appendix A.1).
+"""The source-bias evaluation protocol (Dai et al., KDD 2024, §3.1; the toy example of its Appendix A, A.1 in the arXiv version).
 
 For each retriever (or each given run):
 
@@ -36,7 +36,7 @@ from sourcebias.data.corpus import Corpus
 from sourcebias.data.dataset import Dataset, require_evaluable
 from sourcebias.data.qrels import Qrels
 from sourcebias.evaluation.masking import masked_qrels
-from sourcebias.evaluation.measures import DEFAULT_CUTOFFS, DEFAULT_MEASURES, Measure, measure_grid, trec_measure_spec
+from sourcebias.evaluation.measures import DEFAULT_CUTOFFS, DEFAULT_MEASURES, Measure, SourceMeasureKind, measure_grid, trec_measure_spec
 from sourcebias.evaluation.results import ALL, MIXED, EvaluationResult, Key, RunKey
 from sourcebias.retrieval.base import Retriever, with_stage_after_first
 from sourcebias.retrieval.run import Run
@@ -46,15 +46,35 @@ from sourcebias.retrieval.stages import SelfMatchFilter
 def target_qrels(corpus: Corpus, qrels: Qrels, target: str, query_ids: Sequence[str]) -> dict[str, dict[str, int]]:
     """Qrels for one target, keyed by corpus position (as strings) for trec_eval.
 
-    Every copy of a judged document present in ``corpus`` is listed; copies of sources other
-    than ``target`` get label 0 (unless ``target == "all"``); see :mod:`.masking`.
+    Every copy of a judged document present in ``corpus`` is listed; copies of sources other than
+    ``target`` get label 0 (unless ``target == "all"``); see :mod:`.masking` (Dai et al., KDD 2024,
+    §3.1).
+
+    Args:
+        corpus: The corpus ranked.
+        qrels: The judgements (on originals' ids).
+        target: A source, or ``"all"``.
+        query_ids: The queries evaluated.
+
+    Returns:
+        ``{query_id: {str(position): grade}}``.
     """
     return masked_qrels(corpus, qrels, target, query_ids, all_target=ALL)
 
 
 def trec_run(run: Run, query_ids: Sequence[str]) -> dict[str, dict[str, float]]:
-    """The run for trec_eval: positions as document names, and a score that encodes the final
-    rank (``depth - rank``), so trec_eval's own re-sorting cannot reorder ties."""
+    """The run for trec_eval, with scores that encode the final rank.
+
+    Positions become document names, and the score is ``depth - rank``, so trec_eval's own
+    re-sorting cannot reorder ties.
+
+    Args:
+        run: A tie-broken run.
+        query_ids: The queries evaluated (those without a ranking are left out).
+
+    Returns:
+        ``{query_id: {str(position): score}}``.
+    """
     out: dict[str, dict[str, float]] = {}
     name = [str(p) for p in range(len(run.corpus))].__getitem__  # a position's document name
     for q in query_ids:
@@ -67,10 +87,25 @@ def trec_run(run: Run, query_ids: Sequence[str]) -> dict[str, dict[str, float]]:
 
 
 def score_run(run: Run, qrels: Qrels, query_ids: Sequence[str], measures: Sequence[Measure], targets: Sequence[str], *, source_measures: bool = True) -> dict[tuple[str, str], np.ndarray]:
-    """Per-query values of each measure: ``{(target, "NDCG@10"): values}`` for the target
-    measures and every target, and ``{(source, "Share@3"): values}`` for the source measures
-    (with ``source_measures``); values aligned with ``query_ids`` (0 for a query with no
-    retrieved document; NaN where a source measure is undefined)."""
+    """Per-query values of each measure on one run.
+
+    Args:
+        run: The run.
+        qrels: The judgements.
+        query_ids: The queries evaluated; the values are aligned with them.
+        measures: The measures (target measures need labels; source measures do not).
+        targets: The targets of the target measures (sources, and ``"all"``).
+        source_measures: Also compute the source measures (``Share``, ``NDSR``).
+
+    Returns:
+        ``{(target, "NDCG@10"): values}`` for the target measures and every target, and ``{(source,
+        "Share@3"): values}`` for the source measures; 0 for a query with no retrieved document, NaN
+        where a source measure is undefined.
+
+    Raises:
+        ConfigError: A measure of scope ``source`` whose kind is not a
+            :class:`~sourcebias.evaluation.measures.SourceMeasureKind`.
+    """
     import pytrec_eval
 
     target_ms = [m for m in measures if m.scope == "target"]
@@ -88,15 +123,24 @@ def score_run(run: Run, qrels: Qrels, query_ids: Sequence[str], measures: Sequen
         for m in measures:
             if m.scope != "source":
                 continue
-            mat = m.kind.per_query(run, query_ids, m.cutoff)  # type: ignore[attr-defined]
+            kind = m.kind
+            if not isinstance(kind, SourceMeasureKind):
+                raise ConfigError(f"measure {m}: a kind of scope 'source' must subclass SourceMeasureKind (it has no per_query)")
+            mat = kind.per_query(run, query_ids, m.cutoff)
             for j, s in enumerate(run.corpus.sources):
                 out[(s, str(m))] = mat[:, j]
     return out
 
 
 def json_safe(obj: Any) -> Any:
-    """``obj`` as it reads back from JSON (tuples become lists, paths strings), so that a saved
-    and reloaded result compares equal to the one in memory."""
+    """``obj`` as it reads back from JSON, so that a saved and reloaded result compares equal.
+
+    Args:
+        obj: A JSON-able value (tuples become lists, paths and other objects strings).
+
+    Returns:
+        The value after a JSON round trip.
+    """
     return json.loads(json.dumps(obj, default=str))
 
 
@@ -176,8 +220,11 @@ def _named_runs(retrievers: Sequence[Retriever], runs: Mapping[str, Run] | Seque
 
 
 def _settings(dataset: Dataset, sole: bool) -> list[tuple[str, Corpus, list[str]]]:
-    """``(setting, corpus, targets)``: the mixed corpus first (all sources and ``all`` as targets),
-    then, with ``sole`` and several sources, each source alone."""
+    """``(setting, corpus, targets)``.
+
+    The mixed corpus first (all sources and ``all`` as targets), then, with ``sole`` and several
+    sources, each source alone.
+    """
     sources = list(dataset.sources)
     if len(sources) == 1:
         return [(sources[0], dataset.corpus, sources)]
@@ -186,8 +233,10 @@ def _settings(dataset: Dataset, sole: bool) -> list[tuple[str, Corpus, list[str]
 
 
 def _given_run(run: Run, name: str, dataset: Dataset, queries: Mapping[str, str], *, depth: int, seed: int, exclude_self: bool) -> Run:
-    """A given run bound to the dataset's corpus, restricted to the evaluated queries and cut at
-    ``depth``; its info counts the queries it has that are not evaluated, and those it lacks."""
+    """A given run bound to the dataset's corpus, restricted to the evaluated queries and cut at ``depth``.
+
+    Its info counts the queries it has that are not evaluated, and those it lacks.
+    """
     if run.corpus is not dataset.corpus:
         run = run.bind(dataset.corpus)
     if exclude_self:
@@ -208,8 +257,7 @@ class _Recorder:
         self.result, self.qrels, self.mixed_setting, self.keep_runs = result, qrels, mixed_setting, keep_runs
 
     def rank(self, retriever: Retriever, settings: list[tuple[str, Corpus, list[str]]], queries: Mapping[str, str], *, depth: int, seed: int, exclude_self: bool) -> None:
-        """Rank every setting's corpus with ``retriever`` (self-matches filtered after its first
-        stage with ``exclude_self``) and record each ranking."""
+        """Rank every setting's corpus with ``retriever`` (self-matches filtered after its first stage with ``exclude_self``) and record each ranking."""
         self.result.retrievers[retriever.name] = json_safe(retriever.config())
         system = with_stage_after_first(retriever, SelfMatchFilter()) if exclude_self else retriever
         for setting, corpus, targets in settings:

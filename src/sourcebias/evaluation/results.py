@@ -26,13 +26,20 @@ import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
 from sourcebias.core.errors import ConfigError, DataError
 from sourcebias.evaluation.measures import Measure, parse_measure
 from sourcebias.retrieval.run import Run
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from sourcebias.data.dataset import Dataset
+    from sourcebias.data.options import DatasetOptions
+    from sourcebias.evaluation.export import RanxExport
 
 MIXED = "mixed"
 ALL = "all"
@@ -43,9 +50,11 @@ FORMAT_VERSION = 1
 
 
 class Key(NamedTuple):
-    """Which values: a retriever, a corpus setting (``mixed`` or a source alone), a target (a
-    source, ``all``; for source measures such as Share@k, the source whose share it is) and a
-    measure (``NDCG@1``)."""
+    """Which values.
+
+    A retriever, a corpus setting (``mixed`` or a source alone), a target (a source, ``all``; for source
+    measures such as Share@k, the source whose share it is) and a measure (``NDCG@1``).
+    """
 
     retriever: str
     setting: str
@@ -63,8 +72,15 @@ class RunKey(NamedTuple):
 def relative_delta(human: float, llm: float) -> float:
     """Relative Δ in percent: ``(human - llm) / ((human + llm) / 2) * 100``.
 
-    Positive: human-written documents ranked higher; negative: LLM-generated ones (source
-    bias). Undefined (NaN) when both are 0.
+    Dai et al., KDD 2024, §3.1 (and Cocktail, Findings of ACL 2024, §4). Positive: human-written
+    documents ranked higher; negative: LLM-generated ones (source bias).
+
+    Args:
+        human: The measure's mean for the human target.
+        llm: The measure's mean for the LLM target, on the same ranking.
+
+    Returns:
+        Relative Δ in percent; NaN when both are 0 (undefined).
     """
     denom = (human + llm) / 2.0
     if denom == 0 or math.isnan(denom):
@@ -96,10 +112,12 @@ class EvaluationResult:
     # -- lookups ----------------------------------------------------------------------------
     @property
     def other_sources(self) -> list[str]:
+        """The sources other than the human one (the LLM twins)."""
         return [s for s in self.sources if s != self.human_source]
 
     @property
     def retriever_names(self) -> list[str]:
+        """The retrievers' (and given runs') names, in order."""
         return list(self.retrievers)
 
     @property
@@ -109,9 +127,24 @@ class EvaluationResult:
 
     @property
     def settings(self) -> list[str]:
+        """The corpus settings evaluated (``mixed``, then each sole source), in order."""
         return list(dict.fromkeys(k.setting for k in self.per_query))
 
     def values(self, retriever: str, corpus: str, target: str, metric: str | Measure) -> np.ndarray:
+        """The per-query values of one measure, aligned with :attr:`query_ids`.
+
+        Args:
+            retriever: A retriever's (or run's) name.
+            corpus: The corpus setting (``mixed``, or a source's name for its sole corpus).
+            target: The target (a source, or ``all``) or, for a source measure, the source.
+            metric: The measure, e.g. ``"NDCG@3"`` (any spelling :func:`~sourcebias.evaluation.measures.parse_measure` reads).
+
+        Returns:
+            One value per query (NaN where undefined).
+
+        Raises:
+            ConfigError: No such values; the error names what the result holds.
+        """
         key = Key(retriever, corpus, target, str(parse_measure(metric)))
         try:
             return self.per_query[key]
@@ -126,18 +159,50 @@ class EvaluationResult:
         return f"no values for {tuple(key)} in this result"
 
     def mean(self, retriever: str, corpus: str, target: str, metric: str | Measure) -> float:
+        """The mean of one measure over the queries where it is defined.
+
+        Args:
+            retriever: A retriever's (or run's) name.
+            corpus: The corpus setting (``mixed``, or a source's name).
+            target: The target (a source, or ``all``) or, for a source measure, the source.
+            metric: The measure, e.g. ``"NDCG@3"``.
+
+        Returns:
+            The mean (a fraction 0-1), NaN when no query has a value.
+
+        Raises:
+            ConfigError: No such values.
+        """
         v = self.values(retriever, corpus, target, metric)
         v = v[~np.isnan(v)]
         return float(v.mean()) if len(v) else float("nan")
 
     def relative_delta(self, retriever: str, metric: str | Measure, other: str | None = None) -> float:
-        """Relative Δ (percent) of a measure on the mixed corpus, human target vs ``other``."""
+        """Relative Δ (percent) of a measure on the mixed corpus, human target vs ``other``.
+
+        Args:
+            retriever: A retriever's (or run's) name.
+            metric: A measure with labels, e.g. ``"NDCG@3"``.
+            other: The LLM source (may be left out when there is one).
+
+        Returns:
+            :func:`relative_delta` of the two targets' means.
+
+        Raises:
+            ConfigError: Several LLM sources and no ``other``, or no such values.
+        """
         other = other or self._single_other()
         return relative_delta(self.mean(retriever, MIXED, self.human_source, metric), self.mean(retriever, MIXED, other, metric))
 
     def relative_delta_target(self, other: str) -> str:
-        """The ``target`` label of Relative Δ rows: ``relative_delta`` with one LLM source,
-        ``relative_delta:<source>`` with several."""
+        """The ``target`` label of Relative Δ rows.
+
+        Args:
+            other: The LLM source.
+
+        Returns:
+            ``relative_delta`` with one LLM source, ``relative_delta:<source>`` with several.
+        """
         return RELATIVE_DELTA if len(self.other_sources) == 1 else f"{RELATIVE_DELTA}:{other}"
 
     def _single_other(self) -> str:
@@ -148,6 +213,7 @@ class EvaluationResult:
 
     @property
     def has_mixed(self) -> bool:
+        """Whether the result holds the mixed corpus setting."""
         return any(k.setting == MIXED for k in self.per_query)
 
     def __repr__(self) -> str:
@@ -173,12 +239,16 @@ class EvaluationResult:
             return False
         return self.runs.keys() == other.runs.keys() and all(r == other.runs[k] for k, r in self.runs.items())
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]  # unhashable (it defines __eq__); typeshed types object.__hash__ as a method
 
     # -- tidy tables ------------------------------------------------------------------------
     def metric_rows(self) -> Iterator[dict[str, Any]]:
-        """Rows of ``metrics.csv``: means (fractions 0-1), Share@k (fractions) and Relative Δ
-        (percent), one row per ``(retriever, corpus, target, metric)``."""
+        """Rows of ``metrics.csv``, one per ``(retriever, corpus, target, metric)``.
+
+        Yields:
+            ``{"retriever", "corpus", "target", "metric", "value"}``: means (fractions 0-1), Share@k
+            (fractions), then Relative Δ (percent) of every measure with labels.
+        """
         for k in self.per_query:
             yield {"retriever": k.retriever, "corpus": k.setting, "target": k.target, "metric": k.measure, "value": self.mean(*k)}
         if self.human_source not in self.sources:
@@ -191,52 +261,85 @@ class EvaluationResult:
                     yield {"retriever": retriever, "corpus": MIXED, "target": self.relative_delta_target(other), "metric": str(m), "value": self.relative_delta(retriever, m, other)}
 
     def per_query_rows(self) -> Iterator[dict[str, Any]]:
+        """Rows of the per-query values, one per ``(retriever, corpus, target, query, metric)``.
+
+        Yields:
+            ``{"retriever", "corpus", "target", "query_id", "metric", "value"}``.
+        """
         for k, values in self.per_query.items():
             for q, v in zip(self.query_ids, values.tolist()):
                 yield {"retriever": k.retriever, "corpus": k.setting, "target": k.target, "query_id": q, "metric": k.measure, "value": v}
 
-    def to_pandas(self, per_query: bool = False):
-        """The metrics (or per-query values) as a pandas DataFrame (needs pandas)."""
+    def to_pandas(self, per_query: bool = False) -> pd.DataFrame:
+        """The metrics (or per-query values) as a pandas DataFrame (needs pandas).
+
+        Args:
+            per_query: The per-query values instead of the means.
+
+        Returns:
+            A frame with the columns of ``metrics.csv`` (or of the per-query file).
+        """
         import pandas as pd
 
         rows = self.per_query_rows() if per_query else self.metric_rows()
         return pd.DataFrame(list(rows), columns=list(PER_QUERY_COLUMNS if per_query else METRIC_COLUMNS))
 
     # -- ranx and ir_measures (the ecosystem extra; see .export) ----------------------------
-    def to_ranx(self, dataset: Any = None):
-        """A :class:`~sourcebias.evaluation.export.RanxExport`: ``runs[(retriever, setting)]``
-        (``ranx.Run``, tie-resolved scores) and ``qrels[target]`` (masked ``ranx.Qrels``).
+    def to_ranx(self, dataset: Dataset | None = None) -> RanxExport:
+        """The runs and masked judgements as ranx objects (the ``ecosystem`` extra).
 
-        ``dataset`` is the loaded :class:`~sourcebias.data.Dataset` that was evaluated (its
-        judgements after the orphan rule); by default it is loaded again from ``self.dataset``
-        and checked to hold the same judgements.
+        Args:
+            dataset: The loaded :class:`~sourcebias.data.Dataset` that was evaluated (its judgements
+                after the orphan rule); by default it is loaded again from ``self.dataset`` and checked
+                to hold the same judgements.
+
+        Returns:
+            A :class:`~sourcebias.evaluation.export.RanxExport`: ``runs[(retriever, setting)]``
+            (``ranx.Run``, tie-resolved scores) and ``qrels[target]`` (masked ``ranx.Qrels``).
         """
         from sourcebias.evaluation.export import to_ranx
 
         return to_ranx(self, self._judgements(dataset), all_target=ALL)
 
     def to_ir_measures(self, retriever: str, setting: str, target: str) -> list[Any]:
-        """Per-query values of the target measures as ``ir_measures.Metric(query_id, measure, value)``."""
+        """Per-query values of the target measures as ir_measures records.
+
+        Args:
+            retriever: A retriever's (or run's) name.
+            setting: The corpus setting.
+            target: The target.
+
+        Returns:
+            ``ir_measures.Metric(query_id, measure, value)`` records, one per query and measure.
+        """
         from sourcebias.evaluation.export import ir_measures_metrics
 
         return ir_measures_metrics(self, retriever, setting, target)
 
-    def to_ir_measures_frame(self):
-        """Per-query values of the target measures as a DataFrame (``measure`` as ir_measures names it)."""
+    def to_ir_measures_frame(self) -> pd.DataFrame:
+        """Per-query values of the target measures as a DataFrame.
+
+        Returns:
+            Columns ``retriever, corpus, target, query_id, measure, value`` (``measure`` as
+            ir_measures names it).
+        """
         from sourcebias.evaluation.export import ir_measures_frame
 
         return ir_measures_frame(self)
 
-    def dataset_options(self) -> tuple[Any, str]:
-        """``(options, note)``: how the evaluated dataset was loaded (a
-        :class:`~sourcebias.data.options.DatasetOptions`, with this result's sources), and a note
-        when the result predates that record (defaults were assumed; see
-        :func:`~sourcebias.data.options.recorded_options`)."""
+    def dataset_options(self) -> tuple[DatasetOptions, str]:
+        """How the evaluated dataset was loaded.
+
+        Returns:
+            ``(options, note)``: a :class:`~sourcebias.data.options.DatasetOptions` with this result's
+            sources, and a note when the result predates that record (defaults were assumed; see
+            :func:`~sourcebias.data.options.recorded_options`), else ``""``.
+        """
         from sourcebias.data.options import recorded_options
 
         return recorded_options(self.dataset, self.parameters, sources=self.sources)
 
-    def load_dataset(self, path: str | Path | None = None) -> Any:
+    def load_dataset(self, path: str | Path | None = None) -> Dataset:
         """The evaluated dataset, loaded again with the options it was evaluated with.
 
         Args:
@@ -246,16 +349,21 @@ class EvaluationResult:
         Returns:
             The :class:`~sourcebias.data.Dataset`; a result that predates the record of its
             loading options says so in ``dataset.report`` (its notes).
+
+        Raises:
+            ConfigError: The result records no path and none is given.
         """
         from sourcebias.data.dataset import load_dataset
 
         options, note = self.dataset_options()
         ds = self.dataset
-        where = path if path is not None else ds.get("path")
+        where: str | Path | None = path if path is not None else ds.get("path")
         if path is None and ds.get("registered") and not Path(str(where)).exists():
             where = ds["registered"]
         if path is None and ds.get("layout") == "irds":
             where = ds["sources"][self.human_source]["file"]
+        if where is None:
+            raise ConfigError("the result records no path of its dataset: give load_dataset(path=...) the dataset's folder")
         dataset = load_dataset(where, options)
         if note:
             dataset.report.notes_extra.append(note)
@@ -272,12 +380,24 @@ class EvaluationResult:
 
     # -- the artifact -----------------------------------------------------------------------
     def save(self, folder: str | Path, *, write_runs: bool = True, format: str = "csv") -> dict[str, Path]:
-        """Write the result's files into ``folder`` (an :class:`~sourcebias.core.artifacts.OutputFolder`'s
-        staging folder, normally); returns what was written. Renders nothing: tables and the
-        manifest are the caller's. ``format`` is that of the per-query values: ``csv``
-        (``per_query.csv``) or ``parquet`` (``per_query.parquet``, see :mod:`.columnar`)."""
+        """Write the result's files into ``folder``.
+
+        ``folder`` is normally an :class:`~sourcebias.core.artifacts.OutputFolder`'s staging folder.
+        Renders nothing: tables and the manifest are the caller's.
+
+        Args:
+            folder: Where to write (created if need be).
+            write_runs: Also write the runs (``runs/*.trec`` and ``runs/docnos.tsv``).
+            format: The per-query values' format: ``csv`` (``per_query.csv``) or ``parquet``
+                (``per_query.parquet``, see :mod:`.columnar`).
+
+        Returns:
+            What was written, ``{"result": path, "metrics": path, "per_query": path, ...}``.
+
+        Raises:
+            ConfigError: An unknown ``format``.
+        """
         from sourcebias.core.atomic import atomic_write_json
-        from sourcebias.retrieval.run import DocnoMap
 
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
@@ -286,24 +406,8 @@ class EvaluationResult:
         paths["per_query"] = self._write_per_query(folder, format)
         run_entries: list[dict[str, Any]] = []
         if write_runs and self.runs:
-            rdir = folder / "runs"
-            rdir.mkdir(exist_ok=True)
-            names: dict[tuple[str, str], str] = {}
-            used: set[str] = set()
-            for key, run in self.runs.items():
-                docnos = DocnoMap.sourcebias(run.corpus)
-                for docno, d, s in docnos.rows():
-                    names.setdefault((d, s), docno)
-                base = f"{slug(key.retriever)}.{slug(key.setting)}"
-                fname, n = f"{base}.trec", 1
-                while fname in used:
-                    n += 1
-                    fname = f"{base}-{n}.trec"
-                used.add(fname)
-                run.write_trec(rdir / fname, docnos, tag=key.retriever)
-                run_entries.append({"retriever": key.retriever, "setting": key.setting, "file": f"runs/{fname}", "name": run.name, "score_dtype": str(run._score_dtype()), "queries": len(run), "query_ids": run.query_ids})
-            _write_docnos(rdir / "docnos.tsv", names)
-            paths["runs"] = rdir
+            paths["runs"] = folder / "runs"
+            run_entries = self._write_runs(paths["runs"])
         body = {
             "format": FORMAT_VERSION,
             "kind": "evaluate",
@@ -321,6 +425,29 @@ class EvaluationResult:
         }
         paths["result"] = atomic_write_json(folder / "result.json", body)
         return paths
+
+    def _write_runs(self, rdir: Path) -> list[dict[str, Any]]:
+        """Every run as ``rdir/<retriever>.<setting>.trec`` with one ``docnos.tsv``; their entries in ``result.json``."""
+        from sourcebias.retrieval.run import DocnoMap
+
+        rdir.mkdir(exist_ok=True)
+        run_entries: list[dict[str, Any]] = []
+        names: dict[tuple[str, str], str] = {}
+        used: set[str] = set()
+        for key, run in self.runs.items():
+            docnos = DocnoMap.sourcebias(run.corpus)
+            for docno, d, s in docnos.rows():
+                names.setdefault((d, s), docno)
+            base = f"{slug(key.retriever)}.{slug(key.setting)}"
+            fname, n = f"{base}.trec", 1
+            while fname in used:
+                n += 1
+                fname = f"{base}-{n}.trec"
+            used.add(fname)
+            run.write_trec(rdir / fname, docnos, tag=key.retriever)
+            run_entries.append({"retriever": key.retriever, "setting": key.setting, "file": f"runs/{fname}", "name": run.name, "score_dtype": str(run._score_dtype()), "queries": len(run), "query_ids": run.query_ids})
+        _write_docnos(rdir / "docnos.tsv", names)
+        return run_entries
 
     def _write_per_query(self, folder: Path, format: str) -> Path:
         if format == "csv":
@@ -350,9 +477,21 @@ class EvaluationResult:
     def load(cls, folder: str | Path, *, dataset: Any = None, runs: bool = True) -> EvaluationResult:
         """Read a result written by :meth:`save` (an ``evaluate`` output folder).
 
-        Runs are read over a corpus of document keys only (no texts), built from
-        ``runs/docnos.tsv``; pass ``dataset`` (a loaded :class:`~sourcebias.data.Dataset`) to
-        bind them to its corpus instead, with texts.
+        Runs are read over a corpus of document keys only (no texts), built from ``runs/docnos.tsv``;
+        pass ``dataset`` to bind them to its corpus instead, with texts.
+
+        Args:
+            folder: The output folder.
+            dataset: A loaded :class:`~sourcebias.data.Dataset` to bind the runs to.
+            runs: Read the runs too.
+
+        Returns:
+            The result.
+
+        Raises:
+            OutputError: ``folder`` is no sourcebias output folder.
+            DataError: A file is missing or malformed (named, with the line), or of an unsupported
+                format version.
         """
         folder = Path(folder)
         rpath = folder / "result.json"
@@ -396,13 +535,29 @@ def _load_per_query(folder: Path, name: str, query_ids: list[str]) -> dict[Key, 
 
 
 def load_result(folder: str | Path, **kwargs: Any) -> EvaluationResult:
-    """Load an ``evaluate`` output folder (see :meth:`EvaluationResult.load`)."""
+    """Load an ``evaluate`` output folder (see :meth:`EvaluationResult.load`).
+
+    Args:
+        folder: The output folder.
+        **kwargs: ``dataset`` and ``runs``, as :meth:`EvaluationResult.load` takes them.
+
+    Returns:
+        The result.
+    """
     return EvaluationResult.load(folder, **kwargs)
 
 
 # -- files --------------------------------------------------------------------------------------
 def slug(name: str) -> str:
-    """A file-name-safe form of a name (``st:/models/x`` -> ``st_models_x``)."""
+    """A file-name-safe form of a name (``st:/models/x`` -> ``st_models_x``).
+
+    Args:
+        name: A retriever's or run's name.
+
+    Returns:
+        The name with every run of other characters than letters, digits, ``.``, ``_`` and ``-``
+        replaced by ``_`` (``run`` if nothing is left).
+    """
     import re
 
     s = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_.")
@@ -439,7 +594,14 @@ def _write_docnos(path: Path, names: Mapping[tuple[str, str], str]) -> None:
 
 
 def read_metrics_csv(path: str | Path) -> list[dict[str, Any]]:
-    """Read a ``metrics.csv`` back (values as floats)."""
+    """Read a ``metrics.csv`` back.
+
+    Args:
+        path: The file.
+
+    Returns:
+        Its rows, values as floats.
+    """
     with Path(path).open(newline="", encoding="utf-8") as fh:
         return [{**r, "value": float(r["value"])} for r in csv.DictReader(fh)]
 
@@ -507,8 +669,7 @@ def _read_runs(folder: Path, entries: list[dict[str, Any]], result: EvaluationRe
 
 
 def _restore_query_order(run: Run, query_ids: list[str] | None, path: Path) -> None:
-    """Put back the run's queries in their saved order, with the empty rankings that a TREC file
-    cannot hold (a query that retrieved nothing has no line)."""
+    """Put back the run's queries in their saved order, with the empty rankings that a TREC file cannot hold (a query that retrieved nothing has no line)."""
     if query_ids is None:  # written before the query list was stored
         return
     extra = [q for q in run.positions if q not in set(query_ids)]

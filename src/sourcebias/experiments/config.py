@@ -62,7 +62,7 @@ import hashlib
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from sourcebias.core.errors import ConfigError, DataError
 from sourcebias.experiments.settings import GRID_SETTINGS, RETRIEVER_SETTINGS, Setting, key_line, unknown_keys
@@ -130,6 +130,26 @@ class GridConfig:
     retrievers: list[RetrieverEntry]
     runs: list[RunEntry] = field(default_factory=list)
     options: dict[str, Any] = field(default_factory=dict)
+    if TYPE_CHECKING:
+        # The fields that _declared_settings adds (one per GRID_SETTINGS entry, each with its
+        # declared default), spelled out for type checkers only; tests/test_typing.py checks that
+        # these names are exactly the declared settings. After loading: ``name`` is the file's stem
+        # unless given, ``seed`` the first of ``seeds``, ``cache_dir`` a resolved path or None.
+        name: str = field(default_factory=str)
+        measures: list[str] = field(default_factory=list)
+        cutoffs: list[int] = field(default_factory=list)
+        depth: int = field(default_factory=int)
+        seed: int = field(default_factory=int)
+        seeds: list[int] = field(default_factory=list)
+        sole: bool = field(default_factory=bool)
+        significance_resamples: int = field(default_factory=int)
+        bootstrap_resamples: int = field(default_factory=int)
+        confidence: float = field(default_factory=float)
+        correction: str = field(default_factory=str)
+        primary: str = field(default_factory=str)
+        orphans: str = field(default_factory=str)
+        ndsr_k: int = field(default_factory=int)
+        cache_dir: Path | None = None
 
     def digest(self) -> str:
         return hashlib.sha256(self.text.encode()).hexdigest()

@@ -136,8 +136,8 @@ def dataset_fingerprint(entry: DatasetEntry) -> dict[str, Any]:
 
 
 def system_identity(cell: Cell) -> dict[str, Any]:
-    if cell.is_run:
-        run: RunEntry = cell.system  # type: ignore[assignment]
+    run = cell.system
+    if isinstance(run, RunEntry):  # (cell.is_run)
         ident = entry_dict(run)
         ident["path"] = None  # the run's content, not where it lies, decides the results
         ident["sha256"] = _digest(run.path)
@@ -145,8 +145,7 @@ def system_identity(cell: Cell) -> dict[str, Any]:
             ident["docnos"] = None
             ident["docnos_sha256"] = _digest(run.docnos)
         return ident
-    r: RetrieverEntry = cell.system  # type: ignore[assignment]
-    return {"spec": r.spec, "name": r.name}
+    return {"spec": run.spec, "name": run.name}
 
 
 def expected_hash(cfg: GridConfig, cell: Cell) -> str:
@@ -466,14 +465,15 @@ def _submit_on_ray(ray: Any, cfg: GridConfig, todo, root: Path, cache_dir: str, 
     for cell, h in todo:
         options: dict[str, Any] = {"num_cpus": 1.0, "num_gpus": 0.0}
         if not cell.is_run:
-            r: RetrieverEntry = cell.system  # type: ignore[assignment]
+            r: RetrieverEntry = cell.system
             options = {"num_cpus": r.cpus, "num_gpus": r.gpus}
             prep = (cell.dataset.name, r.spec)
             if r.encode_workers > 1:
                 if prep not in encoded:  # the corpus is in the store before the cell starts
                     encoded[prep] = _encode_first(ray, cfg, r, cell.dataset, cache_dir)
-                if encoded[prep] is not None:
-                    finish(_failed_record(cell.key, h, *encoded[prep]))
+                failure = encoded[prep]
+                if failure is not None:
+                    finish(_failed_record(cell.key, h, *failure))
                     continue
         # cells are coarse: spread over the nodes rather than queued behind the driver's node
         ref = remote_cell.options(**options, scheduling_strategy="SPREAD").remote(_cell_json(cell, root), cell_settings_json(cfg, cell), str(root), cache_dir, h)

@@ -21,6 +21,7 @@ statistic reads it, the line that reads it).
 
 from __future__ import annotations
 
+import builtins
 import difflib
 import re
 from dataclasses import dataclass
@@ -50,18 +51,26 @@ class Setting:
     min: float | None = None
     max: float | None = None
     choices: tuple[str, ...] = ()
-    item: type | None = None
+    item: builtins.type | None = None  # (``type`` is the field above in this class body)
     distinct: bool = False
     hashed: bool = False
     context: bool = False
     option: str | None = None
 
     def initial(self) -> Any:
-        """A fresh copy of the default (a list default is never shared between configurations)."""
+        """A fresh copy of the default (a list default is never shared between configurations).
+
+        Returns:
+            The default, a new list when it is a sequence.
+        """
         return list(self.default) if isinstance(self.default, (list, tuple)) else self.default
 
     def bounds(self) -> str:
-        """The bounds or choices as a reader sees them (``≥ 100``, ``0.5 – 0.999``, ``holm, fdr_bh``)."""
+        """The bounds or choices as a reader sees them (``≥ 100``, ``0.5 – 0.999``, ``holm, fdr_bh``).
+
+        Returns:
+            The text (``""`` when the setting has neither).
+        """
         if self.choices:
             return ", ".join(self.choices)
         if self.min is not None and self.max is not None:
@@ -71,7 +80,14 @@ class Setting:
         return f"≤ {_num(self.max)}" if self.max is not None else ""
 
     def problem(self, value: Any) -> str | None:
-        """What is wrong with ``value`` for this setting (type, bounds, choices), or None."""
+        """What is wrong with ``value`` for this setting (type, bounds, choices).
+
+        Args:
+            value: The value as read from the TOML file.
+
+        Returns:
+            The problem, worded for an error message, or None when the value is fine.
+        """
         if self.type is list:
             return self._list_problem(value)
         if not _is(value, self.type):
@@ -106,7 +122,14 @@ class Setting:
         return f" (as evaluate's {self.option})" if self.option else ""
 
     def convert(self, value: Any) -> Any:
-        """The checked TOML value as the configuration holds it (a float setting as a float)."""
+        """The checked TOML value as the configuration holds it (a float setting as a float).
+
+        Args:
+            value: A value :meth:`problem` accepted.
+
+        Returns:
+            The value to store.
+        """
         return float(value) if self.type is float else value
 
 
@@ -176,8 +199,9 @@ def setting(name: str) -> Setting:
 
 
 def option_kwargs(name: str) -> dict[str, Any]:
-    """Keyword arguments of ``typer.Option`` for the command-line option of a grid setting: its
-    help, and ``min``/``max`` for a number, so that the option and the grid obey the same bounds.
+    """Keyword arguments of ``typer.Option`` for the command-line option of a grid setting.
+
+    Its help, and ``min``/``max`` for a number, so that the option and the grid obey the same bounds.
 
     Example: ``bootstrap_resamples: Annotated[int, typer.Option(**option_kwargs("bootstrap_resamples"))] = setting("bootstrap_resamples").default``.
     A setting with choices gets a ``metavar`` (``holm|fdr_bh|...``); check the value with

@@ -37,8 +37,8 @@ def exclusive(target: RewriteTarget) -> Iterator[None]:
         try:
             import fcntl
         except ImportError:  # not POSIX (Windows): no lock
-            fcntl = None
-        if fcntl is not None:
+            pass
+        else:
             try:
                 fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:

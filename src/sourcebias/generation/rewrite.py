@@ -1,4 +1,4 @@
-"""Building an LLM twin of a corpus: the resumable rewriting job (SPEC §2).
+"""Building an LLM twin of a corpus: the resumable rewriting job (Dai et al., KDD 2024, §2.2.2; Cocktail, Findings of ACL 2024, §3.1).
 
 :func:`rewrite_corpus` reads a human corpus, sends each document to a backend with a
 rewriting prompt, post-processes the answer and appends one record per document to the twin

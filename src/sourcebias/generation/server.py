@@ -73,6 +73,8 @@ class GenerationServer(ThreadingHTTPServer):
     @property
     def url(self) -> str:
         host, port = self.server_address[:2]
+        if isinstance(host, bytes):  # (typeshed allows bytes addresses; a TCP server has a str host)
+            host = host.decode()
         return f"http://{host}:{port}/v1"
 
     def enter(self) -> bool:

@@ -1,4 +1,4 @@
-"""Causal Diagnosis and Correction (CDC; SPEC §8): how much of a retriever's score is caused by
+"""Causal Diagnosis and Correction (CDC; Perplexity Trap, Dai et al., 2025, arXiv 2503.08684, §4.1.1 and Eqs. 1–3): how much of a retriever's score is caused by
 a document's perplexity, estimated with the document's source as an instrument.
 
 Causal graph: source S → perplexity P → score R̂, with unobserved causes (the document's
@@ -28,11 +28,14 @@ from collections.abc import Sequence
 import dataclasses
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
 from sourcebias.core.errors import ConfigError, DataError
+
+if TYPE_CHECKING:
+    from linearmodels.iv.results import IVResults
 
 COV_TYPES = ("robust", "clustered", "unadjusted")
 
@@ -162,7 +165,7 @@ def fit_iv(scores: Sequence[float], perplexity: Sequence[float], is_llm: Sequenc
     fit_kw: dict[str, Any] = {"cov_type": cov_type}
     if cov_type == "clustered":
         fit_kw["clusters"] = pd.Categorical(df["q"]).codes
-    iv = IV2SLS(df["score"], exog, df["ppl"], df["llm"]).fit(**fit_kw)
+    iv = cast("IVResults", IV2SLS(df["score"], exog, df["ppl"], df["llm"]).fit(**fit_kw))  # with an endogenous regressor: IV results
     ci = iv.conf_int(level=confidence).loc["ppl"]
     diag = iv.first_stage.diagnostics.loc["ppl"]
     ols_exog = df[["ppl"]] if exog is None else df[["const", "ppl"]]
@@ -248,7 +251,7 @@ def calibrate(dataset: Any, retriever: Any, scorer: Any, *, sample: int = 128, s
         **est,
         n_pairs=len(table) // 2,
         lm=lm or scorer.name,
-        retriever=retriever_spec or getattr(retriever, "name", ""),
+        retriever=str(retriever_spec or getattr(retriever, "name", "")),
         dataset=dataset.name,
         split=dataset.split or "",
         llm_source=llm,

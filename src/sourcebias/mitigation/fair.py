@@ -112,7 +112,7 @@ def interleave(codes: np.ndarray, k: int, target: str = "equal") -> tuple[np.nda
         best = max(deficit.values())
         tied = [s for s in live if deficit[s] >= best - _TIE_TOLERANCE * max(1.0, abs(best))]
         pick = min(tied, key=lambda s: queues[s][heads[s]])  # the earlier candidate in input order
-        order.append(queues[pick][heads[pick]])
+        order.append(int(queues[pick][heads[pick]]))
         heads[pick] += 1
         exposure[pick] += weights[r]
     taken = set(order)

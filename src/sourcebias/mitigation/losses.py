@@ -1,4 +1,4 @@
-"""The debiased training constraint of Dai et al. (KDD 2024; SPEC §7) as a sentence-transformers loss."""
+"""The debiased training constraint of Dai et al. (KDD 2024, §5.1, Eqs. 1–2) as a sentence-transformers loss."""
 
 from __future__ import annotations
 

@@ -23,7 +23,7 @@ sweep (and every rerun) trains on exactly the same batches.
   The pool changes *only* which copy is a target of the ranking loss: the tuples, the batches
   and the negatives are the same for every pool (the mix has its own random stream, so it does
   not move the subset or the shuffle). A copy outside the pool is never a negative of its own
-  query (its relevance label is copied from the original, SPEC §1): the loss leaves it out of
+  query (its relevance label is copied from the original, Dai et al., KDD 2024, §2.2.2): the loss leaves it out of
   that query's softmax, and the hinge still compares both copies' scores
   (:class:`~sourcebias.mitigation.losses.TwinPositivesRankingLoss`).
 * **Batches.** Tuples are shuffled with ``numpy.random.default_rng(seed + epoch)`` and packed in
@@ -165,6 +165,8 @@ def assign_positives(tuples: list[Tuple], pool: str, p: float | None, seed: int)
     tuple (the twin with probability ``p``), in the given order."""
     if pool != "mix":
         return [replace(t, positive=pool) for t in tuples]
+    if p is None:
+        raise ConfigError("positive pool 'mix' needs p, the probability that a tuple's positive is the LLM copy")
     llm = np.random.default_rng(np.random.SeedSequence([seed, MIX_STREAM])).random(len(tuples)) < p
     return [replace(t, positive="llm" if x else "human") for t, x in zip(tuples, llm.tolist())]
 

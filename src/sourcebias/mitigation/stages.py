@@ -1,6 +1,6 @@
 """Mitigations as retrieval stages: ``--retriever "minilm>>cdc:FIT.json"``.
 
-``cdc:FIT.json`` is the causal correction of Causal Diagnosis and Correction (SPEC §8): each
+``cdc:FIT.json`` is the causal correction of Causal Diagnosis and Correction (Perplexity Trap, Dai et al., 2025, arXiv 2503.08684, Eq. 3): each
 candidate's score becomes ``R̂(q, d) − β̂₂ · P(d)``, with ``β̂₂`` from a fit written by
 ``sourcebias cdc fit`` and ``P(d)`` the document's log-perplexity under the language model
 named in the fit, on the document field named in the fit (``text`` or ``title+text``; a fit

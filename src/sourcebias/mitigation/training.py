@@ -1,4 +1,4 @@
-"""Debiased training (SPEC §7): fine-tune a dense retriever with
+"""Debiased training (Dai et al., KDD 2024, §5.1, Eqs. 1–2): fine-tune a dense retriever with
 :class:`~sourcebias.mitigation.losses.TwinPositivesRankingLoss` through sentence-transformers'
 trainer, on the batches of a saved :class:`~sourcebias.mitigation.plan.TrainingPlan`.
 
@@ -39,7 +39,7 @@ def plan_columns(plan: TrainingPlan, dataset: Any) -> tuple[dict[str, list], lis
     texts = corpus.retrieval_texts()
     human, llm = plan.header["human_source"], plan.header["llm_source"]
     hard = plan.strategy != "in-batch"
-    cols: dict[str, list[str]] = {"query": [], "human": [], "llm": []}
+    cols: dict[str, list[Any]] = {"query": [], "human": [], "llm": []}  # texts, and "label" ints
     if hard:
         cols.update({"negative_human": [], "negative_llm": []})
     sizes = []

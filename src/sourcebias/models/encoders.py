@@ -187,7 +187,8 @@ class SentenceTransformerEncoder(Encoder):
             try:  # sentence-transformers >= 5.2 moved the modules
                 from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
             except ImportError:  # pragma: no cover - older releases
-                from sentence_transformers.models import Pooling, Transformer
+                # the same two classes at their pre-5.2 path (a type checker sees one version's names)
+                from sentence_transformers.models import Pooling, Transformer  # type: ignore[no-redef]
 
             device = resolve_device(self.device)
             if self.pooling is None:

@@ -66,8 +66,9 @@ def _convert_gguf(path: Path, cache_dir: Path) -> Path:
     # The weights are already de-quantized to float; drop the GGUF marker so they can be saved.
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
-    model.hf_quantizer = None
-    model.is_quantized = False
+    # setattr: torch's Module.__setattr__ is typed for tensors and modules only
+    setattr(model, "hf_quantizer", None)
+    setattr(model, "is_quantized", False)
     tok.save_pretrained(tmp)
     model.save_pretrained(tmp)
     (tmp / "done.json").write_text(json.dumps({"source": str(path.resolve()), "bytes": path.stat().st_size}))
@@ -112,6 +113,7 @@ def load_causal_lm(
     if dtype:
         kwargs["dtype"] = getattr(torch, dtype)
     model = AutoModelForCausalLM.from_pretrained(where, **kwargs)
-    model.to(resolve_device(device))
+    # transformers declares PreTrainedModel.to with functools.wraps(nn.Module.to), whose typed signature keeps nn.Module's self
+    model.to(resolve_device(device))  # type: ignore[arg-type]
     model.eval()
     return model, tok

@@ -312,7 +312,7 @@ def _cache_tensors(cache: Any) -> list[tuple[Any, Any]]:
         raise _NoPrefixSharing from None
     if type(cache) is not DynamicCache or not all(type(layer) is DynamicLayer for layer in getattr(cache, "layers", [None])):
         raise _NoPrefixSharing
-    return [(layer.keys, layer.values) for layer in cache.layers]
+    return [(layer.keys, layer.values) for layer in cache.layers if isinstance(layer, DynamicLayer)]  # (every layer is one, checked above)
 
 
 def _cache_from_tensors(layers: list[tuple[Any, Any]]) -> Any:

@@ -114,7 +114,7 @@ def pilots_of(
         if unknown:
             raise ConfigError(f"no retriever {', '.join(unknown)} in the pilot; retrievers: {', '.join(result.retrievers)}")
     names = pilot_measures(result, measures)
-    common = {"alpha": settings.alpha, "resamples": settings.resamples, "seed": settings.seed}
+    common: dict[str, Any] = {"alpha": settings.alpha, "resamples": settings.resamples, "seed": settings.seed}
     notes: list[str] = []
     pilots = paired_pilots(result, names, statistics=chosen, retrievers=list(retrievers or result.retrievers), correction=settings.correction, **common)
     has_runs = bool(result.runs)

@@ -64,6 +64,8 @@ class PowerModel(ABC):
     test: str = ""
     #: how a hypothetical effect is imposed on the resampled pilot
     shift: str = ""
+    #: the pilot's number of queries (each model sets it)
+    queries: int
 
     def __init__(self, *, alpha: float, resamples: int, seed: int, key: str):
         self.alpha = alpha

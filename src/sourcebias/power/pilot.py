@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -34,6 +34,9 @@ from sourcebias.power.base import PowerModel
 from sourcebias.power.family import FamilyPower, PairedFamily
 from sourcebias.power.paired import PairedPower
 from sourcebias.power.twin import TwinPower
+
+if TYPE_CHECKING:
+    from sourcebias.evaluation.stats.paired_tests import PairedTestsRecord
 
 RELATIVE_DELTA = "relative_delta_ci"
 NDCG_DIFFERENCE = "paired_tests"
@@ -132,7 +135,7 @@ def paired_pilots(
     if not members or not statistics & {RELATIVE_DELTA, NDCG_DIFFERENCE}:
         return []
     records = {(x.retriever, x.llm_source, x.measure): x for x in get_statistic(NDCG_DIFFERENCE).compute(result, pilot_context(result, measures=measures))}
-    chosen = [records[(r, llm, m)] for r, llm, m, _, _ in members]
+    chosen = [cast("PairedTestsRecord", records[(r, llm, m)]) for r, llm, m, _, _ in members]
     correct_tests(chosen, correction)
     several = len(result.other_sources) > 1
     labels = [f"{r}{'/' + llm if several else ''} {m}" for r, llm, m, _, _ in members]

@@ -1,6 +1,9 @@
-"""Reporting: one report model (:mod:`.report`) for a single evaluation and a grid, rendered by
-one renderer (:mod:`.render`) to the terminal, Markdown, LaTeX, CSV and HTML; output folders.
-Renders results; the statistics are computed by :mod:`sourcebias.evaluation.stats`."""
+"""Reporting.
+
+One report model (:mod:`.report`) for a single evaluation and a grid, rendered by one renderer
+(:mod:`.render`) to the terminal, Markdown, LaTeX, CSV and HTML; output folders. Renders results;
+the statistics are computed by :mod:`sourcebias.evaluation.stats`.
+"""
 
 from sourcebias.reporting.outputs import evaluation_manifest, write_evaluation, write_summaries
 from sourcebias.reporting.render import to_csv, to_html, to_latex, to_markdown, to_rich

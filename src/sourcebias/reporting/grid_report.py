@@ -85,7 +85,7 @@ class SpreadColumn(Column):
         if n < 2 or mean == "–":
             return mean
         scale = 100.0 if self.kind == "pct" else 1.0
-        m, sd, lo, hi = (float(row.get(f"{q}_{s}")) * scale for s in ("mean", "sd", "min", "max"))
+        m, sd, lo, hi = (float(row[f"{q}_{s}"]) * scale for s in ("mean", "sd", "min", "max"))
         if not math.isfinite(sd):  # one seed with a defined value: no spread was measured
             return mean
         if lo == hi:
@@ -263,7 +263,7 @@ def _place_labels(fig, ax, points: list[tuple[float, float, str]], fontsize: flo
         return hits + (0 if inside else 10)
 
     for own, (x, y, name) in enumerate(points):
-        best = None
+        best: tuple[float, Any, Any] | None = None
         for dx, dy, ha, va in offsets:
             t = ax.annotate(name, (x, y), textcoords="offset points", xytext=(dx, dy), ha=ha, va=va, fontsize=fontsize)
             box = t.get_window_extent(renderer).expanded(1.04, 1.1)
@@ -276,7 +276,8 @@ def _place_labels(fig, ax, points: list[tuple[float, float, str]], fontsize: flo
                 t.remove()
             if c == 0:
                 break
-        placed.append(best[2])
+        if best is not None:  # (always: offsets is not empty)
+            placed.append(best[2])
 
 
 def figure_relative_delta(cells, dataset: str, path: Path) -> Path:

@@ -22,7 +22,7 @@ misuse is refused, two writers are refused, and the folder appears complete or n
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Unpack
+from typing import TYPE_CHECKING
 
 from sourcebias.core.artifacts import OutputFolder
 from sourcebias.evaluation.artifact import WriteOptions, evaluation_manifest, write_result
@@ -31,13 +31,26 @@ from sourcebias.reporting.render import to_csv, to_markdown
 from sourcebias.reporting.render import to_latex as latex_table
 from sourcebias.reporting.report import Report, result_report
 
+if TYPE_CHECKING:  # typing.Unpack is Python 3.11+; the annotations are never evaluated at run time
+    from typing_extensions import Unpack
+
 __all__ = ["evaluation_manifest", "write_evaluation", "write_summaries"]
 
 
 def write_summaries(result: EvaluationResult, folder: str | Path, report: Report | None = None) -> dict[str, Path]:
-    """``summary.md``, ``summary.tex`` (the report: the papers' table and, when ``report`` holds
-    them, the statistics) and ``statistics.csv`` (every field of the statistics) into ``folder``.
-    Without ``report``, the papers' table alone."""
+    """Write the summary files of ``result`` into ``folder``.
+
+    ``summary.md`` and ``summary.tex`` (the report: the papers' table and, when ``report`` holds
+    them, the statistics) and ``statistics.csv`` (every field of the statistics).
+
+    Args:
+        result: An :class:`~sourcebias.evaluation.results.EvaluationResult`.
+        folder: Where to write.
+        report: The report to render (default: the papers' table alone).
+
+    Returns:
+        What was written, by name (``summary``, ``summary_tex``, and the CSV files of the report).
+    """
     from sourcebias.core.atomic import atomic_write_text
 
     folder = Path(folder)
@@ -69,8 +82,7 @@ def write_figure(result: EvaluationResult, folder: str | Path) -> dict[str, Path
 
 
 def write_evaluation(result: EvaluationResult, out: str | Path | OutputFolder, *, overwrite: bool = False, report: Report | None = None, **options: Unpack[WriteOptions]) -> Path:
-    """Write ``result`` and its report as an output folder (see
-    :func:`sourcebias.evaluation.artifact.write_result`).
+    """Write ``result`` and its report as an output folder (see :func:`sourcebias.evaluation.artifact.write_result`).
 
     Args:
         result: the evaluation.

@@ -1,8 +1,9 @@
-"""One report model for a single evaluation and for a grid (ranx's ``Report`` is the model:
-https://amenra.github.io/ranx/report/): tables of typed columns, captions written by the
-statistics themselves (:mod:`sourcebias.evaluation.stats`), notes a reader must see (left-out
-judgements, undefined tests), figures. :mod:`sourcebias.reporting.render` renders it to the
-terminal, Markdown, LaTeX, CSV and a self-contained HTML page; it computes nothing.
+"""One report model for a single evaluation and for a grid (ranx's ``Report`` is the model.
+
+Https://amenra.github.io/ranx/report/): tables of typed columns, captions written by the statistics
+themselves (:mod:`sourcebias.evaluation.stats`), notes a reader must see (left-out judgements,
+undefined tests), figures. :mod:`sourcebias.reporting.render` renders it to the terminal, Markdown,
+LaTeX, CSV and a self-contained HTML page; it computes nothing.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sourcebias.evaluation.results import ALL, MIXED, Key
+from sourcebias.evaluation.measures import Measure
+from sourcebias.evaluation.results import ALL, MIXED, EvaluationResult, Key
 from sourcebias.evaluation.stats import Column, StatContext, StatisticsSet, compute_statistics, resolve_statistics
 
 #: what ``evaluate`` computes by default (the means are the papers' table already)
@@ -22,8 +24,18 @@ EVALUATE_STATISTICS = ("relative_delta_ci", "paired_tests", "twin_preference", "
 
 @dataclass
 class Table:
-    """Rows (dicts of raw values) and the columns that show them. A row whose ``status`` is not
-    ``ok`` is shown as its status and error, without numbers."""
+    """Rows (dicts of raw values) and the columns that show them.
+
+    A row whose ``status`` is not ``ok`` is shown as its status and error, without numbers.
+
+    Attributes:
+        key: The table's key (``source_bias``, ``statistics``, ``dataset:<name>``); file names use it.
+        title: Its heading.
+        columns: The displayed columns, in order.
+        rows: One dict of raw values per row.
+        caption: Text printed under the table (method, level, what was left out).
+        status_rows: Show a row whose status is not ``ok`` as its status and error.
+    """
 
     key: str
     title: str
@@ -35,7 +47,18 @@ class Table:
 
 @dataclass
 class Report:
-    """What a reader sees: tables, notes, figures, and (for the HTML page) further sections."""
+    """What a reader sees: tables, notes, figures, and (for the HTML page) further sections.
+
+    The one report every command renders (terminal, Markdown, LaTeX, CSV, HTML; :mod:`.render`).
+
+    Attributes:
+        title: The report's title.
+        tables: The tables, in order.
+        notes: Lines a reader must see (what was left out, undefined tests).
+        figures: Figure name -> file.
+        sections: Further ``(heading, table or preformatted text)`` sections of the HTML page.
+        data: Name -> pandas DataFrame, written as CSV.
+    """
 
     title: str
     tables: list[Table]
@@ -45,13 +68,30 @@ class Report:
     data: dict[str, Any] = field(default_factory=dict)  # name -> pandas DataFrame, for CSV
 
     def table(self, key: str) -> Table:
+        """The table of a key.
+
+        Args:
+            key: A table's :attr:`Table.key`.
+
+        Returns:
+            The first table of that key.
+
+        Raises:
+            StopIteration: No table has that key.
+        """
         return next(t for t in self.tables if t.key == key)
 
 
 # -- a single evaluation ---------------------------------------------------------------------------
 @dataclass
 class SummaryTable:
-    """Header and rows of the summary; cells are numbers (percent) or None (not computed)."""
+    """Header and rows of the summary; cells are numbers (percent) or None (not computed).
+
+    Attributes:
+        columns: The headers.
+        rows: One list of cells per (retriever, measure).
+        delta_columns: The indices of the Relative Δ columns (coloured by sign).
+    """
 
     columns: list[str]
     rows: list[list[object]]
@@ -59,7 +99,18 @@ class SummaryTable:
 
 
 def summary_table(result: Any, short: bool = False) -> SummaryTable:
-    """With ``short``, a single LLM source is headed "LLM" (the papers' wording)."""
+    """The papers' summary of one evaluation, as header and rows.
+
+    Per retriever and measure with labels: the mixed-corpus values per target (percent), Relative Δ
+    per LLM source, and each source alone (when evaluated).
+
+    Args:
+        result: An :class:`~sourcebias.evaluation.results.EvaluationResult`.
+        short: Head a single LLM source "LLM" (the papers' wording).
+
+    Returns:
+        The table.
+    """
     human = result.human_source
     others = result.other_sources
     mixed = result.has_mixed
@@ -89,22 +140,32 @@ def _has_sole(result: Any) -> bool:
     return any(k.setting != MIXED for k in result.per_query)
 
 
-def _pct(result: Any, r: str, corpus: str, target: str, m) -> float | None:
+def _pct(result: EvaluationResult, r: str, corpus: str, target: str, m: str | Measure) -> float | None:
     key = Key(r, corpus, target, str(m))
     if key not in result.per_query:
         return None
     return result.mean(r, corpus, target, m) * 100.0
 
 
-def _delta(result: Any, r: str, m, other: str) -> float | None:
+def _delta(result: EvaluationResult, r: str, m: str | Measure, other: str) -> float | None:
     if Key(r, MIXED, result.human_source, str(m)) not in result.per_query:
         return None
     return result.relative_delta(r, m, other)
 
 
 def papers_table(result: Any, short: bool = False) -> Table:
-    """The papers' layout: per retriever and measure, the mixed-corpus values per target
-    (percent), Relative Δ per LLM source, and each source alone."""
+    """The papers' layout as a :class:`Table`.
+
+    Per retriever and measure, the mixed-corpus values per target (percent), Relative Δ per LLM
+    source, and each source alone.
+
+    Args:
+        result: An :class:`~sourcebias.evaluation.results.EvaluationResult`.
+        short: Head a single LLM source "LLM" (and name it in the caption).
+
+    Returns:
+        The ``source_bias`` table.
+    """
     t = summary_table(result, short=short)
     cols = [Column(f"c{i}", name, "text" if i < 2 else ("delta" if i in t.delta_columns else "num"), 1) for i, name in enumerate(t.columns)]
     rows = [{f"c{i}": v for i, v in enumerate(row)} for row in t.rows]
@@ -124,8 +185,15 @@ def _identity(several_sources: bool, per_measure: bool) -> list[Column]:
 
 
 def statistics_tables(stats: StatisticsSet, several_sources: bool) -> list[Table]:
-    """The per-measure statistics and the per-pair ones (twin preference, ΔNDSR), each with the
-    captions its statistics wrote."""
+    """The per-measure statistics and the per-pair ones (twin preference, ΔNDSR).
+
+    Args:
+        stats: The computed statistics.
+        several_sources: Show the LLM source column (a result with several LLM sources).
+
+    Returns:
+        Up to two tables, each with the captions its statistics wrote.
+    """
     out = []
     for per_measure, key, title in ((True, "statistics", "Statistics per measure"), (False, "pairs", "Twin preference and label-free preference")):
         rows = stats.rows(per_measure)
@@ -136,7 +204,14 @@ def statistics_tables(stats: StatisticsSet, several_sources: bool) -> list[Table
 
 
 def orphan_notes(dataset: dict[str, Any]) -> list[str]:
-    """The orphan policy and counts of a result's dataset, when anything was left out (or kept)."""
+    """The orphan policy and counts of a result's dataset, when anything was left out (or kept).
+
+    Args:
+        dataset: The result's dataset record (``result.dataset``).
+
+    Returns:
+        One note, or none.
+    """
     o = (dataset or {}).get("orphans") or {}
     per = ", ".join(f"{s}: {n}" for s, n in (o.get("missing_copies") or {}).items())
     if o.get("policy") == "keep" and o.get("judged_originals_without_copy"):
@@ -150,8 +225,19 @@ def orphan_notes(dataset: dict[str, Any]) -> list[str]:
 
 
 def statistics_measures(result: Any, measures: Sequence[str] | None = None) -> list[str]:
-    """The measures of the per-measure statistics: those given (any spelling), else every
-    cut-off of the result's first measure with labels (NDCG@1, NDCG@3, ...)."""
+    """The measures of the per-measure statistics.
+
+    Args:
+        result: An :class:`~sourcebias.evaluation.results.EvaluationResult`.
+        measures: The measures asked for (any spelling); ``None``: every cut-off of the result's first
+            measure with labels (NDCG@1, NDCG@3, ...).
+
+    Returns:
+        The measures, canonically written.
+
+    Raises:
+        ConfigError: A measure asked for has no values in the result.
+    """
     from sourcebias.core.errors import ConfigError
     from sourcebias.evaluation.measures import parse_measure
 
@@ -178,8 +264,26 @@ def result_report(
     ndsr_k: int = 10,
     title: str | None = None,
 ) -> Report:
-    """The report of one evaluation: the papers' table, then the chosen statistics (computed
-    here; twin preference needs ``qrels``, twin preference and ΔNDSR the mixed runs)."""
+    """The report of one evaluation: the papers' table, then the chosen statistics.
+
+    The statistics are computed here; twin preference needs ``qrels``, twin preference and ΔNDSR the
+    mixed runs (without ``qrels`` the statistics that need them are left out).
+
+    Args:
+        result: An :class:`~sourcebias.evaluation.results.EvaluationResult`.
+        qrels: The split's judgements (for twin preference).
+        statistics: Statistics by name (``None`` or empty: none).
+        measures: Measures of the per-measure statistics (see :func:`statistics_measures`).
+        bootstrap_resamples: Resamples of the bootstrap CI of Relative Δ.
+        confidence: Level of that CI.
+        significance_resamples: Resamples of the paired randomization test.
+        correction: Multiple-testing correction of the randomization tests.
+        ndsr_k: Cut-off of ΔNDSR@k.
+        title: The report's title (default: ``Source bias on <dataset> (<split>)``).
+
+    Returns:
+        The report (its ``data`` holds the statistics' rows).
+    """
     import pandas as pd
 
     name, split = result.dataset.get("name", "?"), result.dataset.get("split", "?")
@@ -201,6 +305,15 @@ GRID_STATISTICS = ("means", "relative_delta_ci", "paired_tests", "twin_preferenc
 
 
 def grid_columns(several_sources: bool) -> list[Column]:
+    """The columns of a grid's per-dataset table.
+
+    Args:
+        several_sources: Show the LLM source column.
+
+    Returns:
+        Identity, the primary measure per target, Relative Δ with its CI, p (adj.), twin preference,
+        ΔNDSR and the sole corpora.
+    """
     return _identity(several_sources, False) + [
         Column("all", "all", "pct"),
         Column("human", "human", "pct"),
@@ -215,8 +328,14 @@ def grid_columns(several_sources: bool) -> list[Column]:
 
 
 def grid_caption(ok: Any) -> str:
-    """The captions the statistics write from the grid's finished rows (method, level and
-    correction actually used, what was left out)."""
+    """The captions the statistics write from the grid's finished rows.
+
+    Args:
+        ok: The grid's cells with status ``ok`` (a pandas DataFrame).
+
+    Returns:
+        Measure, the method, level and correction actually used, and what was left out.
+    """
     parts = []
     if len(ok):
         parts.append(f"Measure: {ok['measure'].iloc[0]}.")
@@ -231,8 +350,17 @@ def grid_caption(ok: Any) -> str:
 
 
 def cells_report(cells: Any, title: str) -> Report:
-    """The report of a grid's cells table (:func:`sourcebias.experiments.aggregate.aggregate_grid`):
-    one table per dataset (failed and missing cells shown as such), stale cells listed apart."""
+    """The report of a grid's cells table (:func:`sourcebias.experiments.aggregate.aggregate_grid`).
+
+    One table per dataset (failed and missing cells shown as such), stale cells listed apart.
+
+    Args:
+        cells: The cells table (a pandas DataFrame).
+        title: The report's title.
+
+    Returns:
+        The report (its ``data`` holds the cells).
+    """
     current = cells[cells["status"] != "stale"]
     stale = cells[cells["status"] == "stale"]
     ok = current[current["status"] == "ok"]

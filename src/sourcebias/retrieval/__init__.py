@@ -1,5 +1,7 @@
-"""Retrieval: first stages that score (BM25, TF-IDF, dense), run-to-run stages (re-rankers, cut-offs,
-filters) composed with ``>>``, runs and the tie rule.
+"""Retrieval.
+
+First stages that score (BM25, TF-IDF, dense), run-to-run stages (re-rankers, cut-offs, filters)
+composed with ``>>``, runs and the tie rule.
 
 Kinds are built from specifications (``build_retriever("bm25>>cut:20>>lm:smollm2")``); each kind
 registers itself in its own module (:mod:`sourcebias.retrieval.specs`).

@@ -33,10 +33,24 @@ class Retriever(ABC):
 
     @abstractmethod
     def retrieve(self, corpus: Corpus, queries: Mapping[str, str], depth: int = 1000, *, seed: int = 0) -> Run:
-        """Rank ``corpus`` for each query (``query_id -> text``); keep the top ``depth``."""
+        """Rank ``corpus`` for each query; keep the top ``depth``.
+
+        Args:
+            corpus: The corpus to rank.
+            queries: ``query_id -> text``.
+            depth: How many documents to keep per query.
+            seed: Seed of the tie rule (equal scores are ordered by it).
+
+        Returns:
+            The :class:`~sourcebias.retrieval.run.Run`, every query's documents best first.
+        """
 
     def config(self) -> dict[str, Any]:
-        """Parameters that identify this retriever (written to manifests)."""
+        """Parameters that identify this retriever (written to manifests).
+
+        Returns:
+            At least its ``name`` and ``class``.
+        """
         return {"name": self.name, "class": type(self).__name__}
 
     def __rshift__(self, other: Stage) -> Pipeline:
@@ -63,12 +77,18 @@ class ScoreBlock:
 
 
 class RunBuilder:
-    """Collects :class:`ScoreBlock` s into a :class:`Run`: per query, the top ``depth`` documents
-    by score, equal scores ordered by the tie rule (a running top-``depth`` per query, so blocks
-    can cover the corpus in pieces and the result equals one full sort).
+    """Collects :class:`ScoreBlock` s into a :class:`Run`.
 
-    ``only_matching`` keeps only documents with a score > 0 (a lexical match), as a search
+    Per query, the top ``depth`` documents by score, equal scores ordered by the tie rule (a running
+    top-``depth`` per query, so blocks can cover the corpus in pieces and the result equals one full
+    sort). ``only_matching`` keeps only documents with a score > 0 (a lexical match), as a search
     engine returns only matching documents.
+
+    Args:
+        corpus: The corpus ranked.
+        depth: Documents kept per query.
+        seed: Seed of the tie rule.
+        only_matching: Keep only documents with a score > 0.
     """
 
     def __init__(self, corpus: Corpus, depth: int, *, seed: int = 0, only_matching: bool = False):
@@ -80,6 +100,14 @@ class RunBuilder:
         self._all = np.arange(len(corpus), dtype=np.int64)
 
     def add(self, block: ScoreBlock) -> None:
+        """Merge a block of scores into the running top ``depth`` of its queries.
+
+        Args:
+            block: Scores of some queries against some documents.
+
+        Raises:
+            ValueError: The block's scores do not have one row per query and one column per document.
+        """
         scores = np.asarray(block.scores)
         if scores.ndim != 2 or scores.shape[0] != len(block.query_ids):
             raise ValueError(f"score block of shape {scores.shape} for {len(block.query_ids)} queries")
@@ -102,7 +130,17 @@ class RunBuilder:
             self._best[q] = (pos, row)
 
     def build(self, name: str, query_ids: Sequence[str], info: dict[str, Any] | None = None, dtype: Any = None) -> Run:
-        """The run, with the queries in the given order (a query no block scored gets an empty list)."""
+        """The run, with the queries in the given order (a query no block scored gets an empty list).
+
+        Args:
+            name: The run's name.
+            query_ids: The queries, in order.
+            info: What to record in ``run.info``.
+            dtype: The scores' dtype (default: as scored; float32 for empty lists).
+
+        Returns:
+            The :class:`~sourcebias.retrieval.run.Run`.
+        """
         empty = (np.empty(0, dtype=np.int64), np.empty(0, dtype=dtype or np.float32))
         positions: dict[str, np.ndarray] = {}
         scores: dict[str, np.ndarray] = {}
@@ -125,16 +163,27 @@ class FirstStage(Retriever):
     def score(self, corpus: Corpus, queries: Mapping[str, str], depth: int) -> Iterable[ScoreBlock]:
         """Yield score blocks covering, for every query, every document it could rank.
 
-        ``depth`` is how many documents per query will be kept: an exhaustive scorer ignores it;
-        one that only returns candidates (an approximate index) must return at least ``depth``
-        of them, plus a margin for documents tied at the cut-off.
+        Args:
+            corpus: The corpus to score.
+            queries: ``query_id -> text``.
+            depth: How many documents per query will be kept: an exhaustive scorer ignores it; one that
+                only returns candidates (an approximate index) must return at least ``depth`` of them,
+                plus a margin for documents tied at the cut-off.
+
+        Returns:
+            The blocks (an iterable; a generator may yield them one at a time).
         """
 
     def run_info(self) -> dict[str, Any]:
-        """What to record about the last :meth:`score` call in ``run.info`` (e.g. cache use)."""
+        """What to record about the last :meth:`score` call in ``run.info`` (e.g. cache use).
+
+        Returns:
+            The entries (none by default).
+        """
         return {}
 
     def retrieve(self, corpus: Corpus, queries: Mapping[str, str], depth: int = 1000, *, seed: int = 0) -> Run:
+        """Rank ``corpus`` for each query from :meth:`score`'s blocks; arguments and result as :meth:`Retriever.retrieve`."""
         builder = RunBuilder(corpus, depth, seed=seed, only_matching=self.only_matching)
         for block in self.score(corpus, queries, depth):
             builder.add(block)
@@ -152,15 +201,36 @@ class Stage(ABC):
     name: str = "stage"
 
     def input_depth(self, depth: int, corpus: Corpus) -> int:
-        """How many documents per query this stage needs from the stage before it, to return
-        ``depth``. Default: the same number."""
+        """How many documents per query this stage needs from the stage before it (default: ``depth``).
+
+        Args:
+            depth: How many documents per query this stage must return.
+            corpus: The corpus ranked.
+
+        Returns:
+            How many the stage before must return.
+        """
         return depth
 
     @abstractmethod
     def apply(self, run: Run, queries: Mapping[str, str], *, seed: int = 0) -> Run:
-        """Return the transformed run."""
+        """Return the transformed run.
+
+        Args:
+            run: The run of the stage before (its order final).
+            queries: ``query_id -> text``.
+            seed: Seed of the tie rule.
+
+        Returns:
+            The transformed run, over the same corpus.
+        """
 
     def config(self) -> dict[str, Any]:
+        """Parameters that identify this stage (written to manifests).
+
+        Returns:
+            At least its ``name`` and ``class``.
+        """
         return {"name": self.name, "class": type(self).__name__}
 
     def __rshift__(self, other: Stage) -> StageChain:
@@ -179,20 +249,27 @@ class StageChain(Stage):
         flat: list[Stage] = []
         for s in stages:
             flat += s.stages if isinstance(s, StageChain) else [s]
-        self.stages = flat
+        self.stages: list[Stage] = flat
         self.name = ">>".join(s.name for s in flat)
 
     def input_depth(self, depth: int, corpus: Corpus) -> int:
+        """What the first stage of the chain needs, working back from the last; as :meth:`Stage.input_depth`."""
         for s in reversed(self.stages):
             depth = s.input_depth(depth, corpus)
         return depth
 
     def apply(self, run: Run, queries: Mapping[str, str], *, seed: int = 0) -> Run:
+        """Apply the stages in order; arguments and result as :meth:`Stage.apply`."""
         for s in self.stages:
             run = s.apply(run, queries, seed=seed)
         return run
 
     def config(self) -> dict[str, Any]:
+        """The chain's name and each stage's configuration.
+
+        Returns:
+            ``{"name": ..., "stages": [...]}``.
+        """
         return {"name": self.name, "stages": [s.config() for s in self.stages]}
 
     def __rshift__(self, other: Stage) -> StageChain:
@@ -208,8 +285,8 @@ class Pipeline(Retriever):
         if isinstance(first, Pipeline):
             stages = [*first.stages, *stages]
             first = first.first
-        self.first = first
-        self.stages = StageChain(stages).stages
+        self.first: Retriever = first
+        self.stages: list[Stage] = StageChain(stages).stages
         self.name = name or ">>".join([first.name] + [s.name for s in self.stages])
 
     def __rshift__(self, other: Stage) -> Pipeline:
@@ -218,9 +295,19 @@ class Pipeline(Retriever):
         return Pipeline(self.first, [*self.stages, other])
 
     def first_stage_depth(self, depth: int, corpus: Corpus) -> int:
+        """How many documents per query the first stage must return for the stages to return ``depth``.
+
+        Args:
+            depth: Documents per query the pipeline returns.
+            corpus: The corpus ranked.
+
+        Returns:
+            The first stage's depth.
+        """
         return StageChain(self.stages).input_depth(depth, corpus) if self.stages else depth
 
     def retrieve(self, corpus: Corpus, queries: Mapping[str, str], depth: int = 1000, *, seed: int = 0) -> Run:
+        """Rank with the first stage, apply the stages, cut at ``depth``; arguments and result as :meth:`Retriever.retrieve`."""
         run = self.first.retrieve(corpus, queries, self.first_stage_depth(depth, corpus), seed=seed)
         for s in self.stages:
             run = s.apply(run, queries, seed=seed)
@@ -229,12 +316,26 @@ class Pipeline(Retriever):
         return run
 
     def config(self) -> dict[str, Any]:
+        """The pipeline's name, its first stage's and each stage's configuration.
+
+        Returns:
+            ``{"name": ..., "first_stage": {...}, "stages": [...]}``.
+        """
         return {"name": self.name, "first_stage": self.first.config(), "stages": [s.config() for s in self.stages]}
 
 
 def with_stage_after_first(retriever: Retriever, stage: Stage) -> Retriever:
-    """``retriever`` with ``stage`` inserted right after its first stage, keeping its name (used
-    for the self-match filter, which must act before any re-ranker)."""
+    """``retriever`` with ``stage`` inserted right after its first stage, keeping its name.
+
+    Used for the self-match filter, which must act before any re-ranker.
+
+    Args:
+        retriever: A first stage or a pipeline.
+        stage: The stage to insert.
+
+    Returns:
+        A :class:`Pipeline`.
+    """
     if isinstance(retriever, Pipeline):
         return Pipeline(retriever.first, [stage, *retriever.stages], name=retriever.name)
     return Pipeline(retriever, [stage], name=retriever.name)
@@ -249,8 +350,19 @@ def rank_rows(
     seed: int = 0,
     only_matching: bool = False,
 ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
-    """Ranked lists from full score vectors (one per query, over all of ``corpus``):
-    ``(positions, scores)`` per query, the top ``depth`` under the tie rule."""
+    """Ranked lists from full score vectors (one per query, over all of ``corpus``).
+
+    Args:
+        corpus: The corpus scored.
+        query_ids: The queries, in the order of ``score_rows``.
+        score_rows: One score vector per query, one score per document of ``corpus``.
+        depth: Documents kept per query.
+        seed: Seed of the tie rule.
+        only_matching: Keep only documents with a score > 0.
+
+    Returns:
+        ``(positions, scores)`` per query: the top ``depth`` under the tie rule.
+    """
     builder = RunBuilder(corpus, depth, seed=seed, only_matching=only_matching)
     for q, row in zip(query_ids, score_rows):
         builder.add(ScoreBlock([q], np.asarray(row)[None, :]))

@@ -69,7 +69,7 @@ class DenseRetriever(FirstStage):
         if index not in INDEXES:
             raise ConfigError(f"unknown index '{index}'; choose from {', '.join(INDEXES)}")
         self.encoder = encoder
-        self.name = name or getattr(encoder, "name", type(encoder).__name__)
+        self.name = name or str(getattr(encoder, "name", type(encoder).__name__))
         self.embedder = Embedder(encoder, cache_dir=cache_dir, shard_size=shard_size, name=self.name)
         self.index = index
         self.chunk_size = chunk_size

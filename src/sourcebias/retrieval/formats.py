@@ -148,7 +148,8 @@ class _Cursor:
         return self._line
 
     def peek(self) -> str:
-        self.i = _WS.match(self.text, self.i).end()
+        ws = _WS.match(self.text, self.i)  # (never None: the pattern matches the empty string)
+        self.i = ws.end() if ws else self.i
         return self.text[self.i] if self.i < len(self.text) else ""
 
     def expect(self, ch: str, what: str) -> None:

@@ -178,7 +178,8 @@ class LuceneBM25:
         from scipy.sparse import csr_matrix
 
         n_q = len(query_term_ids)
-        data, cols, indptr, boosted = [], [], [0], []
+        data, cols, indptr = [], [], [0]
+        boosted: list[tuple[int, int, int]] = []  # (query, term, boost)
         for qi, q in enumerate(query_term_ids):
             c = np.bincount(np.asarray(q, dtype=np.int64)) if len(q) else np.zeros(0, dtype=np.int64)
             nz = np.flatnonzero(c)

@@ -136,7 +136,9 @@ def _position(docnos: DocnoMap, docno: str, qid: str) -> int:
     return p
 
 
-class PyTerrierStage(Stage, Retriever):
+# Both a stage and a first stage: the two bases' ``>>`` differ (StageChain vs Pipeline) and Python's
+# order of bases gives Stage's; a type checker cannot accept both (a known conflict, kept as it behaves).
+class PyTerrierStage(Stage, Retriever):  # type: ignore[misc]
     """A ``pt.Transformer`` as a sourcebias stage (R frame in) or first stage (Q frame in).
 
     Parameters

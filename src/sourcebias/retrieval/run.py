@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import csv
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -43,7 +44,7 @@ class Run:
     name: str
     positions: dict[str, np.ndarray]
     scores: dict[str, np.ndarray]
-    info: dict = field(default_factory=dict)
+    info: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.positions.keys() != self.scores.keys():
@@ -51,6 +52,7 @@ class Run:
 
     @property
     def query_ids(self) -> list[str]:
+        """The queries of the run, in order."""
         return list(self.positions)
 
     def __len__(self) -> int:
@@ -60,10 +62,22 @@ class Run:
         return f"Run({self.name!r}, {len(self)} queries, depth {self.depth()}, {len(self.corpus):,} documents)"
 
     def depth(self) -> int:
+        """The length of the longest ranking.
+
+        Returns:
+            The most documents any query has (0 for an empty run).
+        """
         return max((len(p) for p in self.positions.values()), default=0)
 
     def keys(self, query_id: str) -> list[tuple[str, str]]:
-        """``(doc_id, source)`` of the ranked documents of one query, best first."""
+        """``(doc_id, source)`` of the ranked documents of one query, best first.
+
+        Args:
+            query_id: A query of the run.
+
+        Returns:
+            The documents' keys.
+        """
         c = self.corpus
         names, codes, ids = c.sources, c.source_codes, c.doc_ids
         return [(ids[i], names[codes[i]]) for i in self.positions[query_id].tolist()]
@@ -80,15 +94,29 @@ class Run:
                 return False
         return True
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]  # unhashable (it defines __eq__); typeshed types object.__hash__ as a method
 
     # -- derived runs ------------------------------------------------------------------------
     def cut(self, depth: int) -> Run:
-        """The first ``depth`` documents of each query."""
+        """The first ``depth`` documents of each query.
+
+        Args:
+            depth: Documents kept per query.
+
+        Returns:
+            A new run.
+        """
         return Run(self.corpus, self.name, {q: p[:depth] for q, p in self.positions.items()}, {q: s[:depth] for q, s in self.scores.items()}, dict(self.info))
 
     def restrict(self, query_ids: Sequence[str]) -> Run:
-        """The given queries only (in the given order; a query the run lacks gets an empty list)."""
+        """The given queries only.
+
+        Args:
+            query_ids: The queries, in the order wanted (a query the run lacks gets an empty list).
+
+        Returns:
+            A new run.
+        """
         empty_p, empty_s = np.empty(0, dtype=np.int64), np.empty(0, dtype=self._score_dtype())
         return Run(
             self.corpus,
@@ -99,8 +127,17 @@ class Run:
         )
 
     def bind(self, corpus: Corpus) -> Run:
-        """The same rankings over another corpus object holding the same documents (matched by
-        ``(doc_id, source)``); raises if a ranked document is missing there."""
+        """The same rankings over another corpus object holding the same documents (matched by ``(doc_id, source)``).
+
+        Args:
+            corpus: The other corpus (e.g. the loaded dataset's, with texts).
+
+        Returns:
+            The run over ``corpus`` (this run itself when it is already over it).
+
+        Raises:
+            ConfigError: A ranked document is not in ``corpus``.
+        """
         if corpus is self.corpus:
             return self
         src_pos = _position_lookup(corpus)
@@ -126,9 +163,17 @@ class Run:
         """Write the run in TREC format ``qid Q0 docno rank score tag``.
 
         Document names come from ``docnos`` (default: ``<source>/<doc_id>``, see
-        :meth:`DocnoMap.sourcebias`). Scores are written with as many digits as their type needs
-        to be read back exactly (float32 scores: 9 significant digits at most). The rank column
-        is the final order (ties already broken by the tie rule).
+        :meth:`DocnoMap.sourcebias`). Scores are written with as many digits as their type needs to be
+        read back exactly (float32 scores: 9 significant digits at most). The rank column is the final
+        order (ties already broken by the tie rule).
+
+        Args:
+            path: The file to write (atomically).
+            docnos: How documents are named.
+            tag: The last column (default: the run's name, whitespace as ``_``).
+
+        Raises:
+            ConfigError: A query id holds whitespace (a TREC run cannot hold it).
         """
         from sourcebias.core.atomic import atomic_open
 
@@ -160,16 +205,27 @@ class Run:
     ) -> Run:
         """Read a TREC run (``qid Q0 docno rank score tag``; ``.gz`` too) written by any system.
 
-        ``docnos`` maps the file's document names to documents of ``corpus`` (default: the
-        ``<source>/<doc_id>`` names sourcebias writes; see :class:`DocnoMap`). Documents are
-        ordered by score, highest first, and **equal scores by the tie rule** of
-        :mod:`sourcebias.retrieval.ties` with ``seed`` — not by the file's rank column, nor by
-        docno as trec_eval does, both of which would systematically favour one source. A name
-        that maps to no document, a malformed line or a document listed twice for a query stops
-        with ``file:line``.
+        Documents are ordered by score, highest first, and **equal scores by the tie rule** of
+        :mod:`sourcebias.retrieval.ties` with ``seed`` — not by the file's rank column, nor by docno as
+        trec_eval does, both of which would systematically favour one source.
 
-        ``order="rank"`` keeps the file's rank column instead (for runs whose order is already
-        final, such as those sourcebias saves); ranks must then be distinct per query.
+        Args:
+            path: The run file.
+            corpus: The corpus the run ranks.
+            docnos: Maps the file's document names to documents of ``corpus`` (default: the
+                ``<source>/<doc_id>`` names sourcebias writes; see :class:`DocnoMap`).
+            name: The run's name (default: the file's name without its suffixes).
+            seed: Seed of the tie rule.
+            order: ``"score"``, or ``"rank"`` to keep the file's rank column (for runs whose order is
+                already final, such as those sourcebias saves; ranks must then be distinct per query).
+
+        Returns:
+            The run.
+
+        Raises:
+            ConfigError: An unknown ``order``, or ``docnos`` built for another corpus.
+            DataError: A name that maps to no document, a malformed line, a document listed twice for a
+                query (or a rank used twice), or an empty file; with ``file:line``.
         """
         if order not in ("score", "rank"):
             raise ConfigError(f"order must be 'score' or 'rank', got '{order}'")
@@ -196,11 +252,12 @@ class Run:
         return cls(corpus, name or _run_name(path), positions, scores, info)
 
 
-def _read_trec(path: Path, docnos: DocnoMap, order: str) -> tuple[dict[str, tuple[list[int], list, dict[int, int]]], int]:
-    """Per query, the listed corpus positions, their scores (``(rank, score)`` with
-    ``order="rank"``) and the line of each position; and the number of entries. Every malformed
-    line stops with file:line."""
-    per_query: dict[str, tuple[list[int], list, dict[int, int]]] = {}
+def _read_trec(path: Path, docnos: DocnoMap, order: str) -> tuple[dict[str, tuple[list[int], list[Any], dict[int, int]]], int]:
+    """Per query, the listed corpus positions, their scores (``(rank, score)`` with ``order="rank"``) and the line of each position; and the number of entries.
+
+    Every malformed line stops with file:line.
+    """
+    per_query: dict[str, tuple[list[int], list[Any], dict[int, int]]] = {}
     ranks: dict[str, dict[int, int]] = {}
     n = 0
     for lineno, line in iter_lines(path):
@@ -231,9 +288,8 @@ def _read_trec(path: Path, docnos: DocnoMap, order: str) -> tuple[dict[str, tupl
             if rank in rq:
                 raise DataError(path, f"rank {rank} is used twice for query '{qid}' (first on line {rq[rank]})", lineno)
             rq[rank] = lineno
-            score = (rank, score)  # type: ignore[assignment]
         plist.append(pos)
-        slist.append(score)
+        slist.append((rank, score) if order == "rank" else score)
         n += 1
     if n == 0:
         raise DataError(path, "empty run: no ranked documents")
@@ -245,8 +301,9 @@ COCKTAIL_DOCNO = "{doc_id}-{source}"
 
 
 def unknown_docno(docno: str, docnos: DocnoMap) -> str:
-    """The message for a run's (or feature file's) document name that maps to no document, with
-    a hint at how to name the documents: every reader of other tools' files says the same.
+    """The message for a run's (or feature file's) document name that maps to no document, with a hint at how to name the documents.
+
+    Every reader of other tools' files says the same.
 
     Args:
         docno: the name read from the file.
@@ -284,8 +341,18 @@ def resolve_docnos(
     3. a ``docnos.tsv`` beside the run file (sourcebias writes one next to the runs it saves);
     4. otherwise the names sourcebias writes, ``<source>/<doc_id>``.
 
-    Giving both ``docnos`` and ``docno_pattern``, or ``source_labels`` without a pattern, is an
-    error.
+    Args:
+        run_path: The run file.
+        corpus: The corpus it ranks.
+        docnos: A ``docnos.tsv`` table.
+        docno_pattern: A pattern with ``{doc_id}`` and ``{source}``.
+        source_labels: How the pattern writes each source, when not by its name.
+
+    Returns:
+        The :class:`DocnoMap`.
+
+    Raises:
+        ConfigError: Both ``docnos`` and ``docno_pattern``, or ``source_labels`` without a pattern.
     """
     if docnos is not None and docno_pattern is not None:
         raise ConfigError("give a docno table or a docno pattern, not both")
@@ -309,7 +376,7 @@ def _run_name(path: Path) -> str:
     return name or "run"
 
 
-def _score_formatter(dtype: np.dtype):
+def _score_formatter(dtype: np.dtype) -> Callable[[Any], list[str]]:
     """Scores -> the shortest texts that read back to the same values of the scores' type
     (float32: ``astype(str)``, numpy's shortest float32 repr, the text of ``str(np.float32(s))``
     for every value, in one call)."""
@@ -318,7 +385,7 @@ def _score_formatter(dtype: np.dtype):
     return lambda scores: [repr(s) for s in np.asarray(scores).tolist()]
 
 
-def _position_lookup(corpus: Corpus):
+def _position_lookup(corpus: Corpus) -> Callable[[str, str], int | None]:
     return corpus.position
 
 
@@ -347,19 +414,40 @@ class DocnoMap:
                 raise ConfigError(f"two documents have the name '{nm}' under {description}: ({a.doc_id}, {a.source}) and ({b.doc_id}, {b.source})")
 
     def position(self, name: str) -> int | None:
+        """The corpus position of a document name.
+
+        Args:
+            name: A document name as the run file writes it.
+
+        Returns:
+            Its position, or None when no document has that name.
+        """
         return self._position.get(name)
 
     def describe(self) -> str:
+        """How the names are made, for messages and manifests (``pattern '{doc_id}-{source}'``).
+
+        Returns:
+            The description.
+        """
         return self._description
 
     def rows(self) -> Iterator[tuple[str, str, str]]:
-        """``(docno, doc_id, source)`` for every document."""
+        """The table of names.
+
+        Yields:
+            ``(docno, doc_id, source)`` for every document, in corpus order.
+        """
         c = self.corpus
         for i, nm in enumerate(self.names):
             yield nm, c.doc_ids[i], c.source_of(i)
 
     def write_table(self, path: str | Path) -> None:
-        """Write ``docnos.tsv`` (``docno, doc_id, source``)."""
+        """Write ``docnos.tsv`` (``docno, doc_id, source``).
+
+        Args:
+            path: The file to write (atomically).
+        """
         from sourcebias.core.atomic import atomic_open
 
         with atomic_open(path, "w", newline="") as fh:
@@ -371,15 +459,34 @@ class DocnoMap:
 
     @classmethod
     def sourcebias(cls, corpus: Corpus) -> DocnoMap:
+        """The names sourcebias writes: ``<source>/<doc_id>``.
+
+        Args:
+            corpus: The corpus named.
+
+        Returns:
+            The map.
+        """
         return cls.from_pattern(SOURCEBIAS_DOCNO, corpus, _description=cls.SOURCEBIAS_DESCRIPTION)
 
     @classmethod
     def from_pattern(cls, pattern: str, corpus: Corpus, source_labels: Mapping[str, str] | None = None, *, _description: str | None = None) -> DocnoMap:
         """Names rendered from ``pattern`` (fields ``{doc_id}`` and ``{source}``).
 
-        ``source_labels`` maps a source name to how the pattern writes it (e.g.
-        ``{"llama-2-7b-chat-tmp0.2": "llama"}``); sources not listed are written by name. With a
-        single-source corpus the pattern may be just ``{doc_id}``.
+        With a single-source corpus the pattern may be just ``{doc_id}``.
+
+        Args:
+            pattern: E.g. Cocktail's ``{doc_id}-{source}``.
+            corpus: The corpus named.
+            source_labels: How the pattern writes a source when not by its name (e.g.
+                ``{"llama-2-7b-chat-tmp0.2": "llama"}``).
+
+        Returns:
+            The map.
+
+        Raises:
+            ConfigError: The pattern has other fields, lacks ``{doc_id}``, or lacks ``{source}`` for a
+                corpus of several sources; a label for an unknown source; two documents given one name.
         """
         fields = set(re.findall(r"{(\w*)}", pattern))
         if not fields <= {"doc_id", "source"} or "doc_id" not in fields:
@@ -399,9 +506,22 @@ class DocnoMap:
 
     @classmethod
     def from_table(cls, path: str | Path, corpus: Corpus) -> DocnoMap:
-        """Names from a ``docnos.tsv`` (header ``docno doc_id source``, tab-separated). Every
-        document of ``corpus`` must be listed; rows naming documents outside it are allowed (a
-        table may cover a larger corpus) but never used."""
+        """Names from a ``docnos.tsv`` (header ``docno doc_id source``, tab-separated).
+
+        Every document of ``corpus`` must be listed; rows naming documents outside it are allowed (a
+        table may cover a larger corpus) but never used.
+
+        Args:
+            path: The table.
+            corpus: The corpus named.
+
+        Returns:
+            The map.
+
+        Raises:
+            DataError: A malformed header or row, a name with whitespace or given twice, a document
+                listed twice, or documents of ``corpus`` without a name; with ``file:line``.
+        """
         path = Path(path)
         name_of: dict[int, str] = {}
         line_of: dict[str, int] = {}

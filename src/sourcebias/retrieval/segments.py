@@ -244,7 +244,8 @@ class SegmentedBM25:
             nz = np.flatnonzero(c)
             per_query.append((nz, c[nz]))
         union = np.unique(np.concatenate([nz for nz, _ in per_query] + [np.zeros(0, np.int64)]))
-        data, cols, indptr, boosted = [], [], [0], []
+        data, cols, indptr = [], [], [0]
+        boosted: list[tuple[int, int, int]] = []  # (query, union column, boost)
         for qi, (nz, cnt) in enumerate(per_query):
             exact = (cnt & (cnt - 1)) == 0  # a power of two: n * score is exact in float32
             cols.append(np.searchsorted(union, nz[exact]))
@@ -300,7 +301,7 @@ class SegmentedBM25:
             if not (folder / name).is_file():
                 with atomic_open(folder / name, "wb") as fh:
                     np.savez(fh, lengths=seg.lengths, norm_bytes=seg.norm_bytes, terms=seg.terms, ptr=seg.ptr, docs=seg.docs, freqs=seg.freqs)
-        terms = [None] * len(self.vocab)
+        terms: list[str | None] = [None] * len(self.vocab)
         for term, i in self.vocab.items():
             terms[i] = term
         atomic_write_json(folder / "vocab.json", terms, indent=None)

@@ -30,7 +30,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from importlib import import_module
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from sourcebias.core.errors import ConfigError
 
@@ -66,6 +66,19 @@ class Param:
     choices: tuple[str, ...] | None = None
 
     def parse(self, kind: str, key: str, text: str) -> Any:
+        """The option's value from its text in a specification.
+
+        Args:
+            kind: The kind, named in errors.
+            key: The option's key, named in errors.
+            text: The text after ``key=``.
+
+        Returns:
+            The value, of the option's type (``true``/``false`` and the like for a bool; a path expanded).
+
+        Raises:
+            ConfigError: The text is not of the option's type, or not one of its choices.
+        """
         t = text.strip()
         try:
             if self.type is bool:
@@ -104,6 +117,11 @@ class Kind:
     models: tuple[str, ...] = ()  # checkpoints a preset needs (checked for offline use by `sourcebias retrievers`)
 
     def usage(self) -> str:
+        """How the kind is written, for ``sourcebias retrievers`` (``ce:MODEL[,depth=..]``).
+
+        Returns:
+            The usage text.
+        """
         pos = f":{self.positional.upper()}" if self.positional else ""
         opts = ",".join(f"{k}=" for k in self.params if k != self.positional and self.params[k].option is None)
         return f"{self.kind}{pos}" + (f"[{',' if pos else ':'}{opts}..]" if opts else "")
@@ -111,10 +129,14 @@ class Kind:
 
 _KINDS: dict[str, Kind] = {}
 _loaded = False
+#: a kind's factory ``(params, text) -> Retriever or Stage``, as the registration decorators keep it
+_Factory = TypeVar("_Factory", bound=Callable[[dict[str, Any], str], Any])
 
 
-def _register(role: str, kind: str, params: Mapping[str, Param] | None, help: str, positional: str | None, offline: str | None, models: tuple[str, ...] = ()):
-    def deco(factory: Callable[[dict[str, Any], str], Any]):
+def _register(
+    role: str, kind: str, params: Mapping[str, Param] | None, help: str, positional: str | None, offline: str | None, models: tuple[str, ...] = ()
+) -> Callable[[_Factory], _Factory]:
+    def deco(factory: _Factory) -> _Factory:
         key = kind.lower()
         if key in _KINDS and _KINDS[key].factory is not factory:
             raise ConfigError(f"retrieval kind '{kind}' is registered twice ({_KINDS[key].factory.__module__} and {factory.__module__})")
@@ -124,13 +146,37 @@ def _register(role: str, kind: str, params: Mapping[str, Param] | None, help: st
     return deco
 
 
-def register_first_stage(kind: str, *, params: Mapping[str, Param] | None = None, help: str = "", positional: str | None = None, offline: str | None = None, models: tuple[str, ...] = ()):
-    """Decorator: register a factory ``(params, text) -> Retriever`` for ``--retriever KIND...``."""
+def register_first_stage(kind: str, *, params: Mapping[str, Param] | None = None, help: str = "", positional: str | None = None, offline: str | None = None, models: tuple[str, ...] = ()) -> Callable[[_Factory], _Factory]:
+    """Decorator: register a factory ``(params, text) -> Retriever`` for ``--retriever KIND...``.
+
+    Args:
+        kind: The kind's name (case-insensitive).
+        params: Its typed options, by key.
+        help: One line for ``sourcebias retrievers``.
+        positional: The option a bare first argument sets (``bm25:...``, ``ce:MODEL``).
+        offline: Which models of this kind work without network, if any.
+        models: Checkpoints a preset needs (checked for offline use by ``sourcebias retrievers``).
+
+    Returns:
+        The decorator; it returns the factory unchanged.
+
+    Raises:
+        ConfigError: (when the decorator runs) another factory has that kind.
+    """
     return _register("first", kind, params, help, positional, offline, models)
 
 
-def register_stage(kind: str, *, params: Mapping[str, Param] | None = None, help: str = "", positional: str | None = None, offline: str | None = None):
-    """Decorator: register a factory ``(params, text) -> Stage`` for ``... >> KIND...``."""
+def register_stage(kind: str, *, params: Mapping[str, Param] | None = None, help: str = "", positional: str | None = None, offline: str | None = None) -> Callable[[_Factory], _Factory]:
+    """Decorator: register a factory ``(params, text) -> Stage`` for ``... >> KIND...``.
+
+    The arguments are those of :func:`register_first_stage` (without ``models``).
+
+    Returns:
+        The decorator; it returns the factory unchanged.
+
+    Raises:
+        ConfigError: (when the decorator runs) another factory has that kind.
+    """
     return _register("stage", kind, params, help, positional, offline)
 
 
@@ -148,16 +194,46 @@ def load_plugins() -> None:
 
 
 def kinds(role: str | None = None) -> dict[str, Kind]:
+    """The registered kinds (built-in and plugin modules loaded first), sorted by name.
+
+    Args:
+        role: ``"first"`` or ``"stage"``; None for every kind.
+
+    Returns:
+        ``{kind: Kind}``.
+    """
     load_plugins()
     return {k: v for k, v in sorted(_KINDS.items()) if role is None or v.role == role}
 
 
 def get_kind(kind: str) -> Kind | None:
+    """A registered kind by name (built-in and plugin modules loaded first).
+
+    Args:
+        kind: The name, any case.
+
+    Returns:
+        Its :class:`Kind`, or None when there is none.
+    """
     load_plugins()
     return _KINDS.get(kind.lower())
 
 
 def split_stage(text: str) -> tuple[str, str | None]:
+    """A stage's kind and argument: ``"ce:MODEL,depth=20"`` -> ``("ce", "MODEL,depth=20")``.
+
+    A comma before any colon also ends the kind (``"jaccard,depth=10"`` reads as
+    ``"jaccard:depth=10"``).
+
+    Args:
+        text: One stage of a specification (between ``>>``).
+
+    Returns:
+        ``(kind, argument)``: the kind lower-cased, the argument None when there is none.
+
+    Raises:
+        ConfigError: An empty stage.
+    """
     text = text.strip()
     if not text:
         raise ConfigError("empty retrieval stage (check the '>>' in the specification)")
@@ -170,9 +246,18 @@ def split_stage(text: str) -> tuple[str, str | None]:
 
 
 def command_wide(options: Mapping[str, Any]) -> dict[str, Any]:
-    """The command-wide options as kinds fall back to them. ``cache_dir=False`` (what
-    ``--no-cache`` passes) is the command-wide ``cache=False``, not a folder: a stage's own
-    ``cache=true`` still beats it, as every stage option beats the command-wide one."""
+    """The command-wide options as kinds fall back to them.
+
+    ``cache_dir=False`` (what ``--no-cache`` passes) is the command-wide ``cache=False``, not a
+    folder: a stage's own ``cache=true`` still beats it, as every stage option beats the command-wide
+    one.
+
+    Args:
+        options: The command-wide options (``device``, ``batch_size``, ``cache_dir``, ...).
+
+    Returns:
+        A copy, with ``cache_dir=False`` turned into ``cache_dir=None, cache=False``.
+    """
     opts = dict(options)
     if opts.get("cache_dir") is False:
         opts["cache_dir"] = None
@@ -181,7 +266,20 @@ def command_wide(options: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def resolve_params(spec: Kind, arg: str | None, options: Mapping[str, Any]) -> dict[str, Any]:
-    """The values of a kind's options: stage-level, else command-wide, else the default."""
+    """The values of a kind's options: stage-level, else command-wide, else the default.
+
+    Args:
+        spec: The kind.
+        arg: The stage's argument (after ``KIND:``), or None.
+        options: The command-wide options.
+
+    Returns:
+        ``{option: value}`` of every option that has a value.
+
+    Raises:
+        ConfigError: A part that is not ``key=value``, an unknown or repeated option, a value of the
+            wrong type, or a required option without a value.
+    """
     options = command_wide(options)
     given: dict[str, Any] = {}
     parts = [p for p in (arg.split(",") if arg else [])]

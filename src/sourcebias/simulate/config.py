@@ -50,7 +50,7 @@ import json
 import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from sourcebias.core.errors import DataError
 from sourcebias.experiments.settings import key_line, unknown_keys
@@ -150,7 +150,7 @@ class _Checker:
     def __init__(self, path: Path, text: str):
         self.path, self.text = path, text
 
-    def fail(self, where: str, problem: str, key: str | None = None) -> None:
+    def fail(self, where: str, problem: str, key: str | None = None) -> NoReturn:
         m = re.match(r"\[?([a-z_]+)\]?(?:\[(\d+)\])?", where)
         table, index = (m.group(1), int(m.group(2) or 1)) if m and where != "the file" else (None, 1)
         raise DataError(self.path, f"{where}: {problem}", key_line(self.text, key, table, index) if key else None)

@@ -62,13 +62,14 @@ class BM25LoopIndex(LoopIndex):
         from sourcebias.retrieval.segments import SegmentedBM25
 
         super().__init__(retriever, name)
-        self.index = None
+        index: SegmentedBM25 | None = None
         if state is not None and (state / "segments.json").is_file():
             idx = SegmentedBM25.load(state, analyzer=retriever.analyzer)
             if n_docs is None or idx.n_docs == n_docs:  # an index of another length is stale: rebuilt
-                self.index = idx
-        if self.index is None:
-            self.index = SegmentedBM25(k1=retriever.k1, b=retriever.b, norms=retriever.norms, analyzer=retriever.analyzer)
+                index = idx
+        if index is None:
+            index = SegmentedBM25(k1=retriever.k1, b=retriever.b, norms=retriever.norms, analyzer=retriever.analyzer)
+        self.index = index
 
     def add(self, corpus: Corpus, positions: Sequence[int]) -> None:
         pos = list(positions)

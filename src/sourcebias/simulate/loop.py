@@ -30,13 +30,16 @@ import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from sourcebias.core.errors import OutputError
 from sourcebias.data.corpus import Corpus, Document
 from sourcebias.simulate.config import SimulationConfig
+
+if TYPE_CHECKING:
+    from sourcebias.simulate.indexes import LoopIndex
 
 STATE_FILE = "simulation.json"
 ROUND_KIND = "simulate:round"
@@ -125,8 +128,13 @@ class Loop:
         self.hash = cfg.settings_hash(name)
         self.corpus = dataset.corpus
         self.generated: list[str] = []
-        self.index = None
+        self.index: LoopIndex | None = None  # built by run()
         self._last = None  # the view after the last round (what readers see next)
+
+    def _index(self) -> LoopIndex:
+        if self.index is None:
+            raise RuntimeError(f"{self.name}: the loop's index is built by run()")
+        return self.index
 
     def _check(self, r: int) -> bool | None:
         """As :func:`finished_round`; a round of other settings is refused, or with ``overwrite``
@@ -175,7 +183,7 @@ class Loop:
 
     def _view(self) -> Any:
         """The ranking readers see: the retriever's, with exposure parity when that is the intervention."""
-        run = self.index.rank(self.corpus, {q: self.dataset.queries[q] for q in self.eval_qids}, self.cfg.depth, self.cfg.seed)
+        run = self._index().rank(self.corpus, {q: self.dataset.queries[q] for q in self.eval_qids}, self.cfg.depth, self.cfg.seed)
         if self.cfg.intervention.kind == "fair":
             from sourcebias.simulate.intervene import fair_view
 
@@ -201,7 +209,7 @@ class Loop:
         old = len(self.corpus)
         self.corpus = extend(self.corpus, added_documents(records, source))
         self.generated.append(source)
-        self.index.add(self.corpus, range(old, len(self.corpus)))
+        self._index().add(self.corpus, range(old, len(self.corpus)))
         return records
 
     def _commit(self, r: int, records: list[dict[str, Any]], view: Any, seconds: float) -> None:
@@ -212,7 +220,7 @@ class Loop:
 
         metrics = round_metrics(view, self.dataset.qrels, self.eval_qids, k=self.cfg.k, human_source=self.dataset.human_source, generated=self.generated)
         metrics.update(round=r, retriever=self.name, documents=len(self.corpus), source=self.cfg.source_name(r) if r else None, written=len(records),
-                       added=sum(1 for x in records if x["metadata"]["added"]), statuses=_statuses(records), seconds=round(seconds, 3), index=self.index.config())
+                       added=sum(1 for x in records if x["metadata"]["added"]), statuses=_statuses(records), seconds=round(seconds, 3), index=self._index().config())
         folder = OutputFolder.claim(round_dir(self.root, self.name, r), kind=ROUND_KIND, overwrite=True)
         try:
             with atomic_open(folder.staging / "documents.jsonl") as fh:
@@ -224,7 +232,7 @@ class Loop:
             folder.commit(build_manifest(command=ROUND_KIND, inputs={"config": str(self.cfg.path.resolve())}, parameters=params, timings={"round_s": round(seconds, 3)}))
         finally:
             folder.abort()
-        self.index.save(self.root / "loops" / self.name / "index")
+        self._index().save(self.root / "loops" / self.name / "index")
 
 
 def _statuses(records: list[dict[str, Any]]) -> dict[str, int]:

@@ -61,7 +61,7 @@ def run_simulation(cfg: SimulationConfig, root: str | Path, *, overwrite: bool =
     try:
         atomic_write_text(root / "config.toml", cfg.text)
         settings = {**cfg.loop_settings(), "rounds": cfg.rounds, "eval_queries_n": len(eval_qids), "dataset_name": dataset.name}
-        state = {"name": cfg.name, "config_sha256": cfg.digest(), "retrievers": [n for n, _ in cfg.retrievers], "settings": settings, "notes": []}
+        state: dict[str, Any] = {"name": cfg.name, "config_sha256": cfg.digest(), "retrievers": [n for n, _ in cfg.retrievers], "settings": settings, "notes": []}
         atomic_write_json(root / STATE_FILE, state)
         emit = on_event or (lambda kind, rec: None)
         if ray_address is None:

@@ -39,11 +39,30 @@ class StatisticsSet:
     records: dict[str, list[Record]] = field(default_factory=dict)
 
     def chosen(self, per_measure: bool | None) -> list[Statistic]:
+        """The statistics of one kind.
+
+        Args:
+            per_measure: ``True``: the statistics with one record per measure; ``False``: those with one
+                record per retriever and LLM source; ``None``: every statistic.
+
+        Returns:
+            The statistics, in order.
+        """
         return [s for s in self.statistics if per_measure is None or s.per_measure == per_measure]
 
     def rows(self, per_measure: bool | None = None) -> list[dict[str, Any]]:
-        """Rows joined on (retriever, LLM source, measure). ``per_measure=None``: every statistic,
-        the per-pair ones repeated on each measure's row (the grid's one-measure table)."""
+        """Rows joined on (retriever, LLM source, measure).
+
+        With ``per_measure=None``: every statistic, the per-pair ones repeated on each measure's row (the
+        grid's one-measure table).
+
+        Args:
+            per_measure: ``True``: the statistics with one record per measure; ``False``: those with one
+                record per retriever and LLM source; ``None``: every statistic.
+
+        Returns:
+            One dict of fields per (retriever, LLM source, measure).
+        """
         stats = self.chosen(per_measure)
         if per_measure is None and not any(s.per_measure for s in stats):
             return self.rows(False)
@@ -63,23 +82,65 @@ class StatisticsSet:
         return list(joined.values())
 
     def columns(self, per_measure: bool | None = None) -> list[Column]:
+        """The displayed columns of the chosen statistics, in order.
+
+        Args:
+            per_measure: ``True``: the statistics with one record per measure; ``False``: those with one
+                record per retriever and LLM source; ``None``: every statistic.
+
+        Returns:
+            Their :class:`Column` declarations.
+        """
         return [c for s in self.chosen(per_measure) for c in s.record.columns]
 
     def fields(self, per_measure: bool | None = None) -> list[str]:
+        """Every field of the chosen statistics' records (the CSV columns), identity first.
+
+        Args:
+            per_measure: ``True``: the statistics with one record per measure; ``False``: those with one
+                record per retriever and LLM source; ``None``: every statistic.
+
+        Returns:
+            Field names, without repeats.
+        """
         out: list[str] = list(IDENTITY)
         for s in self.chosen(per_measure):
             out += [f for f in s.record.field_names() if f not in out]
         return out
 
     def captions(self, per_measure: bool | None = None) -> list[str]:
+        """The captions of the chosen statistics (empty ones left out).
+
+        Args:
+            per_measure: ``True``: the statistics with one record per measure; ``False``: those with one
+                record per retriever and LLM source; ``None``: every statistic.
+
+        Returns:
+            One caption per statistic that has one.
+        """
         return [c for s in self.chosen(per_measure) if (c := s.caption(self.records.get(s.name, [])))]
 
     def notes(self) -> list[str]:
+        """Lines a reader must see, from every statistic (undefined tests, left-out pairs).
+
+        Returns:
+            The notes, in the statistics' order.
+        """
         return [n for s in self.statistics for n in s.notes(self.records.get(s.name, []))]
 
 
 def resolve_statistics(names: Sequence[str] | None = None) -> list[Statistic]:
-    """Statistics by name or alias (``None``: :data:`DEFAULT_STATISTICS`), in the given order."""
+    """Statistics by name or alias, in the given order.
+
+    Args:
+        names: Names or aliases, case-insensitive (``None``: :data:`DEFAULT_STATISTICS`).
+
+    Returns:
+        The registered statistics, each once.
+
+    Raises:
+        ConfigError: An unknown name (the known ones are listed).
+    """
     out: list[Statistic] = []
     for n in names or DEFAULT_STATISTICS:
         s = get_statistic(n)
@@ -89,8 +150,21 @@ def resolve_statistics(names: Sequence[str] | None = None) -> list[Statistic]:
 
 
 def compute_statistics(result: Any, ctx: StatContext, names: Sequence[str] | None = None, *, correct: bool = True) -> StatisticsSet:
-    """Run the chosen statistics on ``result``; with ``correct``, the randomization tests' p-values
-    are corrected across this result's tests with ``ctx.correction``."""
+    """Run the chosen statistics on ``result``.
+
+    Args:
+        result: An :class:`~sourcebias.evaluation.results.EvaluationResult`.
+        ctx: The qrels, measures and method settings.
+        names: Statistics by name or alias (``None``: :data:`DEFAULT_STATISTICS`).
+        correct: Correct the randomization tests' p-values across this result's tests with
+            ``ctx.correction``.
+
+    Returns:
+        The records of every statistic.
+
+    Raises:
+        ConfigError: A statistic needs the qrels and ``ctx`` has none.
+    """
     from sourcebias.core.errors import ConfigError
 
     stats = resolve_statistics(names)
@@ -105,7 +179,12 @@ def compute_statistics(result: Any, ctx: StatContext, names: Sequence[str] | Non
 
 
 def correct_tests(records: Sequence[Any], method: str) -> None:
-    """Set ``p_adjusted`` and ``correction`` of paired-test records, corrected across them."""
+    """Set ``p_adjusted`` and ``correction`` of paired-test records, corrected across them.
+
+    Args:
+        records: Records with ``p_randomization`` (:class:`~sourcebias.evaluation.stats.paired_tests.PairedTestsRecord`).
+        method: A multiple-testing correction of :data:`CORRECTIONS` (statsmodels' ``multipletests``).
+    """
     adjusted = adjust_pvalues([r.p_randomization for r in records], method)
     for r, p in zip(records, adjusted.tolist()):
         r.p_adjusted, r.correction = p, CORRECTIONS[method]

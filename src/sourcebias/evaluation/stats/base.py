@@ -1,4 +1,6 @@
-"""The statistic registry: a :class:`Statistic` computes typed :class:`Record` s from an
+"""The statistic registry.
+
+A :class:`Statistic` computes typed :class:`Record` s from an
 :class:`~sourcebias.evaluation.results.EvaluationResult`; each record class declares its columns
 (with their formatting) and each statistic writes its caption from the records it made, so the
 caption names the method, level and correction *actually used* and what was left out.
@@ -12,26 +14,51 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from sourcebias.core.errors import ConfigError
+
+if TYPE_CHECKING:
+    import numpy as np
 
 SIGNIFICANCE = 0.05
 
 
 def is_missing(v: Any) -> bool:
+    """Whether a cell value is missing: None, NaN or the empty string.
+
+    Args:
+        v: A record's value.
+
+    Returns:
+        True when missing.
+    """
     return v is None or (isinstance(v, float) and math.isnan(v)) or v == ""
 
 
 def known(values: Any) -> list[Any]:
-    """The distinct values that are not missing, sorted (for captions: "2,000 resamples")."""
+    """The distinct values that are not missing, sorted (for captions: "2,000 resamples").
+
+    Args:
+        values: Record values.
+
+    Returns:
+        The distinct non-missing values, sorted.
+    """
     return sorted({v for v in values if not is_missing(v)})
 
 
 def total(values: Any) -> int:
-    """The sum of the values that are not missing."""
+    """The sum of the values that are not missing.
+
+    Args:
+        values: Numeric record values.
+
+    Returns:
+        Their sum, as an integer.
+    """
     return int(sum(v for v in values if not is_missing(v)))
 
 
@@ -56,6 +83,15 @@ class Column:
     mark: str | None = None
 
     def text(self, row: dict[str, Any]) -> str:
+        """The cell of this column for a row, as printed.
+
+        Args:
+            row: A record's row (:meth:`Record.row`).
+
+        Returns:
+            The value written as :attr:`kind` says (``–`` when missing), with ``*`` for a significant
+            :attr:`mark` and the interval of a ``delta_ci`` column.
+        """
         v = row.get(self.key)
         if self.kind in ("text", "cell"):
             return "" if v is None or (isinstance(v, float) and math.isnan(v)) else str(v)
@@ -63,12 +99,20 @@ class Column:
         if self.mark and s != "–" and _significant(row.get(self.mark)):
             s += "*"
         if self.kind == "delta_ci":
-            s += f" [{_number(row.get(self.low), 'num', self.digits)}, {_number(row.get(self.high), 'num', self.digits)}]"
+            low, high = (row.get(k) if k is not None else None for k in (self.low, self.high))
+            s += f" [{_number(low, 'num', self.digits)}, {_number(high, 'num', self.digits)}]"
         return s
 
     def sign(self, row: dict[str, Any]) -> int:
-        """-1 / +1 for a coloured (delta) cell with a finite non-zero value; 0 otherwise (NaN is
-        never coloured as either side)."""
+        """The side a coloured (delta) cell shows.
+
+        Args:
+            row: A record's row.
+
+        Returns:
+            -1 / +1 for a delta cell with a finite non-zero value; 0 otherwise (NaN is never coloured as
+            either side).
+        """
         if self.kind not in ("delta", "delta_ci"):
             return 0
         v = row.get(self.key)
@@ -97,16 +141,27 @@ def _number(v: Any, kind: str, digits: int) -> str:
 
 
 def signed_fixed(v: float, digits: int) -> str:
-    """``v`` with ``digits`` decimals, a value that rounds to zero written ``0.0`` (never ``-0.0``,
-    which would claim a sign the printed digits cannot show)."""
+    """``v`` with ``digits`` decimals, a value that rounds to zero written without a sign.
+
+    Never ``-0.0``, which would claim a sign the printed digits cannot show.
+
+    Args:
+        v: The value.
+        digits: Decimals.
+
+    Returns:
+        The text.
+    """
     text = f"{v:.{digits}f}"
     return text[1:] if text.startswith("-") and float(text) == 0 else text
 
 
 @dataclass
 class Record:
-    """One row of a statistic: identity (retriever, LLM source, measure) and values. Subclasses
-    add fields and declare :attr:`columns` (the displayed ones; every field goes to CSV)."""
+    """One row of a statistic: identity (retriever, LLM source, measure) and values.
+
+    Subclasses add fields and declare :attr:`columns` (the displayed ones; every field goes to CSV).
+    """
 
     retriever: str
     llm_source: str
@@ -115,15 +170,32 @@ class Record:
     columns: ClassVar[tuple[Column, ...]] = ()
 
     def row(self) -> dict[str, Any]:
+        """The record as a row: every field by name.
+
+        Returns:
+            ``{field: value}`` (:func:`dataclasses.asdict`).
+        """
         return asdict(self)
 
     @classmethod
     def field_names(cls) -> list[str]:
+        """The record's fields, in order (identity first).
+
+        Returns:
+            Their names.
+        """
         return [f.name for f in fields(cls)]
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Record:
-        """The record back from a table row (a grid's cells table), integers as integers."""
+        """The record back from a table row (a grid's cells table), integers as integers.
+
+        Args:
+            row: ``{field: value}`` as read back (a number may come back as a float, a missing text as NaN).
+
+        Returns:
+            The record.
+        """
         values: dict[str, Any] = {}
         for f in fields(cls):
             v = row.get(f.name)
@@ -137,8 +209,11 @@ class Record:
 
 @dataclass
 class StatContext:
-    """What a statistic needs beyond the result: the split's qrels (twin preference), the
-    measures of the per-measure statistics, and the settings of the methods."""
+    """What a statistic needs beyond the result.
+
+    The split's qrels (twin preference), the measures of the per-measure statistics, and the settings of
+    the methods.
+    """
 
     qrels: Any = None
     measures: Sequence[str] = ()
@@ -164,15 +239,36 @@ class Statistic(ABC):
 
     @abstractmethod
     def compute(self, result: Any, ctx: StatContext) -> list[Record]:
-        """The records of ``result`` (one per retriever, LLM source and, if :attr:`per_measure`,
-        measure of ``ctx.measures``)."""
+        """The records of ``result``.
+
+        Args:
+            result: An :class:`~sourcebias.evaluation.results.EvaluationResult`.
+            ctx: The qrels, measures and method settings.
+
+        Returns:
+            One record per retriever, LLM source and, if :attr:`per_measure`, measure of ``ctx.measures``.
+        """
 
     @abstractmethod
     def caption(self, records: Sequence[Record]) -> str:
-        """Caption text from the records made: method and level actually used, what was left out."""
+        """Caption text from the records made: method and level actually used, what was left out.
+
+        Args:
+            records: This statistic's records.
+
+        Returns:
+            The caption (``""`` for no records).
+        """
 
     def notes(self, records: Sequence[Record]) -> list[str]:
-        """Lines a reader must see (undefined tests, left-out pairs); none by default."""
+        """Lines a reader must see (undefined tests, left-out pairs); none by default.
+
+        Args:
+            records: This statistic's records.
+
+        Returns:
+            The lines.
+        """
         return []
 
 
@@ -181,8 +277,17 @@ _BY_ALIAS: dict[str, str] = {}
 
 
 def register_statistic(stat: Statistic) -> Statistic:
-    """Make ``stat`` (and its aliases, case-insensitive) known to ``--statistics`` and
-    :func:`get_statistic`."""
+    """Make ``stat`` (and its aliases, case-insensitive) known to ``--statistics`` and :func:`get_statistic`.
+
+    Args:
+        stat: The statistic (an instance).
+
+    Returns:
+        ``stat``.
+
+    Raises:
+        ValueError: Its name is not made of letters, digits, ``-`` and ``_``.
+    """
     if not stat.name or not stat.name.replace("_", "").replace("-", "").isalnum():
         raise ValueError(f"a statistic needs a name of letters, digits, - and _, got {stat.name!r}")
     _STATS[stat.name] = stat
@@ -192,6 +297,11 @@ def register_statistic(stat: Statistic) -> Statistic:
 
 
 def statistic_kinds() -> dict[str, Statistic]:
+    """Every registered statistic (plugins loaded first).
+
+    Returns:
+        ``{name: statistic}``.
+    """
     from sourcebias.core.plugins import load_plugins
 
     load_plugins()
@@ -199,6 +309,17 @@ def statistic_kinds() -> dict[str, Statistic]:
 
 
 def get_statistic(name: str) -> Statistic:
+    """A registered statistic by name or alias, case-insensitive (plugins loaded if need be).
+
+    Args:
+        name: A name or alias (``paired_tests``, ``significance``).
+
+    Returns:
+        The statistic.
+
+    Raises:
+        ConfigError: An unknown name (the known ones are listed).
+    """
     key = name.strip().lower()
     if key not in _BY_ALIAS:
         from sourcebias.core.plugins import load_plugins
@@ -210,16 +331,30 @@ def get_statistic(name: str) -> Statistic:
 
 
 def result_pairs(result: Any) -> list[tuple[str, str]]:
-    """(retriever, LLM source) pairs of a result with a mixed corpus, in order."""
+    """(retriever, LLM source) pairs of a result with a mixed corpus, in order.
+
+    Args:
+        result: An :class:`~sourcebias.evaluation.results.EvaluationResult`.
+
+    Returns:
+        The pairs (none without the mixed setting).
+    """
     if not result.has_mixed:
         return []
     return [(r, s) for r in result.retriever_names for s in result.other_sources]
 
 
-def paired_values(result: Any, measures: Sequence[str]):
-    """For each retriever, LLM source and measure of a result with a mixed corpus: ``(retriever,
-    llm_source, measure, human_values, llm_values)``, the per-query values of the human and the
-    LLM target on the same ranking (combinations without values are passed over)."""
+def paired_values(result: Any, measures: Sequence[str]) -> Iterator[tuple[str, str, str, np.ndarray, np.ndarray]]:
+    """The per-query values of the human and the LLM target on the same ranking.
+
+    Args:
+        result: An :class:`~sourcebias.evaluation.results.EvaluationResult` with a mixed corpus.
+        measures: Measures with labels (``"NDCG@3"``).
+
+    Yields:
+        ``(retriever, llm_source, measure, human_values, llm_values)`` for each retriever, LLM source
+        and measure (combinations without values are passed over).
+    """
     from sourcebias.evaluation.results import MIXED, Key
 
     for name, llm in result_pairs(result):

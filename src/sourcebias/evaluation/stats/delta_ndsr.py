@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import numpy as np
 
@@ -135,7 +135,7 @@ class DeltaNDSR(Statistic):
         return out
 
     def caption(self, records: Sequence[Record]) -> str:
-        recs: list[DeltaNDSRRecord] = list(records)  # type: ignore[arg-type]
+        recs = cast("list[DeltaNDSRRecord]", list(records))  # this statistic's own records
         if not recs:
             return ""
         ks = ", ".join(str(k) for k in known(r.delta_ndsr_k for r in recs)) or "k"
@@ -154,7 +154,8 @@ class DeltaNDSR(Statistic):
         return text
 
     def notes(self, records: Sequence[Record]) -> list[str]:
-        return [f"{r.retriever} / {r.llm_source}: ΔNDSR t-test {r.delta_ndsr_ttest_note}" for r in records if (r.delta_ndsr_ttest_note or "").startswith("undefined")]  # type: ignore[attr-defined]
+        recs = cast("Sequence[DeltaNDSRRecord]", records)  # this statistic's own records
+        return [f"{r.retriever} / {r.llm_source}: ΔNDSR t-test {r.delta_ndsr_ttest_note}" for r in recs if (r.delta_ndsr_ttest_note or "").startswith("undefined")]
 
 
 register_statistic(DeltaNDSR())

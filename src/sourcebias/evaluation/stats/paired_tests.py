@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import numpy as np
 
@@ -218,7 +218,7 @@ class PairedTests(Statistic):
     def caption(self, records: Sequence[Record]) -> str:
         if not records:
             return ""
-        recs: list[PairedTestsRecord] = list(records)  # type: ignore[arg-type]
+        recs = cast("list[PairedTestsRecord]", list(records))  # this statistic's own records
         n = known(r.randomization_resamples for r in recs)
         corr = known(r.correction for r in recs) or ["un"]
         text = (
@@ -232,7 +232,8 @@ class PairedTests(Statistic):
         return text
 
     def notes(self, records: Sequence[Record]) -> list[str]:
-        return [f"{r.retriever} / {r.llm_source} / {r.measure}: t-test {r.ttest_note}" for r in records if (r.ttest_note or "").startswith("undefined")]  # type: ignore[attr-defined]
+        recs = cast("Sequence[PairedTestsRecord]", records)  # this statistic's own records
+        return [f"{r.retriever} / {r.llm_source} / {r.measure}: t-test {r.ttest_note}" for r in recs if (r.ttest_note or "").startswith("undefined")]
 
 
 register_statistic(PairedTests())

@@ -13,7 +13,7 @@ import math
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import numpy as np
 
@@ -31,7 +31,7 @@ def relative_delta_values(h: np.ndarray, llm: np.ndarray, axis: int = -1) -> np.
         return np.where(denom != 0, (mh - ml) / denom * 100.0, np.nan)
 
 
-def bootstrap_relative_delta(h: Sequence[float], llm: Sequence[float], *, n_resamples: int = 2000, confidence: float = 0.95, seed: int = 0, method: str = "BCa") -> dict[str, Any]:
+def bootstrap_relative_delta(h: Sequence[float] | np.ndarray, llm: Sequence[float] | np.ndarray, *, n_resamples: int = 2000, confidence: float = 0.95, seed: int = 0, method: str = "BCa") -> dict[str, Any]:
     """Relative Δ and its bootstrap confidence interval over queries (pairs kept together).
 
     Returns ``estimate``, ``low``, ``high``, ``confidence``, ``method`` (the one used: ``BCa``,
@@ -109,7 +109,7 @@ class RelativeDeltaCI(Statistic):
         return out
 
     def caption(self, records: Sequence[Record]) -> str:
-        recs: list[RelativeDeltaRecord] = list(records)  # type: ignore[arg-type]
+        recs = cast("list[RelativeDeltaRecord]", list(records))  # this statistic's own records
         if not recs:
             return ""
         levels = ", ".join(f"{lv:.0%}" for lv in known(r.ci_level for r in recs)) or "a"

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import numpy as np
 
@@ -237,7 +237,7 @@ class TwinPreference(Statistic):
         return out
 
     def caption(self, records: Sequence[Record]) -> str:
-        recs: list[TwinPreferenceRecord] = list(records)  # type: ignore[arg-type]
+        recs = cast("list[TwinPreferenceRecord]", list(records))  # this statistic's own records
         if not recs:
             return ""
         methods = "; ".join(known(r.twin_pref_p_method for r in recs)) or "sign-flip over queries"
