@@ -28,9 +28,10 @@ ALLOWED = {
     "power": {"core", "data", "evaluation", "power"},  # sample sizes from a pilot; nothing below imports it
     "audit": {"core", "data", "models", "retrieval", "evaluation", "analysis", "audit"},  # source bias without labels; nothing below imports it
     "simulate": {"core", "data", "models", "retrieval", "evaluation", "analysis", "mitigation", "experiments", "reporting", "generation", "audit", "simulate"},  # the feedback loop; nothing below imports it
-    # adapters to other tools (top-level modules: sourcebias.irds, sourcebias.pyterrier)
+    # adapters to other tools (top-level modules: sourcebias.irds, sourcebias.pyterrier, sourcebias.mteb)
     "irds": {"core", "data", "irds"},
     "pyterrier": {"core", "data", "models", "retrieval", "pyterrier"},
+    "mteb": {"core", "data", "models", "retrieval", "evaluation", "reporting", "mteb"},  # source bias as MTEB tasks
     "cli": None,  # anything
 }
 
