@@ -74,11 +74,11 @@ def test_a_quantized_backend_is_named_in_every_output(env, cocktail_dir, capsys)
         main(["evaluate", str(cocktail_dir), "-r", "minilm,backend=onnx,quantize=int8,name=mini", "-o", str(out), "--statistics", "none"])
     assert info.value.code in (0, None)
     terminal = capsys.readouterr().out
-    assert "mini [onnx int8]" in terminal
+    assert "mini (onnx int8)" in terminal
     result = json.loads((out / "result.json").read_text())
     manifest = json.loads((out / "manifest.json").read_text())
     for where in (result["retrievers"], manifest["models"]):
-        enc = where["mini [onnx int8]"]["encoder"]
+        enc = where["mini (onnx int8)"]["encoder"]
         assert enc["backend"] == "onnx" and enc["quantization"].startswith("int8")
         assert 0.9 < enc["exports"]["shared"]["parity"]["min_cosine"] < 1.0  # measured, not assumed
 

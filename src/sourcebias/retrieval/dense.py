@@ -244,7 +244,7 @@ def backend_name(name: str, params: dict[str, Any]) -> str:
     from sourcebias.models.backends import backend_label
 
     label = backend_label(params.get("backend") or "torch", params.get("quantize") or "none")
-    return f"{name} [{label}]" if params.get("quantize") == "int8" and "int8" not in name else name
+    return f"{name} ({label})" if params.get("quantize") == "int8" and "int8" not in name else name
 
 
 def _build_dense(params: dict[str, Any], text: str, preset_name: str | None) -> DenseRetriever:
