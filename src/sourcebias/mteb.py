@@ -115,7 +115,9 @@ class SourceBiasRetrieval(AbsTaskRetrieval):
         self.source = dataset
         self.options = options or SourceBiasOptions()
         self.metadata = retrieval_metadata(
-            task_name(dataset), split=self.options.split, description=f"Source bias on {dataset} (split {self.options.split}): mixed human/LLM corpus; sourcebias protocol."
+            task_name(dataset),
+            split=self.options.split,
+            description=f"Source bias on {dataset} (split {self.options.split}): mixed human/LLM corpus; sourcebias protocol.",
         )
         super().__init__()
         self.sb_dataset: Any = None
@@ -149,7 +151,12 @@ class SourceBiasRetrieval(AbsTaskRetrieval):
         }
         self.data_loaded = True
 
-    def _evaluate_subset(self, model: Any, data_split: Any, *, encode_kwargs: Any, hf_split: str, hf_subset: str, prediction_folder: Path | None = None, num_proc: int | None = None, timer: Any = None, **kwargs: Any) -> dict[str, Any]:
+    def _evaluate_subset(
+        self, model: Any, data_split: Any, *, encode_kwargs: Any, hf_split: str, hf_subset: str,
+        prediction_folder: Path | None = None, num_proc: int | None = None, timer: Any = None, **kwargs: Any,
+    ) -> dict[str, Any]:  # fmt: skip
+        """Rank the mixed corpus (sourcebias' dense retrieval for an encoder, MTEB's search
+        otherwise), then score it by MTEB's code and by sourcebias' protocol."""
         from mteb._evaluators.retrieval_metrics import make_score_dict
         from mteb.models.models_protocols import EncoderProtocol, SearchProtocol
 
@@ -158,7 +165,8 @@ class SourceBiasRetrieval(AbsTaskRetrieval):
             result = self._sourcebias_dense(model, name, encode_kwargs)
             results = _results_dict(result.runs[_mixed_key(result, name)])
         else:
-            results = self._mteb_search(model, data_split, encode_kwargs=encode_kwargs, hf_split=hf_split, hf_subset=hf_subset, num_proc=num_proc, timer=timer, **kwargs)
+            search = {"encode_kwargs": encode_kwargs, "hf_split": hf_split, "hf_subset": hf_subset, "num_proc": num_proc, "timer": timer}
+            results = self._mteb_search(model, data_split, **search, **kwargs)
             result = self._sourcebias_run(results, name)
         self.sb_results[name] = result
         if prediction_folder:
@@ -225,18 +233,23 @@ class SourceBiasRetrieval(AbsTaskRetrieval):
 
         o = self.options
         report = result_report(
-            result, self.sb_dataset.qrels, statistics=list(o.statistics or EVALUATE_STATISTICS), measures=o.statistics_measures, bootstrap_resamples=o.bootstrap_resamples,
-            confidence=o.confidence, significance_resamples=o.significance_resamples, correction=o.correction, ndsr_k=o.ndsr_k,
+            result, self.sb_dataset.qrels, statistics=list(o.statistics or EVALUATE_STATISTICS), measures=o.statistics_measures,
+            bootstrap_resamples=o.bootstrap_resamples, confidence=o.confidence, significance_resamples=o.significance_resamples,
+            correction=o.correction, ndsr_k=o.ndsr_k,
         )  # fmt: skip
         stats = report.data.get("statistics")
         rows = [] if stats is None else stats.to_dict("records")
-        notes = list(report.notes) + ([] if result.parameters.get("sole") or not o.sole else ["The sole-corpus settings (each source alone) were not ranked: the model ranked through MTEB's search."])
+        notes = list(report.notes)
+        if o.sole and not result.parameters.get("sole"):
+            notes.append("The sole-corpus settings (each source alone) were not ranked: the model ranked through MTEB's search.")
         flat = _flat_scores(result, rows)
         detail = {
             "metrics": [{k: _plain(v) for k, v in r.items() if k != "retriever"} for r in result.metric_rows()],
             "statistics": [{k: _plain(v) for k, v in r.items()} for r in rows],
             "notes": notes,
-            "parameters": {**result.parameters, "measures": [str(m) for m in result.measures], "queries": len(result.query_ids), "sources": list(result.sources)},
+            "parameters": {
+                **result.parameters, "measures": [str(m) for m in result.measures], "queries": len(result.query_ids), "sources": list(result.sources),
+            },  # fmt: skip
             "dataset": {"source": self.source, "split": o.split, "orphans": result.dataset.get("orphans")},
             "retriever": next(iter(result.retrievers.values()), None),
         }

@@ -49,7 +49,8 @@ PROBE_TEXTS = (
     "Quels sont les effets du café sur le sommeil ?",
     "2023 FIFA Women's World Cup final: Spain beat England 1-0 in Sydney on 20 August.",
     "x",
-    "Statins lower LDL cholesterol; randomized trials show fewer cardiovascular events in patients at high risk, with muscle pain as the most common side effect. " * 12,
+    "Statins lower LDL cholesterol; randomized trials show fewer cardiovascular events in patients at high risk, "
+    "with muscle pain as the most common side effect. " * 12,
     "A query with numbers 3.14159 and symbols #@!",
 )
 QUANTIZATION_METHOD = {
@@ -127,7 +128,10 @@ def _parity_info(st: Any, torch_vectors: np.ndarray, folder: Path, backend: str,
         "backend": backend,
         "quantization": QUANTIZATION_METHOD[backend] if quantize == "int8" else "none (fp32)",
         "files": sorted(p.name for p in folder.iterdir() if p.is_file() and p.name != "info.json"),
-        "parity": {"min_cosine": float(cos.min()), "mean_cosine": float(cos.mean()), "probe_texts": len(PROBE_TEXTS), "against": "the PyTorch model, same tokenizer and pooling"},
+        "parity": {
+            "min_cosine": float(cos.min()), "mean_cosine": float(cos.mean()), "probe_texts": len(PROBE_TEXTS),
+            "against": "the PyTorch model, same tokenizer and pooling",
+        },  # fmt: skip
     }
 
 

@@ -218,7 +218,8 @@ class MTEBEncoder(Encoder):
         try:
             data = Dataset.from_dict({"id": [str(i) for i in range(len(texts))], "text": list(texts)})
             loader = create_dataloader(data, task_metadata=self.task, prompt_type=prompt_type, batch_size=self.batch_size)
-            vecs = model.encode(loader, task_metadata=self.task, hf_split=SPLIT, hf_subset=SUBSET, prompt_type=prompt_type, batch_size=self.batch_size, show_progress_bar=False)
+            kwargs = {"batch_size": self.batch_size, "show_progress_bar": False}
+            vecs = model.encode(loader, task_metadata=self.task, hf_split=SPLIT, hf_subset=SUBSET, prompt_type=prompt_type, **kwargs)
         finally:
             if shown:
                 enable_progress_bars()
