@@ -215,18 +215,25 @@ def _dense_params(preset: Preset | None) -> dict[str, Param]:
         "max_length": Param(int, "tokens kept per text", default=base.max_length, option="max_length"),
         "query_prefix": Param(str, "prepended to queries (e.g. 'query: ')", default=base.query_prefix),
         "doc_prefix": Param(str, "prepended to documents", default=base.document_prefix),
-        "index": Param(str, "search index", default="exact", choices=INDEXES),
-        "name": Param(str, "name in tables and files"),
-        "batch_size": Param(int, "texts per encoder batch", default=32, option="batch_size"),
-        "device": Param(str, "cpu, cuda, cuda:1", option="device"),
-        "cache_dir": Param(Path, "embedding store root", option="cache_dir"),
-        "cache": Param(bool, "keep vectors on disk", default=True, option="cache"),
+        **common_params(),
         "project": Param(Path, "remove a fitted LLM-minus-human direction from the document vectors (a projection.json)"),
         **backend_params(),
     }
     if preset is None:
         params = {"model": Param(str, "Hugging Face name or local path", required=True), **params}
     return params
+
+
+def common_params() -> dict[str, Param]:
+    """The options every dense kind has: index, name, batch size, device, embedding store."""
+    return {
+        "index": Param(str, "search index", default="exact", choices=INDEXES),
+        "name": Param(str, "name in tables and files"),
+        "batch_size": Param(int, "texts per encoder batch", default=32, option="batch_size"),
+        "device": Param(str, "cpu, cuda, cuda:1", option="device"),
+        "cache_dir": Param(Path, "embedding store root", option="cache_dir"),
+        "cache": Param(bool, "keep vectors on disk", default=True, option="cache"),
+    }
 
 
 def backend_params() -> dict[str, Param]:
@@ -245,6 +252,17 @@ def backend_name(name: str, params: dict[str, Any]) -> str:
 
     label = backend_label(params.get("backend") or "torch", params.get("quantize") or "none")
     return f"{name} ({label})" if params.get("quantize") == "int8" and "int8" not in name else name
+
+
+def backend_options(params: dict[str, Any]) -> dict[str, Any]:
+    """An encoder's ``backend``, ``quantize`` and ``export_dir`` (exports beside the embedding store) from a kind's options."""
+    return {"backend": params["backend"], "quantize": params["quantize"], "export_dir": str(params["cache_dir"]) if params.get("cache_dir") else None}
+
+
+def store_option(params: dict[str, Any]) -> Any:
+    """The ``cache_dir`` of a :class:`DenseRetriever` from a kind's options (``False``: vectors in memory only)."""
+    cache_dir = params.get("cache_dir")
+    return False if params["cache"] is False or cache_dir is False else cache_dir
 
 
 def _build_dense(params: dict[str, Any], text: str, preset_name: str | None) -> DenseRetriever:
@@ -269,13 +287,9 @@ def _build_dense(params: dict[str, Any], text: str, preset_name: str | None) -> 
         batch_size=params["batch_size"],
         name=name,
         preset=preset_name,
-        backend=params["backend"],
-        quantize=params["quantize"],
-        export_dir=str(params["cache_dir"]) if params.get("cache_dir") else None,
+        **backend_options(params),
     )
-    cache_dir: Any = params.get("cache_dir")
-    if params["cache"] is False or cache_dir is False:
-        cache_dir = False
+    cache_dir = store_option(params)
     transform = None
     if params.get("project"):
         from sourcebias.models.projection import DirectionRemoval

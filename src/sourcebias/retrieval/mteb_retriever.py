@@ -3,10 +3,9 @@ MTEB (:mod:`sourcebias.models.mteb_encoder`), searched and cached as every dense
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-from sourcebias.retrieval.dense import INDEXES, DenseRetriever, backend_name, backend_params
+from sourcebias.retrieval.dense import DenseRetriever, backend_name, backend_options, backend_params, common_params, store_option
 from sourcebias.retrieval.specs import Param, register_first_stage
 
 
@@ -22,14 +21,9 @@ def _build(params: dict[str, Any], text: str) -> DenseRetriever:
         device=params.get("device"),
         batch_size=params["batch_size"],
         name=name,
-        backend=params["backend"],
-        quantize=params["quantize"],
-        export_dir=str(params["cache_dir"]) if params.get("cache_dir") else None,
+        **backend_options(params),
     )
-    cache_dir: Any = params.get("cache_dir")
-    if params["cache"] is False or cache_dir is False:
-        cache_dir = False
-    return DenseRetriever(encoder, name=name, cache_dir=cache_dir, index=params["index"])
+    return DenseRetriever(encoder, name=name, cache_dir=store_option(params), index=params["index"])
 
 
 register_first_stage(
@@ -39,12 +33,7 @@ register_first_stage(
         "revision": Param(str, "the registered revision (checked against MTEB's registry)"),
         "path": Param(str, "a local copy of the weights (offline)"),
         "task": Param(str, "an MTEB task whose instruction the model gets (default: a generic retrieval task)"),
-        "index": Param(str, "search index", default="exact", choices=INDEXES),
-        "name": Param(str, "name in tables and files"),
-        "batch_size": Param(int, "texts per encoder batch", default=32, option="batch_size"),
-        "device": Param(str, "cpu, cuda, cuda:1", option="device"),
-        "cache_dir": Param(Path, "embedding store root", option="cache_dir"),
-        "cache": Param(bool, "keep vectors on disk", default=True, option="cache"),
+        **common_params(),
         **backend_params(),
     },
     positional="model",
