@@ -239,7 +239,8 @@ class _RuntimeModel:
                 import torch
 
                 feed = {k: features[k].cpu().numpy() for k in self.input_names if k in features}
-                return {"last_hidden_state": torch.from_numpy(np.ascontiguousarray(self._run(feed)))}
+                device = features["input_ids"].device  # the pooling that follows runs where the inputs are
+                return {"last_hidden_state": torch.from_numpy(np.ascontiguousarray(self._run(feed))).to(device)}
 
         return RuntimeModel()
 
