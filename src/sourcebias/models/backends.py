@@ -169,9 +169,15 @@ def _export(module: Any, folder: Path, backend: str, quantize: str) -> None:
 
             model = ov.Core().read_model(str(onnx_path))
             if quantize == "int8":
+                import contextlib
+                import io
+                import logging
+
                 import nncf
 
-                model = nncf.compress_weights(model, mode=nncf.CompressWeightsMode.INT8_ASYM)
+                logging.getLogger("nncf").setLevel(logging.WARNING)  # its bit-width table and progress bar are not ours to print
+                with contextlib.redirect_stdout(io.StringIO()):
+                    model = nncf.compress_weights(model, mode=nncf.CompressWeightsMode.INT8_ASYM)
             ov.save_model(model, str(folder / "model.xml"), compress_to_fp16=False)
 
 
