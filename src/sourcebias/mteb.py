@@ -73,15 +73,38 @@ class SourceBiasOptions:
 
 
 def get_model(name: str, *, revision: str | None = None, path: str | None = None, device: str | None = None) -> Any:
-    """An MTEB model loaded by MTEB's own loader, from a local folder when offline (``path``, a
-    packaged copy such as all-MiniLM-L6-v2's, or the Hugging Face cache); ``mteb.get_model`` does
-    the same online."""
+    """An MTEB model loaded by MTEB's own loader, from a local folder when offline.
+
+    Args:
+        name: The model's name in MTEB's registry.
+        revision: The registered revision (checked against the registry).
+        path: A local copy of the weights; default: a packaged copy (all-MiniLM-L6-v2's), the
+            Hugging Face cache, or the Hub when it can be reached (as ``mteb.get_model`` does).
+        device: ``cpu``, ``cuda``, ...; default: a GPU when there is one.
+
+    Returns:
+        The MTEB model, its ``mteb_model_meta`` the registry's entry.
+
+    Raises:
+        ConfigError: the model is not in MTEB's registry, or the revision is not the registered one.
+        ModelUnavailableError: offline and the weights are not here (the message says how to pass them).
+    """
     return load_mteb_model(name, revision=revision, path=path, device=device)[0]
 
 
 def tasks(*datasets: str | Path, **options: Any) -> list[SourceBiasRetrieval]:
-    """One MTEB retrieval task per dataset (folder, ``irds:`` id or built-in name); ``options``
-    are :class:`SourceBiasOptions` fields (``split="dev"``, ``orphans="keep"``, ...)."""
+    """MTEB retrieval tasks over sourcebias' mixed datasets.
+
+    Args:
+        *datasets: Folders, ``irds:`` ids or built-in names; one task each.
+        **options: :class:`SourceBiasOptions` fields (``split="dev"``, ``orphans="keep"``, ...).
+
+    Returns:
+        One :class:`SourceBiasRetrieval` per dataset, for ``mteb.evaluate(model, tasks=...)``.
+
+    Raises:
+        ConfigError: no dataset given. (A dataset is loaded, and checked, when MTEB runs the task.)
+    """
     if not datasets:
         from sourcebias.core.errors import ConfigError
 
@@ -91,7 +114,14 @@ def tasks(*datasets: str | Path, **options: Any) -> list[SourceBiasRetrieval]:
 
 
 def task_name(dataset: str) -> str:
-    """``SourceBias-nq-utd`` for ``data/nq-utd``, ``SourceBias-beir-nfcorpus-test`` for an irds: id."""
+    """The MTEB task name of a dataset.
+
+    Args:
+        dataset: A folder, ``irds:`` id or built-in name.
+
+    Returns:
+        ``SourceBias-nq-utd`` for ``data/nq-utd``, ``SourceBias-beir-nfcorpus-test`` for ``irds:beir/nfcorpus/test``.
+    """
     text = dataset[5:] if dataset.startswith("irds:") else Path(dataset).name or dataset
     return "SourceBias-" + re.sub(r"[^A-Za-z0-9.]+", "-", text).strip("-")
 

@@ -60,7 +60,18 @@ QUANTIZATION_METHOD = {
 
 
 def check_backend(backend: str | None, quantize: str | None) -> tuple[str, str]:
-    """Validated ``(backend, quantize)``; raises :class:`ConfigError` on an unknown value or int8 on torch."""
+    """Validated backend and quantization.
+
+    Args:
+        backend: ``torch`` (default when ``None``), ``onnx`` or ``openvino``.
+        quantize: ``none`` (default when ``None``) or ``int8``.
+
+    Returns:
+        ``(backend, quantize)``, lower-cased.
+
+    Raises:
+        ConfigError: an unknown value, or int8 on torch.
+    """
     backend = (backend or "torch").lower()
     quantize = (quantize or "none").lower()
     if backend not in BACKENDS:
@@ -73,14 +84,32 @@ def check_backend(backend: str | None, quantize: str | None) -> tuple[str, str]:
 
 
 def backend_label(backend: str, quantize: str) -> str:
-    """``"onnx"``, ``"openvino int8"``, ... (``""`` for PyTorch): how outputs name the backend."""
+    """How outputs name a backend.
+
+    Args:
+        backend: ``torch``, ``onnx`` or ``openvino``.
+        quantize: ``none`` or ``int8``.
+
+    Returns:
+        ``"onnx"``, ``"openvino int8"``, ...; ``""`` for PyTorch.
+    """
     if backend == "torch":
         return ""
     return f"{backend} int8" if quantize == "int8" else backend
 
 
 def transformer_module(st: Any) -> Any:
-    """The sentence-transformers ``Transformer`` module of a model (its first module)."""
+    """The sentence-transformers ``Transformer`` module of a model.
+
+    Args:
+        st: A ``SentenceTransformer``.
+
+    Returns:
+        Its first module, the text transformer.
+
+    Raises:
+        ConfigError: the first module is not a text transformer.
+    """
     first = st[0]
     if not hasattr(first, "auto_model") or not hasattr(first, "tokenizer"):
         raise ConfigError(f"backend=onnx/openvino needs a text transformer as the model's first module, got {type(first).__name__}")
@@ -88,8 +117,22 @@ def transformer_module(st: Any) -> Any:
 
 
 def attach_backend(st: Any, backend: str, quantize: str, digest: str, cache_root: Path) -> dict[str, Any]:
-    """Run ``st``'s transformer on ``backend`` (exported into ``cache_root`` once); returns the
-    export's info (files, quantization, parity with PyTorch), which the encoder's config carries."""
+    """Run a sentence-transformers model's transformer on ONNX Runtime or OpenVINO.
+
+    Args:
+        st: The ``SentenceTransformer``, loaded on PyTorch (its weights are exported).
+        backend: ``onnx`` or ``openvino`` (``torch``: nothing to do).
+        quantize: ``none`` or ``int8``.
+        digest: Identifies the weights (and settings); names the export's folder.
+        cache_root: The folder under which ``exports/`` is kept.
+
+    Returns:
+        The export's info (backend, quantization, files, parity with PyTorch), which the encoder's
+        config carries; ``{}`` for PyTorch.
+
+    Raises:
+        ConfigError: an fp32 export whose cosine to the PyTorch vectors is below :data:`FP32_MIN_COSINE`.
+    """
     backend, quantize = check_backend(backend, quantize)
     if backend == "torch":
         return {}
@@ -136,7 +179,14 @@ def _parity_info(st: Any, torch_vectors: np.ndarray, folder: Path, backend: str,
 
 
 def cosine_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Cosine similarity of each row of ``a`` with the same row of ``b``."""
+    """Cosine similarity of each row of ``a`` with the same row of ``b``.
+
+    Args:
+        a, b: Arrays of the same shape ``(n, dim)``.
+
+    Returns:
+        ``(n,)`` float64 cosines.
+    """
     a = np.asarray(a, dtype=np.float64)
     b = np.asarray(b, dtype=np.float64)
     return (a * b).sum(1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))

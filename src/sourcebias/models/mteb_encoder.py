@@ -37,7 +37,14 @@ SPLIT, SUBSET = "test", "default"
 
 
 def require_mteb() -> Any:
-    """The ``mteb`` module, or a :class:`ConfigError` saying how to install it."""
+    """The ``mteb`` module.
+
+    Returns:
+        The imported module.
+
+    Raises:
+        ConfigError: mteb is not installed (the message says how to install it).
+    """
     try:
         import mteb
     except ImportError as e:  # pragma: no cover - depends on the environment
@@ -48,8 +55,17 @@ def require_mteb() -> Any:
 def retrieval_metadata(
     name: str = "SourceBiasRetrieval", *, split: str = SPLIT, description: str | None = None, reference: str | None = None, prompt: dict[str, str] | None = None
 ) -> Any:
-    """An MTEB ``TaskMetadata`` of a text retrieval task (type ``Retrieval``, English, main score
-    ``ndcg_at_10``): what the model is told it runs, and so which prompts it uses."""
+    """An MTEB ``TaskMetadata`` of a text retrieval task: what a model is told it runs, and so which prompts it uses.
+
+    Args:
+        name: The task's name.
+        split: Its evaluation split.
+        description, reference: Shown in MTEB's outputs.
+        prompt: A task instruction (``{"query": ...}``) for instruction-following models.
+
+    Returns:
+        The metadata (type ``Retrieval``, English text, main score ``ndcg_at_10``).
+    """
     require_mteb()
     from mteb.abstasks.task_metadata import TaskMetadata
 
@@ -77,7 +93,17 @@ def retrieval_metadata(
 
 
 def task_metadata(task: Any = None) -> Any:
-    """``TaskMetadata`` for a task name of MTEB's (``"NQ"``), a metadata object, or the generic one."""
+    """The ``TaskMetadata`` a model is told it runs.
+
+    Args:
+        task: A task name of MTEB's (``"NQ"``), a metadata object, or ``None`` for :func:`retrieval_metadata`.
+
+    Returns:
+        The metadata.
+
+    Raises:
+        ConfigError: an unknown task name.
+    """
     mteb = require_mteb()
     if task is None:
         return retrieval_metadata()
@@ -90,7 +116,18 @@ def task_metadata(task: Any = None) -> Any:
 
 
 def model_meta(name: str, revision: str | None = None) -> Any:
-    """MTEB's registry entry for ``name`` (checked: known, loadable, revision as registered)."""
+    """MTEB's registry entry of a model.
+
+    Args:
+        name: The model's name in the registry.
+        revision: The revision asked for (must be the registered one).
+
+    Returns:
+        The ``ModelMeta``.
+
+    Raises:
+        ConfigError: unknown model (with MTEB's suggestions), another revision, or no loader.
+    """
     mteb = require_mteb()
     try:
         meta = mteb.get_model_meta(name, revision)
@@ -113,8 +150,23 @@ def _similarity(meta: Any) -> str:
 
 
 def load_mteb_model(name: str, *, revision: str | None = None, path: str | None = None, device: str | None = None) -> tuple[Any, Any, str | None]:
-    """``(model, meta, folder)``: the model loaded by MTEB's loader from a local folder (``path``,
-    a packaged copy or the Hugging Face cache), or from the Hub by name when it can be reached."""
+    """Load a model through MTEB's loader, offline-safely.
+
+    Args:
+        name: The model's name in MTEB's registry.
+        revision: The registered revision (checked).
+        path: A local copy of the weights; default: a packaged copy, the Hugging Face cache, or the
+            Hub by name when it can be reached.
+        device: Where to load it (default: a GPU when there is one).
+
+    Returns:
+        ``(model, meta, folder)``: the model (its ``mteb_model_meta`` the registry's entry), the
+        entry, and the local folder it came from (``None`` when loaded from the Hub by name).
+
+    Raises:
+        ConfigError: see :func:`model_meta`.
+        ModelUnavailableError: offline and the weights are not here.
+    """
     from sourcebias.models.hub import resolve_device, resolve_model
 
     meta = model_meta(name, revision)

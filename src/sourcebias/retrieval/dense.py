@@ -225,7 +225,11 @@ def _dense_params(preset: Preset | None) -> dict[str, Param]:
 
 
 def common_params() -> dict[str, Param]:
-    """The options every dense kind has: index, name, batch size, device, embedding store."""
+    """The options every dense kind has.
+
+    Returns:
+        ``index``, ``name``, ``batch_size``, ``device``, ``cache_dir`` and ``cache``.
+    """
     return {
         "index": Param(str, "search index", default="exact", choices=INDEXES),
         "name": Param(str, "name in tables and files"),
@@ -237,7 +241,11 @@ def common_params() -> dict[str, Param]:
 
 
 def backend_params() -> dict[str, Param]:
-    """The ``backend=`` and ``quantize=`` options of dense kinds (:mod:`sourcebias.models.backends`)."""
+    """The backend options of dense kinds (:mod:`sourcebias.models.backends`).
+
+    Returns:
+        ``backend`` (torch, onnx, openvino) and ``quantize`` (none, int8).
+    """
     from sourcebias.models.backends import BACKENDS, QUANTIZATIONS
 
     return {
@@ -247,7 +255,15 @@ def backend_params() -> dict[str, Param]:
 
 
 def backend_name(name: str, params: dict[str, Any]) -> str:
-    """``name``, marked with the backend when it is quantized and the name does not say so."""
+    """A retriever's name, marked when its encoder is quantized and the name does not say so.
+
+    Args:
+        name: The name given or made from the specification.
+        params: The kind's options (``backend``, ``quantize``).
+
+    Returns:
+        ``name``, or ``"name (onnx int8)"``.
+    """
     from sourcebias.models.backends import backend_label
 
     label = backend_label(params.get("backend") or "torch", params.get("quantize") or "none")
@@ -255,12 +271,26 @@ def backend_name(name: str, params: dict[str, Any]) -> str:
 
 
 def backend_options(params: dict[str, Any]) -> dict[str, Any]:
-    """An encoder's ``backend``, ``quantize`` and ``export_dir`` (exports beside the embedding store) from a kind's options."""
+    """An encoder's backend arguments from a kind's options.
+
+    Args:
+        params: The kind's options.
+
+    Returns:
+        ``backend``, ``quantize`` and ``export_dir`` (exports beside the embedding store, when one is given).
+    """
     return {"backend": params["backend"], "quantize": params["quantize"], "export_dir": str(params["cache_dir"]) if params.get("cache_dir") else None}
 
 
 def store_option(params: dict[str, Any]) -> Any:
-    """The ``cache_dir`` of a :class:`DenseRetriever` from a kind's options (``False``: vectors in memory only)."""
+    """The ``cache_dir`` of a :class:`DenseRetriever` from a kind's options.
+
+    Args:
+        params: The kind's options (``cache_dir``, ``cache``).
+
+    Returns:
+        The store's root, ``None`` (the default root) or ``False`` (vectors in memory only).
+    """
     cache_dir = params.get("cache_dir")
     return False if params["cache"] is False or cache_dir is False else cache_dir
 
