@@ -28,10 +28,11 @@ ALLOWED = {
     "power": {"core", "data", "evaluation", "reporting", "power"},  # sample sizes from a pilot (its tables through the one Report); nothing below imports it
     "audit": {"core", "data", "models", "retrieval", "evaluation", "analysis", "audit"},  # source bias without labels; nothing below imports it
     "simulate": {"core", "data", "models", "retrieval", "evaluation", "analysis", "mitigation", "experiments", "reporting", "generation", "audit", "simulate"},  # the feedback loop; nothing below imports it
-    # adapters to other tools (top-level modules: sourcebias.irds, sourcebias.pyterrier)
+    # adapters to other tools (top-level modules: sourcebias.irds, sourcebias.pyterrier, sourcebias.mteb)
     "irds": {"core", "data", "irds"},
     "pyterrier": {"core", "data", "models", "retrieval", "pyterrier"},
     "testing": {"core", "data", "models", "retrieval", "evaluation", "testing"},  # test cases for extension authors
+    "mteb": {"core", "data", "models", "retrieval", "evaluation", "reporting", "mteb"},  # source bias as MTEB tasks
     "cli": None,  # anything
 }
 

@@ -25,6 +25,11 @@ KEY_PACKAGES = (
     "torch",
     "transformers",
     "sentence-transformers",
+    "mteb",  # its registry gives mteb: models their prompts
+    "onnx",
+    "onnxruntime",
+    "openvino",
+    "nncf",
     "faiss-cpu",
     "gguf",
     "llama-cpp-python",

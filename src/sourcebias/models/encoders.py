@@ -147,6 +147,11 @@ class SentenceTransformerEncoder(Encoder):
         Tokens kept per text (the papers: 512); ``None`` keeps the model's setting.
     query_prefix, document_prefix:
         Strings prepended to queries / documents (e.g. ``"query: "`` for E5 models).
+    backend, quantize:
+        ``torch`` (default), ``onnx`` or ``openvino`` runs the transformer (exported locally once,
+        parity-checked; :mod:`sourcebias.models.backends`); ``quantize="int8"`` quantizes that export.
+    export_dir:
+        Root under which exports are kept (default: the sourcebias cache).
     """
 
     model: str
@@ -160,6 +165,10 @@ class SentenceTransformerEncoder(Encoder):
     batch_size: int = 32
     name: str = ""
     preset: str | None = None
+    backend: str = "torch"
+    quantize: str = "none"
+    export_dir: str | None = None
+    _exports: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
     _models: dict[str, Any] = field(default_factory=dict, repr=False)
     _folders: dict[str, str] = field(default_factory=dict, repr=False)
     _fingerprints: dict[str, str] = field(default_factory=dict, repr=False)
@@ -169,6 +178,9 @@ class SentenceTransformerEncoder(Encoder):
             raise ConfigError(f"similarity must be one of {', '.join(SIMILARITIES)}, got '{self.similarity}'")
         if self.pooling is not None and self.pooling not in POOLING_MODES:
             raise ConfigError(f"unknown pooling '{self.pooling}'; choose from cls, mean, max, last, weightedmean")
+        from sourcebias.models.backends import check_backend
+
+        self.backend, self.quantize = check_backend(self.backend, self.quantize)
         if not self.name:
             self.name = f"st:{Path(self.model).name if Path(self.model).exists() else self.model}"
 
@@ -200,6 +212,13 @@ class SentenceTransformerEncoder(Encoder):
                 st = SentenceTransformer(modules=[word, pool], device=device)
             if self.max_length is not None:
                 st.max_seq_length = self.max_length
+            if self.backend != "torch":
+                from sourcebias.core.cache import default_cache_dir
+                from sourcebias.models.backends import attach_backend
+
+                root = Path(self.export_dir) if self.export_dir else default_cache_dir()
+                digest = hashlib.sha256(f"{folder_digest(folder)}:{self.pooling}:{self.max_length}".encode()).hexdigest()
+                self._exports[role if self.query_model else "shared"] = attach_backend(st, self.backend, self.quantize, digest, root)
             self._models[folder] = st
         return self._models[folder]
 
@@ -233,10 +252,15 @@ class SentenceTransformerEncoder(Encoder):
                 "prefix": self.query_prefix if role == "query" else self.document_prefix,
                 "role": role if self.query_model else "shared",
             }
+            if self.backend != "torch":  # only then: PyTorch vectors keep the keys they always had
+                ident["backend"] = {"backend": self.backend, "quantize": self.quantize}
             self._fingerprints[role] = hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:24]
         return self._fingerprints[role]
 
     def config(self) -> dict[str, Any]:
+        if self.backend != "torch":  # load (export once) so that the config carries the export's parity check
+            for role in ("document", "query") if self.query_model else ("document",):
+                self._model(role)
         return {
             "name": self.name,
             "class": "SentenceTransformerEncoder",
@@ -249,4 +273,15 @@ class SentenceTransformerEncoder(Encoder):
             "query_prefix": self.query_prefix,
             "document_prefix": self.document_prefix,
             "batch_size": self.batch_size,
+            **backend_config(self.backend, self.quantize, self._exports),
         }
+
+
+def backend_config(backend: str, quantize: str, exports: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The backend entries of an encoder's config (none for PyTorch): backend, quantization, and
+    each export's parity with the PyTorch vectors (known once the model was loaded)."""
+    if backend == "torch":
+        return {}
+    from sourcebias.models.backends import QUANTIZATION_METHOD
+
+    return {"backend": backend, "quantization": QUANTIZATION_METHOD[backend] if quantize == "int8" else "none (fp32)", "exports": dict(exports)}

