@@ -1,6 +1,6 @@
 """Detector scores the user supplies: one score per document, keyed by ``(doc_id, source)``.
 
-Two formats (``.gz`` too), chosen by the file name:
+Two formats (``.gz`` too), chosen by the file name, or a ``sourcebias detect`` folder:
 
 * **TSV** (``.tsv``): a header naming the columns ``doc_id``, ``source`` and ``score`` (in any
   order; other columns are ignored), then one row per document;
@@ -29,8 +29,13 @@ _WHITESPACE = re.compile(r"\s")
 
 
 def read_scores(path: str | Path) -> dict[tuple[str, str], float]:
-    """``(doc_id, source) -> score`` from a TSV or JSONL file (see the module docs)."""
+    """``(doc_id, source) -> score`` from a TSV or JSONL file (see the module docs), or from the
+    output folder of ``sourcebias detect`` (its documents with a finite score)."""
     path = Path(path)
+    if path.is_dir():
+        from sourcebias.detect import load_detection
+
+        return load_detection(path).score_map()
     if not path.is_file():
         raise DataError(path, "file not found")
     name = path.name[:-3] if path.name.endswith(".gz") else path.name
