@@ -38,15 +38,13 @@ TRANSFORMS = {SHARE: (0.0, 1.0), DELTA_NDSR: (1.0, -2.0)}
 
 @dataclass(frozen=True)
 class AuditSettings:
-    """Cut-offs, bootstrap resamples, CI level and seed of an audit; how the calibration is
-    carried to the audited documents (``adapt``: :data:`sourcebias.audit.calibrate.ADAPTATIONS`)
-    and the transfer check's level and resamples (:mod:`sourcebias.audit.diagnostic`)."""
+    """Cut-offs, bootstrap resamples, CI level and seed of an audit, and the transfer check's
+    level and resamples (:mod:`sourcebias.audit.diagnostic`)."""
 
     ks: tuple[int, ...] = (10,)
     resamples: int = 2000
     level: float = 0.95
     seed: int = 0
-    adapt: str = "none"
     check_alpha: float = 0.05
     check_resamples: int = 200
 
@@ -57,13 +55,11 @@ class AuditSettings:
             raise ConfigError(f"resamples must be at least 100, got {self.resamples}")
         if not 0.5 <= self.level < 1:
             raise ConfigError(f"level must be in [0.5, 1), got {self.level}")
-        if self.adapt not in ("none", "shift"):
-            raise ConfigError(f"adapt must be none or shift, got '{self.adapt}'")
         if not 0 < self.check_alpha < 1 or self.check_resamples < 20:
             raise ConfigError(f"the transfer check needs 0 < alpha < 1 and at least 20 resamples, got {self.check_alpha}, {self.check_resamples}")
 
     def describe(self) -> dict[str, Any]:
-        return {"k": list(self.ks), "resamples": self.resamples, "level": self.level, "seed": self.seed, "adapt": self.adapt, "check_alpha": self.check_alpha, "check_resamples": self.check_resamples}
+        return {"k": list(self.ks), "resamples": self.resamples, "level": self.level, "seed": self.seed, "check_alpha": self.check_alpha, "check_resamples": self.check_resamples}
 
 
 def weights(quantity: str, k: int) -> np.ndarray:
@@ -139,17 +135,19 @@ def document_labels(runs: Mapping[str, Any], detector: CalibratedDetector, k: in
     return positions, scores, flags_of(len(next(iter(runs.values())).corpus), positions, scores, detector.threshold)
 
 
-def audit_run(name: str, run, flags: np.ndarray, detector: CalibratedDetector, settings: AuditSettings, human_source: str | None, unreliable: str = "") -> list[dict[str, Any]]:
+def audit_run(name: str, run, flags: np.ndarray, detector: CalibratedDetector, settings: AuditSettings, human_source: str | None, unreliable: str = "", calibration: Any = None) -> list[dict[str, Any]]:
     """The rows of one run: per cut-off and quantity, naive, corrected (with flag and note) and,
     where labels exist, true values, with the CIs and resample counts. ``unreliable``: why the
-    corrected figures are not to be trusted (the transfer check's reason), empty when they are."""
+    corrected figures are not to be trusted (the transfer check's reason), empty when they are;
+    ``calibration``: Se and Sp's data (default: the detector's twin pairs)."""
     query_ids = run.query_ids
-    se, sp = (float(x) for x in detector.calibration().se_sp())
+    calibration = calibration if calibration is not None else detector.calibration()
+    se, sp = (float(x) for x in calibration.se_sp())
     truth = has_labels(run.corpus, human_source)
     rows = []
     for k in settings.ks:
         per_query = {q: labelled_shares(run, flags, query_ids, weights(q, k)) for q in QUANTITIES}
-        boot = joint_bootstrap(per_query, detector.calibration(), resamples=settings.resamples, level=settings.level, seed=settings.seed, transforms=TRANSFORMS)
+        boot = joint_bootstrap(per_query, calibration, resamples=settings.resamples, level=settings.level, seed=settings.seed, transforms=TRANSFORMS)
         true = true_shares(run, query_ids, human_source, k) if truth else None
         for q in QUANTITIES:
             a, b = TRANSFORMS[q]

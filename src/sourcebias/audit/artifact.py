@@ -136,31 +136,32 @@ def _evaluate_runs(folder: Path, dataset: str | None) -> tuple[dict[str, Any], A
     return runs, ds
 
 
-def audit(runs: dict[str, Any], detector: CalibratedDetector, settings: AuditSettings, *, human_source: str | None = None, run_info: dict[str, Any] | None = None) -> AuditResult:
+def audit(runs: dict[str, Any], detector: CalibratedDetector, settings: AuditSettings, *, human_source: str | None = None, run_info: dict[str, Any] | None = None,
+          reference: Sequence[tuple[str, str]] | None = None, reference_path: Any = None) -> AuditResult:  # fmt: skip
     """Audit ``runs`` (over one corpus) with a calibrated ``detector``: score the top-k documents,
-    carry the calibration to them (``settings.adapt``), check that it fits (the transfer check;
-    a failure marks every corrected figure unreliable), correct."""
+    take Sp from the calibration or from a human ``reference`` set of the audited corpus, check
+    that the calibration fits the audited documents (the transfer check; a failure marks every
+    corrected figure unreliable), correct."""
     import pandas as pd
 
-    from sourcebias.audit.calibrate import adapt_scores, calibration_scores
+    from sourcebias.audit.calibrate import document_dimensions, in_domain_calibration
     from sourcebias.audit.diagnostic import transfer_check
 
-    positions, raw = document_scores(runs, detector, max(settings.ks))
+    positions, scores = document_scores(runs, detector, max(settings.ks))
     corpus = next(iter(runs.values())).corpus
-    scores, adaptation = adapt_scores(raw, detector, settings.adapt)
-    human, llm = calibration_scores(detector)
-    check = transfer_check(scores, human, llm, detector.threshold, adapted=settings.adapt == "shift", shift=adaptation.get("shift", 0.0), alpha=settings.check_alpha, resamples=settings.check_resamples, seed=settings.seed)
+    calibration, human, llm, in_domain = in_domain_calibration(detector, corpus, reference, reference_path)
+    check = transfer_check(document_dimensions(detector, corpus, positions, scores), human, llm, detector.threshold, alpha=settings.check_alpha, resamples=settings.check_resamples, seed=settings.seed)
     flags = flags_of(len(corpus), positions, scores, detector.threshold)
-    rows = [row for name, run in runs.items() for row in audit_run(name, run, flags, detector, settings, human_source, unreliable=check.reason())]
-    documents = pd.DataFrame({"doc_id": [corpus.doc_ids[p] for p in positions], "source": [corpus.source_of(int(p)) for p in positions], "raw_score": raw, "score": scores, "flagged": scores >= detector.threshold})
+    rows = [row for name, run in runs.items() for row in audit_run(name, run, flags, detector, settings, human_source, unreliable=check.reason(), calibration=calibration)]
+    documents = pd.DataFrame({"doc_id": [corpus.doc_ids[p] for p in positions], "source": [corpus.source_of(int(p)) for p in positions], "score": scores, "flagged": scores >= detector.threshold})
     notes = [ASSUMPTION] + ([f"UNRELIABLE corrected figures: {check.reason()}."] if not check.passed else []) + [f"{r['run']} {r['measure']}: {r['note']}" for r in rows if r["note"]]
-    if settings.adapt != "none":
-        notes.append(f"Adaptation: {adaptation['note']}.")
+    if reference:
+        notes.append(f"In domain: {in_domain['note']}.")
     truth = "source labels of the run's corpus (never read by the audit itself)" if any(r["true"] is not None for r in rows) else None
     method = {"ci": METHOD, "level": settings.level, "resamples": settings.resamples, "seed": settings.seed, "correction": "Rogan & Gladen (1978): p = (p̂ + Sp − 1) / (Se + Sp − 1), clipped to [0, 1] with a flag", "truth": truth}
     det = {**detector.info, **detector.summary(), "models": detector.models}
     return AuditResult(settings=settings.describe(), detector=det, runs=run_info or {}, rows=rows, calibration=detector.calibration_table.reset_index(drop=True), documents=documents, notes=notes, method=method,
-                       diagnostic=check.describe(), adaptation=adaptation)  # fmt: skip
+                       diagnostic=check.describe(), in_domain=in_domain)  # fmt: skip
 
 
 def sample_queries(runs: dict[str, Any], max_queries: int | None, seed: int) -> dict[str, Any]:
@@ -178,13 +179,18 @@ def sample_queries(runs: dict[str, Any], max_queries: int | None, seed: int) -> 
 
 
 def run_audit(target: str | Path, output: str | Path | None, *, detector: DetectorOptions, settings: AuditSettings, dataset: str | None = None, retrievers: Sequence[str] | None = None, docnos: Path | None = None,
-              docno_pattern: str | None = None, overwrite: bool = False, cache_dir: Any = None, emit: Callable[[str], None] | None = None, max_queries: int | None = None) -> tuple[AuditResult, Path | None]:  # fmt: skip
+              docno_pattern: str | None = None, overwrite: bool = False, cache_dir: Any = None, emit: Callable[[str], None] | None = None, max_queries: int | None = None,
+              human_reference: Path | None = None) -> tuple[AuditResult, Path | None]:  # fmt: skip
     """Audit ``target`` (all its queries, or a seeded sample of ``max_queries``) and write the
-    folder ``output`` (claimed before any work; ``None``: nothing written). Returns the result
-    and the folder's path."""
+    folder ``output`` (claimed before any work; ``None``: nothing written); ``human_reference``:
+    a file naming documents of the audited corpus known to be human. Returns the result and the
+    folder's path."""
+    from sourcebias.audit.scores import read_keys
+
     from sourcebias.core.artifacts import OutputFolder
 
     detector.check()
+    reference = read_keys(human_reference) if human_reference is not None else None
     folder = OutputFolder.claim(output, kind=KIND, overwrite=overwrite) if output is not None else None
     try:
         t0 = time.perf_counter()
@@ -193,7 +199,7 @@ def run_audit(target: str | Path, output: str | Path | None, *, detector: Detect
         info = {**info, "max_queries": max_queries, "runs": {n: {"queries": len(r), "depth": r.depth()} for n, r in runs.items()}}
         det = build_detector(detector, cache_dir=cache_dir, emit=emit)
         (emit or (lambda _m: None))("labelling the audited documents")
-        result = audit(runs, det, settings, human_source=ds.human_source, run_info=info)
+        result = audit(runs, det, settings, human_source=ds.human_source, run_info=info, reference=reference, reference_path=human_reference)
         if folder is None:
             return result, None
         return result, write_audit(result, folder, seconds=time.perf_counter() - t0)
@@ -214,8 +220,8 @@ def write_audit(result: AuditResult, folder: Any, *, seconds: float) -> Path:
     write_summaries(result, folder.staging)
     d = result.detector
     parameters = {**result.settings, "features": d.get("features"), "detector": d.get("kind"), "detector_spec": d.get("spec"), "threshold": d.get("threshold"), "threshold_rule": d.get("threshold_rule"),
-                  "detector_seed": d.get("seed"), "max_queries": result.runs.get("max_queries"), "adaptation": result.adaptation, "ci": result.method}  # fmt: skip
+                  "detector_seed": d.get("seed"), "max_queries": result.runs.get("max_queries"), "in_domain": result.in_domain, "ci": result.method}  # fmt: skip
     inputs = {"target": result.runs.get("target"), "detector": {k: d.get(k) for k in ("dataset", "scores", "calibration_scores", "calibration_dataset", "spec") if d.get(k)}}
-    extra = {"figure": "audit.png", "transfer_check": {k: result.diagnostic.get(k) for k in ("passed", "statistic", "p_value", "alpha", "reason")}}
+    extra = {"figure": "audit.png", "transfer_check": {k: result.diagnostic.get(k) for k in ("passed", "p_value", "alpha", "p_values", "reason")}}
     manifest = build_manifest(command=KIND, inputs=inputs, parameters=parameters, models=d.get("models") or {}, timings={"total_s": round(seconds, 3)}, extra=extra)
     return folder.commit(manifest)

@@ -39,7 +39,7 @@ def plot_audit(result: AuditResult, path: str | Path) -> Path:
     title = f"Audit with {d.get('spec') or d.get('kind')} (Se = {d['sensitivity']:.2f}, Sp = {d['specificity']:.2f}, threshold {d['threshold']:.3g}); bars: {level:.0%} bootstrap CIs"
     c = result.diagnostic
     if c and not c.get("passed", True):
-        title += f"\nTransfer check FAILED (KS D = {c['statistic']:.3f}, p = {c['p_value']:.3g}): corrected figures UNRELIABLE (hollow)"
+        title += f"\nTransfer check FAILED (min-p = {c['p_value']:.3g}): corrected figures UNRELIABLE (hollow)"
     fig.suptitle(title, fontsize=10, color="black" if result.reliable else "darkred")
     handles, labels = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=8, frameon=False)

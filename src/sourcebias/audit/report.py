@@ -53,11 +53,11 @@ def caption(result: AuditResult) -> str:
     d, s, c = result.detector, result.settings, result.diagnostic
     who = d.get("spec") or d.get("kind")
     parts = [f"Detector {who}: Se = {d['sensitivity']:.3f}, Sp = {d['specificity']:.3f}, AUC = {'–' if d.get('auc') is None else format(d['auc'], '.3f')}, threshold {d['threshold']:.4g} "
-             f"({d.get('threshold_rule')}), {d['pairs']:,} calibration pairs; adaptation: {s.get('adapt', 'none')}.",
+             f"({d.get('threshold_rule')}), {d['pairs']:,} calibration pairs; Sp from the {(result.in_domain or {}).get('specificity_from', 'calibration twins')}.",
              f"naive: the detector's labels; corrected: Rogan–Gladen; {s['level']:.0%} CIs, {s['resamples']:,} joint resamples of queries and calibration pairs, seed {s['seed']}."]  # fmt: skip
     if c:
         verdict = "passed" if c.get("passed") else "FAILED: corrected figures unreliable"
-        parts.append(f"Transfer check (KS of the audited scores against the calibrated mixture at share {c['share']:.3f}): D = {c['statistic']:.3f}, p = {c['p_value']:.3g}, {verdict}.")
+        parts.append(f"Transfer check (the audited documents against the calibration's mixture at share {c['share']:.3f}; score KS D = {c['statistic']:.3f}; min-p over {len(c.get('p_values') or {})} statistics): p = {c['p_value']:.3g}, {verdict}.")
     if result.has_truth:
         parts.append("true: from the corpus's source labels, never read by the audit.")
     return " ".join(parts)

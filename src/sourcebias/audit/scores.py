@@ -117,3 +117,42 @@ def require_scores(scores: dict[tuple[str, str], float], keys: Sequence[tuple[st
         shown = ", ".join(f"({d}, {s})" for d, s in missing[:3])
         raise ConfigError(f"{len(missing):,} document(s) of {what} have no score in the score file, e.g. {shown}")
     return np.array([scores[k] for k in keys], dtype=np.float64)
+
+
+def read_keys(path: str | Path) -> list[tuple[str, str]]:
+    """The documents ``(doc_id, source)`` a file names: TSV with a header naming ``doc_id`` and
+    ``source`` (other columns ignored), or JSONL with those fields; each listed once."""
+    from sourcebias.data.io import iter_lines
+
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(path, "file not found")
+    out: dict[tuple[str, str], int] = {}
+    index: dict[str, int] | None = None
+    for lineno, line in iter_lines(path):
+        if not line.strip():
+            continue
+        if path.name.endswith((".jsonl", ".jsonl.gz")):
+            import json
+
+            rec = json.loads(line)
+            key = (str(rec.get("doc_id", "")), str(rec.get("source", "")))
+        elif index is None:
+            header = [c.strip() for c in line.split("\t")]
+            if "doc_id" not in header or "source" not in header:
+                raise DataError(path, f"the header must name the columns doc_id and source (header: {line!r})", lineno)
+            index = {c: header.index(c) for c in ("doc_id", "source")}
+            continue
+        else:
+            cells = line.split("\t")
+            if len(cells) <= max(index.values()):
+                raise DataError(path, f"expected at least {max(index.values()) + 1} tab-separated columns, got {len(cells)}", lineno)
+            key = (cells[index["doc_id"]].strip(), cells[index["source"]].strip())
+        if not key[0] or not key[1]:
+            raise DataError(path, "empty doc_id or source", lineno)
+        if key in out:
+            raise DataError(path, f"document ({key[0]}, {key[1]}) is listed twice (first on line {out[key]})", lineno)
+        out[key] = lineno
+    if not out:
+        raise DataError(path, "no documents in the file")
+    return list(out)

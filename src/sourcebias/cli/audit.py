@@ -41,7 +41,7 @@ def audit(
     level: Annotated[float, typer.Option(help="Level of the confidence intervals.")] = 0.95,
     seed: Annotated[int, typer.Option(help="Seed of the pair split, the samples and the bootstraps.")] = 0,
     max_queries: Annotated[int | None, typer.Option(min=1, help="Audit a seeded sample of this many queries (the same in every run). \\[default: all]")] = None,
-    adapt: Annotated[str, typer.Option(metavar="none|shift", help="Carry the calibration to the audited documents as it is (none), or shifted by the location that, with a fitted share, makes the calibration's mixture fit the audited scores best (shift).")] = "none",
+    human_reference: Annotated[Path | None, typer.Option(metavar="FILE", help="Documents of the audited corpus known to be human (e.g. written before 2022): TSV with header doc_id, source (or JSONL). Sp and the transfer check's human component then come from them, in domain.")] = None,
     check_alpha: Annotated[float, typer.Option(help="Level of the transfer check: below it the corrected figures are marked unreliable.")] = 0.05,
     check_resamples: Annotated[int, typer.Option(min=20, help="Parametric bootstrap resamples of the transfer check.")] = 200,
     strict: Annotated[bool, typer.Option(help="Exit with status 3 (after writing the results) when the transfer check fails.")] = False,
@@ -73,7 +73,7 @@ def audit(
     from sourcebias.reporting.render import to_rich
 
     try:
-        settings = AuditSettings(ks=tuple(k or (10,)), resamples=resamples, level=level, seed=seed, adapt=adapt, check_alpha=check_alpha, check_resamples=check_resamples)
+        settings = AuditSettings(ks=tuple(k or (10,)), resamples=resamples, level=level, seed=seed, check_alpha=check_alpha, check_resamples=check_resamples)
         zero_shot = detector if detector is not None and is_detector_spec(detector) else None
         options = DetectorOptions(train=None if zero_shot else detector, zero_shot=zero_shot, scores=scores, calibrate=calibrate, calibration_scores=calibration_scores,
                                   spec=FeatureSpec(model=model, lm=lm, field=field, normalize=normalize, reference_docs=reference_docs), calibration_share=calibration_share, max_pairs=max_pairs,
@@ -82,7 +82,7 @@ def audit(
     except ConfigError as exc:
         fail(str(exc))
     with progress.RichProgress(console=console, transient=True) as reporter, progress.use(reporter):
-        result, path = run_audit(target, output, detector=options, settings=settings, dataset=dataset, retrievers=retriever, docnos=docnos, docno_pattern=docno_pattern, overwrite=overwrite, max_queries=max_queries)
+        result, path = run_audit(target, output, detector=options, settings=settings, dataset=dataset, retrievers=retriever, docnos=docnos, docno_pattern=docno_pattern, overwrite=overwrite, max_queries=max_queries, human_reference=human_reference)
     console.print(to_rich(audit_report(result)))
     if path is not None:
         console.print(f"Wrote audit.json, audit.csv, calibration.csv, documents.csv, summary.md, summary.tex and audit.png to [bold]{path}[/bold] (load them with sourcebias.audit.load_audit)")
