@@ -131,3 +131,32 @@ def test_detect_command_writes_a_folder_the_audit_reads(tiny, tmp_path, capsys):
     code, _, err = run_cli(["detect", str(data), "--detector", f"fast-detectgpt:lm:{tiny['a']},max_tokens=8", "--max-pairs", "3", "--cache-dir", str(tiny["cache"]), "-o", str(tmp_path / "d3")], capsys)
     assert code in (0, None), err
     assert len(load_detection(tmp_path / "d3").scores) == 6
+
+
+def test_a_detect_folder_is_the_simulations_detector_and_an_audit_detector(tiny, tmp_path, capsys):
+    from types import SimpleNamespace
+
+    from test_audit import run_cli, tiny_dataset
+
+    from sourcebias.audit.detector import choose_threshold
+    from sourcebias.detect import load_detection
+    from sourcebias.simulate.intervene import build_detector, filter_by_detector
+
+    data = tiny_dataset(tmp_path / "data", 12, "d")
+    spec = f"fast-detectgpt:lm:{tiny['a']},max_tokens=8"
+    code, _, err = run_cli(["detect", str(data), "--detector", spec, "--cache-dir", str(tiny["cache"]), "-o", str(tmp_path / "det")], capsys)
+    assert code in (0, None), err
+    det = build_detector(SimpleNamespace(intervention=SimpleNamespace(detector=str(tmp_path / "det"), threshold="youden"), cache_dir=tiny["cache"]))
+    s = load_detection(tmp_path / "det").scores
+    assert det.threshold == pytest.approx(choose_threshold((s["source"] != "human").to_numpy(), s["score"].to_numpy()))  # calibrated on the folder's own scores
+    assert det.info["spec"] == spec and det.calibration().pairs == 12
+    from sourcebias.data import load_dataset
+
+    corpus = load_dataset(data, split=None).corpus
+    records = [{"_id": f"new{i}", "title": "", "text": t, "metadata": {"added": True}} for i, t in enumerate(TEXTS)]
+    filter_by_detector(records, corpus, "round1", det)
+    from sourcebias.detect import build_detector as zero_shot
+
+    direct = zero_shot(spec, cache_dir=tiny["cache"]).score_texts(TEXTS)  # new documents are scored by the folder's spec
+    assert np.allclose([r["metadata"]["detector_score"] for r in records], direct)
+    assert [r["metadata"]["added"] for r in records] == [bool(x < det.threshold) for x in direct]

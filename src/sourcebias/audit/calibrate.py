@@ -41,24 +41,49 @@ def sample_pair_ids(ids: Sequence[str], max_pairs: int | None, seed: int) -> lis
 
 def zero_shot_detector(detector: Any, calibration_dataset: Any, *, max_pairs: int | None = None, threshold: str | float = YOUDEN, seed: int = 0, field: str = "text") -> CalibratedDetector:
     """A :class:`~sourcebias.detect.ZeroShotDetector` calibrated on the twin pairs of
-    ``calibration_dataset``; documents it cannot score (NaN) are left out of the calibration and
-    counted in ``info``."""
+    ``calibration_dataset`` (a seeded sample of ``max_pairs``); documents it cannot score (NaN)
+    are left out of the calibration and counted in ``info``."""
     from sourcebias.detect import corpus_texts
 
     ids, groups = twin_groups(calibration_dataset)
-    chosen = sample_pair_ids(ids, max_pairs, seed)
-    pos, is_llm, pair_of = _positions(groups, chosen)
-    corpus = calibration_dataset.corpus
-    scores = np.asarray(detector.score_texts(corpus_texts(corpus, pos, field)), dtype=np.float64)
+    pos, is_llm, pair_of = _positions(groups, sample_pair_ids(ids, max_pairs, seed))
+    scores = np.asarray(detector.score_texts(corpus_texts(calibration_dataset.corpus, pos, field)), dtype=np.float64)
+    return _calibrated(detector, calibration_dataset, pos, is_llm, pair_of, scores, threshold=threshold, field=field, extra={"max_pairs": max_pairs, "seed": seed})
+
+
+def detection_detector(folder: Any, *, threshold: str | float = YOUDEN, cache_dir: Any = None) -> CalibratedDetector:
+    """The detector of a ``sourcebias detect`` folder, calibrated on the folder's own scores of
+    its labelled twin corpus (every pair whose copies all have a score); new documents are scored
+    by the same spec (through the same caches)."""
+    from sourcebias.data import load_dataset
+    from sourcebias.detect import build_detector, dataset_path, load_detection
+
+    found = load_detection(folder)
+    path, split = dataset_path(found.corpus.get("path") or "")
+    dataset = load_dataset(path, split=split)
+    scores, corpus = found.score_map(), dataset.corpus
+    ids, groups = twin_groups(dataset)
+    scored = [d for d in ids if all((corpus.doc_ids[p], corpus.source_of(int(p))) in scores for p, _ in groups[d])]
+    if len(scored) < 4:
+        raise ConfigError(f"{folder}: scores of {len(scored)} complete twin pairs; a detector is calibrated on a labelled twin corpus scored by `sourcebias detect` (at least 4 pairs)")
+    pos, is_llm, pair_of = _positions(groups, scored)
+    cal = np.array([scores[(corpus.doc_ids[p], corpus.source_of(int(p)))] for p in pos], dtype=np.float64)
+    det = build_detector(found.detector["spec"], cache_dir=cache_dir)
+    return _calibrated(det, dataset, pos, is_llm, pair_of, cal, threshold=threshold, field=found.corpus.get("field") or "text", extra={"detect_folder": str(folder)})
+
+
+def _calibrated(detector: Any, dataset: Any, pos: np.ndarray, is_llm: np.ndarray, pair_of: list[str], scores: np.ndarray, *, threshold: str | float, field: str, extra: dict[str, Any]) -> CalibratedDetector:
+    from sourcebias.detect import corpus_texts
+
     ok = np.isfinite(scores)
     if ok.sum() < 4:
         raise ConfigError(f"the detector scored {int(ok.sum())} of {len(scores)} calibration documents: too few to calibrate")
     pos, is_llm, scores, pair_of = pos[ok], is_llm[ok], scores[ok], [p for p, k in zip(pair_of, ok) if k]
     thr = choose_threshold(is_llm, scores, threshold)
-    table = calibration_table(pair_of, [corpus.source_of(int(p)) for p in pos], is_llm, scores, thr)
-    name = calibration_dataset.describe().get("name") if hasattr(calibration_dataset, "describe") else None
-    info = {**detector.describe(), "kind": "zero-shot", "detector": detector.kind, "calibration_dataset": name, "calibration_pairs": int(len(set(pair_of))), "max_pairs": max_pairs, "seed": seed,
-            "field": field, "not_scored_calibration_documents": int((~ok).sum()), "threshold_rule": threshold if isinstance(threshold, str) else "fixed", "auc": _auc(is_llm, scores)}  # fmt: skip
+    table = calibration_table(pair_of, [dataset.corpus.source_of(int(p)) for p in pos], is_llm, scores, thr)
+    name = dataset.describe().get("name") if hasattr(dataset, "describe") else None
+    info = {**detector.describe(), "kind": "zero-shot", "detector": detector.kind, "calibration_dataset": name, "calibration_pairs": int(len(set(pair_of))), **extra, "field": field,
+            "not_scored_calibration_documents": int((~ok).sum()), "threshold_rule": threshold if isinstance(threshold, str) else "fixed", "auc": _auc(is_llm, scores)}  # fmt: skip
 
     def score(target_corpus, positions: Sequence[int]) -> np.ndarray:
         return np.asarray(detector.score_texts(corpus_texts(target_corpus, positions, field)), dtype=np.float64)
