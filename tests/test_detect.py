@@ -11,8 +11,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from detect_helpers import tiny_causal_lm
+
 from sourcebias.core.errors import ConfigError
 
 TEXTS = ["alpha beta gamma delta the study of cells", "news on patients and cells in the a of", "kappa", "iota theta eta zeta epsilon delta gamma beta alpha the a of and is in on"]
@@ -53,7 +53,7 @@ def test_fast_detectgpt_is_the_analytic_criterion_by_hand(tiny):
     det = build_detector(f"fast-detectgpt:lm:{tiny['a']},max_tokens=6", cache_dir=tiny["cache"])
     got = det.score_texts(TEXTS)
     for text, g in zip(TEXTS, got):
-        n, ll, mean, var = by_hand(tiny["a"], tiny["a"], text, 6)
+        _, ll, mean, var = by_hand(tiny["a"], tiny["a"], text, 6)
         assert g == pytest.approx((ll - mean) / math.sqrt(var), rel=1e-4)
     again = build_detector(f"fast-detectgpt:lm:{tiny['a']},max_tokens=6", cache_dir=tiny["cache"])
     assert np.array_equal(again.score_texts(TEXTS[::-1]), got[::-1])  # from the store, in any order
@@ -118,7 +118,7 @@ def test_detect_command_writes_a_folder_the_audit_reads(tiny, tmp_path, capsys):
 
     data = tiny_dataset(tmp_path / "data", 12, "d")
     out = tmp_path / "det"
-    code, stdout, err = run_cli(["detect", str(data), "--detector", f"fast-detectgpt:lm:{tiny['a']},max_tokens=8", "--cache-dir", str(tiny["cache"]), "-o", str(out)], capsys)
+    code, _, err = run_cli(["detect", str(data), "--detector", f"fast-detectgpt:lm:{tiny['a']},max_tokens=8", "--cache-dir", str(tiny["cache"]), "-o", str(out)], capsys)
     assert code in (0, None), err
     res = load_detection(out)
     assert load_artifact(out) == res and len(res.scores) == 24 and res.detector["kind"] == "fast-detectgpt"

@@ -154,7 +154,7 @@ def audit_run(name: str, run, flags: np.ndarray, detector: CalibratedDetector, s
             vals = per_query[q][np.isfinite(per_query[q])]
             p_hat = float(vals.mean())
             corr = correct(p_hat, se, sp)
-            row = {"run": name, "measure": f"{q}@{k}", "quantity": q, "k": k, "queries": int(len(vals)), "naive": a + b * p_hat, "corrected": None if corr["value"] is None else a + b * corr["value"],
+            row = {"run": name, "measure": f"{q}@{k}", "quantity": q, "k": k, "queries": len(vals), "naive": a + b * p_hat, "corrected": None if corr["value"] is None else a + b * corr["value"],
                    "flag": corr["flag"], "note": corr["note"], "reliable": not unreliable, "unreliable_reason": unreliable, "sensitivity": se, "specificity": sp, **_ci_columns(boot[q])}
             row.update(_truth_columns(row, None if true is None else float(np.nanmean(a + b * true[q]))))
             rows.append(row)

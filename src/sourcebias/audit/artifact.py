@@ -186,7 +186,6 @@ def run_audit(target: str | Path, output: str | Path | None, *, detector: Detect
     a file naming documents of the audited corpus known to be human. Returns the result and the
     folder's path."""
     from sourcebias.audit.scores import read_keys
-
     from sourcebias.core.artifacts import OutputFolder
 
     detector.check()
@@ -211,9 +210,8 @@ def run_audit(target: str | Path, output: str | Path | None, *, detector: Detect
 def write_audit(result: AuditResult, folder: Any, *, seconds: float) -> Path:
     """Write ``result``, its figure and the manifest into a claimed output folder and commit it."""
     from sourcebias.audit.figure import plot_audit
-    from sourcebias.core.manifest import build_manifest
-
     from sourcebias.audit.report import write_summaries
+    from sourcebias.core.manifest import build_manifest
 
     result.save(folder.staging)
     plot_audit(result, folder.staging / "audit.png")

@@ -82,7 +82,7 @@ def _calibrated(detector: Any, dataset: Any, pos: np.ndarray, is_llm: np.ndarray
     thr = choose_threshold(is_llm, scores, threshold)
     table = calibration_table(pair_of, [dataset.corpus.source_of(int(p)) for p in pos], is_llm, scores, thr)
     name = dataset.describe().get("name") if hasattr(dataset, "describe") else None
-    info = {**detector.describe(), "kind": "zero-shot", "detector": detector.kind, "calibration_dataset": name, "calibration_pairs": int(len(set(pair_of))), **extra, "field": field,
+    info = {**detector.describe(), "kind": "zero-shot", "detector": detector.kind, "calibration_dataset": name, "calibration_pairs": len(set(pair_of)), **extra, "field": field,
             "not_scored_calibration_documents": int((~ok).sum()), "threshold_rule": threshold if isinstance(threshold, str) else "fixed", "auc": _auc(is_llm, scores)}  # fmt: skip
 
     def score(target_corpus, positions: Sequence[int]) -> np.ndarray:
@@ -138,6 +138,6 @@ def in_domain_calibration(detector: CalibratedDetector, corpus: Any, reference: 
     flagged = (scores >= detector.threshold).astype(np.float64)
     ref_dims = document_dimensions(detector, corpus, pos, scores)
     sp = 1.0 - float(flagged.mean())
-    info = {"specificity_from": "human reference set", "reference": None if path is None else str(path), "reference_documents": int(len(pos)), "specificity": sp,
+    info = {"specificity_from": "human reference set", "reference": None if path is None else str(path), "reference_documents": len(pos), "specificity": sp,
             "note": f"Sp = {sp:.3f} from {len(pos):,} documents of the audited corpus named as human (in domain); Se from the calibration twins"}  # fmt: skip
     return replace(cal, reference_flagged=flagged), ref_dims, llm, info

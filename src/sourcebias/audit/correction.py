@@ -90,7 +90,7 @@ class Calibration:
 
     @property
     def pairs(self) -> int:
-        return int(len(self.human_flagged))
+        return len(self.human_flagged)
 
     def se_sp(self, idx: np.ndarray | None = None, ref_idx: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """``(Se, Sp)`` of the pairs ``idx`` (rows of an index matrix give one estimate each;

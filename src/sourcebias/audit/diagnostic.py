@@ -145,7 +145,7 @@ def _checked(audited: Any, human: Any, llm: Any) -> tuple[dict[str, np.ndarray],
     a, h, l = _as_dims(audited), _as_dims(human), _as_dims(llm)
     if SCORE not in a or set(a) != set(h) or set(a) != set(l):
         raise ConfigError(f"the transfer check needs the same dimensions (with '{SCORE}') for the audited and the calibration documents, got {sorted(a)}, {sorted(h)}, {sorted(l)}")
-    keep = lambda d: np.all([np.isfinite(v) for v in d.values()], axis=0)  # noqa: E731 - a document with any missing value is left out
+    keep = lambda d: np.all([np.isfinite(v) for v in d.values()], axis=0)
     a, h, l = ({k: v[keep(d)] for k, v in d.items()} for d in (a, h, l))
     n = (len(a[SCORE]), len(h[SCORE]), len(l[SCORE]))
     if min(n) < 5:

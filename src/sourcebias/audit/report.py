@@ -52,8 +52,9 @@ def caption(result: AuditResult) -> str:
     """What the figures are: the detector and its calibration, the intervals, the check."""
     d, s, c = result.detector, result.settings, result.diagnostic
     who = d.get("spec") or d.get("kind")
-    parts = [f"Detector {who}: Se = {d['sensitivity']:.3f}, Sp = {d['specificity']:.3f}, AUC = {'–' if d.get('auc') is None else format(d['auc'], '.3f')}, threshold {d['threshold']:.4g} "
-             f"({d.get('threshold_rule')}), {d['pairs']:,} calibration pairs; Sp from the {(result.in_domain or {}).get('specificity_from', 'calibration twins')}.",
+    auc = "–" if d.get("auc") is None else format(d["auc"], ".3f")
+    sp_from = (result.in_domain or {}).get("specificity_from", "calibration twins")
+    parts = [f"Detector {who}: Se = {d['sensitivity']:.3f}, Sp = {d['specificity']:.3f}, AUC = {auc}, threshold {d['threshold']:.4g} ({d.get('threshold_rule')}), {d['pairs']:,} calibration pairs; Sp from the {sp_from}.",
              f"naive: the detector's labels; corrected: Rogan–Gladen; {s['level']:.0%} CIs, {s['resamples']:,} joint resamples of queries and calibration pairs, seed {s['seed']}."]  # fmt: skip
     if c:
         verdict = "passed" if c.get("passed") else "FAILED: corrected figures unreliable"

@@ -31,7 +31,6 @@ from typing import Any
 
 from sourcebias.core.artifacts import json_plain
 
-
 FORMAT_VERSION = 1
 ROW_COLUMNS = (
     "run", "measure", "quantity", "k", "queries", "naive", "naive_low", "naive_high", "corrected", "corrected_low", "corrected_high", "flag", "note", "reliable", "unreliable_reason",

@@ -38,7 +38,7 @@ def read_scores(path: str | Path) -> dict[tuple[str, str], float]:
         return load_detection(path).score_map()
     if not path.is_file():
         raise DataError(path, "file not found")
-    name = path.name[:-3] if path.name.endswith(".gz") else path.name
+    name = path.name.removesuffix(".gz")
     if name.endswith(".jsonl"):
         rows = _jsonl_rows(path)
     elif name.endswith(".tsv"):
