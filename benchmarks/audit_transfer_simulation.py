@@ -11,6 +11,8 @@ document's score drawn from the audited domain's components; the audit itself (s
 audit: Rogan–Gladen, joint bootstrap of 500 resamples, the transfer check with 100). Scenarios
 (the audited domain's components): same as calibration; both moved by +0.5 and +1.0; the LLM
 component halfway to the human one (Se + Sp − 1 falls, as nfcorpus → nq-utd); both spread ×1.3.
+Each scenario is run twice: with Se and Sp from the calibration twins, and with Sp (and the
+check's human component) from a human reference set of 100 audited-domain documents.
 Writes OUTPUT/simulation.csv (one row per audit), OUTPUT/summary.md and OUTPUT/transfer_check.png.
 """
 
@@ -33,7 +35,7 @@ SCENARIOS = {  # name -> (human mean, human sd, LLM mean, LLM sd) on the audited
 CAL = (0.0, 1.0, 1.2, 1.0)
 
 
-def one_audit(rng, scenario, queries=80, k=10, pairs=150):
+def one_audit(rng, scenario, reference=0, queries=80, k=10, pairs=150):
 
     from sourcebias.audit import AuditSettings, CalibratedDetector, audit
     from sourcebias.audit.detector import calibration_table, choose_threshold
@@ -42,7 +44,7 @@ def one_audit(rng, scenario, queries=80, k=10, pairs=150):
 
     hm, hs, lm, ls = SCENARIOS[scenario]
     p_q = rng.beta(3.0, 5.0, size=queries)
-    is_llm = (rng.random((queries, k)) < p_q[:, None]).ravel()
+    is_llm = np.concatenate([(rng.random((queries, k)) < p_q[:, None]).ravel(), np.zeros(reference, dtype=bool)])  # then the reference set's human documents
     scores = np.where(is_llm, rng.normal(lm, ls, is_llm.size), rng.normal(hm, hs, is_llm.size))
     corpus = Corpus.keys_only([f"d{i}" for i in range(is_llm.size)], ["llm" if x else "human" for x in is_llm], source_order=["human", "llm"])
     run = Run(corpus, "sim", {f"q{q}": np.arange(q * k, (q + 1) * k) for q in range(queries)}, {f"q{q}": -np.arange(k, dtype=float) for q in range(queries)})
@@ -52,18 +54,19 @@ def one_audit(rng, scenario, queries=80, k=10, pairs=150):
     thr = choose_threshold(lab, cal)
     table = calibration_table(np.repeat([f"p{i}" for i in range(pairs)], 2), ["human", "llm"] * pairs, lab, cal, thr)
     det = CalibratedDetector(score=lambda _c, pos: scores[np.asarray(pos)], threshold=thr, calibration_table=table, info={"kind": "simulated"})
-    res = audit({"sim": run}, det, AuditSettings(resamples=500, check_resamples=100, seed=int(rng.integers(1 << 31))), human_source="human")
+    ref = [(f"d{i}", "human") for i in range(queries * k, queries * k + reference)] or None
+    res = audit({"sim": run}, det, AuditSettings(resamples=500, check_resamples=100, seed=int(rng.integers(1 << 31))), human_source="human", reference=ref)
     r = res.row("sim", "Share@10")
-    return {"scenario": scenario, "passed": res.reliable, "p_value": res.diagnostic["p_value"], "true": r["true"], "naive": r["naive"], "corrected": r["corrected"],
+    return {"scenario": scenario, "reference": reference, "passed": res.reliable, "p_value": res.diagnostic["p_value"], "true": r["true"], "naive": r["naive"], "corrected": r["corrected"],
             "low": r["corrected_low"], "high": r["corrected_high"], "covers": r["corrected_covers"], "se": r["sensitivity"], "sp": r["specificity"]}  # fmt: skip
 
 
 def summarise(frame):
     rows = []
-    for name, g in frame.groupby("scenario", sort=False):
+    for (name, reference), g in frame.groupby(["scenario", "reference"], sort=False):
         passed = g[g["passed"]]
         miss = g["passed"] & (g["covers"] == False)
-        rows.append({"scenario": name, "audits": len(g), "flagged": float((~g["passed"]).mean()), "coverage_all": float((g["covers"] == True).mean()),
+        rows.append({"scenario": name, "reference": reference, "audits": len(g), "flagged": float((~g["passed"]).mean()), "coverage_all": float((g["covers"] == True).mean()),
                      "coverage_when_passed": float((passed["covers"] == True).mean()) if len(passed) else float("nan"), "passed": len(passed),
                      "misses": float(miss.mean()), "mean_abs_error": float((g["corrected"] - g["true"]).abs().mean())})  # fmt: skip
     return rows
@@ -71,9 +74,10 @@ def summarise(frame):
 
 def markdown(rows, args) -> str:
     lines = [f"Transfer check, simulated: {args.audits} audits per scenario (80 queries × top 10; 150 calibration pairs; 500 joint resamples; check at α = 0.05 with 100 resamples), seed {args.seed}.", "",
-             "| audited domain | flagged | corrected CI covers (all) | covers when the check passes (n) | miss: passed and CI misses | mean abs. error |", "|---|---:|---:|---:|---:|---:|"]  # fmt: skip
+             "| audited domain | human reference set | flagged | corrected CI covers (all) | covers when the check passes (n) | miss: passed and CI misses | mean abs. error |",
+             "|---|---:|---:|---:|---:|---:|---:|"]  # fmt: skip
     for r in rows:
-        lines.append(f"| {r['scenario']} | {r['flagged']:.1%} | {r['coverage_all']:.1%} | {r['coverage_when_passed']:.1%} ({r['passed']}) | {r['misses']:.1%} | {r['mean_abs_error']:.3f} |")
+        lines.append(f"| {r['scenario']} | {r['reference'] or '–'} | {r['flagged']:.1%} | {r['coverage_all']:.1%} | {r['coverage_when_passed']:.1%} ({r['passed']}) | {r['misses']:.1%} | {r['mean_abs_error']:.3f} |")
     return "\n".join(lines) + "\n"
 
 
@@ -83,14 +87,14 @@ def plot(rows, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    names = [r["scenario"] for r in rows]
+    names = [r["scenario"] + (f"\n+ {r['reference']} human ref." if r["reference"] else "") for r in rows]
     x = np.arange(len(names))
-    fig, ax = plt.subplots(figsize=(9, 4.2))
+    fig, ax = plt.subplots(figsize=(13, 4.6))
     for i, (key, label, color) in enumerate((("flagged", "flagged by the check", "tab:red"), ("coverage_when_passed", "CI covers | check passed", "tab:blue"), ("misses", "missed (passed, CI misses)", "tab:gray"))):
         ax.bar(x + (i - 1) * 0.27, [r[key] for r in rows], 0.27, label=label, color=color)
     ax.axhline(0.95, color="tab:blue", linestyle=":", linewidth=1)
     ax.axhline(0.05, color="tab:red", linestyle=":", linewidth=1)
-    ax.set_xticks(x, names, fontsize=8)
+    ax.set_xticks(x, names, fontsize=7)
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("share of audits")
     ax.set_title(f"The transfer check on {rows[0]['audits']} simulated audits per scenario (Share@10)", fontsize=10)
@@ -107,11 +111,12 @@ def main() -> None:
     ap.add_argument("-o", "--output", type=Path, required=True)
     ap.add_argument("--audits", type=int, default=200)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--reference", type=int, default=100, help="size of the human reference set of the second run of each scenario")
     args = ap.parse_args()
     args.output.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(args.seed)
     t0 = time.perf_counter()
-    records = [one_audit(rng, s) for s in SCENARIOS for _ in range(args.audits)]
+    records = [one_audit(rng, s, ref) for s in SCENARIOS for ref in (0, args.reference) for _ in range(args.audits)]
     frame = pd.DataFrame(records)
     frame.to_csv(args.output / "simulation.csv", index=False)
     rows = summarise(frame)

@@ -51,26 +51,22 @@ def audit(
     overwrite: Annotated[bool, typer.Option(help="Replace the results of an earlier run in --output.")] = False,
 ) -> None:
     """Measure source bias when the sources are unknown: Share@k and ΔNDSR@k of LLM text from a
-    detector's labels, naive and corrected for misclassification.
-
-    The detector (the built-in one trained on labelled twins, or your scores) is calibrated on
-    held-out labelled twin pairs: its sensitivity and specificity at the chosen threshold correct
-    the run's shares (Rogan–Gladen), with bootstrap CIs that resample the run's queries and the
-    calibration pairs jointly. Where the run's corpus carries source labels, the true values are
-    shown beside (the audit never reads them).
+    detector's labels, naive and corrected for misclassification (Rogan–Gladen with the Se and Sp
+    of a calibration on labelled twins; joint bootstrap CIs). A transfer check tests that the
+    calibration fits the audited documents; where it does not, every corrected figure is marked
+    UNRELIABLE (and --strict exits with 3). True values are shown where the corpus has labels.
 
     Examples:
 
       sourcebias audit out/nq-utd --detector data/nfcorpus -o out/nq-utd-audit
 
+      sourcebias audit out/nq-utd --detector fast-detectgpt:lm:smollm2 --calibrate data/nfcorpus --max-pairs 200
+
       sourcebias audit run.trec --dataset data/mine --scores mine.tsv --calibrate data/nq-utd --calibration-scores nq.tsv
     """
-    from sourcebias.audit import AuditSettings, DetectorOptions, FeatureSpec, run_audit
-    from sourcebias.audit.report import audit_report
-    from sourcebias.core import progress
+    from sourcebias.audit import AuditSettings, DetectorOptions, FeatureSpec
     from sourcebias.core.errors import ConfigError
     from sourcebias.detect import is_detector_spec
-    from sourcebias.reporting.render import to_rich
 
     try:
         settings = AuditSettings(ks=tuple(k or (10,)), resamples=resamples, level=level, seed=seed, check_alpha=check_alpha, check_resamples=check_resamples)
@@ -81,8 +77,19 @@ def audit(
         options.check()
     except ConfigError as exc:
         fail(str(exc))
+    _run(target, output, options, settings, strict=strict, dataset=dataset, retrievers=retriever, docnos=docnos, docno_pattern=docno_pattern, overwrite=overwrite, max_queries=max_queries, human_reference=human_reference)
+
+
+def _run(target: Path, output: Path | None, options, settings, *, strict: bool, **kwargs) -> None:
+    """Run the audit with progress bars, print the report, exit 3 under ``strict`` when the
+    transfer check failed."""
+    from sourcebias.audit import run_audit
+    from sourcebias.audit.report import audit_report
+    from sourcebias.core import progress
+    from sourcebias.reporting.render import to_rich
+
     with progress.RichProgress(console=console, transient=True) as reporter, progress.use(reporter):
-        result, path = run_audit(target, output, detector=options, settings=settings, dataset=dataset, retrievers=retriever, docnos=docnos, docno_pattern=docno_pattern, overwrite=overwrite, max_queries=max_queries, human_reference=human_reference)
+        result, path = run_audit(target, output, detector=options, settings=settings, **kwargs)
     console.print(to_rich(audit_report(result)))
     if path is not None:
         console.print(f"Wrote audit.json, audit.csv, calibration.csv, documents.csv, summary.md, summary.tex and audit.png to [bold]{path}[/bold] (load them with sourcebias.audit.load_audit)")
