@@ -46,8 +46,8 @@ HEADER = ["| audited | calibrated on | run | measure | naive | corrected [95% CI
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("-o", "--output", type=Path, required=True)
-    ap.add_argument("--evaluate-nq-utd", type=Path, required=True)
-    ap.add_argument("--evaluate-nfcorpus", type=Path, required=True)
+    ap.add_argument("--evaluate-nq-utd", type=Path)
+    ap.add_argument("--evaluate-nfcorpus", type=Path)
     ap.add_argument("--detector", default="builtin", help="builtin (logistic regression, no LM) or a zero-shot spec")
     ap.add_argument("--max-pairs", type=int, default=300)
     ap.add_argument("--max-queries", type=int, default=80)
@@ -61,6 +61,8 @@ def main() -> None:
     lines = list(HEADER)
     t0 = time.perf_counter()
     for audited, other in (("nq-utd", "nfcorpus"), ("nfcorpus", "nq-utd")):
+        if folders[audited] is None:
+            continue  # that direction is not asked for
         builtin = args.detector == "builtin"
         options = DetectorOptions(train=str(DATA / other) if builtin else None, zero_shot=None if builtin else args.detector, calibrate=None if builtin else str(DATA / other),
                                   max_pairs=args.max_pairs, seed=args.seed)  # fmt: skip

@@ -138,10 +138,27 @@ def _evaluate_runs(folder: Path, dataset: str | None) -> tuple[dict[str, Any], A
 
 def audit(runs: dict[str, Any], detector: CalibratedDetector, settings: AuditSettings, *, human_source: str | None = None, run_info: dict[str, Any] | None = None,
           reference: Sequence[tuple[str, str]] | None = None, reference_path: Any = None) -> AuditResult:  # fmt: skip
-    """Audit ``runs`` (over one corpus) with a calibrated ``detector``: score the top-k documents,
-    take Sp from the calibration or from a human ``reference`` set of the audited corpus, check
-    that the calibration fits the audited documents (the transfer check; a failure marks every
-    corrected figure unreliable), correct."""
+    """Audit ``runs`` with a calibrated ``detector``: score the top-k documents, take Sp from the
+    calibration or from a human reference set, check that the calibration fits the audited
+    documents (the transfer check; a failure marks every corrected figure unreliable), correct.
+
+    Args:
+        runs: name -> :class:`~sourcebias.retrieval.run.Run`, all over one corpus.
+        detector: the calibrated detector.
+        settings: cut-offs, resamples, level, seed, the check's level and resamples.
+        human_source: the source whose labels give the true values, where the corpus has them
+            (the audit itself never reads the sources).
+        run_info: what the runs are (recorded).
+        reference: documents ``(doc_id, source)`` of the corpus known to be human, or None.
+        reference_path: where they were read (recorded).
+
+    Returns:
+        The :class:`~sourcebias.audit.AuditResult`.
+
+    Raises:
+        ConfigError: runs over different corpora, a document the detector cannot score, a bad
+            reference set.
+    """
     import pandas as pd
 
     from sourcebias.audit.calibrate import document_dimensions, in_domain_calibration

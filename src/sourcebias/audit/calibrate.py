@@ -40,9 +40,23 @@ def sample_pair_ids(ids: Sequence[str], max_pairs: int | None, seed: int) -> lis
 
 
 def zero_shot_detector(detector: Any, calibration_dataset: Any, *, max_pairs: int | None = None, threshold: str | float = YOUDEN, seed: int = 0, field: str = "text") -> CalibratedDetector:
-    """A :class:`~sourcebias.detect.ZeroShotDetector` calibrated on the twin pairs of
-    ``calibration_dataset`` (a seeded sample of ``max_pairs``); documents it cannot score (NaN)
-    are left out of the calibration and counted in ``info``."""
+    """A zero-shot detector calibrated on the twin pairs of ``calibration_dataset``.
+
+    Args:
+        detector: a :class:`~sourcebias.detect.ZeroShotDetector`.
+        calibration_dataset: a labelled twin dataset.
+        max_pairs: a seeded sample of this many pairs (the rule of ``sourcebias detect --max-pairs``).
+        threshold: ``youden`` or a number.
+        seed: seed of the sample.
+        field: ``text`` or ``title+text``.
+
+    Returns:
+        The :class:`~sourcebias.audit.CalibratedDetector`; documents it cannot score (NaN) are
+        left out of the calibration and counted in ``info``.
+
+    Raises:
+        ConfigError: no twin pairs, or fewer than 4 scored calibration documents.
+    """
     from sourcebias.detect import corpus_texts
 
     ids, groups = twin_groups(calibration_dataset)
@@ -52,9 +66,19 @@ def zero_shot_detector(detector: Any, calibration_dataset: Any, *, max_pairs: in
 
 
 def detection_detector(folder: Any, *, threshold: str | float = YOUDEN, cache_dir: Any = None) -> CalibratedDetector:
-    """The detector of a ``sourcebias detect`` folder, calibrated on the folder's own scores of
-    its labelled twin corpus (every pair whose copies all have a score); new documents are scored
-    by the same spec (through the same caches)."""
+    """The detector of a ``sourcebias detect`` folder, calibrated on the folder's own scores.
+
+    Args:
+        folder: the output of ``sourcebias detect`` on a labelled twin corpus.
+        threshold: ``youden`` or a number.
+        cache_dir: cache of the detector's model values (new documents are scored by its spec).
+
+    Returns:
+        The :class:`~sourcebias.audit.CalibratedDetector` (every pair whose copies all have a score).
+
+    Raises:
+        ConfigError: fewer than 4 complete twin pairs in the folder.
+    """
     from sourcebias.data import load_dataset
     from sourcebias.detect import build_detector, dataset_path, load_detection
 
@@ -121,10 +145,23 @@ def reference_positions(corpus: Any, keys: Sequence[tuple[str, str]], path: Any)
 
 
 def in_domain_calibration(detector: CalibratedDetector, corpus: Any, reference: Sequence[tuple[str, str]] | None, path: Any = None) -> tuple[Any, dict[str, np.ndarray], dict[str, np.ndarray], dict[str, Any]]:
-    """``(calibration, human, llm, info)``: the Se/Sp data of the correction, the human and LLM
-    dimensions of the transfer check, and what was used (recorded). With a ``reference`` set
-    (documents of the audited corpus known to be human, e.g. written before 2022), Sp and the
-    human component come from it, in domain; Se and the LLM component from the calibration."""
+    """What the correction and the transfer check calibrate with.
+
+    Args:
+        detector: the calibrated detector.
+        corpus: the audited corpus.
+        reference: documents ``(doc_id, source)`` of the audited corpus known to be human (e.g.
+            written before 2022), or None.
+        path: where the reference set was read (for messages).
+
+    Returns:
+        ``(calibration, human, llm, info)``: the Se/Sp data of the correction (with a reference
+        set, Sp from it, in domain; Se from the calibration), the human and LLM dimensions of the
+        transfer check, and what was used (recorded).
+
+    Raises:
+        ConfigError: reference documents missing from the corpus, fewer than 5, or unscored.
+    """
     from dataclasses import replace
 
     human, llm = calibration_dimensions(detector)

@@ -154,9 +154,23 @@ def _checked(audited: Any, human: Any, llm: Any) -> tuple[dict[str, np.ndarray],
 
 
 def transfer_check(audited: Any, human: Any, llm: Any, threshold: float, *, alpha: float = 0.05, resamples: int = 200, seed: int = 0) -> TransferCheck:
-    """Test the audited documents against the calibration's mixture (module docs). Each of
-    ``audited``, ``human``, ``llm`` is an array of scores, or a mapping ``dimension -> values``
-    with a ``score`` dimension (one value per document, the same dimensions in all three)."""
+    """Test the audited documents against the calibration's mixture (module docs).
+
+    Args:
+        audited: the audited documents' scores, or a mapping ``dimension -> values`` with a
+            ``score`` dimension (one value per document; features as further dimensions).
+        human, llm: the same for the calibration's human and LLM documents.
+        threshold: the detector's threshold (π̂ is the Rogan–Gladen share at it).
+        alpha: the level below which the check fails.
+        resamples: parametric bootstrap resamples.
+        seed: seed of the bootstrap.
+
+    Returns:
+        The :class:`TransferCheck` (``passed``, ``p_value``, each statistic and its p-value, the reason).
+
+    Raises:
+        ConfigError: mismatched dimensions, fewer than 5 documents on a side, bad alpha or resamples.
+    """
     if not 0 < alpha < 1 or resamples < 20:
         raise ConfigError(f"the transfer check needs 0 < alpha < 1 and at least 20 resamples, got {alpha}, {resamples}")
     a, h, l = _checked(audited, human, llm)

@@ -65,7 +65,16 @@ def caption(result: AuditResult) -> str:
 
 
 def audit_report(result: AuditResult, title: str | None = None) -> Any:
-    """The :class:`~sourcebias.reporting.report.Report` of an audit."""
+    """The :class:`~sourcebias.reporting.report.Report` of an audit.
+
+    Args:
+        result: the audit.
+        title: the report's title (default: a generic one).
+
+    Returns:
+        A Report with one table per measure (Share@k, ΔNDSR@k), the caption on the last, the
+        audit's notes, and the rows as data for CSV.
+    """
     import pandas as pd
 
     from sourcebias.reporting.report import Report, Table

@@ -95,7 +95,19 @@ def is_detector_spec(text: str) -> bool:
 
 
 def build_detector(spec: str, *, cache_dir: Any = None, device: str | None = None, batch_size: int | None = None, threads: int | None = None) -> ZeroShotDetector:
-    """The detector ``spec`` names (see the module docs); models are loaded on first use."""
+    """The detector ``spec`` names (see the module docs); models are loaded on first use.
+
+    Args:
+        spec: ``fast-detectgpt:lm:NAME[,...]``, ``binoculars:lm:A+lm:B[,...]`` or ``raidar:MODEL[,...]``.
+        cache_dir: cache of model values, rewrites and converted models.
+        device, batch_size, threads: how the models run.
+
+    Returns:
+        A :class:`ZeroShotDetector`.
+
+    Raises:
+        ConfigError: an unknown kind, a malformed model name, an unknown or non-integer option.
+    """
     kind, sep, rest = spec.partition(":")
     kind = kind.strip().lower()
     if not sep or kind not in KINDS or not rest.strip():

@@ -66,7 +66,19 @@ def labelled_summary(dataset, positions: np.ndarray, scores: np.ndarray) -> dict
 
 
 def detect(dataset, detector: ZeroShotDetector, *, field: str = "text", max_pairs: int | None = None, seed: int = 0) -> DetectionResult:
-    """Score the documents of ``dataset`` (all, or the copies of ``max_pairs`` seeded twin pairs)."""
+    """Score the documents of ``dataset`` (all, or the copies of ``max_pairs`` seeded twin pairs).
+
+    Args:
+        dataset: a loaded dataset (its corpus is scored; its source labels only feed the AUROC
+            of the summary).
+        detector: a :class:`~sourcebias.detect.ZeroShotDetector`.
+        field: ``text`` or ``title+text``.
+        max_pairs: score both copies of this many seeded twin pairs only.
+        seed: seed of the pair sample.
+
+    Returns:
+        The :class:`~sourcebias.detect.DetectionResult`.
+    """
     import pandas as pd
 
     positions = sample_positions(dataset, max_pairs=max_pairs, seed=seed)
@@ -86,8 +98,24 @@ def detect(dataset, detector: ZeroShotDetector, *, field: str = "text", max_pair
 
 def run_detect(dataset_arg: str | Path, spec: str, output: str | Path, *, field: str = "text", max_pairs: int | None = None, seed: int = 0, overwrite: bool = False, cache_dir: Any = None,
                device: str | None = None, batch_size: int | None = None, threads: int | None = None, emit: Callable[[str], None] | None = None) -> tuple[DetectionResult, Path]:  # fmt: skip
-    """Score ``dataset_arg``'s corpus with the detector ``spec`` and write the folder ``output``
-    (claimed before any work). Returns the result and the folder's path."""
+    """Score ``dataset_arg``'s corpus with the detector ``spec`` and write the folder ``output``.
+
+    Args:
+        dataset_arg: ``DIR`` or ``DIR,split``.
+        spec: the detector (:func:`sourcebias.detect.build_detector`).
+        output: the folder, claimed before any work.
+        field, max_pairs, seed: as :func:`detect`.
+        overwrite: replace an earlier result in ``output``.
+        cache_dir, device, batch_size, threads: where model values and rewrites are cached, and
+            how models run.
+        emit: receives progress messages.
+
+    Returns:
+        ``(result, path)``.
+
+    Raises:
+        ConfigError: a bad spec or field; OutputError: a misused output folder.
+    """
     from sourcebias.analysis.perplexity import check_field
     from sourcebias.core.artifacts import OutputFolder
     from sourcebias.core.manifest import build_manifest
