@@ -40,6 +40,21 @@ def row_line(audited: str, calibrated: str, r: dict, check: dict) -> str:
             f"{'yes' if hit else 'no'} | {verdict} |")  # fmt: skip
 
 
+def reference_file(audited: str, n: int, output: Path) -> Path:
+    """A TSV naming ``n`` seeded human documents of the audited corpus (read from its human
+    source file: what a user who knows some documents' provenance would list)."""
+    import json
+
+    import numpy as np
+
+    ids = [json.loads(line)["_id"] for line in (DATA / audited / "corpus" / "human.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()]
+    chosen = sorted(ids[i] for i in np.random.default_rng(12345).permutation(len(ids))[:n])
+    path = output / f"human-reference-{audited}.tsv"
+    output.mkdir(parents=True, exist_ok=True)
+    path.write_text("doc_id\tsource\n" + "".join(f"{d}\thuman\n" for d in chosen), encoding="utf-8")
+    return path
+
+
 HEADER = ["| audited | calibrated on | run | measure | naive | corrected [95% CI] | true | corrected − true | target met | transfer check |", "|---|---|---|---|---:|---:|---:|---:|---|---|"]
 
 
@@ -53,6 +68,8 @@ def main() -> None:
     ap.add_argument("--max-queries", type=int, default=80)
     ap.add_argument("--resamples", type=int, default=2000)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--human-reference", type=int, default=0, metavar="N",
+                    help="give the audit N seeded human documents of the audited corpus as its human reference set (standing in for documents a user knows to be human, e.g. written before 2022)")
     args = ap.parse_args()
 
     from sourcebias.audit import AuditSettings, DetectorOptions, run_audit
@@ -66,10 +83,13 @@ def main() -> None:
         builtin = args.detector == "builtin"
         options = DetectorOptions(train=str(DATA / other) if builtin else None, zero_shot=None if builtin else args.detector, calibrate=None if builtin else str(DATA / other),
                                   max_pairs=args.max_pairs, seed=args.seed)  # fmt: skip
-        result, _ = run_audit(folders[audited], args.output / audited, detector=options, settings=AuditSettings(ks=(10,), resamples=args.resamples, seed=args.seed), overwrite=True, max_queries=args.max_queries)
+        reference = reference_file(audited, args.human_reference, args.output) if args.human_reference else None
+        result, _ = run_audit(folders[audited], args.output / audited, detector=options, settings=AuditSettings(ks=(10,), resamples=args.resamples, seed=args.seed), overwrite=True,
+                              max_queries=args.max_queries, human_reference=reference)  # fmt: skip
         lines += [row_line(audited, other, r, result.diagnostic) for r in result.rows]
         print(lines[-4:], flush=True)
-    text = "\n".join([f"Detector: {args.detector}; calibration: {args.max_pairs} twin pairs of the other dataset; {args.max_queries} queries (seeded sample) × top 10; {args.resamples} resamples, seed {args.seed}.", ""] + lines)
+    ref = f"; Sp from {args.human_reference} human documents of the audited corpus" if args.human_reference else ""
+    text = "\n".join([f"Detector: {args.detector}; calibration: {args.max_pairs} twin pairs of the other dataset{ref}; {args.max_queries} queries (seeded sample) × top 10; {args.resamples} resamples, seed {args.seed}.", ""] + lines)
     text += f"\n\nCommand: `python {' '.join(sys.argv)}` ({time.perf_counter() - t0:.0f} s)\n"
     (args.output / "table.md").write_text(text, encoding="utf-8")
     print(text)

@@ -160,3 +160,34 @@ def test_a_detect_folder_is_the_simulations_detector_and_an_audit_detector(tiny,
     direct = zero_shot(spec, cache_dir=tiny["cache"]).score_texts(TEXTS)  # new documents are scored by the folder's spec
     assert np.allclose([r["metadata"]["detector_score"] for r in records], direct)
     assert [r["metadata"]["added"] for r in records] == [bool(x < det.threshold) for x in direct]
+
+
+def test_detect_killed_mid_way_resumes_where_it_stopped(tiny, tmp_path, monkeypatch, capsys):
+    from test_audit import run_cli, tiny_dataset
+
+    from sourcebias.detect import load_detection
+    from sourcebias.detect.criteria import LMCriterion
+
+    monkeypatch.setenv("SOURCEBIAS_FLUSH_SECONDS", "0.001")  # every finished batch is written at once
+    data = tiny_dataset(tmp_path / "data", 10, "k")
+    cache = tmp_path / "cache"
+    args = ["detect", str(data), "--detector", f"fast-detectgpt:lm:{tiny['a']},max_tokens=8,batch_size=4", "--cache-dir", str(cache), "-o", str(tmp_path / "out")]
+    encoded: list[int] = []
+    real = LMCriterion.encode_documents
+
+    def dies_on_the_third_batch(self, texts):
+        if len(encoded) == 2:
+            raise KeyboardInterrupt
+        encoded.append(len(texts))
+        return real(self, texts)
+
+    monkeypatch.setattr(LMCriterion, "encode_documents", dies_on_the_third_batch)
+    code, _, err = run_cli(args, capsys)
+    assert code == 130 and not (tmp_path / "out").exists() and sum(encoded) == 8  # two batches done, the folder not committed
+    encoded.clear()
+    monkeypatch.setattr(LMCriterion, "encode_documents", lambda self, texts: encoded.append(len(texts)) or real(self, texts))
+    code, _, err = run_cli(args, capsys)
+    assert code in (0, None), err
+    scores = load_detection(tmp_path / "out").scores
+    assert len(set(zip(scores["doc_id"], scores["source"]))) == 20 and scores["score"].notna().all()
+    assert sum(encoded) == 20 - 8  # the rerun computed only what the killed run had not
