@@ -87,7 +87,7 @@ def plot(rows, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    names = [r["scenario"] + (f"\n+ {r['reference']} human ref." if r["reference"] else "") for r in rows]
+    names = [r["scenario"].replace(" to ", "\nto ").replace(" shifted", "\nshifted").replace(" spread", "\nspread") + (f"\n+ {r['reference']} human ref." if r["reference"] else "") for r in rows]
     x = np.arange(len(names))
     fig, ax = plt.subplots(figsize=(13, 4.6))
     for i, (key, label, color) in enumerate((("flagged", "flagged by the check", "tab:red"), ("coverage_when_passed", "CI covers | check passed", "tab:blue"), ("misses", "missed (passed, CI misses)", "tab:gray"))):
@@ -97,8 +97,8 @@ def plot(rows, path: Path) -> None:
     ax.set_xticks(x, names, fontsize=7)
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("share of audits")
-    ax.set_title(f"The transfer check on {rows[0]['audits']} simulated audits per scenario (Share@10)", fontsize=10)
-    ax.legend(fontsize=8, loc="center right")
+    ax.set_title(f"The transfer check on {rows[0]['audits']} simulated audits per scenario (Share@10)", fontsize=10, pad=22)
+    ax.legend(fontsize=8, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=3, frameon=False)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -112,13 +112,17 @@ def main() -> None:
     ap.add_argument("--audits", type=int, default=200)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--reference", type=int, default=100, help="size of the human reference set of the second run of each scenario")
+    ap.add_argument("--replot", action="store_true", help="summarise and draw OUTPUT/simulation.csv again without simulating")
     args = ap.parse_args()
     args.output.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(args.seed)
     t0 = time.perf_counter()
-    records = [one_audit(rng, s, ref) for s in SCENARIOS for ref in (0, args.reference) for _ in range(args.audits)]
-    frame = pd.DataFrame(records)
-    frame.to_csv(args.output / "simulation.csv", index=False)
+    if args.replot:
+        frame = pd.read_csv(args.output / "simulation.csv")
+        frame["covers"] = frame["covers"].map({True: True, False: False, "True": True, "False": False})
+    else:
+        frame = pd.DataFrame([one_audit(rng, s, ref) for s in SCENARIOS for ref in (0, args.reference) for _ in range(args.audits)])
+        frame.to_csv(args.output / "simulation.csv", index=False)
     rows = summarise(frame)
     text = markdown(rows, args) + f"\nCommand: `python {' '.join(sys.argv)}` ({time.perf_counter() - t0:.0f} s)\n"
     (args.output / "summary.md").write_text(text, encoding="utf-8")
