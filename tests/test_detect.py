@@ -191,3 +191,30 @@ def test_detect_killed_mid_way_resumes_where_it_stopped(tiny, tmp_path, monkeypa
     scores = load_detection(tmp_path / "out").scores
     assert len(set(zip(scores["doc_id"], scores["source"]))) == 20 and scores["score"].notna().all()
     assert sum(encoded) == 20 - 8  # the rerun computed only what the killed run had not
+
+
+def test_audit_with_a_zero_shot_detector_calibrated_on_twins(tiny, tmp_path, capsys, monkeypatch):
+    from test_audit import run_cli, tiny_dataset
+
+    from sourcebias.audit import load_audit
+    from sourcebias.data import load_dataset
+    from sourcebias.detect import build_detector
+    from sourcebias.evaluation import evaluate, parse_measure
+    from sourcebias.retrieval import build_retriever
+
+    monkeypatch.setenv("SOURCEBIAS_CACHE", str(tiny["cache"]))
+    target, calib = tiny_dataset(tmp_path / "t", 30, "t"), tiny_dataset(tmp_path / "c", 40, "c")
+    evaluate(load_dataset(target), [build_retriever("bm25")], measures=[parse_measure("NDCG@3")]).save(tmp_path / "eval")
+    spec = f"fast-detectgpt:lm:{tiny['a']},max_tokens=8"
+    args = ["audit", str(tmp_path / "eval"), "--detector", spec, "--calibrate", str(calib), "--max-pairs", "12", "--k", "3", "--resamples", "200", "--check-resamples", "50", "-o", str(tmp_path / "a")]
+    code, stdout, err = run_cli(args, capsys)
+    assert code in (0, None), err
+    res = load_audit(tmp_path / "a")
+    assert res.detector["spec"] == spec and res.detector["kind"] == "zero-shot" and res.detector["pairs"] == 12 and len(res.calibration) == 24
+    cal = load_dataset(calib, split=None).corpus
+    keys = list(zip(res.calibration["doc_id"], res.calibration["source"]))
+    direct = build_detector(spec).score_texts([cal.texts[cal.position(d, s)] for d, s in keys])
+    assert np.allclose(res.calibration["score"], direct)  # the calibration scores are the detector's own
+    assert res.diagnostic["dimensions"] == ["score"]  # a zero-shot detector has its score only
+    code, _, err = run_cli(["audit", str(tmp_path / "eval"), "--detector", spec, "-o", str(tmp_path / "b")], capsys)
+    assert code == 2 and "--calibrate" in err
