@@ -44,9 +44,9 @@ class ZeroShotDetector:
         texts = list(texts)
         if self.kind == "raidar":
             from sourcebias.core import progress
-            from sourcebias.detect.rewrites import similarities
+            from sourcebias.detect.rewrites import cut_words, similarities
 
-            todo = len({self.engine.key(t) for t in texts} - set(self.engine.cached()))
+            todo = len({self.engine.key(cut_words(t, self.engine.max_words)) for t in texts} - set(self.engine.cached()))
             with progress.task(f"{self.spec}: rewriting {todo:,} texts", total=todo, unit="texts") as t:
                 return similarities(self.engine.rewrite(texts, task=t))
         from sourcebias.models.embedding_store import Embedder

@@ -75,7 +75,7 @@ class Rewriter:
         self._done: dict[str, dict[str, Any]] | None = None
 
     def fingerprint(self) -> str:
-        ident = {"value": VALUE_VERSION, "model": self.backend.describe().get("resolved") or self.backend.model, "template": self.prompt.template, "system": self.prompt.system,
+        ident = {"value": VALUE_VERSION, "backend": self.backend.kind, "model": self.backend.model, "template": self.prompt.template, "system": self.prompt.system,
                  "max_words": self.max_words, "max_new_tokens": self.max_new_tokens, "decoding": "greedy"}  # fmt: skip
         return "rw-" + hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:24]
 
@@ -122,7 +122,8 @@ class Rewriter:
         return {"key": self.key(text), "input": text, "text": cleaned.text, "status": cleaned.status, "reason": cleaned.reason}
 
     def describe(self) -> dict[str, Any]:
-        return {"backend": self.backend.describe(), "prompt": self.prompt.template, "system": self.prompt.system, "max_words": self.max_words, "max_new_tokens": self.max_new_tokens,
+        backend = {"backend": self.backend.kind, "model": self.backend.model, "device": getattr(self.backend, "device", None)}  # not describe(): it may convert a GGUF into another cache
+        return {"backend": backend, "prompt": self.prompt.template, "system": self.prompt.system, "max_words": self.max_words, "max_new_tokens": self.max_new_tokens,
                 "decoding": "greedy (temperature 0)", "cache": str(self.path)}  # fmt: skip
 
 
