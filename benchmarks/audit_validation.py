@@ -1,21 +1,21 @@
-"""Does `sourcebias audit` recover the true source bias when the sources are hidden? On nq-utd,
-a detector trained and calibrated on nfcorpus twins labels the top-10 documents of BM25 and
-MiniLM; the naive and the corrected Share@10 (and ΔNDSR@10) are set beside the true values,
-computed from nq-utd's real source labels (which the audit itself never reads).
+"""Does `sourcebias audit` recover the true source bias when the sources are hidden? Each of nq-utd
+and nfcorpus is audited with a detector calibrated on the *other* dataset's twins (nothing from
+the audited dataset's labels), for BM25 and MiniLM; the naive and the corrected Share@10 and
+ΔNDSR@10 are set beside the true values (from the audited corpus's source labels, which the audit
+never reads), with the transfer check's verdict and the issue's targets (Share@10 within ±0.05
+with a 95% CI that covers the truth and is at most ±0.10 wide; ΔNDSR@10 within ±0.10).
 
-    python benchmarks/audit_validation.py -o out/audit-validation [--evaluate out/nq-utd]
-        [--detector ../shared/data/nfcorpus] [--max-pairs 400] [--lm lm:smollm2,max_tokens=128]
+    python benchmarks/audit_validation.py -o OUT --evaluate-nq-utd EVAL_NQ --evaluate-nfcorpus EVAL_NF
+        [--detector builtin | --detector fast-detectgpt:lm:smollm2,max_tokens=64] [--max-pairs 300] [--max-queries 80]
 
-Without --evaluate, nq-utd is evaluated first (bm25 and minilm, into OUTPUT-evaluate). Writes the
-audit folder OUTPUT (the command's own folder: audit.json, audit.csv, audit.png, ...) and prints
-the table as Markdown (also OUTPUT.md). Features come from the embedding store, so a rerun is fast;
-perplexity (--lm) is slow on CPU: a few thousand documents at 128 tokens take tens of minutes.
+EVAL_*: `sourcebias evaluate DATASET -r bm25 -r minilm` folders (nfcorpus with --split dev). Writes
+one audit folder per audited dataset (OUT/<audited>: the command's own folder) and prints the
+table as Markdown (also OUT/table.md). Detector values come from the caches, so a rerun is fast.
 """
 
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -27,62 +27,72 @@ def fmt(v, signed=False):
     return "–" if v is None else (f"{v:+.3f}" if signed else f"{v:.3f}")
 
 
-def markdown(result, command: str) -> str:
-    d = result.detector
-    lines = [
-        f"Detector: {d.get('kind')}, features {', '.join(d.get('features') or [])} (normalised: {d.get('normalize')}); trained on {d.get('train_pairs')} and calibrated on {d.get('calibration_pairs')} held-out nfcorpus pairs: "
-        f"Se = {d['sensitivity']:.3f}, Sp = {d['specificity']:.3f}, AUC = {fmt(d.get('auc'))}, threshold {d['threshold']:.4g} ({d.get('threshold_rule')}). "
-        f"CIs: {result.settings['level']:.0%}, {result.settings['resamples']:,} joint resamples (queries × calibration pairs), seed {result.settings['seed']}.",
-        "",
-        f"Command: `{command}`",
-        "",
-        "| run | measure | naive [CI] | corrected [CI] | flag | true | naive error | corrected error | corrected CI covers true |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
-    for r in result.rows:
-        s = r["quantity"] != "Share"
-        ci = lambda lo, hi: "–" if lo is None else f"[{lo:.3f}, {hi:.3f}]"  # noqa: E731
-        cover = {True: "yes", False: "**no**", None: "–"}[r["corrected_covers"]]
-        flag = (r["flag"] or "") + (f" ({r['undefined_resamples']} undefined)" if r["undefined_resamples"] else "")
-        lines.append(f"| {r['run']} | {r['measure']} | {fmt(r['naive'], s)} {ci(r['naive_low'], r['naive_high'])} | {fmt(r['corrected'], s)} {ci(r['corrected_low'], r['corrected_high'])} | "
-                     f"{flag} | {fmt(r['true'], s)} | {fmt(r['naive_error'], True)} | {fmt(r['corrected_error'], True)} | {cover} |")  # fmt: skip
-    docs = result.documents
-    is_llm = docs["source"] != "human"
-    se_t, sp_t = float(docs.loc[is_llm, "flagged"].mean()), float(1 - docs.loc[~is_llm, "flagged"].mean())
-    lines += ["", f"Diagnosis with the hidden labels (not used by the audit): on the {len(docs):,} audited nq-utd documents (every top-10 document) the detector's Se = {se_t:.3f}, Sp = {sp_t:.3f} "
-              f"(Se + Sp − 1 = {se_t + sp_t - 1:.3f}), against Se = {d['sensitivity']:.3f}, Sp = {d['specificity']:.3f} (Se + Sp − 1 = {d['youden_j']:.3f}) on the nfcorpus calibration pairs."]  # fmt: skip
-    return "\n".join(lines) + "\n"
+TARGETS = {"Share": 0.05, "ΔNDSR": 0.10}
+
+
+def row_line(audited: str, calibrated: str, r: dict, check: dict) -> str:
+    s = r["quantity"] != "Share"
+    ci = "–" if r["corrected_low"] is None else f"[{r['corrected_low']:.3f}, {r['corrected_high']:.3f}]"
+    err = None if r["corrected"] is None else r["corrected"] - r["true"]
+    hit = err is not None and abs(err) <= TARGETS[r["quantity"]] and (s or (r["corrected_covers"] and (r["corrected_high"] - r["corrected_low"]) / 2 <= 0.10))
+    verdict = "passed" if check["passed"] else f"**flagged** (p = {check['p_value']:.3g})"
+    return (f"| {audited} | {calibrated} | {r['run']} | {r['measure']} | {fmt(r['naive'], s)} | {fmt(r['corrected'], s)} {ci} | {fmt(r['true'], s)} | {fmt(err, True)} | "
+            f"{'yes' if hit else 'no'} | {verdict} |")  # fmt: skip
+
+
+def reference_file(audited: str, n: int, output: Path) -> Path:
+    """A TSV naming ``n`` seeded human documents of the audited corpus (read from its human
+    source file: what a user who knows some documents' provenance would list)."""
+    import json
+
+    import numpy as np
+
+    ids = [json.loads(line)["_id"] for line in (DATA / audited / "corpus" / "human.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()]
+    chosen = sorted(ids[i] for i in np.random.default_rng(12345).permutation(len(ids))[:n])
+    path = output / f"human-reference-{audited}.tsv"
+    output.mkdir(parents=True, exist_ok=True)
+    path.write_text("doc_id\tsource\n" + "".join(f"{d}\thuman\n" for d in chosen), encoding="utf-8")
+    return path
+
+
+HEADER = ["| audited | calibrated on | run | measure | naive | corrected [95% CI] | true | corrected − true | target met | transfer check |", "|---|---|---|---|---:|---:|---:|---:|---|---|"]
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("-o", "--output", type=Path, required=True)
-    ap.add_argument("--evaluate", type=Path, help="an evaluate folder of nq-utd (default: evaluate bm25 and minilm first)")
-    ap.add_argument("--detector", default=str(DATA / "nfcorpus"))
-    ap.add_argument("--max-pairs", type=int, default=400)
-    ap.add_argument("--lm", default=None)
-    ap.add_argument("--normalize", default="collection", choices=("collection", "none"))
-    ap.add_argument("--reference-docs", type=int, default=2000)
+    ap.add_argument("--evaluate-nq-utd", type=Path)
+    ap.add_argument("--evaluate-nfcorpus", type=Path)
+    ap.add_argument("--detector", default="builtin", help="builtin (logistic regression, no LM) or a zero-shot spec")
+    ap.add_argument("--max-pairs", type=int, default=300)
+    ap.add_argument("--max-queries", type=int, default=80)
     ap.add_argument("--resamples", type=int, default=2000)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--overwrite", action="store_true")
+    ap.add_argument("--human-reference", type=int, default=0, metavar="N",
+                    help="give the audit N seeded human documents of the audited corpus as its human reference set (standing in for documents a user knows to be human, e.g. written before 2022)")
     args = ap.parse_args()
 
-    from sourcebias.audit import AuditSettings, DetectorOptions, FeatureSpec, run_audit
+    from sourcebias.audit import AuditSettings, DetectorOptions, run_audit
 
-    evaluate = args.evaluate
-    if evaluate is None:
-        evaluate = args.output.with_name(args.output.name + "-evaluate")
-        if not (evaluate / "result.json").is_file():
-            subprocess.run([sys.executable, "-m", "sourcebias", "evaluate", str(DATA / "nq-utd"), "-r", "bm25", "-r", "minilm", "-o", str(evaluate)], check=True)
-    options = DetectorOptions(train=args.detector, spec=FeatureSpec(lm=args.lm, normalize=args.normalize, reference_docs=args.reference_docs), max_pairs=args.max_pairs, seed=args.seed)
+    folders = {"nq-utd": args.evaluate_nq_utd, "nfcorpus": args.evaluate_nfcorpus}
+    lines = list(HEADER)
     t0 = time.perf_counter()
-    result, path = run_audit(evaluate, args.output, detector=options, settings=AuditSettings(ks=(10,), resamples=args.resamples, seed=args.seed), overwrite=args.overwrite, emit=lambda m: print(f"... {m}", flush=True))
-    command = f"sourcebias audit {evaluate} --detector {args.detector} --max-pairs {args.max_pairs}" + (f" --lm {args.lm}" if args.lm else "") + f" --normalize {args.normalize} --reference-docs {args.reference_docs} --resamples {args.resamples} --seed {args.seed} -o {args.output}"
-    text = markdown(result, command)
+    for audited, other in (("nq-utd", "nfcorpus"), ("nfcorpus", "nq-utd")):
+        if folders[audited] is None:
+            continue  # that direction is not asked for
+        builtin = args.detector == "builtin"
+        options = DetectorOptions(train=str(DATA / other) if builtin else None, zero_shot=None if builtin else args.detector, calibrate=None if builtin else str(DATA / other),
+                                  max_pairs=args.max_pairs, seed=args.seed)  # fmt: skip
+        reference = reference_file(audited, args.human_reference, args.output) if args.human_reference else None
+        result, _ = run_audit(folders[audited], args.output / audited, detector=options, settings=AuditSettings(ks=(10,), resamples=args.resamples, seed=args.seed), overwrite=True,
+                              max_queries=args.max_queries, human_reference=reference)  # fmt: skip
+        lines += [row_line(audited, other, r, result.diagnostic) for r in result.rows]
+        print(lines[-4:], flush=True)
+    ref = f"; Sp from {args.human_reference} human documents of the audited corpus" if args.human_reference else ""
+    text = "\n".join([f"Detector: {args.detector}; calibration: {args.max_pairs} twin pairs of the other dataset{ref}; {args.max_queries} queries (seeded sample) × top 10; {args.resamples} resamples, seed {args.seed}.", ""] + lines)
+    text += f"\n\nCommand: `python {' '.join(sys.argv)}` ({time.perf_counter() - t0:.0f} s)\n"
+    (args.output / "table.md").write_text(text, encoding="utf-8")
     print(text)
-    print(f"({time.perf_counter() - t0:.0f} s; folder {path})")
-    args.output.with_name(args.output.name + ".md").write_text(text, encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -38,12 +38,15 @@ TRANSFORMS = {SHARE: (0.0, 1.0), DELTA_NDSR: (1.0, -2.0)}
 
 @dataclass(frozen=True)
 class AuditSettings:
-    """Cut-offs, bootstrap resamples, CI level and seed of an audit."""
+    """Cut-offs, bootstrap resamples, CI level and seed of an audit, and the transfer check's
+    level and resamples (:mod:`sourcebias.audit.diagnostic`)."""
 
     ks: tuple[int, ...] = (10,)
     resamples: int = 2000
     level: float = 0.95
     seed: int = 0
+    check_alpha: float = 0.05
+    check_resamples: int = 200
 
     def __post_init__(self) -> None:
         if not self.ks or any(int(k) < 1 for k in self.ks):
@@ -52,9 +55,11 @@ class AuditSettings:
             raise ConfigError(f"resamples must be at least 100, got {self.resamples}")
         if not 0.5 <= self.level < 1:
             raise ConfigError(f"level must be in [0.5, 1), got {self.level}")
+        if not 0 < self.check_alpha < 1 or self.check_resamples < 20:
+            raise ConfigError(f"the transfer check needs 0 < alpha < 1 and at least 20 resamples, got {self.check_alpha}, {self.check_resamples}")
 
     def describe(self) -> dict[str, Any]:
-        return {"k": list(self.ks), "resamples": self.resamples, "level": self.level, "seed": self.seed}
+        return {"k": list(self.ks), "resamples": self.resamples, "level": self.level, "seed": self.seed, "check_alpha": self.check_alpha, "check_resamples": self.check_resamples}
 
 
 def weights(quantity: str, k: int) -> np.ndarray:
@@ -102,37 +107,55 @@ def audit_positions(runs: Mapping[str, Any], k: int) -> np.ndarray:
     return np.array(sorted(seen), dtype=np.int64)
 
 
-def document_labels(runs: Mapping[str, Any], detector: CalibratedDetector, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(positions, scores, flags)``: the detector's scores of every top-``k`` document and the
-    flags over the whole corpus (1 = LLM, 0 = human, NaN = not labelled)."""
+def document_scores(runs: Mapping[str, Any], detector: CalibratedDetector, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(positions, scores)``: the detector's scores of every top-``k`` document (a document it
+    cannot score stops the audit with a count: leaving it out would change the shares)."""
     corpus = next(iter(runs.values())).corpus
     if any(r.corpus is not corpus for r in runs.values()):
         raise ConfigError("the audited runs must rank the same corpus")
     positions = audit_positions(runs, k)
     scores = np.asarray(detector.score(corpus, positions), dtype=np.float64)
-    flags = np.full(len(corpus), np.nan)
-    flags[positions] = (scores >= detector.threshold).astype(np.float64)
-    return positions, scores, flags
+    bad = ~np.isfinite(scores)
+    if bad.any():
+        raise ConfigError(f"the detector gave no score to {int(bad.sum()):,} of the {len(scores):,} audited documents (e.g. {corpus.doc_ids[positions[bad][0]]}); the shares cannot be labelled")
+    return positions, scores
 
 
-def audit_run(name: str, run, flags: np.ndarray, detector: CalibratedDetector, settings: AuditSettings, human_source: str | None) -> list[dict[str, Any]]:
+def flags_of(n: int, positions: np.ndarray, scores: np.ndarray, threshold: float) -> np.ndarray:
+    """Flags over a corpus of ``n`` documents: 1 = LLM (score ≥ threshold), 0 = human, NaN =
+    not labelled."""
+    flags = np.full(n, np.nan)
+    flags[positions] = (scores >= threshold).astype(np.float64)
+    return flags
+
+
+def document_labels(runs: Mapping[str, Any], detector: CalibratedDetector, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(positions, scores, flags)``: :func:`document_scores` and :func:`flags_of`."""
+    positions, scores = document_scores(runs, detector, k)
+    return positions, scores, flags_of(len(next(iter(runs.values())).corpus), positions, scores, detector.threshold)
+
+
+def audit_run(name: str, run, flags: np.ndarray, detector: CalibratedDetector, settings: AuditSettings, human_source: str | None, unreliable: str = "", calibration: Any = None) -> list[dict[str, Any]]:
     """The rows of one run: per cut-off and quantity, naive, corrected (with flag and note) and,
-    where labels exist, true values, with the CIs and resample counts."""
+    where labels exist, true values, with the CIs and resample counts. ``unreliable``: why the
+    corrected figures are not to be trusted (the transfer check's reason), empty when they are;
+    ``calibration``: Se and Sp's data (default: the detector's twin pairs)."""
     query_ids = run.query_ids
-    se, sp = (float(x) for x in detector.calibration().se_sp())
+    calibration = calibration if calibration is not None else detector.calibration()
+    se, sp = (float(x) for x in calibration.se_sp())
     truth = has_labels(run.corpus, human_source)
     rows = []
     for k in settings.ks:
         per_query = {q: labelled_shares(run, flags, query_ids, weights(q, k)) for q in QUANTITIES}
-        boot = joint_bootstrap(per_query, detector.calibration(), resamples=settings.resamples, level=settings.level, seed=settings.seed, transforms=TRANSFORMS)
+        boot = joint_bootstrap(per_query, calibration, resamples=settings.resamples, level=settings.level, seed=settings.seed, transforms=TRANSFORMS)
         true = true_shares(run, query_ids, human_source, k) if truth else None
         for q in QUANTITIES:
             a, b = TRANSFORMS[q]
             vals = per_query[q][np.isfinite(per_query[q])]
             p_hat = float(vals.mean())
             corr = correct(p_hat, se, sp)
-            row = {"run": name, "measure": f"{q}@{k}", "quantity": q, "k": k, "queries": int(len(vals)), "naive": a + b * p_hat, "corrected": None if corr["value"] is None else a + b * corr["value"],
-                   "flag": corr["flag"], "note": corr["note"], "sensitivity": se, "specificity": sp, **_ci_columns(boot[q])}
+            row = {"run": name, "measure": f"{q}@{k}", "quantity": q, "k": k, "queries": len(vals), "naive": a + b * p_hat, "corrected": None if corr["value"] is None else a + b * corr["value"],
+                   "flag": corr["flag"], "note": corr["note"], "reliable": not unreliable, "unreliable_reason": unreliable, "sensitivity": se, "specificity": sp, **_ci_columns(boot[q])}
             row.update(_truth_columns(row, None if true is None else float(np.nanmean(a + b * true[q]))))
             rows.append(row)
     return rows

@@ -9,7 +9,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sourcebias.audit.analysis import AuditSettings, audit_run, document_labels
+import numpy as np
+
+from sourcebias.audit.analysis import AuditSettings, audit_run, document_scores, flags_of
 from sourcebias.audit.correction import METHOD
 from sourcebias.audit.detector import YOUDEN, CalibratedDetector, score_file_detector, train_detector
 from sourcebias.audit.features import FeatureSpec
@@ -33,8 +35,10 @@ def parse_dataset_arg(text: str | Path) -> tuple[Path, str | None]:
 
 @dataclass
 class DetectorOptions:
-    """Which detector: ``train`` (a labelled twin dataset ``DIR[,split]`` for the built-in one) or
-    ``scores`` (a score file) with ``calibrate`` (a labelled dataset) and ``calibration_scores``."""
+    """Which detector: ``train`` (a labelled twin dataset ``DIR[,split]`` for the built-in one),
+    ``zero_shot`` (a :mod:`sourcebias.detect` spec, calibrated on the twins of ``calibrate``), or
+    ``scores`` (a score file or a ``detect`` folder) with ``calibrate`` (a labelled dataset) and
+    ``calibration_scores``."""
 
     train: str | None = None
     scores: Path | None = None
@@ -45,12 +49,15 @@ class DetectorOptions:
     max_pairs: int | None = None
     threshold: str | float = YOUDEN
     seed: int = 0
+    zero_shot: str | None = None
 
     def check(self) -> None:
-        if (self.train is None) == (self.scores is None):
-            raise ConfigError("give one detector: --detector TRAIN_DATASET_DIR[,split] (the built-in one) or --scores FILE (your own scores)")
+        if sum(x is not None for x in (self.train, self.scores, self.zero_shot)) != 1:
+            raise ConfigError("give one detector: --detector TRAIN_DATASET_DIR[,split] (the built-in one), --detector SPEC (a zero-shot one, e.g. fast-detectgpt:lm:smollm2) or --scores FILE (your own scores)")
         if self.scores is not None and (self.calibrate is None or self.calibration_scores is None):
             raise ConfigError("--scores needs --calibrate DIR[,split] (labelled twins) and --calibration-scores FILE (their scores) to estimate Se and Sp")
+        if self.zero_shot is not None and (self.calibrate is None or self.calibration_scores is not None):
+            raise ConfigError("a zero-shot --detector needs --calibrate DIR[,split] (labelled twins it is calibrated on) and no --calibration-scores")
         if self.train is not None and (self.calibrate is not None or self.calibration_scores is not None):
             raise ConfigError("--calibrate and --calibration-scores go with --scores; the built-in detector is calibrated on held-out pairs of --detector's dataset")
 
@@ -69,6 +76,12 @@ def build_detector(options: DetectorOptions, *, cache_dir: Any = None, emit: Cal
     from sourcebias.audit.scores import read_scores
 
     options.check()
+    if options.zero_shot is not None:
+        from sourcebias.audit.calibrate import zero_shot_detector
+        from sourcebias.detect import build_detector as zero_shot
+
+        det = zero_shot(options.zero_shot, cache_dir=cache_dir)
+        return zero_shot_detector(det, _load(options.calibrate), max_pairs=options.max_pairs, threshold=options.threshold, seed=options.seed, field=options.spec.field)
     if options.train is not None:
         dataset = _load(options.train)
         return train_detector(dataset, options.spec, calibration_share=options.calibration_share, max_pairs=options.max_pairs, threshold=options.threshold, seed=options.seed, cache_dir=cache_dir, emit=emit)
@@ -122,35 +135,86 @@ def _evaluate_runs(folder: Path, dataset: str | None) -> tuple[dict[str, Any], A
     return runs, ds
 
 
-def audit(runs: dict[str, Any], detector: CalibratedDetector, settings: AuditSettings, *, human_source: str | None = None, run_info: dict[str, Any] | None = None) -> AuditResult:
-    """Audit ``runs`` (over one corpus) with a calibrated ``detector``."""
+def audit(runs: dict[str, Any], detector: CalibratedDetector, settings: AuditSettings, *, human_source: str | None = None, run_info: dict[str, Any] | None = None,
+          reference: Sequence[tuple[str, str]] | None = None, reference_path: Any = None) -> AuditResult:  # fmt: skip
+    """Audit ``runs`` with a calibrated ``detector``: score the top-k documents, take Sp from the
+    calibration or from a human reference set, check that the calibration fits the audited
+    documents (the transfer check; a failure marks every corrected figure unreliable), correct.
+
+    Args:
+        runs: name -> :class:`~sourcebias.retrieval.run.Run`, all over one corpus.
+        detector: the calibrated detector.
+        settings: cut-offs, resamples, level, seed, the check's level and resamples.
+        human_source: the source whose labels give the true values, where the corpus has them
+            (the audit itself never reads the sources).
+        run_info: what the runs are (recorded).
+        reference: documents ``(doc_id, source)`` of the corpus known to be human, or None.
+        reference_path: where they were read (recorded).
+
+    Returns:
+        The :class:`~sourcebias.audit.AuditResult`.
+
+    Raises:
+        ConfigError: runs over different corpora, a document the detector cannot score, a bad
+            reference set.
+    """
     import pandas as pd
 
-    positions, scores, flags = document_labels(runs, detector, max(settings.ks))
+    from sourcebias.audit.calibrate import document_dimensions, in_domain_calibration
+    from sourcebias.audit.diagnostic import transfer_check
+
+    positions, scores = document_scores(runs, detector, max(settings.ks))
     corpus = next(iter(runs.values())).corpus
-    rows = [row for name, run in runs.items() for row in audit_run(name, run, flags, detector, settings, human_source)]
+    calibration, human, llm, in_domain = in_domain_calibration(detector, corpus, reference, reference_path)
+    check = transfer_check(document_dimensions(detector, corpus, positions, scores), human, llm, detector.threshold, alpha=settings.check_alpha, resamples=settings.check_resamples, seed=settings.seed)
+    flags = flags_of(len(corpus), positions, scores, detector.threshold)
+    rows = [row for name, run in runs.items() for row in audit_run(name, run, flags, detector, settings, human_source, unreliable=check.reason(), calibration=calibration)]
     documents = pd.DataFrame({"doc_id": [corpus.doc_ids[p] for p in positions], "source": [corpus.source_of(int(p)) for p in positions], "score": scores, "flagged": scores >= detector.threshold})
-    notes = [ASSUMPTION] + [f"{r['run']} {r['measure']}: {r['note']}" for r in rows if r["note"]]
+    notes = [ASSUMPTION] + ([f"UNRELIABLE corrected figures: {check.reason()}."] if not check.passed else []) + [f"{r['run']} {r['measure']}: {r['note']}" for r in rows if r["note"]]
+    if reference:
+        notes.append(f"In domain: {in_domain['note']}.")
     truth = "source labels of the run's corpus (never read by the audit itself)" if any(r["true"] is not None for r in rows) else None
     method = {"ci": METHOD, "level": settings.level, "resamples": settings.resamples, "seed": settings.seed, "correction": "Rogan & Gladen (1978): p = (p̂ + Sp − 1) / (Se + Sp − 1), clipped to [0, 1] with a flag", "truth": truth}
     det = {**detector.info, **detector.summary(), "models": detector.models}
-    return AuditResult(settings=settings.describe(), detector=det, runs=run_info or {}, rows=rows, calibration=detector.calibration_table.reset_index(drop=True), documents=documents, notes=notes, method=method)
+    return AuditResult(settings=settings.describe(), detector=det, runs=run_info or {}, rows=rows, calibration=detector.calibration_table.reset_index(drop=True), documents=documents, notes=notes, method=method,
+                       diagnostic=check.describe(), in_domain=in_domain)  # fmt: skip
+
+
+def sample_queries(runs: dict[str, Any], max_queries: int | None, seed: int) -> dict[str, Any]:
+    """The runs restricted to a seeded sample of ``max_queries`` of their queries (the same
+    queries in every run; all when None)."""
+    from sourcebias.retrieval.run import Run
+
+    if max_queries is None:
+        return runs
+    common = sorted(set.intersection(*(set(r.query_ids) for r in runs.values())))
+    if max_queries >= len(common):
+        return runs
+    keep = sorted(common[i] for i in np.random.default_rng(seed).permutation(len(common))[:max_queries])
+    return {n: Run(r.corpus, r.name, {q: r.positions[q] for q in keep}, {q: r.scores[q] for q in keep}, dict(r.info)) for n, r in runs.items()}
 
 
 def run_audit(target: str | Path, output: str | Path | None, *, detector: DetectorOptions, settings: AuditSettings, dataset: str | None = None, retrievers: Sequence[str] | None = None, docnos: Path | None = None,
-              docno_pattern: str | None = None, overwrite: bool = False, cache_dir: Any = None, emit: Callable[[str], None] | None = None) -> tuple[AuditResult, Path | None]:  # fmt: skip
-    """Audit ``target`` and write the folder ``output`` (claimed before any work; ``None``:
-    nothing written). Returns the result and the folder's path."""
+              docno_pattern: str | None = None, overwrite: bool = False, cache_dir: Any = None, emit: Callable[[str], None] | None = None, max_queries: int | None = None,
+              human_reference: Path | None = None) -> tuple[AuditResult, Path | None]:  # fmt: skip
+    """Audit ``target`` (all its queries, or a seeded sample of ``max_queries``) and write the
+    folder ``output`` (claimed before any work; ``None``: nothing written); ``human_reference``:
+    a file naming documents of the audited corpus known to be human. Returns the result and the
+    folder's path."""
+    from sourcebias.audit.scores import read_keys
     from sourcebias.core.artifacts import OutputFolder
 
     detector.check()
+    reference = read_keys(human_reference) if human_reference is not None else None
     folder = OutputFolder.claim(output, kind=KIND, overwrite=overwrite) if output is not None else None
     try:
         t0 = time.perf_counter()
         runs, ds, info = load_audited_runs(target, dataset=dataset, retrievers=retrievers, docnos=docnos, docno_pattern=docno_pattern)
+        runs = sample_queries(runs, max_queries, settings.seed)
+        info = {**info, "max_queries": max_queries, "runs": {n: {"queries": len(r), "depth": r.depth()} for n, r in runs.items()}}
         det = build_detector(detector, cache_dir=cache_dir, emit=emit)
         (emit or (lambda _m: None))("labelling the audited documents")
-        result = audit(runs, det, settings, human_source=ds.human_source, run_info=info)
+        result = audit(runs, det, settings, human_source=ds.human_source, run_info=info, reference=reference, reference_path=human_reference)
         if folder is None:
             return result, None
         return result, write_audit(result, folder, seconds=time.perf_counter() - t0)
@@ -162,12 +226,16 @@ def run_audit(target: str | Path, output: str | Path | None, *, detector: Detect
 def write_audit(result: AuditResult, folder: Any, *, seconds: float) -> Path:
     """Write ``result``, its figure and the manifest into a claimed output folder and commit it."""
     from sourcebias.audit.figure import plot_audit
+    from sourcebias.audit.report import write_summaries
     from sourcebias.core.manifest import build_manifest
 
     result.save(folder.staging)
     plot_audit(result, folder.staging / "audit.png")
+    write_summaries(result, folder.staging)
     d = result.detector
-    parameters = {**result.settings, "features": d.get("features"), "detector": d.get("kind"), "threshold": d.get("threshold"), "threshold_rule": d.get("threshold_rule"), "detector_seed": d.get("seed"), "ci": result.method}
-    manifest = build_manifest(command=KIND, inputs={"target": result.runs.get("target"), "detector": {k: d.get(k) for k in ("dataset", "scores", "calibration_scores", "calibration_dataset") if d.get(k)}},
-                              parameters=parameters, models=d.get("models") or {}, timings={"total_s": round(seconds, 3)}, extra={"figure": "audit.png"})  # fmt: skip
+    parameters = {**result.settings, "features": d.get("features"), "detector": d.get("kind"), "detector_spec": d.get("spec"), "threshold": d.get("threshold"), "threshold_rule": d.get("threshold_rule"),
+                  "detector_seed": d.get("seed"), "max_queries": result.runs.get("max_queries"), "in_domain": result.in_domain, "ci": result.method}  # fmt: skip
+    inputs = {"target": result.runs.get("target"), "detector": {k: d.get(k) for k in ("dataset", "scores", "calibration_scores", "calibration_dataset", "spec") if d.get(k)}}
+    extra = {"figure": "audit.png", "transfer_check": {k: result.diagnostic.get(k) for k in ("passed", "p_value", "alpha", "p_values", "reason")}}
+    manifest = build_manifest(command=KIND, inputs=inputs, parameters=parameters, models=d.get("models") or {}, timings={"total_s": round(seconds, 3)}, extra=extra)
     return folder.commit(manifest)

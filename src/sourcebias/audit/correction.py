@@ -21,7 +21,8 @@ calibration twin pairs (with replacement, whole pairs: both copies of a document
 re-estimates ``Se``, ``Sp`` and ``p̂`` and corrects. The interval is the percentile interval over
 the resamples whose correction is defined (the undefined ones are counted and reported); corrected
 resamples outside [0, 1] are clipped (and counted), as the point estimate is. The resampling is a
-few lines of NumPy (``numpy.random.default_rng(seed)``).
+few lines of NumPy (``numpy.random.default_rng(seed)``). With a human reference set (documents of
+the audited corpus known to be human), Sp is estimated on its documents, which are resampled too.
 """
 
 from __future__ import annotations
@@ -77,25 +78,31 @@ class Calibration:
     human_flagged: np.ndarray
     llm_copies: np.ndarray
     llm_flagged: np.ndarray
+    reference_flagged: np.ndarray | None = None  # in-domain documents known to be human: Sp from these instead
 
     def __post_init__(self) -> None:
         if not (len(self.human_flagged) == len(self.llm_copies) == len(self.llm_flagged)):
             raise ConfigError("calibration arrays differ in length")
         if len(self.human_flagged) == 0:
             raise ConfigError("no calibration pairs: sensitivity and specificity cannot be estimated")
+        if self.reference_flagged is not None and len(self.reference_flagged) == 0:
+            raise ConfigError("the human reference set is empty: specificity cannot be estimated from it")
 
     @property
     def pairs(self) -> int:
-        return int(len(self.human_flagged))
+        return len(self.human_flagged)
 
-    def se_sp(self, idx: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def se_sp(self, idx: np.ndarray | None = None, ref_idx: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """``(Se, Sp)`` of the pairs ``idx`` (rows of an index matrix give one estimate each;
-        ``None``: all pairs)."""
+        ``None``: all pairs); with a human reference set, Sp from its documents ``ref_idx``."""
         if idx is None:
             idx = np.arange(self.pairs)
         copies = self.llm_copies[idx].sum(axis=-1)
         with np.errstate(invalid="ignore", divide="ignore"):
             se = np.where(copies > 0, self.llm_flagged[idx].sum(axis=-1) / np.maximum(copies, 1), np.nan)
+        if self.reference_flagged is not None:
+            ref = self.reference_flagged[np.arange(len(self.reference_flagged)) if ref_idx is None else ref_idx]
+            return se, 1.0 - ref.mean(axis=-1)
         sp = 1.0 - self.human_flagged[idx].mean(axis=-1)
         return se, sp
 
@@ -131,7 +138,9 @@ def joint_bootstrap(per_query: dict[str, np.ndarray], calibration: Calibration, 
         raise ConfigError("no query with a non-empty ranking to resample")
     q_idx = rng.integers(0, q, size=(resamples, q))
     p_idx = rng.integers(0, calibration.pairs, size=(resamples, calibration.pairs))
-    se_b, sp_b = calibration.se_sp(p_idx)
+    ref = calibration.reference_flagged
+    r_idx = None if ref is None else rng.integers(0, len(ref), size=(resamples, len(ref)))  # drawn after the pairs: runs without a reference set are unchanged
+    se_b, sp_b = calibration.se_sp(p_idx, r_idx)
     out: dict[str, dict[str, Any]] = {}
     for n in names:
         a, b = (transforms or {}).get(n, (0.0, 1.0))

@@ -46,6 +46,7 @@ class CalibratedDetector:
     calibration_table: Any
     info: dict[str, Any] = field(default_factory=dict)
     models: dict[str, Any] = field(default_factory=dict)
+    features: Callable[[Any, Sequence[int]], dict[str, np.ndarray]] | None = None  # the inputs of the score, for the transfer check; their calibration values are the table's ``feature:NAME`` columns
 
     def calibration(self) -> Calibration:
         """Per calibration pair (grouped by ``doc_id``): the flags of its human and LLM copies."""
@@ -157,9 +158,12 @@ def train_detector(dataset, spec: FeatureSpec, *, calibration_share: float = 0.5
     model.fit(x_tr, tr_llm)
     cal_pos, cal_llm, cal_ids = _positions(groups, calib_ids)
     say("features of the calibration documents")
-    cal_scores = model.predict_proba(_matrix(extractor.compute(corpus, cal_pos, reference=tr_pos), spec))[:, 1]  # the training collection's scale
+    cal_features = extractor.compute(corpus, cal_pos, reference=tr_pos)  # the training collection's scale
+    cal_scores = model.predict_proba(_matrix(cal_features, spec))[:, 1]
     thr = choose_threshold(cal_llm, cal_scores, threshold)
     table = calibration_table(cal_ids, [corpus.source_of(int(p)) for p in cal_pos], cal_llm, cal_scores, thr)
+    for name in spec.names:
+        table[f"feature:{name}"] = cal_features[name]
     lr = model[-1]
     info = {
         "kind": "built-in", "dataset": dataset.describe().get("name") if hasattr(dataset, "describe") else None, **spec.describe(),
@@ -169,10 +173,13 @@ def train_detector(dataset, spec: FeatureSpec, *, calibration_share: float = 0.5
         "coefficients": dict(zip(spec.names, map(float, lr.coef_[0]))), "intercept": float(lr.intercept_[0]),
     }
 
-    def score(target_corpus, positions: Sequence[int]) -> np.ndarray:
-        return model.predict_proba(_matrix(extractor.compute(target_corpus, positions, seed=seed), spec))[:, 1]
+    def features(target_corpus, positions: Sequence[int]) -> dict[str, np.ndarray]:
+        return extractor.compute(target_corpus, positions, seed=seed)
 
-    return CalibratedDetector(score=score, threshold=thr, calibration_table=table, info=info, models=extractor.models())
+    def score(target_corpus, positions: Sequence[int]) -> np.ndarray:
+        return model.predict_proba(_matrix(features(target_corpus, positions), spec))[:, 1]
+
+    return CalibratedDetector(score=score, threshold=thr, calibration_table=table, info=info, models=extractor.models(), features=features)
 
 
 def _matrix(features: dict[str, np.ndarray], spec: FeatureSpec) -> np.ndarray:

@@ -36,7 +36,11 @@ def plot_audit(result: AuditResult, path: str | Path) -> Path:
         if m.startswith("ΔNDSR"):
             ax.axhline(0, color="grey", linewidth=0.8)
     d = result.detector
-    fig.suptitle(f"Audit with a detector of Se = {d['sensitivity']:.2f}, Sp = {d['specificity']:.2f} (threshold {d['threshold']:.3g}); bars: {level:.0%} bootstrap CIs", fontsize=10)
+    title = f"Audit with {d.get('spec') or d.get('kind')} (Se = {d['sensitivity']:.2f}, Sp = {d['specificity']:.2f}, threshold {d['threshold']:.3g}); bars: {level:.0%} bootstrap CIs"
+    c = result.diagnostic
+    if c and not c.get("passed", True):
+        title += f"\nTransfer check FAILED (min-p = {c['p_value']:.3g}): corrected figures UNRELIABLE (hollow)"
+    fig.suptitle(title, fontsize=10, color="black" if result.reliable else "darkred")
     handles, labels = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=8, frameon=False)
     fig.tight_layout(rect=(0, 0.06, 1, 1))
@@ -53,6 +57,8 @@ def _point(ax, x: float, r: dict, kind: str, *, first: bool) -> None:
         ax.annotate("undefined", (x, 0), ha="center", fontsize=7, color=color)
         return
     err = None if lo is None else [[max(v - lo, 0)], [max(hi - v, 0)]]
-    ax.errorbar([x], [v], yerr=err, fmt=marker, color=color, capsize=4, label=label if first else None)
-    if kind == "corrected" and r.get("flag"):
-        ax.annotate(r["flag"], (x, v), textcoords="offset points", xytext=(6, 4), fontsize=7, color=color)
+    unreliable = kind == "corrected" and not r.get("reliable", True)
+    ax.errorbar([x], [v], yerr=err, fmt=marker, color=color, capsize=4, label=label if first else None, mfc="white" if unreliable else color, linestyle="none", alpha=0.6 if unreliable else 1.0)
+    marks = [m for m in (r.get("flag") if kind == "corrected" else "", "UNRELIABLE" if unreliable else "") if m]
+    if marks:
+        ax.annotate(", ".join(marks), (x, v), textcoords="offset points", xytext=(6, 4), fontsize=7, color="red" if unreliable else color, fontweight="bold" if unreliable else "normal")

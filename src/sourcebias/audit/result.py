@@ -3,17 +3,23 @@
 
 Folder contents::
 
-    audit.json        settings (k, resamples, level, seed), the detector (kind, features, training,
-                      threshold and its rule, Se/Sp with intervals, AUC), the audited runs, rows,
-                      notes, the CI method
+    audit.json        settings (k, resamples, level, seed, transfer check level), the
+                      detector (kind or spec, features, training, threshold and its rule, Se/Sp
+                      with intervals, AUC), the audited runs, rows, notes, the CI method, the
+                      transfer check (statistics, p-values, passed, reason) and where Sp came
+                      from (``in_domain``: the calibration twins, or a human reference set)
     audit.csv         one row per run, measure (Share@k, ΔNDSR@k): naive, its CI, corrected, its
-                      CI, flag (clipped / undefined) and note, Se, Sp, undefined and clipped
-                      resamples, and, where the corpus has source labels: true, errors, coverage
+                      CI, flag (clipped / undefined) and note, reliable (the transfer check
+                      passed) and unreliable_reason, Se, Sp, undefined and clipped resamples,
+                      and, where the corpus has source labels: true, errors, coverage
     calibration.csv   the detector's held-out calibration documents: doc_id, source, is_llm,
                       score, flagged
     documents.csv     the audited documents (every document in a top k): doc_id, source, score,
                       flagged
-    audit.png         naive vs corrected (vs true) with their intervals
+    summary.md, summary.tex
+                      the printed tables (the one Report, :mod:`sourcebias.audit.report`)
+    audit.png         naive vs corrected (vs true) with their intervals; corrected figures the
+                      transfer check refuses are drawn hollow and marked UNRELIABLE
     manifest.json     kind ``audit``, inputs, parameters (seed, features, threshold), files
 """
 
@@ -25,10 +31,9 @@ from typing import Any
 
 from sourcebias.core.artifacts import json_plain
 
-
 FORMAT_VERSION = 1
 ROW_COLUMNS = (
-    "run", "measure", "quantity", "k", "queries", "naive", "naive_low", "naive_high", "corrected", "corrected_low", "corrected_high", "flag", "note",
+    "run", "measure", "quantity", "k", "queries", "naive", "naive_low", "naive_high", "corrected", "corrected_low", "corrected_high", "flag", "note", "reliable", "unreliable_reason",
     "sensitivity", "specificity", "undefined_resamples", "clipped_resamples", "true", "naive_error", "corrected_error", "naive_covers", "corrected_covers",
 )  # fmt: skip
 
@@ -46,6 +51,13 @@ class AuditResult:
     documents: Any
     notes: list[str] = field(default_factory=list)
     method: dict[str, Any] = field(default_factory=dict)
+    diagnostic: dict[str, Any] = field(default_factory=dict)
+    in_domain: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def reliable(self) -> bool:
+        """Whether the transfer check passed (True for a folder written before it existed)."""
+        return bool(self.diagnostic.get("passed", True))
 
     def row(self, run: str, measure: str) -> dict[str, Any]:
         """The row of ``run`` and ``measure`` (e.g. ``Share@10``); ``KeyError`` when absent."""
@@ -61,7 +73,7 @@ class AuditResult:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, AuditResult):
             return NotImplemented
-        same = all(_plain(getattr(self, k)) == _plain(getattr(other, k)) for k in ("settings", "detector", "runs", "rows", "notes", "method"))
+        same = all(_plain(getattr(self, k)) == _plain(getattr(other, k)) for k in ("settings", "detector", "runs", "rows", "notes", "method", "diagnostic", "in_domain"))
         return same and self.calibration.equals(other.calibration) and self.documents.equals(other.documents)
 
     def save(self, folder: str | Path) -> dict[str, Path]:
@@ -71,7 +83,7 @@ class AuditResult:
         from sourcebias.core.atomic import atomic_open, atomic_write_json
 
         folder = Path(folder)
-        body = {"format": FORMAT_VERSION, "kind": "audit", **{k: _plain(getattr(self, k)) for k in ("settings", "detector", "runs", "rows", "notes", "method")}}
+        body = {"format": FORMAT_VERSION, "kind": "audit", **{k: _plain(getattr(self, k)) for k in ("settings", "detector", "runs", "rows", "notes", "method", "diagnostic", "in_domain")}}
         paths = {"audit": atomic_write_json(folder / "audit.json", body)}
         for name, frame in (("audit", pd.DataFrame(self.rows, columns=list(ROW_COLUMNS))), ("calibration", self.calibration), ("documents", self.documents)):
             with atomic_open(folder / f"{name}.csv", "w", newline="") as fh:
@@ -91,7 +103,8 @@ class AuditResult:
         dtypes = {"doc_id": str, "source": str}
         calibration = pd.read_csv(folder / "calibration.csv", dtype=dtypes, keep_default_na=False)
         documents = pd.read_csv(folder / "documents.csv", dtype=dtypes, keep_default_na=False)
-        return cls(calibration=calibration, documents=documents, **{k: body[k] for k in ("settings", "detector", "runs", "rows", "notes", "method")})
+        return cls(calibration=calibration, documents=documents, **{k: body[k] for k in ("settings", "detector", "runs", "rows", "notes", "method")},
+                   diagnostic=body.get("diagnostic", {}), in_domain=body.get("in_domain", {}))  # fmt: skip
 
 
 def load_audit(folder: str | Path) -> AuditResult:

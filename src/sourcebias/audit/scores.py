@@ -1,6 +1,6 @@
 """Detector scores the user supplies: one score per document, keyed by ``(doc_id, source)``.
 
-Two formats (``.gz`` too), chosen by the file name:
+Two formats (``.gz`` too), chosen by the file name, or a ``sourcebias detect`` folder:
 
 * **TSV** (``.tsv``): a header naming the columns ``doc_id``, ``source`` and ``score`` (in any
   order; other columns are ignored), then one row per document;
@@ -29,11 +29,16 @@ _WHITESPACE = re.compile(r"\s")
 
 
 def read_scores(path: str | Path) -> dict[tuple[str, str], float]:
-    """``(doc_id, source) -> score`` from a TSV or JSONL file (see the module docs)."""
+    """``(doc_id, source) -> score`` from a TSV or JSONL file (see the module docs), or from the
+    output folder of ``sourcebias detect`` (its documents with a finite score)."""
     path = Path(path)
+    if path.is_dir():
+        from sourcebias.detect import load_detection
+
+        return load_detection(path).score_map()
     if not path.is_file():
         raise DataError(path, "file not found")
-    name = path.name[:-3] if path.name.endswith(".gz") else path.name
+    name = path.name.removesuffix(".gz")
     if name.endswith(".jsonl"):
         rows = _jsonl_rows(path)
     elif name.endswith(".tsv"):
@@ -112,3 +117,42 @@ def require_scores(scores: dict[tuple[str, str], float], keys: Sequence[tuple[st
         shown = ", ".join(f"({d}, {s})" for d, s in missing[:3])
         raise ConfigError(f"{len(missing):,} document(s) of {what} have no score in the score file, e.g. {shown}")
     return np.array([scores[k] for k in keys], dtype=np.float64)
+
+
+def read_keys(path: str | Path) -> list[tuple[str, str]]:
+    """The documents ``(doc_id, source)`` a file names: TSV with a header naming ``doc_id`` and
+    ``source`` (other columns ignored), or JSONL with those fields; each listed once."""
+    from sourcebias.data.io import iter_lines
+
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(path, "file not found")
+    out: dict[tuple[str, str], int] = {}
+    index: dict[str, int] | None = None
+    for lineno, line in iter_lines(path):
+        if not line.strip():
+            continue
+        if path.name.endswith((".jsonl", ".jsonl.gz")):
+            import json
+
+            rec = json.loads(line)
+            key = (str(rec.get("doc_id", "")), str(rec.get("source", "")))
+        elif index is None:
+            header = [c.strip() for c in line.split("\t")]
+            if "doc_id" not in header or "source" not in header:
+                raise DataError(path, f"the header must name the columns doc_id and source (header: {line!r})", lineno)
+            index = {c: header.index(c) for c in ("doc_id", "source")}
+            continue
+        else:
+            cells = line.split("\t")
+            if len(cells) <= max(index.values()):
+                raise DataError(path, f"expected at least {max(index.values()) + 1} tab-separated columns, got {len(cells)}", lineno)
+            key = (cells[index["doc_id"]].strip(), cells[index["source"]].strip())
+        if not key[0] or not key[1]:
+            raise DataError(path, "empty doc_id or source", lineno)
+        if key in out:
+            raise DataError(path, f"document ({key[0]}, {key[1]}) is listed twice (first on line {out[key]})", lineno)
+        out[key] = lineno
+    if not out:
+        raise DataError(path, "no documents in the file")
+    return list(out)

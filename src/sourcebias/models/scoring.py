@@ -151,6 +151,24 @@ class CausalLMScorer:
                     task.advance(len(idx))
         return out
 
+    def next_token_logits(self, sequences: Sequence[Sequence[int]]):
+        """The model's next-token logits of one batch of sequences: a float32 tensor
+        ``[batch, max length − 1, vocabulary]`` whose row ``r``, column ``t`` predicts
+        ``sequences[r][t + 1]`` (columns past a row's length are padding). Batch with
+        :meth:`batches`; for detectors that need the whole distribution at each position
+        (Fast-DetectGPT, Binoculars), not only the target token's log-probability."""
+        torch = self._torch
+        seqs = [list(s) for s in sequences]
+        ids, mask = self._right_pad(seqs)
+        kw = {} if len({len(x) for x in seqs}) == 1 else {"attention_mask": mask}
+        with torch.inference_mode():
+            return self.model(input_ids=ids, use_cache=False, **kw).logits[:, :-1].float()
+
+    def batches(self, lengths: list[int]) -> list[list[int]]:
+        """Batches of sequence indices for :meth:`next_token_logits` (as :meth:`sequence_logprobs`
+        forms them: longest first, at most ``batch_size`` rows and ``max_batch_tokens`` positions)."""
+        return self._length_batches(lengths)
+
     def _length_batches(self, lengths: list[int]) -> list[list[int]]:
         """Batches of sequence indices, longest first. On a GPU: up to ``batch_size`` rows (and
         ``max_batch_tokens`` positions) of similar length, padded. On a CPU, where padding and the

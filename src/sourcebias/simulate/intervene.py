@@ -5,13 +5,15 @@
   interleaving of :func:`sourcebias.mitigation.fair.interleave` (the ``fair:`` stage's rule; the
   stage itself would treat every round's source as a group of its own).
 * ``detector``: the audit's built-in detector (:mod:`sourcebias.audit`), trained and calibrated
-  on labelled twins named in the configuration, scores each new document; one it flags as LLM
+  on labelled twins named in the configuration — or the zero-shot detector of a ``sourcebias
+  detect`` folder, calibrated on that folder's scores — scores each new document; one it flags as LLM
   (score ≥ its calibrated threshold) is recorded but not added to the corpus. Its calibration
   (Se, Sp) is written to the simulation's state so the report can say how good the filter is.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -44,6 +46,10 @@ def build_detector(cfg: Any) -> Any:
     from sourcebias.audit.features import FeatureSpec
 
     iv = cfg.intervention
+    if (Path(iv.detector) / "detect.json").is_file():  # a `sourcebias detect` folder: its zero-shot detector, calibrated on its scores
+        from sourcebias.audit.calibrate import detection_detector
+
+        return detection_detector(iv.detector, threshold=iv.threshold, cache_dir=cfg.cache_dir)
     options = DetectorOptions(train=iv.detector, spec=FeatureSpec(model=iv.detector_model), max_pairs=iv.max_pairs, threshold=iv.threshold, seed=cfg.seed)
     return build(options, cache_dir=cfg.cache_dir)
 

@@ -1,0 +1,98 @@
+"""An audit as the one :class:`~sourcebias.reporting.report.Report` that every command renders
+(terminal, Markdown, LaTeX, CSV, HTML through :mod:`sourcebias.reporting.render`): a table for
+Share@k and one for ΔNDSR@k (naive, corrected with their CIs, the correction's flag, whether the
+transfer check lets the corrected figure stand, and where the corpus has labels the truth),
+captions that say what the detector and the intervals are, and the notes a reader must see."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from sourcebias.audit.result import AuditResult
+
+_COVERS = {True: "yes", False: "no", None: "–"}
+
+
+def _ci(lo: Any, hi: Any) -> str:
+    return "–" if lo is None else f"[{lo:.3f}, {hi:.3f}]"
+
+
+def _value(v: Any, signed: bool) -> str:
+    return "–" if v is None else (f"{v:+.3f}" if signed else f"{v:.3f}")
+
+
+def display_rows(result: AuditResult, measure: str) -> list[dict[str, Any]]:
+    """The rows of ``measure`` (e.g. ``Share@10``) with the display fields the tables show (the
+    raw fields kept)."""
+    out = []
+    for r in result.rows:
+        if r["measure"] != measure:
+            continue
+        quantity = r["quantity"]
+        status = ("UNRELIABLE" if not r.get("reliable", True) else "ok", r["flag"], f"{r['undefined_resamples']:,} undef." if r["undefined_resamples"] else "")
+        flag = ", ".join(x for x in status if x)
+        signed = quantity != "Share"
+        out.append({**r, "naive_text": f"{_value(r['naive'], signed)} {_ci(r['naive_low'], r['naive_high'])}", "corrected_text": f"{_value(r['corrected'], signed)} {_ci(r['corrected_low'], r['corrected_high'])}", "flag_text": flag,
+                    "covers_text": _COVERS[r.get("corrected_covers")]})  # fmt: skip
+    return out
+
+
+def _columns(quantity: str, truth: bool) -> list[Any]:
+    from sourcebias.evaluation.stats import Column
+
+    kind = "num" if quantity == "Share" else "delta"  # ΔNDSR's sign is coloured (< 0: LLM text higher)
+    cols = [Column("run", "run", "text"), Column("naive_text", "naive [CI]", "text"), Column("corrected_text", "corrected [CI]", "text"), Column("flag_text", "corrected is", "text")]
+    if truth:
+        cols += [Column("true", "true", kind, 3), Column("covers_text", "CI covers", "text")]
+    return cols
+
+
+def caption(result: AuditResult) -> str:
+    """What the figures are: the detector and its calibration, the intervals, the check."""
+    d, s, c = result.detector, result.settings, result.diagnostic
+    who = d.get("spec") or d.get("kind")
+    auc = "–" if d.get("auc") is None else format(d["auc"], ".3f")
+    sp_from = (result.in_domain or {}).get("specificity_from", "calibration twins")
+    parts = [f"Detector {who}: Se = {d['sensitivity']:.3f}, Sp = {d['specificity']:.3f}, AUC = {auc}, threshold {d['threshold']:.4g} ({d.get('threshold_rule')}), {d['pairs']:,} calibration pairs; Sp from the {sp_from}.",
+             f"naive: the detector's labels; corrected: Rogan–Gladen; {s['level']:.0%} CIs, {s['resamples']:,} joint resamples of queries and calibration pairs, seed {s['seed']}."]  # fmt: skip
+    if c:
+        verdict = "passed" if c.get("passed") else "FAILED: corrected figures unreliable"
+        parts.append(f"Transfer check (the audited documents against the calibration's mixture at share {c['share']:.3f}; score KS D = {c['statistic']:.3f}; min-p over {len(c.get('p_values') or {})} statistics): p = {c['p_value']:.3g}, {verdict}.")
+    if result.has_truth:
+        parts.append("true: from the corpus's source labels, never read by the audit.")
+    return " ".join(parts)
+
+
+def audit_report(result: AuditResult, title: str | None = None) -> Any:
+    """The :class:`~sourcebias.reporting.report.Report` of an audit.
+
+    Args:
+        result: the audit.
+        title: the report's title (default: a generic one).
+
+    Returns:
+        A Report with one table per measure (Share@k, ΔNDSR@k), the caption on the last, the
+        audit's notes, and the rows as data for CSV.
+    """
+    import pandas as pd
+
+    from sourcebias.reporting.report import Report, Table
+
+    truth = result.has_truth
+    measures = list(dict.fromkeys(r["measure"] for r in result.rows))
+    quantity = {r["measure"]: r["quantity"] for r in result.rows}
+    titles = {"Share": "{m}: share of LLM text in the top k", "ΔNDSR": "{m}: NDSR human − NDSR LLM (< 0: LLM text ranked higher)"}
+    tables = [Table(f"audit:{m}", titles[quantity[m]].format(m=m), _columns(quantity[m], truth), display_rows(result, m), caption(result) if i == len(measures) - 1 else "", status_rows=False)
+              for i, m in enumerate(measures)]  # fmt: skip
+    return Report(title or "Audit of source bias without provenance labels", tables, notes=list(result.notes), data={"audit_rows": pd.DataFrame(result.rows)})
+
+
+def write_summaries(result: AuditResult, folder: str | Path) -> dict[str, Path]:
+    """``summary.md`` and ``summary.tex`` (the report) into ``folder``."""
+    from sourcebias.core.atomic import atomic_write_text
+    from sourcebias.reporting.render import to_latex, to_markdown
+
+    report = audit_report(result)
+    folder = Path(folder)
+    return {"summary": atomic_write_text(folder / "summary.md", to_markdown(report)), "summary_tex": atomic_write_text(folder / "summary.tex", to_latex(report))}
