@@ -1,5 +1,5 @@
 """The README's "Use with PyTerrier, ranx and ir_datasets" snippets for ranx and ir_measures, other
-tools' files and Parquet outputs, run as printed with the runner of tests/test_readme_ecosystem.py:
+tools' files and Parquet outputs, run as printed with the runner of tests/project/test_readme_ecosystem.py:
 every number of each output block must appear in what its snippet printed."""
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 parts), run as printed: ``# name.py`` blocks are written as files, other Python blocks and bash
 blocks are run in that folder, and every number of the output block that follows a snippet must
 appear in what it printed (to a small tolerance, see :func:`reproduced`). ``../shared/data`` is the test data folder; the ir_datasets part runs
-with BEIR's nfcorpus placed in a temporary ``IR_DATASETS_HOME`` (see tests/test_irds.py)."""
+with BEIR's nfcorpus placed in a temporary ``IR_DATASETS_HOME`` (see tests/adapters/test_irds.py)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ pytest.importorskip("pyterrier")
 pytest.importorskip("ir_datasets")
 pytest.importorskip("ranx")
 
-from test_irds import placed_nfcorpus  # noqa: E402
+from irds_helpers import placed_nfcorpus  # noqa: E402
 
 SECTION = "## Use with PyTerrier, ranx and ir_datasets"
 BLOCK = re.compile(r"```(python|bash|)\n(.*?)```", re.S)
