@@ -34,7 +34,7 @@ LUCENE_ENGLISH_STOP_WORDS = frozenset(
 # Checked against Lucene 9.9.1 on every code point alone; what differs is Unicode's version
 # (Lucene's tables predate Unicode 17, the regex module's): Lucene still counts as emoji the 672
 # symbols that Unicode 17 took out of Extended_Pictographic (e.g. U+2605 BLACK STAR), and does not
-# know the letters added since; tests/test_lexical.py holds Lucene's output for examples of each rule.
+# know the letters added since; tests/retrieval/test_lexical.py holds Lucene's output for examples of each rule.
 _TOKEN_CHAR = (
     r"[\p{WB=ALetter}\p{WB=Hebrew_Letter}\p{WB=Numeric}\p{WB=Katakana}\p{Ideographic}\p{Script=Hiragana}"
     r"\p{Line_Break=Complex_Context}\p{Extended_Pictographic}\p{WB=Regional_Indicator}\u20e3]"
