@@ -168,12 +168,13 @@ def test_ctrl_c_during_encoding_keeps_finished_batches(nq_utd, tmp_path):
 
     import numpy as np
 
-    data = nq_subset(nq_utd, tmp_path / "data", 300)
+    data = nq_subset(nq_utd, tmp_path / "data", 300)  # 600 texts: about 6 s of encoding on an idle machine, 2x the flush interval
     cache = tmp_path / "cache"
     env = {**os.environ, "OMP_NUM_THREADS": "1", "SOURCEBIAS_CACHE": str(cache), "HF_HUB_OFFLINE": "1", "COLUMNS": "200"}
-    # a timed flush every 2 s (not 10): the first shard, which the test waits for, comes sooner;
-    # a plain progress line every 0.1 s: how many documents are encoded, as the test goes
-    env |= {"SOURCEBIAS_FLUSH_SECONDS": "2", "SOURCEBIAS_PROGRESS_SECONDS": "0.1"}
+    # a timed flush every 3 s (not 10): the first shard, which the test waits for, comes sooner, and
+    # a batch of 8 takes less than that even on a loaded machine (else every batch would be flushed
+    # at once); a plain progress line every 0.1 s: how many documents are encoded, as the test goes
+    env |= {"SOURCEBIAS_FLUSH_SECONDS": "3", "SOURCEBIAS_PROGRESS_SECONDS": "0.1"}
     cmd = [sys.executable, "-m", "sourcebias", "evaluate", str(data), "-r", "minilm", "--k", "1", "--batch-size", "8", "--no-sole"]
     # a shell's background job (CI started with `... &`) inherits SIGINT ignored, and Python then
     # keeps it ignored; the child gets the default disposition, as in a terminal
