@@ -17,7 +17,7 @@ The rules (also in docs/contributing.md, "Docs are tested"):
   with the real command-line app (every option and value must exist and convert; nothing runs)
   or compiles a Python block; ``<!-- docs-test: skip (REASON) -->`` leaves it out (installing
   from the network, starting a cluster on other machines). Counts of each kind are reported by
-  tests/test_docs.py.
+  tests/project/test_docs.py.
 """
 
 from __future__ import annotations

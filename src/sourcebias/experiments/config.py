@@ -132,7 +132,7 @@ class GridConfig:
     options: dict[str, Any] = field(default_factory=dict)
     if TYPE_CHECKING:
         # The fields that _declared_settings adds (one per GRID_SETTINGS entry, each with its
-        # declared default), spelled out for type checkers only; tests/test_typing.py checks that
+        # declared default), spelled out for type checkers only; tests/project/test_typing.py checks that
         # these names are exactly the declared settings. After loading: ``name`` is the file's stem
         # unless given, ``seed`` the first of ``seeds``, ``cache_dir`` a resolved path or None.
         name: str = field(default_factory=str)

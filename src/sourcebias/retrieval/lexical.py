@@ -35,7 +35,7 @@ LUCENE_ENGLISH_STOP_WORDS = frozenset(
 # Checked against Lucene 9.9.1 on every code point alone; what differs is Unicode's version
 # (Lucene's tables predate Unicode 17, the regex module's): Lucene still counts as emoji the 672
 # symbols that Unicode 17 took out of Extended_Pictographic (e.g. U+2605 BLACK STAR), and does not
-# know the letters added since; tests/test_lexical.py holds Lucene's output for examples of each rule.
+# know the letters added since; tests/retrieval/test_lexical.py holds Lucene's output for examples of each rule.
 _TOKEN_CHAR = (
     r"[\p{WB=ALetter}\p{WB=Hebrew_Letter}\p{WB=Numeric}\p{WB=Katakana}\p{Ideographic}\p{Script=Hiragana}"
     r"\p{Line_Break=Complex_Context}\p{Extended_Pictographic}\p{WB=Regional_Indicator}\u20e3]"
@@ -65,7 +65,7 @@ def _porter_stemmer_class() -> type:
     shells (``nltk``, ``nltk.stem``, pointing at NLTK's folders) that are removed from
     ``sys.modules`` at once, together with every ``nltk.*`` module loaded meanwhile: a later
     ``import nltk`` anywhere in the process then imports the real package from scratch. The
-    class is NLTK's unchanged code (``tests/test_lexical_fast_analysis.py`` checks it stems
+    class is NLTK's unchanged code (``tests/retrieval/test_lexical_fast_analysis.py`` checks it stems
     every word of the development corpora as the fully imported NLTK does). When NLTK is already
     imported, or the shells do not suffice (a future NLTK whose ``porter.py`` needs more of its
     package), the ordinary import is used: slower, the same class. (Another thread importing
@@ -132,7 +132,7 @@ def _stemmer(name: str) -> Callable[[str], str]:
         # Every Porter rule strips or rewrites a suffix of the letters a-z (the one rule with an
         # empty suffix, step 1b's "(m=1 and *o) -> e", runs only after "ed" or "ing" was
         # stripped), so a word without such a letter (a number: 15% of nfcorpus's distinct
-        # words) is its own stem; tests/test_lexical_fast_analysis.py checks every word.
+        # words) is its own stem; tests/retrieval/test_lexical_fast_analysis.py checks every word.
         def stem(word: str) -> str:
             return stem_word(word, to_lowercase=False) if has_letter(word) else word
 

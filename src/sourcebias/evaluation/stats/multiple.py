@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 
@@ -24,18 +25,22 @@ def adjust_pvalues(pvalues: Sequence[float], method: str = "holm") -> np.ndarray
     if method == "none" or not ok.any():
         out[ok] = p[ok]
         return out
-    out[ok] = _without_full_collection(multipletests, p[ok], method=method)[1]
+    with _no_full_collection():
+        out[ok] = multipletests(p[ok], method=method)[1]
     return out
 
 
-def _without_full_collection(fn, *args, **kwargs):
-    """``fn(*args, **kwargs)`` with the objects alive now frozen out of the garbage collector
-    (``gc.freeze``): statsmodels' Holm calls ``gc.collect()``, which would otherwise walk every
-    object of the process (0.1-0.3 s after a corpus was analysed) to free a few arrays."""
+@contextlib.contextmanager
+def _no_full_collection() -> Iterator[None]:
+    """Skip the ``gc.collect()`` that statsmodels' Holm branch runs on every call (statsmodels
+    0.14 and 0.15): a full garbage collection, about a second in a process that holds torch models
+    and paid by every evaluation; the p-values do not depend on it. ``gc.collect`` is put back
+    afterwards (a collection another thread asks for meanwhile is skipped too, which is harmless)."""
     import gc
 
-    gc.freeze()
+    collect = gc.collect
+    gc.collect = lambda generation=2: 0
     try:
-        return fn(*args, **kwargs)
+        yield
     finally:
-        gc.unfreeze()
+        gc.collect = collect

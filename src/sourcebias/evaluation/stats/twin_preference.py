@@ -6,7 +6,7 @@ two-sided sign test over the pooled pairs (``scipy.stats.binomtest``, p = 1/2).
 **Why clustered.** The pairs of one query share a ranking, so their outcomes are not
 independent; the pair sign test treats them as if they were and is anti-conservative when
 outcomes cluster by query (8.6% rejections at α = 0.05 with no effect in the clustered
-simulation of ``tests/test_twin_preference_cluster.py``, against 3.5% for the clustered test). It is kept as what it is: a test
+simulation of ``tests/evaluation/test_twin_preference_cluster.py``, against 3.5% for the clustered test). It is kept as what it is: a test
 that assumes independent pairs.
 
 **The clustered test.** Per query, d = llm_first − human_first over its decided pairs; the

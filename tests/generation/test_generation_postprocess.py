@@ -12,7 +12,7 @@ import pytest
 from sourcebias.generation.postprocess import clean_output, detect_refusal
 from sourcebias.generation.prompts import COCKTAIL_PROMPT, KDD_PROMPT, PromptTemplate, load_prompt
 
-FIXTURES = Path(__file__).parent / "fixtures" / "generation"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "generation"
 RECORDED = [json.loads(line) for line in (FIXTURES / "smollm2_outputs.jsonl").read_text(encoding="utf-8").splitlines()]
 LABELS = json.loads((FIXTURES / "smollm2_labels.json").read_text(encoding="utf-8"))
 

@@ -32,7 +32,7 @@ from sourcebias.data.download import DownloadUnavailable, download_dataset, fetc
 from sourcebias.data.io import iter_lines
 from sourcebias.data.registry import NQ_UTD, KnownDataset, RemoteFile
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SHARED = DATA / "nq-utd"
 
 

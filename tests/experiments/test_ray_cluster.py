@@ -118,8 +118,9 @@ def _running(p) -> bool:
         return False
 
 
-@pytest.fixture
-def loopback_cluster():
+@pytest.fixture(scope="module")
+def started_cluster():
+    """One head and one worker node for the module (starting them takes about 10 s)."""
     pytest.importorskip("ray")
     if RAY is None:
         pytest.skip("the `ray` command is not installed beside this Python")
@@ -130,6 +131,64 @@ def loopback_cluster():
         yield cluster
     finally:
         cluster.stop()
+
+
+@pytest.fixture
+def loopback_cluster(started_cluster):
+    """The module's cluster with both nodes up: a worker node killed by an earlier test is
+    started again (a new node, with a new id)."""
+    if not started_cluster.alive("worker"):
+        started_cluster.start_node("worker", f"--address={started_cluster.address}")
+    assert started_cluster.alive("head")
+    return started_cluster
+
+
+SIMULATION = """
+[simulation]
+name = "{name}"
+rounds = 1
+queries_per_round = 1
+k = 10
+depth = 20
+seed = 3
+eval_queries = 8
+[dataset]
+path = "{data}"
+[[retrievers]]
+spec = "bm25"
+[[retrievers]]
+spec = "tfidf"
+[generator]
+model = "smollm2"
+write = "answer"
+context = 2
+max_new_tokens = 24
+temperature = 0
+threads = 1
+"""
+
+
+def test_a_simulation_on_a_ray_start_cluster_equals_the_in_process_one(loopback_cluster, tmp_path, nq_utd):
+    """Each retriever's loop is one task; the folder is shared storage (this machine's disk)."""
+    from sourcebias.simulate import load_simulation_config, run_simulation
+
+    cluster = loopback_cluster
+    on_ray = tmp_path / "ray.toml"
+    on_ray.write_text(textwrap.dedent(SIMULATION.format(name="on-ray", data=nq_utd)), encoding="utf-8")
+    run = subprocess.run([sys.executable, "-m", "sourcebias", "simulate", str(on_ray), "-o", str(tmp_path / "ray-out"), "--ray", cluster.address], env=cluster.env, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    here = tmp_path / "here.toml"
+    here.write_text(textwrap.dedent(SIMULATION.format(name="here", data=nq_utd)), encoding="utf-8")
+    local, _ = run_simulation(load_simulation_config(here), tmp_path / "here-out")
+    from sourcebias.simulate import load_simulation
+
+    remote = load_simulation(tmp_path / "ray-out")
+    strip = lambda rows: json.dumps([{k: v for k, v in r.items() if k != "seconds"} for r in rows])  # noqa: E731
+    assert strip(remote.rows) == strip(local.rows)
+    for name in ("bm25", "tfidf"):
+        texts = lambda root: [json.loads(x)["text"] for x in (root / "loops" / name / "round-001" / "documents.jsonl").read_text().splitlines()]  # noqa: E731
+        assert texts(tmp_path / "ray-out") == texts(tmp_path / "here-out")
+    assert json.loads((tmp_path / "ray-out" / "simulation.json").read_text())["ray"] == cluster.address
 
 
 GRID = """
@@ -227,52 +286,3 @@ def test_a_grid_on_a_ray_start_cluster_survives_losing_its_worker_node(loopback_
         assert all(np.array_equal(v, b.per_query[k], equal_nan=True) for k, v in a.per_query.items()), cell.key
         assert a.runs == b.runs
     print(f"\n{len(before)} cells finished before the kill ({len(on_worker)} on the worker node); {in_flight} in flight on it, killed; {len(cells) - len(before)} finished after on the head, {finished_at - killed_at:.1f} s after the kill")
-
-
-
-SIMULATION = """
-[simulation]
-name = "{name}"
-rounds = 1
-queries_per_round = 1
-k = 10
-depth = 20
-seed = 3
-eval_queries = 8
-[dataset]
-path = "{data}"
-[[retrievers]]
-spec = "bm25"
-[[retrievers]]
-spec = "tfidf"
-[generator]
-model = "smollm2"
-write = "answer"
-context = 2
-max_new_tokens = 24
-temperature = 0
-threads = 1
-"""
-
-
-def test_a_simulation_on_a_ray_start_cluster_equals_the_in_process_one(loopback_cluster, tmp_path, nq_utd):
-    """Each retriever's loop is one task; the folder is shared storage (this machine's disk)."""
-    from sourcebias.simulate import load_simulation_config, run_simulation
-
-    cluster = loopback_cluster
-    on_ray = tmp_path / "ray.toml"
-    on_ray.write_text(textwrap.dedent(SIMULATION.format(name="on-ray", data=nq_utd)), encoding="utf-8")
-    run = subprocess.run([sys.executable, "-m", "sourcebias", "simulate", str(on_ray), "-o", str(tmp_path / "ray-out"), "--ray", cluster.address], env=cluster.env, capture_output=True, text=True, timeout=600)
-    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    here = tmp_path / "here.toml"
-    here.write_text(textwrap.dedent(SIMULATION.format(name="here", data=nq_utd)), encoding="utf-8")
-    local, _ = run_simulation(load_simulation_config(here), tmp_path / "here-out")
-    from sourcebias.simulate import load_simulation
-
-    remote = load_simulation(tmp_path / "ray-out")
-    strip = lambda rows: json.dumps([{k: v for k, v in r.items() if k != "seconds"} for r in rows])  # noqa: E731
-    assert strip(remote.rows) == strip(local.rows)
-    for name in ("bm25", "tfidf"):
-        texts = lambda root: [json.loads(x)["text"] for x in (root / "loops" / name / "round-001" / "documents.jsonl").read_text().splitlines()]  # noqa: E731
-        assert texts(tmp_path / "ray-out") == texts(tmp_path / "here-out")
-    assert json.loads((tmp_path / "ray-out" / "simulation.json").read_text())["ray"] == cluster.address

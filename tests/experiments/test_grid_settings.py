@@ -218,7 +218,7 @@ def test_the_reference_table_lists_every_setting_with_bounds_and_default():
 
 
 def test_the_readme_holds_the_current_reference_table():
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
     assert settings_markdown() in readme
 
 

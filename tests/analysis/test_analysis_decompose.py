@@ -222,7 +222,8 @@ def test_perplexity_factor_with_smollm2_on_a_tiny_dataset(tmp_path):
     pytest.importorskip("torch")
     import sourcebias as sb
     from conftest import write_jsonl, write_qrels
-    from sourcebias.analysis.perplexity import build_lm_scorer, document_values
+    from lm_helpers import plain_nll, store_sharing_models
+    from sourcebias.models.llm import load_causal_lm
 
     human = ["The river flooded the valley after rain.", "A new bridge opened on Monday.", "Fresh bread is baked every morning.", "The museum shows old paintings.", "Solar panels power the school.", "Dogs bark at night."]
     llm = ["After the rain, the river flooded the valley.", "On Monday a new bridge was opened.", "Every morning fresh bread gets baked.", "Old paintings are shown at the museum.", "The school is powered by solar panels.", "At night, dogs bark."]
@@ -232,12 +233,14 @@ def test_perplexity_factor_with_smollm2_on_a_tiny_dataset(tmp_path):
     write_jsonl(root / "queries.jsonl", [{"_id": f"q{j}", "text": t} for j, t in enumerate(["river flood", "bread", "school power"])])
     write_qrels(root / "qrels" / "test.tsv", [("q0", "d0", 1), ("q0", "d1", 1), ("q1", "d2", 1), ("q1", "d3", 1), ("q2", "d4", 1), ("q2", "d5", 1)])
     ds = sb.load_dataset(root)
-    r = dc.decompose(ds, "minilm", lm="lm:smollm2", options={"cache_dir": tmp_path}, cache_dir=tmp_path)
+    cache = store_sharing_models(tmp_path / "cache")
+    r = dc.decompose(ds, "minilm", lm="lm:smollm2", options={"cache_dir": cache}, cache_dir=cache)
     e = r.summary["sources"]["llm"]
     assert "perplexity" in r.summary["factors_requested"] and "not_included" not in r.summary
     pairs = r.tables["decompose_pairs"]
-    _, ppl, _ = document_values(ds.corpus, build_lm_scorer("lm:smollm2", field="text"), cache_dir=tmp_path)
+    # Δ log-perplexity of each pair against a plain forward pass of SmolLM2 (not the package's scorer)
+    model, tok = load_causal_lm("smollm2", device="cpu")
     idx = pairs["doc_id"].str[1:].astype(int).to_numpy()
-    np.testing.assert_allclose(pairs["delta_perplexity"], ppl[6 + idx] - ppl[idx])
+    np.testing.assert_allclose(pairs["delta_perplexity"], [plain_nll(model, tok, llm[i]) - plain_nll(model, tok, human[i]) for i in idx], atol=4e-3)
     # 6 pairs over 3 queries: 5 terms leave 1 residual degree of freedom; the model is fitted, and says so
     assert e["rows"] == 6 and "perplexity" in e["factors"]

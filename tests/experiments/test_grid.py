@@ -299,29 +299,6 @@ def test_the_embedding_store_is_safe_under_concurrent_writers(tmp_path):
     assert not list((tmp_path / "embeddings" / "det-v1").glob(".*tmp*"))  # no temporary files left
 
 
-@pytest.mark.slow
-def test_the_same_grid_on_a_local_ray_cluster_gives_identical_numbers(grid_cfg, tmp_path):
-    pytest.importorskip("ray")
-    import ray
-
-    cfg = load_grid_config(grid_cfg)
-    run_grid(cfg, tmp_path / "here")
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
-    try:
-        there = run_grid(cfg, tmp_path / "ray", ray_address="local")
-    finally:
-        ray.shutdown()
-    assert there.counts() == {"ok": 3}
-    for cell in plan_cells(cfg):
-        a = sb.load_result(cell.folder(tmp_path / "here"))
-        b = sb.load_result(cell.folder(tmp_path / "ray"))
-        assert a.runs == b.runs
-        assert all(np.array_equal(v, b.per_query[k], equal_nan=True) for k, v in a.per_query.items())
-    recs = sorted(there.records.values(), key=lambda r: r["started"])
-    assert len({r["pid"] for r in recs}) >= 2  # cells ran in Ray worker processes, not here
-    assert any(recs[i + 1]["started"] < recs[i]["finished"] for i in range(len(recs) - 1))  # two at once
-
-
 def test_with_only_bench_counts_the_cells_it_dealt_with(grid_cfg, tmp_path, capsys):
     """Three cells finished earlier; `bench --only tiny/bm25` reuses one cell and runs none."""
     from sourcebias.cli.main import main
@@ -355,13 +332,37 @@ def test_a_cell_that_turns_ok_keeps_no_old_error(tmp_path, cocktail_dir):
     assert json.loads((tmp_path / "out" / "grid.json").read_text())["cells"]["tiny/ext"] == rec
 
 
+# -- on a local Ray cluster (started once for the two tests below, the last of the module) -------------
+@pytest.fixture(scope="module")
+def local_ray():
+    ray = pytest.importorskip("ray")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    try:
+        yield
+    finally:
+        ray.shutdown()
+
+
 @pytest.mark.slow
-def test_on_ray_a_failing_encoding_fails_only_its_cells(tmp_path, cocktail_dir):
+def test_the_same_grid_on_a_local_ray_cluster_gives_identical_numbers(local_ray, grid_cfg, tmp_path):
+    cfg = load_grid_config(grid_cfg)
+    run_grid(cfg, tmp_path / "here")
+    there = run_grid(cfg, tmp_path / "ray", ray_address="local")
+    assert there.counts() == {"ok": 3}
+    for cell in plan_cells(cfg):
+        a = sb.load_result(cell.folder(tmp_path / "here"))
+        b = sb.load_result(cell.folder(tmp_path / "ray"))
+        assert a.runs == b.runs
+        assert all(np.array_equal(v, b.per_query[k], equal_nan=True) for k, v in a.per_query.items())
+    recs = sorted(there.records.values(), key=lambda r: r["started"])
+    assert len({r["pid"] for r in recs}) >= 2  # cells ran in Ray worker processes, not here
+    assert any(recs[i + 1]["started"] < recs[i]["finished"] for i in range(len(recs) - 1))  # two at once
+
+
+@pytest.mark.slow
+def test_on_ray_a_failing_encoding_fails_only_its_cells(local_ray, tmp_path, cocktail_dir):
     """A dense retriever whose checkpoint cannot be loaded, encoded by 2 Ray tasks first: its
     cell is recorded as failed with the encoding's error; the BM25 cell finishes."""
-    pytest.importorskip("ray")
-    import ray
-
     broken = tmp_path / "broken-model"
     broken.mkdir()
     (broken / "config.json").write_text("{ not json")
@@ -384,11 +385,7 @@ def test_on_ray_a_failing_encoding_fails_only_its_cells(tmp_path, cocktail_dir):
             """,
         )
     )
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
-    try:
-        res = run_grid(cfg, tmp_path / "out", ray_address="local")
-    finally:
-        ray.shutdown()
+    res = run_grid(cfg, tmp_path / "out", ray_address="local")
     assert res.records["tiny/bm25"]["status"] == "ok"
     rec = res.records["tiny/broken"]
     assert rec["status"] == "failed" and rec["error"].startswith("encoding the corpus with 2 workers failed: ")

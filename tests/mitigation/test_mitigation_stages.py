@@ -10,19 +10,14 @@ import pytest
 
 import sourcebias as sb
 from conftest import hand_rank
+from lm_helpers import plain_nll, store_sharing_models
 
 pytest.importorskip("torch")
 pytest.importorskip("gguf")
 
 
 def plain_log_perplexity(model, tok, text):
-    import torch
-
-    ctx = tok.bos_token_id if tok.bos_token_id is not None else tok.eos_token_id
-    ids = [ctx] + tok(text, add_special_tokens=False)["input_ids"][:512]
-    with torch.no_grad():
-        logp = torch.log_softmax(model(torch.tensor([ids])).logits[0].double(), dim=-1)
-    return -float(np.mean([logp[i - 1, ids[i]].item() for i in range(1, len(ids))]))
+    return plain_nll(model, tok, text, max_tokens=512)
 
 
 def test_cdc_stage_corrects_and_reranks_the_candidates(cocktail_dir, tmp_path):
@@ -34,7 +29,7 @@ def test_cdc_stage_corrects_and_reranks_the_candidates(cocktail_dir, tmp_path):
     ds = sb.load_dataset(cocktail_dir)
     queries = {q: ds.queries[q] for q in ds.evaluation_queries()}
     first = build_retriever("bm25").retrieve(ds.corpus, queries, 10)
-    pipe = build_retriever(f"bm25>>cdc:{fit},depth=10", cache_dir=tmp_path / "cache")
+    pipe = build_retriever(f"bm25>>cdc:{fit},depth=10", cache_dir=store_sharing_models(tmp_path / "cache"))
     assert pipe.name == f"bm25>>cdc:{fit},depth=10"
     run = pipe.retrieve(ds.corpus, queries, 10)
     model, tok = load_causal_lm("smollm2", device="cpu")
@@ -110,6 +105,7 @@ def test_cdc_fit_cli_then_the_stage(tmp_path, capsys):
     write_jsonl(root / "queries.jsonl", [{"_id": f"q{i}", "text": t} for i, t in enumerate(["cat on a mat", "barking dogs", "river flood", "bread bakery"])])
     write_qrels(root / "qrels" / "dev.tsv", [(f"q{i}", f"d{i}", 1) for i in range(4)])
     out = tmp_path / "cdc"
+    store_sharing_models(tmp_path / "cache")
     with pytest.raises(SystemExit) as info:
         main(["cdc", "fit", str(root), "-r", "minilm", "--lm", "lm:smollm2", "--sample", "4", "--split", "dev", "--in-sample", "-o", str(out), "--cache-dir", str(tmp_path / "cache")])
     printed = capsys.readouterr()

@@ -81,7 +81,9 @@ def test_busy_server_answers_429_and_the_client_waits(server, nq_utd, tmp_path):
 def test_server_killed_and_restarted_mid_run_loses_and_duplicates_nothing(server, nq_utd, tmp_path):
     ds = copy_nq_subset(nq_utd, tmp_path / "ds", 4)
     out = ds / "corpus" / "smol.jsonl"
-    backend = _backend([server.url], concurrency=2)
+    # retries for up to ~5 min (backoff at most 1 s): the restarted server loads SmolLM2 again,
+    # which takes more than the other tests' ~45 s of retries on a loaded machine
+    backend = _backend([server.url], concurrency=2, max_retries=400, backoff_max=1.0)
     result = {}
     worker = threading.Thread(target=lambda: result.setdefault("summary", rewrite_corpus(resolve_target(ds, "smol"), backend, _settings(max_new_tokens=8, min_new_tokens=8))))
     worker.start()
@@ -91,8 +93,8 @@ def test_server_killed_and_restarted_mid_run_loses_and_duplicates_nothing(server
     assert out.exists() and len(read_twin(out)) < 4, "the run should be mid-way"
     server.kill()  # SIGKILL: requests in flight die with the server
     time.sleep(1.0)  # clients now get connection refused and back off
-    server.start()
-    worker.join(300)
+    server.start(timeout=300)
+    worker.join(600)
     assert not worker.is_alive()
     twin = read_twin(out)
     ids = [r["_id"] for r in twin]

@@ -18,7 +18,6 @@ import socket
 import subprocess
 import sys
 import time
-import zipfile
 from pathlib import Path
 
 import pytest
@@ -26,22 +25,12 @@ import pytest
 ir_datasets = pytest.importorskip("ir_datasets")
 
 from conftest import write_jsonl  # noqa: E402
+from irds_helpers import placed_nfcorpus  # noqa: E402
 
 from sourcebias.core.errors import ConfigError, DataError  # noqa: E402
 from sourcebias.data import load_dataset  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[1]
-
-
-def placed_nfcorpus(nfcorpus: Path, home: Path) -> Path:
-    """BEIR's nfcorpus.zip layout (human corpus, queries, dev qrels) where ir_datasets caches it."""
-    target = home / "beir" / "nfcorpus" / "source.zip"
-    target.parent.mkdir(parents=True)
-    with zipfile.ZipFile(target, "w") as z:
-        z.write(nfcorpus / "corpus" / "human.jsonl", "nfcorpus/corpus.jsonl")
-        z.write(nfcorpus / "queries.jsonl", "nfcorpus/queries.jsonl")
-        z.write(nfcorpus / "qrels" / "dev.tsv", "nfcorpus/qrels/dev.tsv")
-    return home
+REPO = Path(__file__).resolve().parents[2]
 
 
 def run_py(code: str, home: Path, *args: str) -> subprocess.CompletedProcess:

@@ -101,6 +101,32 @@ def test_holm_and_bh_against_hand_values():
     assert math.isnan(out[1]) and out[0] == pytest.approx(0.02)  # NaN is not a test
 
 
+
+def test_holm_runs_no_full_garbage_collection():
+    """statsmodels' Holm branch ends with ``gc.collect()``: a full collection on every call, about a
+    second in a process holding torch models (every evaluate corrects its tests with Holm, and the
+    test suite's power tests call it hundreds of times). The correction must not run one."""
+    import gc
+
+    collections, collect = [], gc.collect
+
+    def count(phase, info):
+        if phase == "start":
+            collections.append(info["generation"])
+
+    enabled = gc.isenabled()
+    gc.disable()  # no automatic collection: only one the call asks for is counted
+    gc.callbacks.append(count)
+    try:
+        adjusted = adjust_pvalues([0.01, 0.04, 0.03, 0.005], "holm")
+    finally:
+        gc.callbacks.remove(count)
+        if enabled:
+            gc.enable()
+    assert collections == []
+    np.testing.assert_allclose(adjusted, [0.03, 0.06, 0.06, 0.02])  # the hand values above
+    assert gc.collect is collect  # left as it was
+
 # -- undefined statistics are reported as undefined (issue 15, items 6 and 7) ------------------
 def test_t_test_of_a_constant_shift_is_undefined_with_the_sign_test_beside():
     from sourcebias.evaluation.stats.paired_tests import paired_t_test, paired_tests

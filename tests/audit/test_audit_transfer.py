@@ -14,7 +14,7 @@ import pytest
 
 from sourcebias.audit.diagnostic import ks_mixture, log_variance_ratio, rg_share, transfer_check
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 
 
 def test_statistics_by_hand():

@@ -20,7 +20,7 @@ import pytest
 import sourcebias
 from sourcebias.experiments.settings import GRID_SETTINGS
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "src" / "sourcebias"
 
 

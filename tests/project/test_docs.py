@@ -197,7 +197,7 @@ def docs_datasets(tmp_path_factory) -> Path:
     folder.mkdir()
     for item in shared.iterdir():
         (folder / item.name).symlink_to(item.resolve())
-    (folder / MARKER).write_text('{"note": "the development copy of ../shared/data/nfcorpus, linked by tests/test_docs.py"}\n', encoding="utf-8")
+    (folder / MARKER).write_text('{"note": "the development copy of ../shared/data/nfcorpus, linked by tests/project/test_docs.py"}\n', encoding="utf-8")
     return root
 
 
@@ -206,6 +206,6 @@ def docs_irds_home(tmp_path_factory) -> Path:
     """ir_datasets' home with BEIR's nfcorpus.zip rebuilt from the development copy's human side
     (there is no network here), for the pages that load `irds:beir/nfcorpus/dev`."""
     from conftest import data_dir
-    from test_irds import placed_nfcorpus
+    from irds_helpers import placed_nfcorpus
 
     return placed_nfcorpus(data_dir("nfcorpus"), tmp_path_factory.mktemp("irds-home"))

@@ -99,7 +99,9 @@ def test_spectrum_and_direction_against_numpy(small, minilm, tmp_path):
 
 @pytest.fixture(scope="module")
 def lm_cache(tmp_path_factory):
-    return tmp_path_factory.mktemp("lm-cache")
+    from lm_helpers import store_sharing_models
+
+    return store_sharing_models(tmp_path_factory.mktemp("lm-cache"))
 
 
 @pytest.fixture(scope="module")

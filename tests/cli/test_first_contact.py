@@ -158,30 +158,60 @@ def nq_subset(nq_utd: Path, dest: Path, n: int) -> Path:
 @pytest.mark.slow
 def test_ctrl_c_during_encoding_keeps_finished_batches(nq_utd, tmp_path):
     """A real SIGINT while all-MiniLM-L6-v2 encodes: the message, exit 130, and the rerun reads
-    back every batch that had been encoded (written when the interruption arrived)."""
+    back every batch that had been encoded (written when the interruption arrived).
+
+    The signal is sent once the progress lines on stderr count more encoded documents than the
+    shards on disk hold (batches finished since the last timed flush), so the interruption has
+    batches to write whatever the machine's speed; a fixed sleep did not under load."""
+    import re
+    import threading
+
     import numpy as np
 
-    data = nq_subset(nq_utd, tmp_path / "data", 300)
+    data = nq_subset(nq_utd, tmp_path / "data", 300)  # 600 texts: about 6 s of encoding on an idle machine, 2x the flush interval
     cache = tmp_path / "cache"
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "SOURCEBIAS_CACHE": str(cache), "HF_HUB_OFFLINE": "1", "COLUMNS": "200", "SOURCEBIAS_FLUSH_SECONDS": "1"}
-    # a flush every second (not 10): the first shard, which the test waits for, comes sooner
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "SOURCEBIAS_CACHE": str(cache), "HF_HUB_OFFLINE": "1", "COLUMNS": "200"}
+    # a timed flush every 3 s (not 10): the first shard, which the test waits for, comes sooner, and
+    # a batch of 8 takes less than that even on a loaded machine (else every batch would be flushed
+    # at once); a plain progress line every 0.1 s: how many documents are encoded, as the test goes
+    env |= {"SOURCEBIAS_FLUSH_SECONDS": "3", "SOURCEBIAS_PROGRESS_SECONDS": "0.1"}
     cmd = [sys.executable, "-m", "sourcebias", "evaluate", str(data), "-r", "minilm", "--k", "1", "--batch-size", "8", "--no-sole"]
     # a shell's background job (CI started with `... &`) inherits SIGINT ignored, and Python then
     # keeps it ignored; the child gets the default disposition, as in a terminal
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    store = cache / "embeddings"
+    err_lines: list[str] = []
+    reader = threading.Thread(target=lambda: err_lines.extend(iter(proc.stderr.readline, "")), daemon=True)
+    reader.start()
+    encoded = re.compile(r"encoding [\d,]+ docs: ([\d,]+)/")
+
+    def on_disk() -> int:
+        return sum(int(np.load(p)["keys"].shape[0]) for p in (cache / "embeddings").glob("*/shard-*.npz"))
+
+    def reported() -> int:
+        counts = [int(m.group(1).replace(",", "")) for line in list(err_lines) if (m := encoded.search(line))]
+        return max(counts, default=0)
+
     deadline = time.monotonic() + 240
-    while time.monotonic() < deadline and not list(store.glob("*/shard-*.npz")) and proc.poll() is None:
-        time.sleep(0.05)  # the first timed flush
-    first = sum(int(np.load(p)["keys"].shape[0]) for p in store.glob("*/shard-*.npz"))
-    time.sleep(0.5)  # a few more batches of 8, not yet flushed
+    first = 0
+    while time.monotonic() < deadline and not first and proc.poll() is None:
+        time.sleep(0.05)
+        first = on_disk()  # the first timed flush
+    flushed, seen = first, 0
+    while time.monotonic() < deadline and proc.poll() is None:
+        seen, flushed = reported(), on_disk()
+        if seen > flushed:  # batches encoded since the last flush, not yet on disk
+            break
+        time.sleep(0.02)
+    assert proc.poll() is None, f"the command ended before the interruption (status {proc.returncode}): {''.join(err_lines)[-3000:]}"
     proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=120)
+    out, _ = proc.communicate(timeout=120)
+    reader.join(timeout=10)
+    err = "".join(err_lines)
     assert proc.returncode == 130, err
-    assert "Interrupted." in err and "rerun the same command to resume" in err and "Traceback" not in err
-    saved = sum(int(np.load(p)["keys"].shape[0]) for p in store.glob("*/shard-*.npz"))
-    # the batches finished after the timed flush were written at the interruption (shards hold 2,048)
-    assert 0 < first < saved < 600
+    assert "Interrupted." in err and "rerun the same command to resume" in err and "Traceback" not in err, err[-3000:]
+    saved = on_disk()
+    # the batches finished after the last timed flush were written at the interruption (shards hold 2,048)
+    assert 0 < first <= flushed < seen <= saved < 600
     rerun = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
     assert rerun.returncode == 0, rerun.stderr
     line = next(x for x in rerun.stdout.splitlines() if "texts encoded" in x)

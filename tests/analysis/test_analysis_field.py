@@ -11,7 +11,9 @@ import numpy as np
 import pytest
 
 import sourcebias as sb
+import lm_helpers
 from conftest import write_jsonl, write_qrels
+from lm_helpers import store_sharing_models
 from sourcebias.cli.main import main
 
 pytest.importorskip("torch")
@@ -37,8 +39,11 @@ def titled(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def lm_cache(tmp_path_factory):
-    """One store for the module: the CLI and CDC tests read what the first test computed."""
-    return tmp_path_factory.mktemp("lm-cache")
+    """One store for the module (``fresh``): the CLI and CDC tests read what the first test
+    computed; SmolLM2 converted once a session (:func:`lm_helpers.store_sharing_models`)."""
+    root = tmp_path_factory.mktemp("lm-cache")
+    store_sharing_models(root / "fresh")
+    return root
 
 
 @pytest.fixture(scope="module")
@@ -50,14 +55,7 @@ def smollm2():
 
 def plain_nll(lm, text: str) -> float:
     """Mean NLL per token of ``text`` after the start (or end-of-text) token: one forward pass."""
-    import torch
-
-    model, tok = lm
-    ctx = tok.bos_token_id if tok.bos_token_id is not None else tok.eos_token_id
-    ids = [ctx] + tok(text, add_special_tokens=False)["input_ids"]
-    with torch.no_grad():
-        logp = torch.log_softmax(model(torch.tensor([ids])).logits[0].double(), dim=-1)
-    return -float(np.mean([logp[i - 1, ids[i]].item() for i in range(1, len(ids))]))
+    return lm_helpers.plain_nll(*lm, text)
 
 
 def test_perplexity_scores_the_field_asked_for_and_the_store_keeps_them_apart(titled, smollm2, lm_cache):

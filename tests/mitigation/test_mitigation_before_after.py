@@ -12,6 +12,7 @@ import pytest
 
 import sourcebias as sb
 from conftest import write_jsonl, write_qrels
+from lm_helpers import store_sharing_models
 from sourcebias.cli.main import main
 from sourcebias.core.errors import ConfigError
 from sourcebias.mitigation.before_after import evaluation_target
@@ -74,6 +75,7 @@ def test_cdc_fit_seed_reaches_the_sample_and_the_evaluation(eight_pairs, tmp_pat
     from sourcebias.mitigation.before_after import before_after_table
 
     out = tmp_path / "cdc"
+    store_sharing_models(tmp_path / "cache")  # SmolLM2 (cdc fit's default LM) converted once a session
     with pytest.raises(SystemExit) as info:
         main(["cdc", "fit", str(eight_pairs), "-r", "bm25", "--sample", "4", "--seed", "7", "-o", str(out), "--cache-dir", str(tmp_path / "cache")])
     printed = capsys.readouterr()
