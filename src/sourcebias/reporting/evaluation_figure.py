@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from sourcebias.evaluation.results import MIXED, EvaluationResult
-from sourcebias.reporting.grid_report import HUMAN_COLOR, LLM_COLOR
+from sourcebias.reporting.palette import HUMAN_COLOR, LLM_COLOR
 
 #: the LLM sources after the first are told apart by hatching (the colour stays LLM text's)
 HATCHES = ("", "//", "..", "xx", "\\\\")

@@ -34,11 +34,9 @@ from dataclasses import dataclass
 from sourcebias.evaluation.stats import SIGNIFICANCE, Column
 from sourcebias.evaluation.stats.base import _number
 from sourcebias.reporting.render import to_html, to_latex, to_markdown, to_rich
+from sourcebias.reporting.palette import HUMAN_COLOR, LLM_COLOR, UNDEFINED_COLOR
 from sourcebias.reporting.report import Report, cells_report
 
-HUMAN_COLOR = "#0072B2"  # Okabe-Ito blue (human text), as in the analysis figures
-LLM_COLOR = "#D55E00"  # Okabe-Ito vermillion (LLM text)
-UNDEFINED_COLOR = "#BBBBBB"  # an undefined Relative Δ is neither side
 
 
 def _mark(row: dict[str, Any]) -> str:
