@@ -134,7 +134,7 @@ class SourceBiasRetrieval(AbsTaskRetrieval):
     # Each task has metadata of its own (its dataset's name and split): kept on the instance, where
     # MTEB's unload_data (which drops an instance's filtered metadata to fall back on the class's) leaves it.
     @property
-    def metadata(self) -> Any:  # type: ignore[override]
+    def metadata(self) -> Any:
         return self.__dict__["_sb_metadata"]
 
     @metadata.setter

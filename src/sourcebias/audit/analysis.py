@@ -148,7 +148,7 @@ def audit_run(name: str, run, flags: np.ndarray, detector: CalibratedDetector, s
     for k in settings.ks:
         per_query = {q: labelled_shares(run, flags, query_ids, weights(q, k)) for q in QUANTITIES}
         boot = joint_bootstrap(per_query, calibration, resamples=settings.resamples, level=settings.level, seed=settings.seed, transforms=TRANSFORMS)
-        true = true_shares(run, query_ids, human_source, k) if truth else None
+        true = true_shares(run, query_ids, human_source, k) if truth and human_source is not None else None
         for q in QUANTITIES:
             a, b = TRANSFORMS[q]
             vals = per_query[q][np.isfinite(per_query[q])]

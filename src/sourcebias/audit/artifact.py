@@ -81,10 +81,12 @@ def build_detector(options: DetectorOptions, *, cache_dir: Any = None, emit: Cal
         from sourcebias.detect import build_detector as zero_shot
 
         det = zero_shot(options.zero_shot, cache_dir=cache_dir)
+        assert options.calibrate is not None  # check() requires it with a zero-shot detector
         return zero_shot_detector(det, _load(options.calibrate), max_pairs=options.max_pairs, threshold=options.threshold, seed=options.seed, field=options.spec.field)
     if options.train is not None:
         dataset = _load(options.train)
         return train_detector(dataset, options.spec, calibration_share=options.calibration_share, max_pairs=options.max_pairs, threshold=options.threshold, seed=options.seed, cache_dir=cache_dir, emit=emit)
+    assert options.scores is not None and options.calibration_scores is not None and options.calibrate is not None  # check(): --scores needs both
     scores, cal_scores = read_scores(options.scores), read_scores(options.calibration_scores)
     describe = {"scores": str(Path(options.scores).resolve()), "calibration_scores": str(Path(options.calibration_scores).resolve()), "calibration_dataset": str(options.calibrate)}
     return score_file_detector(scores, _load(options.calibrate), cal_scores, threshold=options.threshold, describe=describe)

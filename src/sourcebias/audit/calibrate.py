@@ -109,7 +109,7 @@ def _calibrated(detector: Any, dataset: Any, pos: np.ndarray, is_llm: np.ndarray
     info = {**detector.describe(), "kind": "zero-shot", "detector": detector.kind, "calibration_dataset": name, "calibration_pairs": len(set(pair_of)), **extra, "field": field,
             "not_scored_calibration_documents": int((~ok).sum()), "threshold_rule": threshold if isinstance(threshold, str) else "fixed", "auc": _auc(is_llm, scores)}  # fmt: skip
 
-    def score(target_corpus, positions: Sequence[int]) -> np.ndarray:
+    def score(target_corpus, positions: Sequence[int] | np.ndarray) -> np.ndarray:
         return np.asarray(detector.score_texts(corpus_texts(target_corpus, positions, field)), dtype=np.float64)
 
     return CalibratedDetector(score=score, threshold=thr, calibration_table=table, info=info, models={"detector": info.get("models")})
@@ -123,7 +123,7 @@ def calibration_dimensions(detector: CalibratedDetector) -> tuple[dict[str, np.n
     return ({d: t.loc[~t["is_llm"], d].to_numpy(np.float64) for d in dims}, {d: t.loc[t["is_llm"], d].to_numpy(np.float64) for d in dims})
 
 
-def document_dimensions(detector: CalibratedDetector, corpus: Any, positions: Sequence[int], scores: np.ndarray) -> dict[str, np.ndarray]:
+def document_dimensions(detector: CalibratedDetector, corpus: Any, positions: Sequence[int] | np.ndarray, scores: np.ndarray) -> dict[str, np.ndarray]:
     """The same dimensions for documents of ``corpus`` (``scores`` already computed)."""
     out = {"score": np.asarray(scores, dtype=np.float64)}
     if detector.features is not None and any(c.startswith("feature:") for c in detector.calibration_table.columns):

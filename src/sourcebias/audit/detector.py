@@ -41,12 +41,12 @@ class CalibratedDetector:
     one row per held-out calibration document (``doc_id``, ``source``, ``is_llm``, ``score``,
     ``flagged``); ``info``: what it is (kind, features, training, threshold rule, AUC ...)."""
 
-    score: Callable[[Any, Sequence[int]], np.ndarray]
+    score: Callable[[Any, Sequence[int] | np.ndarray], np.ndarray]
     threshold: float
     calibration_table: Any
     info: dict[str, Any] = field(default_factory=dict)
     models: dict[str, Any] = field(default_factory=dict)
-    features: Callable[[Any, Sequence[int]], dict[str, np.ndarray]] | None = None  # the inputs of the score, for the transfer check; their calibration values are the table's ``feature:NAME`` columns
+    features: Callable[[Any, Sequence[int] | np.ndarray], dict[str, np.ndarray]] | None = None  # the inputs of the score, for the transfer check; their calibration values are the table's ``feature:NAME`` columns
 
     def calibration(self) -> Calibration:
         """Per calibration pair (grouped by ``doc_id``): the flags of its human and LLM copies."""
@@ -64,7 +64,7 @@ class CalibratedDetector:
         se, sp = tp / max(tp + fn, 1), tn / max(tn + fp, 1)
         se_ci = proportion_confint(tp, tp + fn, method="wilson") if tp + fn else (None, None)
         sp_ci = proportion_confint(tn, tn + fp, method="wilson") if tn + fp else (None, None)
-        return {"threshold": self.threshold, "sensitivity": se, "sensitivity_ci95": [float(x) for x in se_ci], "specificity": sp, "specificity_ci95": [float(x) for x in sp_ci],
+        return {"threshold": self.threshold, "sensitivity": se, "sensitivity_ci95": [None if x is None else float(x) for x in se_ci], "specificity": sp, "specificity_ci95": [None if x is None else float(x) for x in sp_ci],
                 "youden_j": se + sp - 1, "true_positive": tp, "false_negative": fn, "true_negative": tn, "false_positive": fp, "pairs": int(t["doc_id"].nunique()), "auc": self.info.get("auc")}
 
 
@@ -173,10 +173,10 @@ def train_detector(dataset, spec: FeatureSpec, *, calibration_share: float = 0.5
         "coefficients": dict(zip(spec.names, map(float, lr.coef_[0]))), "intercept": float(lr.intercept_[0]),
     }
 
-    def features(target_corpus, positions: Sequence[int]) -> dict[str, np.ndarray]:
+    def features(target_corpus, positions: Sequence[int] | np.ndarray) -> dict[str, np.ndarray]:
         return extractor.compute(target_corpus, positions, seed=seed)
 
-    def score(target_corpus, positions: Sequence[int]) -> np.ndarray:
+    def score(target_corpus, positions: Sequence[int] | np.ndarray) -> np.ndarray:
         return model.predict_proba(_matrix(features(target_corpus, positions), spec))[:, 1]
 
     return CalibratedDetector(score=score, threshold=thr, calibration_table=table, info=info, models=extractor.models(), features=features)
@@ -201,7 +201,7 @@ def score_file_detector(scores: dict[tuple[str, str], float], calibration_datase
     table = calibration_table(pair_of, [k[1] for k in keys], is_llm, cal_scores, thr)
     info = {"kind": "scores", **(describe or {}), "calibration_pairs": len(ids), "threshold_rule": threshold if isinstance(threshold, str) else "fixed", "auc": _auc(is_llm, cal_scores)}
 
-    def score(target_corpus, positions: Sequence[int]) -> np.ndarray:
+    def score(target_corpus, positions: Sequence[int] | np.ndarray) -> np.ndarray:
         return require_scores(scores, [(target_corpus.doc_ids[p], target_corpus.source_of(int(p))) for p in positions], "the audited run")
 
     return CalibratedDetector(score=score, threshold=thr, calibration_table=table, info=info)

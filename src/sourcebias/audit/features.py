@@ -103,16 +103,16 @@ class FeatureExtractor:
             self._lm = build_lm_scorer(self.spec.lm, batch_size=self.batch_size, device=self.device, cache_dir=self.cache_dir, field=self.spec.field)
         return self._lm
 
-    def texts(self, corpus, positions: Sequence[int]) -> list[str]:
+    def texts(self, corpus, positions: Sequence[int] | np.ndarray) -> list[str]:
         from sourcebias.analysis.perplexity import field_texts
 
         all_texts = field_texts(corpus, self.spec.field)
         return [all_texts[i] for i in positions]
 
-    def embed(self, corpus, positions: Sequence[int]) -> np.ndarray:
+    def embed(self, corpus, positions: Sequence[int] | np.ndarray) -> np.ndarray:
         return np.asarray(self.dense.embed(self.texts(corpus, positions), "document"), dtype=np.float64)
 
-    def fit_direction(self, corpus, llm_positions: Sequence[int], human_positions: Sequence[int]) -> None:
+    def fit_direction(self, corpus, llm_positions: Sequence[int] | np.ndarray, human_positions: Sequence[int] | np.ndarray) -> None:
         """The LLM − human direction from twin pairs (row i of each: the i-th pair)."""
         from sourcebias.analysis.direction import estimate_direction
 
@@ -120,7 +120,7 @@ class FeatureExtractor:
         self.direction = est.unit
         self.direction_summary = {k: v for k, v in est.summary().items() if k in ("pairs", "dimension", "mean_difference_norm", "consistency", "share_positive_projection")}
 
-    def compute(self, corpus, positions: Sequence[int], *, reference: Sequence[int] | None = None, seed: int = 0) -> dict[str, np.ndarray]:
+    def compute(self, corpus, positions: Sequence[int] | np.ndarray, *, reference: Sequence[int] | np.ndarray | None = None, seed: int = 0) -> dict[str, np.ndarray]:
         """Feature name -> values for the documents at ``positions`` of ``corpus`` (the idf over
         the whole ``corpus``), standardised within the collection (``spec.normalize``) by the
         documents at ``reference`` (default: a seeded sample of ``spec.reference_docs``)."""
@@ -138,7 +138,7 @@ class FeatureExtractor:
         stats = self._stats[key]
         return {f: (v - stats[f][0]) / (stats[f][1] if stats[f][1] > 0 else 1.0) for f, v in raw.items()}
 
-    def raw(self, corpus, positions: Sequence[int]) -> dict[str, np.ndarray]:
+    def raw(self, corpus, positions: Sequence[int] | np.ndarray) -> dict[str, np.ndarray]:
         """The features before normalisation."""
         if self.direction is None:
             raise ConfigError("the LLM − human direction is not estimated yet (fit_direction)")
@@ -168,7 +168,7 @@ class FeatureExtractor:
         return out
 
 
-def median_idf(corpus, positions: Sequence[int], field: str = "text") -> np.ndarray:
+def median_idf(corpus, positions: Sequence[int] | np.ndarray, field: str = "text") -> np.ndarray:
     """Median Lucene idf of each document's analyzer terms, idf over all of ``corpus``'s
     ``field`` texts (NaN for a document without terms)."""
     from sourcebias.analysis.perplexity import field_texts

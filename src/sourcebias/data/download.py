@@ -170,7 +170,7 @@ def _already_there(entry: KnownDataset, folder: Path) -> dict[str, Any]:
     try:
         recorded = json.loads((folder / MARKER).read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        raise DataError(f"{folder / MARKER}: unreadable record of an earlier download ({exc}); remove {folder} and download again") from None
+        raise DataError(folder / MARKER, f"unreadable record of an earlier download ({exc}); remove {folder} and download again") from None
     return {**recorded, "name": entry.name, "folder": str(folder), "archives": recorded.get("archives", []), **check_dataset(folder), "already": True}
 
 

@@ -148,7 +148,7 @@ def _raidar(spec: str, model: str, opts: dict[str, str], *, cache_dir: Any, devi
     return ZeroShotDetector(spec, "raidar", engine, opts, cache_dir)
 
 
-def corpus_texts(corpus, positions: Sequence[int], field: str = "text") -> list[str]:
+def corpus_texts(corpus, positions: Sequence[int] | np.ndarray, field: str = "text") -> list[str]:
     """The ``field`` texts (``text`` or ``title+text``) of the documents at ``positions``."""
     from sourcebias.analysis.perplexity import field_texts
 

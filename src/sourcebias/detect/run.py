@@ -86,7 +86,7 @@ def detect(dataset, detector: ZeroShotDetector, *, field: str = "text", max_pair
     scores = np.asarray(detector.score_texts(corpus_texts(corpus, positions, field)), dtype=np.float64)
     frame = pd.DataFrame({"doc_id": [corpus.doc_ids[p] for p in positions], "source": [corpus.source_of(int(p)) for p in positions], "score": scores})
     nan = int((~np.isfinite(scores)).sum())
-    summary = {"documents": len(positions), "scored": int(len(positions) - nan), "not_scored": nan, "max_pairs": max_pairs, "seed": seed}
+    summary: dict[str, Any] = {"documents": len(positions), "scored": int(len(positions) - nan), "not_scored": nan, "max_pairs": max_pairs, "seed": seed}
     if nan:
         summary["not_scored_note"] = f"{nan:,} document(s) have no score (no token to score, or a rewrite the post-processing flagged: refused, empty, truncated); they are NaN in scores.tsv"
     labelled = labelled_summary(dataset, positions, scores)

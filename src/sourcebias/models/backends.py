@@ -284,7 +284,7 @@ class _RuntimeModel:
     def load(folder: Path, backend: str, config: Any) -> Any:
         base = _torch_module_base()
 
-        class RuntimeModel(base):  # an nn.Module, so sentence-transformers can hold it as a submodule
+        class RuntimeModel(base):  # type: ignore[valid-type,misc]  # torch.nn.Module, imported lazily (a variable, so mypy cannot see it); an nn.Module so sentence-transformers can hold it as a submodule
             def __init__(self):
                 super().__init__()
                 self.config = config

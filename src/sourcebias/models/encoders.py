@@ -244,7 +244,7 @@ class SentenceTransformerEncoder(Encoder):
     def fingerprint(self, role: str) -> str:
         if role not in self._fingerprints:
             folder = self._folder(role)
-            ident = {
+            ident: dict[str, Any] = {
                 "weights": folder_digest(folder),
                 "pooling": self.pooling,
                 "similarity": self.similarity,

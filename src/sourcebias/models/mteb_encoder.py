@@ -25,7 +25,7 @@ import hashlib
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -88,7 +88,7 @@ def retrieval_metadata(
         dialect=None,
         sample_creation=None,
         bibtex_citation=None,
-        prompt=prompt,
+        prompt=cast(Any, prompt),  # MTEB's PromptDict is a TypedDict over the same task-type keys
     )
 
 
@@ -211,7 +211,8 @@ class MTEBEncoder(Encoder):
 
         if model is None and not model_name:
             raise ConfigError("MTEBEncoder needs a model name or a loaded model")
-        self._model, self._folder = model, None
+        self._model = model
+        self._folder: str | None = None
         self.meta = model.mteb_model_meta if model is not None else model_meta(model_name, revision)  # type: ignore[arg-type]
         self.model_name, self.revision, self.path, self.device = self.meta.name, revision, path, device
         self.task = task_metadata(task)
@@ -269,7 +270,7 @@ class MTEBEncoder(Encoder):
         disable_progress_bars()
         try:
             data = Dataset.from_dict({"id": [str(i) for i in range(len(texts))], "text": list(texts)})
-            loader = create_dataloader(data, task_metadata=self.task, prompt_type=prompt_type, batch_size=self.batch_size)
+            loader = create_dataloader(data, task_metadata=self.task, prompt_type=cast(Any, prompt_type), batch_size=self.batch_size)
             kwargs = {"batch_size": self.batch_size, "show_progress_bar": False}
             vecs = model.encode(loader, task_metadata=self.task, hf_split=SPLIT, hf_subset=SUBSET, prompt_type=prompt_type, **kwargs)
         finally:

@@ -55,7 +55,7 @@ TEXT_MEMO_TERMS = 10_000_000
 _SIMPLE_LOWER = str.maketrans({"\u0130": "i", "\u03a3": "\u03c3"})
 
 
-def _porter_stemmer_class() -> type:
+def _porter_stemmer_class() -> Any:
     """NLTK's ``PorterStemmer`` class, without NLTK's package import when NLTK is not loaded yet.
 
     ``import nltk.stem.porter`` runs ``nltk/__init__``, which imports most of NLTK (its

@@ -45,6 +45,7 @@ def _sign_flip_blocks(n: int, n_resamples: int, seed: int) -> tuple[Iterator[np.
             if exact:
                 raw = np.arange(start, start + m, dtype=np.uint64).reshape(m, 1)
             else:
+                assert bits is not None  # drawn whenever the test is not exact
                 raw = bits.random_raw(m * words).reshape(m, words)
             yield raw.astype("<u8", copy=False).view(np.uint8)[:, :nbytes]
 
