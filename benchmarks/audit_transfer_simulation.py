@@ -65,9 +65,9 @@ def summarise(frame):
     rows = []
     for (name, reference), g in frame.groupby(["scenario", "reference"], sort=False):
         passed = g[g["passed"]]
-        miss = g["passed"] & (g["covers"] == False)
-        rows.append({"scenario": name, "reference": reference, "audits": len(g), "flagged": float((~g["passed"]).mean()), "coverage_all": float((g["covers"] == True).mean()),
-                     "coverage_when_passed": float((passed["covers"] == True).mean()) if len(passed) else float("nan"), "passed": len(passed),
+        miss = g["passed"] & (~g["covers"].astype(bool))
+        rows.append({"scenario": name, "reference": reference, "audits": len(g), "flagged": float((~g["passed"]).mean()), "coverage_all": float(g["covers"].astype(bool).mean()),
+                     "coverage_when_passed": float(passed["covers"].astype(bool).mean()) if len(passed) else float("nan"), "passed": len(passed),
                      "misses": float(miss.mean()), "mean_abs_error": float((g["corrected"] - g["true"]).abs().mean())})  # fmt: skip
     return rows
 
@@ -77,7 +77,9 @@ def markdown(rows, args) -> str:
              "| audited domain | human reference set | flagged | corrected CI covers (all) | covers when the check passes (n) | miss: passed and CI misses | mean abs. error |",
              "|---|---:|---:|---:|---:|---:|---:|"]  # fmt: skip
     for r in rows:
-        lines.append(f"| {r['scenario']} | {r['reference'] or '–'} | {r['flagged']:.1%} | {r['coverage_all']:.1%} | {r['coverage_when_passed']:.1%} ({r['passed']}) | {r['misses']:.1%} | {r['mean_abs_error']:.3f} |")
+        lines.append(
+            f"| {r['scenario']} | {r['reference'] or '–'} | {r['flagged']:.1%} | {r['coverage_all']:.1%} | {r['coverage_when_passed']:.1%} ({r['passed']}) | {r['misses']:.1%} | {r['mean_abs_error']:.3f} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -87,10 +89,20 @@ def plot(rows, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    names = [r["scenario"].replace(" to ", "\nto ").replace(" shifted", "\nshifted").replace(" spread", "\nspread") + (f"\n+ {r['reference']} human ref." if r["reference"] else "") for r in rows]
+    names = [
+        r["scenario"].replace(" to ", "\nto ").replace(" shifted", "\nshifted").replace(" spread", "\nspread")
+        + (f"\n+ {r['reference']} human ref." if r["reference"] else "")
+        for r in rows
+    ]
     x = np.arange(len(names))
     fig, ax = plt.subplots(figsize=(13, 4.6))
-    for i, (key, label, color) in enumerate((("flagged", "flagged by the check", "tab:red"), ("coverage_when_passed", "CI covers | check passed", "tab:blue"), ("misses", "missed (passed, CI misses)", "tab:gray"))):
+    for i, (key, label, color) in enumerate(
+        (
+            ("flagged", "flagged by the check", "tab:red"),
+            ("coverage_when_passed", "CI covers | check passed", "tab:blue"),
+            ("misses", "missed (passed, CI misses)", "tab:gray"),
+        )
+    ):
         ax.bar(x + (i - 1) * 0.27, [r[key] for r in rows], 0.27, label=label, color=color)
     ax.axhline(0.95, color="tab:blue", linestyle=":", linewidth=1)
     ax.axhline(0.05, color="tab:red", linestyle=":", linewidth=1)

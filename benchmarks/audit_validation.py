@@ -55,7 +55,10 @@ def reference_file(audited: str, n: int, output: Path) -> Path:
     return path
 
 
-HEADER = ["| audited | calibrated on | run | measure | naive | corrected [95% CI] | true | corrected − true | target met | transfer check |", "|---|---|---|---|---:|---:|---:|---:|---|---|"]
+HEADER = [
+    "| audited | calibrated on | run | measure | naive | corrected [95% CI] | true | corrected − true | target met | transfer check |",
+    "|---|---|---|---|---:|---:|---:|---:|---|---|",
+]
 
 
 def main() -> None:
@@ -68,8 +71,13 @@ def main() -> None:
     ap.add_argument("--max-queries", type=int, default=80)
     ap.add_argument("--resamples", type=int, default=2000)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--human-reference", type=int, default=0, metavar="N",
-                    help="give the audit N seeded human documents of the audited corpus as its human reference set (standing in for documents a user knows to be human, e.g. written before 2022)")
+    ap.add_argument(
+        "--human-reference",
+        type=int,
+        default=0,
+        metavar="N",
+        help="give the audit N seeded human documents of the audited corpus as its human reference set (standing in for documents a user knows to be human, e.g. written before 2022)",
+    )
     args = ap.parse_args()
 
     from sourcebias.audit import AuditSettings, DetectorOptions, run_audit
@@ -89,7 +97,13 @@ def main() -> None:
         lines += [row_line(audited, other, r, result.diagnostic) for r in result.rows]
         print(lines[-4:], flush=True)
     ref = f"; Sp from {args.human_reference} human documents of the audited corpus" if args.human_reference else ""
-    text = "\n".join([f"Detector: {args.detector}; calibration: {args.max_pairs} twin pairs of the other dataset{ref}; {args.max_queries} queries (seeded sample) × top 10; {args.resamples} resamples, seed {args.seed}.", ""] + lines)
+    text = "\n".join(
+        [
+            f"Detector: {args.detector}; calibration: {args.max_pairs} twin pairs of the other dataset{ref}; {args.max_queries} queries (seeded sample) × top 10; {args.resamples} resamples, seed {args.seed}.",
+            "",
+        ]
+        + lines
+    )
     text += f"\n\nCommand: `python {' '.join(sys.argv)}` ({time.perf_counter() - t0:.0f} s)\n"
     (args.output / "table.md").write_text(text, encoding="utf-8")
     print(text)

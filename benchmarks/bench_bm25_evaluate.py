@@ -29,7 +29,7 @@ import tempfile
 import time
 from pathlib import Path
 
-RAW = r'''
+RAW = r"""
 import csv, json, sys
 import numpy as np, bm25s, Stemmer, pytrec_eval
 root, split, out = sys.argv[1], sys.argv[2], sys.argv[3]
@@ -67,7 +67,7 @@ for s in sources:
     score(s, rank([(s, d) for d in docs[s]]), [s], [s])
 with open(out / "metrics.csv", "w", newline="") as fh:
     csv.writer(fh).writerows([("retriever", "corpus", "target", "metric", "value")] + rows)
-'''
+"""
 
 
 def timed(cmd: list[str]) -> tuple[float, float]:
@@ -88,13 +88,29 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        ours_cmd = [sys.executable, "-m", "sourcebias", "evaluate", args.dataset, "--retriever", "bm25", "--split", args.split, "--output", f"{tmp}/ours", "--overwrite"]
+        ours_cmd = [
+            sys.executable,
+            "-m",
+            "sourcebias",
+            "evaluate",
+            args.dataset,
+            "--retriever",
+            "bm25",
+            "--split",
+            args.split,
+            "--output",
+            f"{tmp}/ours",
+            "--overwrite",
+        ]
         raw_cmd = [sys.executable, "-c", RAW, args.dataset, args.split, f"{tmp}/raw"]
         ours, raw = [], []
         for i in range(args.repeat):  # interleaved, so both see the same machine load
             ours.append(timed(ours_cmd))
             raw.append(timed(raw_cmd))
-            print(f"run {i + 1}: sourcebias {ours[-1][0]:.2f} s ({ours[-1][1]:.2f} s CPU)   raw bm25s+pytrec_eval {raw[-1][0]:.2f} s ({raw[-1][1]:.2f} s CPU)", flush=True)
+            print(
+                f"run {i + 1}: sourcebias {ours[-1][0]:.2f} s ({ours[-1][1]:.2f} s CPU)   raw bm25s+pytrec_eval {raw[-1][0]:.2f} s ({raw[-1][1]:.2f} s CPU)",
+                flush=True,
+            )
     o, r = statistics.median(w for w, _ in ours), statistics.median(w for w, _ in raw)
     oc, rc = statistics.median(c for _, c in ours), statistics.median(c for _, c in raw)
     print(f"\nmedian over {args.repeat}: sourcebias evaluate {o:.2f} s, raw libraries {r:.2f} s")

@@ -25,7 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
-REFERENCE = r'''
+REFERENCE = r"""
 import csv, json, sys
 import numpy as np, pytrec_eval
 from sentence_transformers import SentenceTransformer
@@ -51,7 +51,7 @@ for t in targets:
     tq = {q: {f"{s}|{d}": (g if t in ("all", s) else 0) for d, g in qrels[q].items() for s in chosen} for q in qids}
     res = pytrec_eval.RelevanceEvaluator(tq, {"ndcg_cut.1,3,5,10", "map_cut.1,3,5,10", "recall.1,3,5,10", "P.1,3,5,10"}).evaluate(run)
     print(setting, t, round(float(np.mean([res[q]["ndcg_cut_1"] for q in qids])), 4))
-'''
+"""
 
 
 def timed(cmd: list[str], env: dict[str, str]) -> float:
@@ -77,7 +77,20 @@ def main() -> None:
             t = timed([sys.executable, "-c", REFERENCE, args.dataset, args.model, setting], env)
             print(f"reference run, {setting:<17} {t:7.1f} s", flush=True)
             ref += t
-        ours = [sys.executable, "-m", "sourcebias", "evaluate", args.dataset, "--retriever", f"st:{args.model}", "--split", "test", "--output", f"{cache}/out", "--overwrite"]
+        ours = [
+            sys.executable,
+            "-m",
+            "sourcebias",
+            "evaluate",
+            args.dataset,
+            "--retriever",
+            f"st:{args.model}",
+            "--split",
+            "test",
+            "--output",
+            f"{cache}/out",
+            "--overwrite",
+        ]
         cold = timed(ours, env)
         print(f"sourcebias, cold cache, 4 settings {cold:7.1f} s", flush=True)
         warm = timed(ours, env)

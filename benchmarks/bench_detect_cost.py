@@ -74,7 +74,9 @@ def main() -> None:
     texts = audit_texts(args.dataset, args.queries)
     rng = np.random.default_rng(0)
     sample = [texts[i] for i in sorted(rng.permutation(len(texts))[: args.sample])]
-    print(f"audit of {args.queries} queries × top 10 on {args.dataset.name}: {len(texts):,} documents; timed on a sample of {len(sample)}, {args.max_tokens} tokens, OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')}")
+    print(
+        f"audit of {args.queries} queries × top 10 on {args.dataset.name}: {len(texts):,} documents; timed on a sample of {len(sample)}, {args.max_tokens} tokens, OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')}"
+    )
     print("| detector | s/text | bare forward pass s/text | ratio | whole audit (extrapolated) |")
     print("|---|---:|---:|---:|---:|")
     for spec in args.detector or DEFAULT:

@@ -91,6 +91,7 @@ def main(argv: list[str] | None = None) -> None:
 
     from sourcebias.generation.prompts import load_prompt
     from sourcebias.generation.rewrite import RewriteSettings, document_seed
+
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
     from server_process import ServerProcess  # the test harness
 
@@ -138,9 +139,14 @@ def main(argv: list[str] | None = None) -> None:
                 "ours_seconds": ours_t,
             }
             results.append(row)
-            print(f"concurrency {c}: raw {row['raw_docs_per_s']:.3f} docs/s, sourcebias {row['ours_docs_per_s']:.3f} docs/s, ours/raw {row['ratio_ours_to_raw']:.3f} (tokens {raw_tokens} vs {our_tokens})", file=sys.stderr)
+            print(
+                f"concurrency {c}: raw {row['raw_docs_per_s']:.3f} docs/s, sourcebias {row['ours_docs_per_s']:.3f} docs/s, ours/raw {row['ratio_ours_to_raw']:.3f} (tokens {raw_tokens} vs {our_tokens})",
+                file=sys.stderr,
+            )
 
-    print(f"\n{len(docs)} nq-utd documents, max_tokens {args.max_tokens}, SmolLM2-135M on `sourcebias serve --threads {args.threads}` (CPU, {os.cpu_count()} cores), median of {args.rounds} round(s)")
+    print(
+        f"\n{len(docs)} nq-utd documents, max_tokens {args.max_tokens}, SmolLM2-135M on `sourcebias serve --threads {args.threads}` (CPU, {os.cpu_count()} cores), median of {args.rounds} round(s)"
+    )
     print("| concurrency | raw httpx docs/s | sourcebias docs/s | ours / raw |")
     print("|---|---|---|---|")
     for r in results:

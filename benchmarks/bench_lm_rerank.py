@@ -55,8 +55,10 @@ def main() -> None:
     lm = CausalLMReranker(args.model, batch_size=args.batch_size, device=args.device)
     t0 = time.perf_counter()
     lm._ensure_loaded()
-    print(f"{args.model}: loaded in {time.perf_counter() - t0:.1f} s; torch threads {torch.get_num_threads()}; "
-          f"{len(qs)} pairs: {len(set(docs))} documents of BM25's top {args.depth} with all their queries")
+    print(
+        f"{args.model}: loaded in {time.perf_counter() - t0:.1f} s; torch threads {torch.get_num_threads()}; "
+        f"{len(qs)} pairs: {len(set(docs))} documents of BM25's top {args.depth} with all their queries"
+    )
 
     results = {}
     for mode, batch, shared in (("unbatched", 1, False), ("batched", args.batch_size, False), ("shared-prefix", args.batch_size, True)):

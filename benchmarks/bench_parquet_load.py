@@ -70,6 +70,7 @@ def main() -> None:
     import pyarrow.parquet as pq
 
     import sourcebias as sb
+
     result = build_result(args.queries, args.measures, args.retrievers)
     n_values = len(result.per_query) * len(result.query_ids)
     with tempfile.TemporaryDirectory() as tmp:
@@ -85,7 +86,9 @@ def main() -> None:
         t_arrow = best_of(args.repeat, lambda: pq.read_table(path))
         t_pandas = best_of(args.repeat, lambda: pd.read_parquet(path))
         size = path.stat().st_size
-    print(f"{args.queries:,} queries x {args.measures} measures x {args.retrievers} retrievers x 5 (setting, target): {len(result.per_query):,} vectors, {n_values:,} values")
+    print(
+        f"{args.queries:,} queries x {args.measures} measures x {args.retrievers} retrievers x 5 (setting, target): {len(result.per_query):,} vectors, {n_values:,} values"
+    )
     print(f"per_query.parquet: {size / 1e6:.1f} MB, written in {t_write:.2f} s")
     print(f"load_result (whole folder): {t_load:.3f} s")
     print(f"pyarrow.parquet.read_table: {t_arrow:.3f} s   ratio load_result / pyarrow = {t_load / t_arrow:.2f}")

@@ -47,7 +47,9 @@ def main() -> None:
 
     print(f"joint sign-flip test: {args.flips:,} flips, {args.datasets} datasets x {args.pairs:,} pairs, {args.dim} dims (chunk {args.chunk})")
     print(f"vectorised: {t:.2f} s (target < 30 s: {'met' if t < 30 else 'NOT met'}); a per-flip loop would take about {t_loop:.1f} s ({t_loop / t:.1f} x)")
-    print(f"shared norm {res['shared_norm']:.4g} (p {res['p_shared_norm']:.3g}), mean pairwise cosine {res['mean_pairwise_cosine']:.3f} (p {res['p_pairwise_cosine']:.3g})")
+    print(
+        f"shared norm {res['shared_norm']:.4g} (p {res['p_shared_norm']:.3g}), mean pairwise cosine {res['mean_pairwise_cosine']:.3f} (p {res['p_pairwise_cosine']:.3g})"
+    )
 
 
 if __name__ == "__main__":

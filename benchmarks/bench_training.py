@@ -50,7 +50,18 @@ def main() -> None:
         model = SentenceTransformer(path, device="cpu")
         model.max_seq_length = args.max_seq_length
         with tempfile.TemporaryDirectory() as tmp:
-            a = SentenceTransformerTrainingArguments(output_dir=tmp, num_train_epochs=1, per_device_train_batch_size=args.batch_size, learning_rate=2e-5, warmup_steps=0.1, seed=0, report_to="none", save_strategy="no", disable_tqdm=True, logging_steps=10**6)
+            a = SentenceTransformerTrainingArguments(
+                output_dir=tmp,
+                num_train_epochs=1,
+                per_device_train_batch_size=args.batch_size,
+                learning_rate=2e-5,
+                warmup_steps=0.1,
+                seed=0,
+                report_to="none",
+                save_strategy="no",
+                disable_tqdm=True,
+                logging_steps=10**6,
+            )
             t = SentenceTransformerTrainer(model=model, args=a, train_dataset=HFDataset.from_dict(columns), loss=MultipleNegativesRankingLoss(model))
             t0 = time.perf_counter()
             t.train()

@@ -79,8 +79,10 @@ def main() -> None:
     rebuild_analyzer = EnglishAnalyzer()
     rebuild_analyzer.to_ids(old, {}, grow=True)  # warm, as a rebuild in the same process would be
     n_terms = len(base.vocab)
-    print(f"{len(texts):,} documents ({args.docs:,} + {args.new:,}), {n_terms:,} terms in the first {args.docs:,}, "
-          f"{sum(len(s.docs) for s in base.segments):,} postings; {args.queries} queries; first index built in {t_base:.1f} s")
+    print(
+        f"{len(texts):,} documents ({args.docs:,} + {args.new:,}), {n_terms:,} terms in the first {args.docs:,}, "
+        f"{sum(len(s.docs) for s in base.segments):,} postings; {args.queries} queries; first index built in {t_base:.1f} s"
+    )
 
     def rebuild() -> np.ndarray:
         vocab: dict[str, int] = {}

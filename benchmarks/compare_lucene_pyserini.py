@@ -55,15 +55,29 @@ def lucene_side(work: Path, k1: float, b: float, depth: int, analysis: bool) -> 
     """Index with Pyserini, then search with Lucene's own ``IndexSearcher`` and
     ``BM25Similarity(k1, b)``: Pyserini's ``LuceneSearcher`` rounds scores to 4 decimals, and the
     comparison wants Lucene's float32 scores as they are."""
-    from pyserini.analysis import get_lucene_analyzer
     from jnius import autoclass, cast
+    from pyserini.analysis import get_lucene_analyzer
 
     index = work / "index"
-    cmd = [sys.executable, "-m", "pyserini.index.lucene", "--collection", "JsonCollection", "--input", str(work / "docs"),
-           "--index", str(index), "--generator", "DefaultLuceneDocumentGenerator", "--threads", "1"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pyserini.index.lucene",
+        "--collection",
+        "JsonCollection",
+        "--input",
+        str(work / "docs"),
+        "--index",
+        str(index),
+        "--generator",
+        "DefaultLuceneDocumentGenerator",
+        "--threads",
+        "1",
+    ]
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
     reader = autoclass("org.apache.lucene.index.DirectoryReader").open(
-        autoclass("org.apache.lucene.store.FSDirectory").open(autoclass("java.io.File")(str(index)).toPath()))
+        autoclass("org.apache.lucene.store.FSDirectory").open(autoclass("java.io.File")(str(index)).toPath())
+    )
     searcher = autoclass("org.apache.lucene.search.IndexSearcher")(cast("org.apache.lucene.index.IndexReader", reader))
     searcher.setSimilarity(autoclass("org.apache.lucene.search.similarities.BM25Similarity")(k1, b))
     analyzer = get_lucene_analyzer()  # Anserini's default: the English chain with Porter
@@ -129,8 +143,15 @@ def compare_scores(work: Path, ours: dict[str, np.ndarray], tolerance: float) ->
     for qid, doc, _ in rows:
         lucene_top.setdefault(qid, []).append(int(doc))
     same_top = sum(np.argsort(-ours[q], kind="stable")[: len(docs)].tolist() == docs for q, docs in lucene_top.items())
-    return {"documents": n, "within": within, "equal": equal, "off": off, "queries_off": len({o[1] for o in off}),
-            "same_top": same_top, "queries": len(lucene_top)}
+    return {
+        "documents": n,
+        "within": within,
+        "equal": equal,
+        "off": off,
+        "queries_off": len({o[1] for o in off}),
+        "same_top": same_top,
+        "queries": len(lucene_top),
+    }
 
 
 def compare_terms(work: Path, texts: list[str], top: int) -> None:
@@ -168,9 +189,11 @@ def run_dataset(spec: str, args: argparse.Namespace) -> dict:
             subprocess.run(cmd + (["--analysis"] if args.analysis else []), check=True)
         result = compare_scores(work, our_scores(ds.corpus, queries, args.k1, args.b), args.tolerance)
         print(f"{ds.name} ({'all queries' if args.all_queries else split}): {len(texts):,} documents, {len(qids)} queries")
-        print(f"  Lucene's top {args.depth}: {result['documents']:,} documents; within {args.tolerance:.1%}: {result['within']:,} "
-              f"({result['within'] / max(result['documents'], 1):.3%}); bit-equal float32: {result['equal']:,}; "
-              f"off: {len(result['off'])} in {result['queries_off']} queries")
+        print(
+            f"  Lucene's top {args.depth}: {result['documents']:,} documents; within {args.tolerance:.1%}: {result['within']:,} "
+            f"({result['within'] / max(result['documents'], 1):.3%}); bit-equal float32: {result['equal']:,}; "
+            f"off: {len(result['off'])} in {result['queries_off']} queries"
+        )
         print(f"  queries whose top {args.depth} (documents and order) equal Lucene's: {result['same_top']} of {result['queries']}")
         for rel, qid, doc, theirs, mine in result["off"][: args.show]:
             print(f"    {qid:>12} {ds.corpus.source_of(doc)}/{ds.corpus.doc_ids[doc]}: Lucene {theirs:.6g}, ours {mine:.6g} ({rel:.2%})")
@@ -182,8 +205,7 @@ def run_dataset(spec: str, args: argparse.Namespace) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("datasets", nargs="*", help="PATH[:SPLIT] (split default test)")
-    ap.add_argument("--pyserini-python", default=os.environ.get("PYSERINI_PYTHON"),
-                    help="the throwaway venv's interpreter (default: $PYSERINI_PYTHON)")
+    ap.add_argument("--pyserini-python", default=os.environ.get("PYSERINI_PYTHON"), help="the throwaway venv's interpreter (default: $PYSERINI_PYTHON)")
     ap.add_argument("--k1", type=float, default=1.2)
     ap.add_argument("--b", type=float, default=0.75)
     ap.add_argument("--depth", type=int, default=10)
@@ -191,8 +213,9 @@ def main() -> None:
     ap.add_argument("--show", type=int, default=15, help="how many differing documents / terms to print")
     ap.add_argument("--all-queries", action="store_true", help="search every query of queries.jsonl, not only the split's judged ones")
     ap.add_argument("--analysis", action="store_true", help="also compare every document's terms with Lucene's")
-    ap.add_argument("--keep", help="keep Lucene's index and results in this folder and reuse them on the next run "
-                    "(for the same corpus, queries, k1, b and depth)")
+    ap.add_argument(
+        "--keep", help="keep Lucene's index and results in this folder and reuse them on the next run (for the same corpus, queries, k1, b and depth)"
+    )
     ap.add_argument("--lucene-side", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.lucene_side:

@@ -113,18 +113,27 @@ def main() -> None:
     u_out = direction.estimate_direction(e_l[held], e_h[held], n_permutations=0).unit
     gaps_out = direction.score_gap_decomposition(e_q[qi], e_l[pi], e_h[pi], u_out)
     summary["gap_out_of_sample"] = {k: v for k, v in gaps_out.items() if not isinstance(v, np.ndarray)}
-    summary["gap_out_of_sample"]["u_pairs"] = int(len(held))
+    summary["gap_out_of_sample"]["u_pairs"] = len(held)
     summary["u_in_vs_out_cosine"] = direction.direction_cosine(dirn.unit, u_out)
 
     # figures
     figs = {
-        "spectrum": figures.plot_spectrum(rows, out / "spectrum.png", human_source=human, title=f"{ds.name}: {args.model.split('/')[-1]} embeddings (uncentred SVD)"),
-        "terms": figures.plot_term_similarity(terms["jaccard"], terms["overlap"], out / "term_similarity.png", title=f"{ds.name}: {llm} twin vs human original"),
+        "spectrum": figures.plot_spectrum(
+            rows, out / "spectrum.png", human_source=human, title=f"{ds.name}: {args.model.split('/')[-1]} embeddings (uncentred SVD)"
+        ),
+        "terms": figures.plot_term_similarity(
+            terms["jaccard"], terms["overlap"], out / "term_similarity.png", title=f"{ds.name}: {llm} twin vs human original"
+        ),
         "cosine": figures.plot_pair_cosines(matched, rand, out / "pair_cosine.png", title=f"{ds.name}: twin vs random pairs"),
         "lengths": figures.plot_lengths(words, out / "lengths_words.png", human_source=human),
         "tsne": figures.plot_tsne(coords, srcs, out / "tsne.png", human_source=human, perplexity=args.tsne_perplexity),
         "direction": figures.plot_direction(
-            dirn.projections, dirn.null_projections, out / "direction.png", null_statistic=dirn.null_norm, observed_statistic=dirn.norm, p_value=dirn.p_norm,
+            dirn.projections,
+            dirn.null_projections,
+            out / "direction.png",
+            null_statistic=dirn.null_norm,
+            observed_statistic=dirn.norm,
+            p_value=dirn.p_norm,
             title=f"{ds.name}: e_LLM − e_human, {len(ids)} twin pairs",
         ),
     }
@@ -133,18 +142,30 @@ def main() -> None:
 
     d = summary["direction"]
     print(f"{ds.name}: {len(ids)} twin pairs ({human} / {llm}), {args.model}, embeddings in {summary['encode_seconds']} s")
-    print(f"term Jaccard {summary['jaccard']['mean']:.3f} ± {summary['jaccard']['std']:.3f}, overlap {summary['overlap']['mean']:.3f} ± {summary['overlap']['std']:.3f}")
+    print(
+        f"term Jaccard {summary['jaccard']['mean']:.3f} ± {summary['jaccard']['std']:.3f}, overlap {summary['overlap']['mean']:.3f} ± {summary['overlap']['std']:.3f}"
+    )
     w = summary["words"]
     print(f"words: human {w['mean_b']:.1f}, LLM {w['mean_a']:.1f} (d_z {w['d_z']:.2f}, paired t p = {w['paired_p']:.2g}, Wilcoxon p = {w['wilcoxon_p']:.2g})")
-    print(f"cosine: matched {summary['cosine_matched']['mean']:.4f} ± {summary['cosine_matched']['std']:.4f}; random {summary['cosine_random']['mean']:.4f} ± {summary['cosine_random']['std']:.4f}")
+    print(
+        f"cosine: matched {summary['cosine_matched']['mean']:.4f} ± {summary['cosine_matched']['std']:.4f}; random {summary['cosine_random']['mean']:.4f} ± {summary['cosine_random']['std']:.4f}"
+    )
     for key in ("spectrum", "spectrum_centred"):
         s = summary[key]
-        print(f"{key}: LLM/human at rank 1 {s['ratio_rank1']:.3f}; head (10) {s['head_geomean']:.3f}, tail (10) {s['tail_geomean']:.3f}; {s['ranks_above_1']} of {s['ranks']} ranks above 1, first below 1 at rank {s['first_rank_below_1']}")
-    print(f"direction: ||mean diff|| {d['mean_difference_norm']:.4f} (null mean {d['null_norm_mean']:.4f}), consistency {d['consistency']:.3f} (null mean {d['null_consistency_mean']:.3f}), p_norm {d['p_norm']:.4g}, p_consistency {d['p_consistency']:.4g} ({d['permutations']} flips, {summary['direction_seconds']} s)")
+        print(
+            f"{key}: LLM/human at rank 1 {s['ratio_rank1']:.3f}; head (10) {s['head_geomean']:.3f}, tail (10) {s['tail_geomean']:.3f}; {s['ranks_above_1']} of {s['ranks']} ranks above 1, first below 1 at rank {s['first_rank_below_1']}"
+        )
+    print(
+        f"direction: ||mean diff|| {d['mean_difference_norm']:.4f} (null mean {d['null_norm_mean']:.4f}), consistency {d['consistency']:.3f} (null mean {d['null_consistency_mean']:.3f}), p_norm {d['p_norm']:.4g}, p_consistency {d['p_consistency']:.4g} ({d['permutations']} flips, {summary['direction_seconds']} s)"
+    )
     for key in ("gap_in_sample", "gap_out_of_sample"):
         g = summary[key]
-        print(f"{key}: {g['triples']} triples, mean gap {g['mean_gap']:.4f} = along u {g['mean_along']:.4f} + residual {g['mean_residual']:.4f}; share along u {g['share_along']:.2f}")
-    print(f"LLM twin scored higher in {summary['gap_share_llm_higher']:.0%} of relevant triples; cos(u all pairs, u held-out pairs) = {summary['u_in_vs_out_cosine']:.3f}")
+        print(
+            f"{key}: {g['triples']} triples, mean gap {g['mean_gap']:.4f} = along u {g['mean_along']:.4f} + residual {g['mean_residual']:.4f}; share along u {g['share_along']:.2f}"
+        )
+    print(
+        f"LLM twin scored higher in {summary['gap_share_llm_higher']:.0%} of relevant triples; cos(u all pairs, u held-out pairs) = {summary['u_in_vs_out_cosine']:.3f}"
+    )
     print(f"figures and summary.json in {out}")
 
 

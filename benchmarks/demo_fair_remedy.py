@@ -17,6 +17,8 @@ from pathlib import Path
 
 import sourcebias as sb
 from sourcebias.evaluation.measures import measure_grid
+from sourcebias.evaluation.results import MIXED, RunKey
+from sourcebias.evaluation.stats import StatContext, compute_statistics
 from sourcebias.mitigation.before_after import evaluate_before_after
 from sourcebias.mitigation.fair import remedy_rows
 from sourcebias.retrieval import build_retriever
@@ -37,11 +39,8 @@ measures = measure_grid(["NDCG", "Share", "NDSR"], [3, 10])
 result = evaluate_before_after(ds, systems, seed=0, measures=measures)
 print(f"{DATA.name} ({SPLIT}), {len(ds.evaluation_queries())} queries, {time.perf_counter() - t0:.0f} s")
 print(remedy_rows(result, pairs).to_markdown(index=False))
-from sourcebias.evaluation.results import MIXED, RunKey
-
 for _, _, a in pairs[:2]:
     print(a, "queries where a source ran out of candidates in the top 10:", result.runs[RunKey(a, MIXED)].info["stages"][-1]["queries_without_parity"])
-from sourcebias.evaluation.stats import StatContext, compute_statistics
 
 tests = compute_statistics(result, StatContext(measures=["NDCG@3"], seed=0, significance_resamples=10_000, correction="none"), ["paired_tests"], correct=False)
 for t in tests.records["paired_tests"]:

@@ -67,7 +67,9 @@ def main(argv: list[str] | None = None) -> None:
     ids = [r["_id"] for r in records]
     human = [json.loads(line)["_id"] for line in (ds / "corpus" / "human.jsonl").open(encoding="utf-8")]
     statuses = collections.Counter(r["metadata"]["rewrite_status"] for r in records)
-    print(f"[demo] twin: {len(ids)} lines, {len(set(ids))} unique ids, missing {len(set(human) - set(ids))}, duplicates {len(ids) - len(set(ids))}; statuses {dict(statuses)}")
+    print(
+        f"[demo] twin: {len(ids)} lines, {len(set(ids))} unique ids, missing {len(set(human) - set(ids))}, duplicates {len(ids) - len(set(ids))}; statuses {dict(statuses)}"
+    )
     assert sorted(ids) == sorted(human), "every document exactly once"
 
     evaluate = [sys.executable, "-m", "sourcebias", "evaluate", str(ds), "--retriever", "bm25", "--k", "1", "3", "5", "--output", str(args.workdir / "eval")]

@@ -73,7 +73,9 @@ def builtin_rows(pairs: int) -> list[str]:
 
     ds = {d: load_dataset(DATA / d, split=None) for d in DATASETS}
     test = {d: sample_positions(ds[d], max_pairs=200, seed=0) for d in DATASETS}
-    dets = {d: train_detector(ds[d], FeatureSpec(), max_pairs=pairs, calibration_share=0.5, seed=1) for d in DATASETS}  # seed 1: another pair sample than the scored one
+    dets = {
+        d: train_detector(ds[d], FeatureSpec(), max_pairs=pairs, calibration_share=0.5, seed=1) for d in DATASETS
+    }  # seed 1: another pair sample than the scored one
     rows = []
     for d in DATASETS:
         y = np.array([ds[d].corpus.source_of(int(p)) != "human" for p in test[d]])

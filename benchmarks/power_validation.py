@@ -82,7 +82,15 @@ def paired_rows(name, pop):
             effect = 0.0 if target == ALPHA else float(TTestPower().solve_power(nobs=n, alpha=ALPHA, power=target)) * sd
             truth = t_truth(pop, effect, n, seed=n * 1000 + int(target * 100))
             for method in (RESAMPLING, ANALYTIC):
-                yield {"population": name, "statistic": "paired t", "n": n, "effect": effect, "method": method, "predicted": model.power(method, n, effect), "simulated": truth}
+                yield {
+                    "population": name,
+                    "statistic": "paired t",
+                    "n": n,
+                    "effect": effect,
+                    "method": method,
+                    "predicted": model.power(method, n, effect),
+                    "simulated": truth,
+                }
 
 
 def twin_rows():
@@ -92,7 +100,15 @@ def twin_rows():
         for rate in (0.5, 0.55, 0.6, 0.65):
             truth = cluster_truth(a, b, n, rate, seed=n * 1000 + int(rate * 100))
             for method in (RESAMPLING, ANALYTIC):
-                yield {"population": "twin pairs, clustered", "statistic": "clustered sign-flip (z, corrected)", "n": n, "effect": rate, "method": method, "predicted": model.power(method, n, rate), "simulated": truth}
+                yield {
+                    "population": "twin pairs, clustered",
+                    "statistic": "clustered sign-flip (z, corrected)",
+                    "n": n,
+                    "effect": rate,
+                    "method": method,
+                    "predicted": model.power(method, n, rate),
+                    "simulated": truth,
+                }
 
 
 def pilot_populations(folder):
@@ -153,7 +169,9 @@ def main() -> None:
         for pop in dict.fromkeys(r["population"] for r in rows):
             sel = [r for r in rows if r["method"] == method and r["population"] == pop]
             worst = max(sel, key=lambda r: abs(r["predicted"] - r["simulated"]))
-            print(f"{method:10s} {pop:28s} {len(sel):3d} configurations, largest gap {abs(worst['predicted'] - worst['simulated']) * 100:4.1f} points (n = {worst['n']}, predicted {worst['predicted']:.3f}, simulated {worst['simulated']:.3f})")
+            print(
+                f"{method:10s} {pop:28s} {len(sel):3d} configurations, largest gap {abs(worst['predicted'] - worst['simulated']) * 100:4.1f} points (n = {worst['n']}, predicted {worst['predicted']:.3f}, simulated {worst['simulated']:.3f})"
+            )
     print(f"{len(rows)} comparisons in {time.perf_counter() - t0:.1f} s; wrote {args.output}/validation.csv and validation.png")
 
 

@@ -45,7 +45,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bm25_incremental import pseudo_words, synthetic_texts  # noqa: E402
+from bm25_incremental import pseudo_words, synthetic_texts
 
 
 def make_corpora(texts: list[str], n_base: int, n_added: int):
@@ -101,8 +101,11 @@ def bench(spec: str, texts: list[str], n_base: int, n_added: int, queries: dict[
         t_full = time.perf_counter() - t
         print(f"{spec}: (ii) full re-{'encode' if dense else 'index'} + rank {len(full):,}: {t_full:8.3f} s", flush=True)
     same, n_q, diff = compare(run_round, run_full)
-    print(f"{spec}: ratio round / full = {t_round / t_full:.4f} (target <= 0.2); "
-          f"queries with identical top 100: {same}/{n_q}; largest score difference there: {diff:.3g}", flush=True)
+    print(
+        f"{spec}: ratio round / full = {t_round / t_full:.4f} (target <= 0.2); "
+        f"queries with identical top 100: {same}/{n_q}; largest score difference there: {diff:.3g}",
+        flush=True,
+    )
     return {"spec": spec, "docs": len(full), "setup": t_setup, "round": t_round, "full": t_full, "same": same, "queries": n_q, "diff": diff}
 
 
@@ -120,8 +123,11 @@ def main() -> None:
 
     import torch
 
-    print(f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')}, torch threads {torch.get_num_threads()}, "
-          f"os.cpu_count() {os.cpu_count()}, device {args.device or 'default'}", flush=True)
+    print(
+        f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')}, torch threads {torch.get_num_threads()}, "
+        f"os.cpu_count() {os.cpu_count()}, device {args.device or 'default'}",
+        flush=True,
+    )
     rng = np.random.default_rng(args.seed)
     words = pseudo_words(rng, args.vocabulary)
     n_max = max(args.docs, args.dense_docs)
@@ -137,7 +143,9 @@ def main() -> None:
         rows.append(bench(spec, sub, n_base, n_added, queries, args.device))
     print("\nretriever   documents   setup s   round s    full s   round/full   identical top-100")
     for r in rows:
-        print(f"{r['spec']:<10} {r['docs']:>10,} {r['setup']:>9.1f} {r['round']:>9.3f} {r['full']:>9.3f} {r['round'] / r['full']:>12.4f}   {r['same']}/{r['queries']}")
+        print(
+            f"{r['spec']:<10} {r['docs']:>10,} {r['setup']:>9.1f} {r['round']:>9.3f} {r['full']:>9.3f} {r['round'] / r['full']:>12.4f}   {r['same']}/{r['queries']}"
+        )
     tr, tf = sum(r["round"] for r in rows), sum(r["full"] for r in rows)
     print(f"{'total':<10} {'':>10} {sum(r['setup'] for r in rows):>9.1f} {tr:>9.3f} {tf:>9.3f} {tr / tf:>12.4f}")
     bad = [r["spec"] for r in rows if r["spec"] == "bm25" and (r["same"] != r["queries"] or r["diff"] != 0.0)]

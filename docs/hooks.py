@@ -13,7 +13,7 @@ import re
 MARKER = re.compile(r"^<!-- reference: ([a-z-]+) -->$", re.M)
 
 
-def on_page_markdown(markdown: str, page, config, files) -> str:  # noqa: ARG001 - MkDocs' hook signature
+def on_page_markdown(markdown: str, page, config, files) -> str:
     """Replace each reference marker with the generated Markdown."""
     if "<!-- reference:" not in markdown:
         return markdown

@@ -129,7 +129,7 @@ def register(folder: str | Path, name: str | None = None, *, orphans: str = "dro
     ids = []
     for split in layout.splits():
         ds_id = f"cocktail/{name}/{split}"
-        existing = _irds.registry[ds_id] if ds_id in _irds.registry else None
+        existing = _irds.registry[ds_id] if ds_id in _irds.registry else None  # noqa: SIM401 - ir_datasets' Registry has no .get()
         if existing is not None:
             if getattr(existing, "_sourcebias_root", None) != (root, orphans):
                 raise ConfigError(f"ir_datasets id '{ds_id}' is already registered for another folder; pass name=")

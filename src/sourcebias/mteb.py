@@ -278,8 +278,11 @@ class SourceBiasRetrieval(AbsTaskRetrieval):
             "statistics": [{k: _plain(v) for k, v in r.items()} for r in rows],
             "notes": notes,
             "parameters": {
-                **result.parameters, "measures": [str(m) for m in result.measures], "queries": len(result.query_ids), "sources": list(result.sources),
-            },  # fmt: skip
+                **result.parameters,
+                "measures": [str(m) for m in result.measures],
+                "queries": len(result.query_ids),
+                "sources": list(result.sources),
+            },
             "dataset": {"source": self.source, "split": o.split, "orphans": result.dataset.get("orphans")},
             "retriever": next(iter(result.retrievers.values()), None),
         }

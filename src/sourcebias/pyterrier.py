@@ -81,7 +81,9 @@ class SourceBias(_Transformer):
         queries: Mapping[str, str] = dict(zip(topics["qid"].astype(str), topics["query"].astype(str)))
         run = self.retriever.retrieve(self.corpus, queries, self.depth, seed=self.seed)
         frame = result_frame(run, queries, self._names, text=self.text)
-        frame["score"] = np.concatenate([tie_resolved_scores(g.to_numpy()) for _, g in frame.groupby("qid", sort=False)["score"]]) if len(frame) else frame["score"]
+        frame["score"] = (
+            np.concatenate([tie_resolved_scores(g.to_numpy()) for _, g in frame.groupby("qid", sort=False)["score"]]) if len(frame) else frame["score"]
+        )
         extra = [c for c in topics.columns if c not in frame.columns]
         if extra:  # keep the Q frame's other columns, as PyTerrier retrievers do
             frame = frame.merge(topics[["qid", *extra]].astype({"qid": str}), on="qid", how="left")

@@ -217,9 +217,15 @@ def test_the_reference_table_lists_every_setting_with_bounds_and_default():
     assert "| `seed` | int | `0` | – | yes | `--seed` |" in rows["seed"]
 
 
-def test_the_readme_holds_the_current_reference_table():
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
-    assert settings_markdown() in readme
+def test_the_docs_show_the_table_written_from_the_declarations():
+    """The documentation's settings tables are the generated one (a marker the site's build hook
+    replaces with settings_markdown()), so they cannot drift from the declarations."""
+    from sourcebias.cli.reference import reference_markdown
+
+    docs = Path(__file__).resolve().parents[2] / "docs"
+    for page in ("guides/benchmark.md", "reference/grid-settings.md"):
+        assert "<!-- reference: grid-settings -->" in (docs / page).read_text(encoding="utf-8"), page
+    assert reference_markdown("grid-settings") == settings_markdown()
 
 
 def test_a_dataset_path_may_be_a_known_dataset_name_as_on_the_command_line(tmp_path, monkeypatch):

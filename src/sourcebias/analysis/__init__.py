@@ -23,7 +23,17 @@ need them, so importing this package is cheap.
 """
 
 from sourcebias.analysis.direction import Direction, direction_cosine, estimate_direction, pair_differences, score_gap_decomposition, sign_flip_null
-from sourcebias.analysis.effects import cohens_d, compare_independent, compare_paired, describe, describe_groups, hedges_correction, hedges_g, paired_d, paired_g
+from sourcebias.analysis.effects import (
+    cohens_d,
+    compare_independent,
+    compare_paired,
+    describe,
+    describe_groups,
+    hedges_correction,
+    hedges_g,
+    paired_d,
+    paired_g,
+)
 from sourcebias.analysis.length import load_tokenizer, token_lengths, word_lengths
 from sourcebias.analysis.pseudo_perplexity import PseudoPerplexity, load_masked_lm, pseudo_log_perplexity, pseudo_log_perplexity_naive
 from sourcebias.analysis.quality import pair_cosines, random_pair_cosines, random_pair_indices, term_similarity, token_counts, tsne_map, word_counts
@@ -41,8 +51,8 @@ __all__ = [
     "estimate_direction",
     "hedges_correction",
     "hedges_g",
-    "load_tokenizer",
     "load_masked_lm",
+    "load_tokenizer",
     "pair_cosines",
     "pair_differences",
     "paired_d",
@@ -57,8 +67,8 @@ __all__ = [
     "singular_values",
     "spectrum_table",
     "term_similarity",
-    "token_lengths",
     "token_counts",
+    "token_lengths",
     "tsne_map",
     "word_counts",
     "word_lengths",

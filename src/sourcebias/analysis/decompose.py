@@ -108,7 +108,16 @@ def term_table(fit, names: Sequence[str], gap: Any, factors: Mapping[str, Any], 
     for k, name in enumerate(names):
         x = np.ones_like(y) if name == "intercept" else np.asarray(factors[name], dtype=np.float64)
         b = float(fit.params[k])
-        row: dict[str, Any] = {"term": name, "label": LABELS.get(name, name), "coef": b, "se": float(fit.bse[k]), "ci_low": float(ci[k, 0]), "ci_high": float(ci[k, 1]), "p": float(fit.pvalues[k]), "mean_x": float(x.mean())}
+        row: dict[str, Any] = {
+            "term": name,
+            "label": LABELS.get(name, name),
+            "coef": b,
+            "se": float(fit.bse[k]),
+            "ci_low": float(ci[k, 0]),
+            "ci_high": float(ci[k, 1]),
+            "p": float(fit.pvalues[k]),
+            "mean_x": float(x.mean()),
+        }
         scale = float(x.std(ddof=1)) / sd_gap if name != "intercept" and sd_gap > 0 else float("nan")
         row.update(std_coef=b * scale, std_ci_low=float(ci[k, 0]) * scale, std_ci_high=float(ci[k, 1]) * scale)
         row["share"] = b * row["mean_x"] / mean_gap if mean_gap != 0 else None
@@ -126,7 +135,13 @@ def held_out(gap: Any, factors: Mapping[str, Any], groups: Any, *, seed: int = 0
     fit_clusters = set(clusters[order[: len(clusters) // 2]].tolist())
     a = np.array([c in fit_clusters for c in g.tolist()])
     b = ~a
-    base = {"fit_queries": len(fit_clusters), "test_queries": len(clusters) - len(fit_clusters), "fit_rows": int(a.sum()), "test_rows": int(b.sum()), "seed": seed}
+    base = {
+        "fit_queries": len(fit_clusters),
+        "test_queries": len(clusters) - len(fit_clusters),
+        "fit_rows": int(a.sum()),
+        "test_rows": int(b.sum()),
+        "seed": seed,
+    }
     y = np.asarray(gap, dtype=np.float64)
     try:
         fit, names = fit_gap_model(y[a], {k: np.asarray(v)[a] for k, v in factors.items()}, g[a])
@@ -164,10 +179,10 @@ def decompose_gap(gap: Any, factors: Mapping[str, Any], groups: Any, *, seed: in
         "terms": term_table(fit, names, y, f, confidence=confidence),
         "factors": list(f),
         "excluded": excluded,
-        "rows": int(len(y)),
+        "rows": len(y),
         "rows_left_out": int((~ok).sum()),
         "missing_values": missing,
-        "queries": int(len(np.unique(g))),
+        "queries": len(np.unique(g)),
         "mean_gap": float(y.mean()),
         "r2": float(fit.rsquared),
         "confidence": confidence,
@@ -194,7 +209,20 @@ def cross_fitted_projections(diffs: Any, *, seed: int = 0) -> tuple[np.ndarray, 
 
 
 # -- the analysis -------------------------------------------------------------------------------
-def decompose(dataset, model: str = "minilm", *, lm: str | None = None, sources: Sequence[str] | None = None, field: str = "text", seed: int = 0, confidence: float = 0.95, options: Mapping[str, Any] | None = None, batch_size: int | None = None, device: str | None = None, cache_dir: Any = None):
+def decompose(
+    dataset,
+    model: str = "minilm",
+    *,
+    lm: str | None = None,
+    sources: Sequence[str] | None = None,
+    field: str = "text",
+    seed: int = 0,
+    confidence: float = 0.95,
+    options: Mapping[str, Any] | None = None,
+    batch_size: int | None = None,
+    device: str | None = None,
+    cache_dir: Any = None,
+):
     """The joint regression of the twin score gaps of ``model`` (see the module docs), per LLM
     source; Δ log-perplexity only with ``lm``. Differences of words, median IDF and perplexity are
     of ``field``; the embeddings (and so the gap) of title and text, as the retriever sees them."""
@@ -215,7 +243,9 @@ def decompose(dataset, model: str = "minilm", *, lm: str | None = None, sources:
             continue
         factors = {f: rows[f"delta_{f}"].to_numpy() for f in FACTORS if f"delta_{f}" in rows}
         res = decompose_gap(rows["gap"].to_numpy(), factors, rows["query_id"].to_numpy(), seed=seed, confidence=confidence)
-        summary["sources"][llm] = {k: v for k, v in res.items() if k != "terms"} | {"share_definition": "b·mean(x)/mean(gap); intercept b0/mean(gap); in-sample shares add up to 1"}
+        summary["sources"][llm] = {k: v for k, v in res.items() if k != "terms"} | {
+            "share_definition": "b·mean(x)/mean(gap); intercept b0/mean(gap); in-sample shares add up to 1"
+        }
         term_rows += [{"llm_source": llm, **t, "share_held_out": res["held_out"].get("shares", {}).get(t["term"])} for t in res["terms"]]
         pair_tables.append(rows)
     if not term_rows:
@@ -255,7 +285,9 @@ def _gap_rows(dataset, retriever, table, llm: str, *, seed: int):
 
 
 # -- the figure and the lines the CLI prints ---------------------------------------------------------
-def plot_coefficients(terms, path: str | Path, *, residual_held_out: Mapping[str, float] | None = None, confidence: float = 0.95, title: str | None = None) -> Path:
+def plot_coefficients(
+    terms, path: str | Path, *, residual_held_out: Mapping[str, float] | None = None, confidence: float = 0.95, title: str | None = None
+) -> Path:
     """Left: each factor's standardised coefficient with its clustered CI. Right: each term's share
     of the mean gap, in-sample and on the held-out half (with the held-out residual share)."""
     import matplotlib
@@ -276,7 +308,7 @@ def plot_coefficients(terms, path: str | Path, *, residual_held_out: Mapping[str
             _share_bars(bx, terms[terms["llm_source"] == s], (residual_held_out or {}).get(s), j, len(sources), colors[s], fg.NULL_COLOR)
         ax.axvline(0, color=fg.NULL_COLOR, lw=1)
         ax.invert_yaxis()
-        level = int(round(100 * confidence))
+        level = round(100 * confidence)
         ax.set_xlabel(f"standardised coefficient b·sd(x)/sd(gap)\n({level}% CI, SEs clustered by query)")
         ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.28), ncol=2)
         bx.axvline(0, color=fg.NULL_COLOR, lw=1)
@@ -308,7 +340,11 @@ def draw(result, out: Path) -> dict[str, Path]:
     included = ", ".join(LABELS[f] for f in FACTORS if any(f in e.get("factors", []) for e in result.summary["sources"].values()))
     counts = "; ".join(f"{e['rows']} pairs, {e['queries']} queries" for e in result.summary["sources"].values() if "factors" in e)
     title = f"{result.dataset.get('name', '')}, {result.summary.get('model')}: twin score gap ({counts}) on {included} [{result.parameters.get('field')}]"
-    return {"decompose": plot_coefficients(terms, out / "decompose.png", residual_held_out=residual, confidence=result.parameters.get("confidence", 0.95), title=title)}
+    return {
+        "decompose": plot_coefficients(
+            terms, out / "decompose.png", residual_held_out=residual, confidence=result.parameters.get("confidence", 0.95), title=title
+        )
+    }
 
 
 def summary_lines(result) -> list[str]:
@@ -321,24 +357,42 @@ def summary_lines(result) -> list[str]:
         if "factors" not in e:
             lines.append(f"{llm}: {e.get('note')}")
             continue
-        lines.append(f"{llm}: {e['rows']} relevant pairs over {e['queries']} queries (left out: {e['rows_left_out']}{', ' + str(e['missing_values']) if e['missing_values'] else ''}), mean gap {e['mean_gap']:.4g}, R² {e['r2']:.3f}")
+        lines.append(
+            f"{llm}: {e['rows']} relevant pairs over {e['queries']} queries (left out: {e['rows_left_out']}{', ' + str(e['missing_values']) if e['missing_values'] else ''}), mean gap {e['mean_gap']:.4g}, R² {e['r2']:.3f}"
+        )
         for k, why in e["excluded"].items():
             lines.append(f"  excluded {k}: {why}")
-        level = int(round(100 * e["confidence"]))
+        level = round(100 * e["confidence"])
         for t in terms[terms["llm_source"] == llm].to_dict("records"):
             share = "—" if t["share"] is None or t["share"] != t["share"] else f"{t['share']:+.3f}"
             held = t.get("share_held_out")
             held = "—" if held is None or held != held else f"{held:+.3f}"
             std = "" if t["term"] == "intercept" else f", std {t['std_coef']:+.3f} [{t['std_ci_low']:+.3f}, {t['std_ci_high']:+.3f}]"
-            lines.append(f"  {t['label']}: b {t['coef']:+.4g} ({level}% CI {t['ci_low']:+.4g} to {t['ci_high']:+.4g}, p {t['p']:.3g}){std}; share {share}, held out {held}")
+            lines.append(
+                f"  {t['label']}: b {t['coef']:+.4g} ({level}% CI {t['ci_low']:+.4g} to {t['ci_high']:+.4g}, p {t['p']:.3g}){std}; share {share}, held out {held}"
+            )
         h = e["held_out"]
         if "note" in h:
             lines.append(f"  held-out half: {h['note']}")
         else:
             r2 = "undefined (no variance)" if h["r2"] is None else f"{h['r2']:.3f}"
             res = h["shares"].get("residual")
-            lines.append(f"  held-out half ({h['test_queries']} queries, {h['test_rows']} pairs; fitted on {h['fit_queries']}): R² {r2}, residual share {res if res is None else format(res, '+.3f')}")
+            lines.append(
+                f"  held-out half ({h['test_queries']} queries, {h['test_rows']} pairs; fitted on {h['fit_queries']}): R² {r2}, residual share {res if res is None else format(res, '+.3f')}"
+            )
     return lines
 
 
-__all__ = ["FACTORS", "constant_regressors", "cross_fitted_projections", "decompose", "decompose_gap", "draw", "fit_gap_model", "held_out", "plot_coefficients", "summary_lines", "term_table"]
+__all__ = [
+    "FACTORS",
+    "constant_regressors",
+    "cross_fitted_projections",
+    "decompose",
+    "decompose_gap",
+    "draw",
+    "fit_gap_model",
+    "held_out",
+    "plot_coefficients",
+    "summary_lines",
+    "term_table",
+]

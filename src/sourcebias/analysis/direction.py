@@ -178,17 +178,17 @@ def estimate_direction(e_llm: Any, e_human: Any, *, n_permutations: int = 1000, 
     mean = d.mean(axis=0)
     u = unit(mean)
     consistency, cos = _consistency(d, u)
-    result = dict(
-        unit=u,
-        mean_difference=mean,
-        norm=float(np.linalg.norm(mean)),
-        consistency=consistency,
-        cosines=cos,
-        projections=d @ u,
-        n_pairs=len(d),
-        n_permutations=int(n_permutations),
-        seed=int(seed),
-    )
+    result = {
+        "unit": u,
+        "mean_difference": mean,
+        "norm": float(np.linalg.norm(mean)),
+        "consistency": consistency,
+        "cosines": cos,
+        "projections": d @ u,
+        "n_pairs": len(d),
+        "n_permutations": int(n_permutations),
+        "seed": int(seed),
+    }
     if n_permutations:
         null = sign_flip_null(d, n_permutations=n_permutations, seed=seed, keep_projections=keep_projections)
         b = len(null["norm"])
@@ -234,5 +234,5 @@ def score_gap_decomposition(q: Any, e_llm: Any, e_human: Any, u: Any) -> dict[st
         "mean_along": float(along.mean()),
         "mean_residual": float(residual.mean()),
         "share_along": float(along.mean() / mean_gap) if mean_gap != 0 else float("nan"),
-        "triples": int(len(gap)),
+        "triples": len(gap),
     }

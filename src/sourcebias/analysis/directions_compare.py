@@ -83,7 +83,15 @@ def random_cosine_reference(dim: int, observed: float | None = None, *, level: f
         raise ConfigError(f"the random-direction reference needs at least 2 dimensions, got {dim}")
     a = (dim - 1) / 2
     lo, hi = (2 * stats.beta.ppf([(1 - level) / 2, (1 + level) / 2], a, a) - 1).tolist()
-    out: dict[str, Any] = {"dimension": dim, "level": level, "cos_low": lo, "cos_high": hi, "angle_low_deg": float(np.degrees(np.arccos(hi))), "angle_high_deg": float(np.degrees(np.arccos(lo))), "sd": float(1 / np.sqrt(dim))}
+    out: dict[str, Any] = {
+        "dimension": dim,
+        "level": level,
+        "cos_low": lo,
+        "cos_high": hi,
+        "angle_low_deg": float(np.degrees(np.arccos(hi))),
+        "angle_high_deg": float(np.degrees(np.arccos(lo))),
+        "sd": float(1 / np.sqrt(dim)),
+    }
     if observed is not None:
         out["p_two_sided"] = float(min(1.0, 2 * stats.beta.sf((1 + abs(observed)) / 2, a, a)))
     return out
@@ -199,7 +207,17 @@ def pn_differences(dataset, embed, *, source: str | None = None, unjudged_negati
 
 
 # -- the analysis -------------------------------------------------------------------------------------
-def compare_directions(datasets: Sequence[Any], model: str = "minilm", *, source: str | None = None, permutations: int = 1000, joint_permutations: int = 10_000, unjudged_negatives: int = 0, seed: int = 0, options: Mapping[str, Any] | None = None):
+def compare_directions(
+    datasets: Sequence[Any],
+    model: str = "minilm",
+    *,
+    source: str | None = None,
+    permutations: int = 1000,
+    joint_permutations: int = 10_000,
+    unjudged_negatives: int = 0,
+    seed: int = 0,
+    options: Mapping[str, Any] | None = None,
+):
     """Per dataset: the LLM − human direction (with its sign-flip test), the PN direction, their
     angle with both sign-flip nulls and the random reference; with 2 or more datasets, the angle
     between their LLM − human directions and the joint sign-flip test. ``source``: the LLM source
@@ -226,7 +244,15 @@ def compare_directions(datasets: Sequence[Any], model: str = "minilm", *, source
         summary["joint"], arrays["joint"], cross = _joint(datasets, lh_diffs, joint_permutations=joint_permutations, permutations=permutations, seed=seed)
         angles += cross
     tables = {"directions": pd.DataFrame(rows), "angles": pd.DataFrame(angles), "pn_queries": pd.DataFrame(counts)}
-    parameters = {"model": model, "source": source, "permutations": permutations, "joint_permutations": joint_permutations, "unjudged_negatives": unjudged_negatives, "seed": seed, "datasets": [{"path": str(d.root), "split": d.split} for d in datasets]}
+    parameters = {
+        "model": model,
+        "source": source,
+        "permutations": permutations,
+        "joint_permutations": joint_permutations,
+        "unjudged_negatives": unjudged_negatives,
+        "seed": seed,
+        "datasets": [{"path": str(d.root), "split": d.split} for d in datasets],
+    }
     result = _result("compare-directions", datasets[0], parameters, {"encoder": retriever.config()}, tables, summary)
     result.arrays.update(arrays)
     return result
@@ -240,7 +266,14 @@ def _policy(k: int) -> str:
 
 def _flat_angle(a: Mapping[str, Any]) -> dict[str, Any]:
     r = a["random"]
-    return {k: v for k, v in a.items() if k != "random"} | {"random_cos_low": r["cos_low"], "random_cos_high": r["cos_high"], "random_angle_low_deg": r["angle_low_deg"], "random_angle_high_deg": r["angle_high_deg"], "p_random": r.get("p_two_sided"), "dimension": r["dimension"]}
+    return {k: v for k, v in a.items() if k != "random"} | {
+        "random_cos_low": r["cos_low"],
+        "random_cos_high": r["cos_high"],
+        "random_angle_low_deg": r["angle_low_deg"],
+        "random_angle_high_deg": r["angle_high_deg"],
+        "p_random": r.get("p_two_sided"),
+        "dimension": r["dimension"],
+    }
 
 
 def _llm_source(ds, source: str | None) -> str:
@@ -269,7 +302,16 @@ def _one_dataset(ds, retriever, *, source, permutations, unjudged_negatives, see
         rows.append({"dataset": ds.name, "direction": "positive − negative", "llm_source": None, "units": "queries", **est.summary()})
         angle = angle_test(pn, diffs, n_permutations=permutations, seed=seed)
     else:
-        rows.append({"dataset": ds.name, "direction": "positive − negative", "llm_source": None, "units": "queries", "pairs": len(pn), "note": f"undefined: {len(pn)} queries with both relevant and judged-irrelevant documents (of {counts['queries']}; {counts['no_judged_negative']} without a judged-irrelevant one)"})
+        rows.append(
+            {
+                "dataset": ds.name,
+                "direction": "positive − negative",
+                "llm_source": None,
+                "units": "queries",
+                "pairs": len(pn),
+                "note": f"undefined: {len(pn)} queries with both relevant and judged-irrelevant documents (of {counts['queries']}; {counts['no_judged_negative']} without a judged-irrelevant one)",
+            }
+        )
     return {"rows": rows, "counts": counts, "lh_diffs": diffs, "angle": angle}
 
 
@@ -282,12 +324,21 @@ def _joint(datasets, lh_diffs, *, joint_permutations, permutations, seed):
     for i in range(len(datasets)):
         for j in range(i + 1, len(datasets)):
             a = angle_test(lh_diffs[i], lh_diffs[j], n_permutations=permutations, seed=seed)
-            cross.append({"dataset": f"{datasets[i].name} vs {datasets[j].name}", "a": f"LLM − human ({datasets[i].name})", "b": f"LLM − human ({datasets[j].name})", **_flat_angle(a["summary"])})
+            cross.append(
+                {
+                    "dataset": f"{datasets[i].name} vs {datasets[j].name}",
+                    "a": f"LLM − human ({datasets[i].name})",
+                    "b": f"LLM − human ({datasets[j].name})",
+                    **_flat_angle(a["summary"]),
+                }
+            )
     return summary, joint, cross
 
 
 # -- figures and the lines the CLI prints ------------------------------------------------------------
-def plot_angle(null_a: Any, null_b: Any, summary: Mapping[str, Any], path: str | Path, *, labels: tuple[str, str] = ("PN", "LLM − human"), title: str | None = None) -> Path:
+def plot_angle(
+    null_a: Any, null_b: Any, summary: Mapping[str, Any], path: str | Path, *, labels: tuple[str, str] = ("PN", "LLM − human"), title: str | None = None
+) -> Path:
     """The observed cosine of two directions against both sign-flip nulls (histograms) and the
     cosine of two random unit vectors in d dimensions (its exact density, SciPy's Beta)."""
     import matplotlib
@@ -308,7 +359,9 @@ def plot_angle(null_a: Any, null_b: Any, summary: Mapping[str, Any], path: str |
             ax.hist(null_b, bins=bins, density=True, color=fg.LLM_COLORS[2], alpha=0.45, label=f"flip {labels[1]} (p {summary['p_flip_b']:.3g})")
         c = np.linspace(lo, hi, 400)
         a = (dim - 1) / 2
-        ax.plot(c, stats.beta.pdf((1 + c) / 2, a, a) / 2, color="black", lw=1.2, label=f"random unit vectors, d = {dim} (p {summary['random']['p_two_sided']:.3g})")
+        ax.plot(
+            c, stats.beta.pdf((1 + c) / 2, a, a) / 2, color="black", lw=1.2, label=f"random unit vectors, d = {dim} (p {summary['random']['p_two_sided']:.3g})"
+        )
         ax.axvline(summary["cosine"], color=fg.PAIR_COLOR, lw=2, label=f"observed cos {summary['cosine']:.3f} ({summary['angle_deg']:.1f}°)")
         ax.set_xlabel(f"cosine of the {labels[0]} and {labels[1]} directions")
         ax.set_ylabel("density")
@@ -327,10 +380,20 @@ def plot_joint(joint: Mapping[str, Any], path: str | Path, *, title: str | None 
 
     with matplotlib.rc_context(fg._STYLE):
         fig, axes = fg._figure(2, 3.0)
-        for ax, key, label in zip(axes, ("shared_norm", "pairwise_cosine"), ("shared norm ||average of the datasets' mean(e_LLM − e_human)||", "cosine of the datasets' mean differences")):
+        for ax, key, label in zip(
+            axes,
+            ("shared_norm", "pairwise_cosine"),
+            ("shared norm ||average of the datasets' mean(e_LLM − e_human)||", "cosine of the datasets' mean differences"),
+        ):
             null, obs = joint[f"null_{key}"], joint[key if key == "shared_norm" else "mean_pairwise_cosine"]
             lo, hi = min(float(null.min()), obs), max(float(null.max()), obs)
-            ax.hist(null, bins=np.linspace(lo - 0.05 * (hi - lo), hi + 0.05 * (hi - lo), 60), color=fg.NULL_COLOR, alpha=0.7, label=f"joint sign flips (B = {len(null):,})")
+            ax.hist(
+                null,
+                bins=np.linspace(lo - 0.05 * (hi - lo), hi + 0.05 * (hi - lo), 60),
+                color=fg.NULL_COLOR,
+                alpha=0.7,
+                label=f"joint sign flips (B = {len(null):,})",
+            )
             ax.axvline(obs, color=fg.PAIR_COLOR, lw=2, label=f"observed {obs:.3g} (p {joint[f'p_{key}']:.3g})")
             ax.set_xlabel(label)
             ax.set_ylabel("flips")
@@ -348,11 +411,19 @@ def draw(result, out: Path) -> dict[str, Path]:
     neg = f"; {k} unjudged as negatives if none judged" if k else ""
     for name, a in result.arrays.get("angles", {}).items():
         s = a["summary"]
-        figs[f"angle-{name}"] = plot_angle(a["null_a"], a["null_b"], s, out / f"angle-{name}.png", title=f"{name}, {model}: PN ({s['n_a']:,} queries{neg})\nvs LLM − human ({s['n_b']:,} twin pairs)")
+        figs[f"angle-{name}"] = plot_angle(
+            a["null_a"],
+            a["null_b"],
+            s,
+            out / f"angle-{name}.png",
+            title=f"{name}, {model}: PN ({s['n_a']:,} queries{neg})\nvs LLM − human ({s['n_b']:,} twin pairs)",
+        )
     joint = result.arrays.get("joint")
     if joint is not None:
         sizes = ", ".join(f"{d} {n:,}" for d, n in zip(result.summary["joint"]["datasets"], joint["pairs"]))
-        figs["joint"] = plot_joint(joint, out / "joint-signflip.png", title=f"{model}: a shared LLM − human direction? Joint sign flips over {sizes} twin pairs")
+        figs["joint"] = plot_joint(
+            joint, out / "joint-signflip.png", title=f"{model}: a shared LLM − human direction? Joint sign flips over {sizes} twin pairs"
+        )
     return figs
 
 
@@ -361,18 +432,37 @@ def summary_lines(result) -> list[str]:
     s = result.summary
     lines = [f"PN policy: {s['pn_policy']}"]
     for c in s["pn_queries"]:
-        lines.append(f"{c['dataset']}: PN over {c['used']} of {c['queries']} judged queries (without a relevant document {c['no_relevant']}, without a judged-irrelevant one {c['no_judged_negative']}, with sampled negatives {c['sampled_negatives']})")
+        lines.append(
+            f"{c['dataset']}: PN over {c['used']} of {c['queries']} judged queries (without a relevant document {c['no_relevant']}, without a judged-irrelevant one {c['no_judged_negative']}, with sampled negatives {c['sampled_negatives']})"
+        )
     for r in result.tables["directions"].to_dict("records"):
         if isinstance(r.get("note"), str):
             lines.append(f"  {r['dataset']} {r['direction']}: {r['note']}")
         else:
-            lines.append(f"  {r['dataset']} {r['direction']}: {r['pairs']} {r['units']}, ||mean|| {r['mean_difference_norm']:.4g}, consistency {r['consistency']:.3f}, sign-flip p {r['p_norm']:.3g} ({int(r['permutations']):,} flips)")
+            lines.append(
+                f"  {r['dataset']} {r['direction']}: {r['pairs']} {r['units']}, ||mean|| {r['mean_difference_norm']:.4g}, consistency {r['consistency']:.3f}, sign-flip p {r['p_norm']:.3g} ({int(r['permutations']):,} flips)"
+            )
     for a in result.tables["angles"].to_dict("records"):
-        lines.append(f"  angle {a['dataset']}: {a['a']} vs {a['b']}: cos {a['cosine']:.3f} ({a['angle_deg']:.1f}°); sign-flip p {a['p_flip_a']:.3g} (flip a) / {a['p_flip_b']:.3g} (flip b); random unit vectors in d = {a['dimension']}: 95% of cosines in [{a['random_cos_low']:.3f}, {a['random_cos_high']:.3f}], p {a['p_random']:.3g}")
+        lines.append(
+            f"  angle {a['dataset']}: {a['a']} vs {a['b']}: cos {a['cosine']:.3f} ({a['angle_deg']:.1f}°); sign-flip p {a['p_flip_a']:.3g} (flip a) / {a['p_flip_b']:.3g} (flip b); random unit vectors in d = {a['dimension']}: 95% of cosines in [{a['random_cos_low']:.3f}, {a['random_cos_high']:.3f}], p {a['p_random']:.3g}"
+        )
     j = s.get("joint")
     if j:
-        lines.append(f"joint sign-flip over {', '.join(f'{d} ({n:,} pairs)' for d, n in zip(j['datasets'], j['pairs']))}: shared norm {j['shared_norm']:.4g} (p {j['p_shared_norm']:.3g}), mean pairwise cosine {j['mean_pairwise_cosine']:.3f} (p {j['p_pairwise_cosine']:.3g}); {j['permutations']:,} flips, seed {j['seed']}")
+        lines.append(
+            f"joint sign-flip over {', '.join(f'{d} ({n:,} pairs)' for d, n in zip(j['datasets'], j['pairs']))}: shared norm {j['shared_norm']:.4g} (p {j['p_shared_norm']:.3g}), mean pairwise cosine {j['mean_pairwise_cosine']:.3f} (p {j['p_pairwise_cosine']:.3g}); {j['permutations']:,} flips, seed {j['seed']}"
+        )
     return lines
 
 
-__all__ = ["angle_test", "compare_directions", "draw", "flipped_cosines", "joint_sign_flip", "plot_angle", "plot_joint", "pn_differences", "random_cosine_reference", "summary_lines"]
+__all__ = [
+    "angle_test",
+    "compare_directions",
+    "draw",
+    "flipped_cosines",
+    "joint_sign_flip",
+    "plot_angle",
+    "plot_joint",
+    "pn_differences",
+    "random_cosine_reference",
+    "summary_lines",
+]

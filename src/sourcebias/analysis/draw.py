@@ -7,8 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
-from sourcebias.analysis import figures as fg
 from sourcebias.analysis import decompose, directions_compare, length
+from sourcebias.analysis import figures as fg
 from sourcebias.analysis.result import AnalysisResult
 
 
@@ -36,21 +36,41 @@ def _quality(r: AnalysisResult, out: Path) -> dict[str, Path]:
     figs: dict[str, Path] = {}
     for llm, part in t.groupby("llm_source", sort=False):
         tag = "" if t["llm_source"].nunique() == 1 else f"-{llm}"
-        figs[f"term_similarity{tag}"] = fg.plot_term_similarity(part["jaccard"], part["overlap"], out / f"term_similarity{tag}.png", title=f"{r.dataset['name']}: {llm} vs {_human(r)}{_field(r)}")
+        figs[f"term_similarity{tag}"] = fg.plot_term_similarity(
+            part["jaccard"], part["overlap"], out / f"term_similarity{tag}.png", title=f"{r.dataset['name']}: {llm} vs {_human(r)}{_field(r)}"
+        )
         cos = r.arrays.get("cosines", {}).get(llm)
         if cos is not None:
-            figs[f"pair_cosines{tag}"] = fg.plot_pair_cosines(cos["matched"], cos["random"], out / f"pair_cosines{tag}.png", title=f"{r.dataset['name']}, {r.summary.get('model')}{_field(r)}")
+            figs[f"pair_cosines{tag}"] = fg.plot_pair_cosines(
+                cos["matched"], cos["random"], out / f"pair_cosines{tag}.png", title=f"{r.dataset['name']}, {r.summary.get('model')}{_field(r)}"
+            )
         lengths = {_human(r): part["words_human"].to_numpy(), llm: part["words_llm"].to_numpy()}
-        figs[f"lengths{tag}"] = fg.plot_lengths(lengths, out / f"lengths{tag}.png", unit="words", human_source=_human(r), title=f"{r.dataset['name']}: document length{_field(r)}")
+        figs[f"lengths{tag}"] = fg.plot_lengths(
+            lengths, out / f"lengths{tag}.png", unit="words", human_source=_human(r), title=f"{r.dataset['name']}: document length{_field(r)}"
+        )
     ts = r.tables.get("tsne")
     if ts is not None and len(ts):
-        figs["tsne"] = fg.plot_tsne(ts[["x", "y"]].to_numpy(), list(ts["source"]), out / "tsne.png", human_source=_human(r), perplexity=r.parameters.get("tsne_perplexity"), title=f"{r.dataset['name']}, {r.summary.get('model')}{_field(r)}")
+        figs["tsne"] = fg.plot_tsne(
+            ts[["x", "y"]].to_numpy(),
+            list(ts["source"]),
+            out / "tsne.png",
+            human_source=_human(r),
+            perplexity=r.parameters.get("tsne_perplexity"),
+            title=f"{r.dataset['name']}, {r.summary.get('model')}{_field(r)}",
+        )
     return figs
 
 
 def _spectrum(r: AnalysisResult, out: Path) -> dict[str, Path]:
     rows = r.tables["spectrum"].to_dict("records")
-    return {"spectrum": fg.plot_spectrum(rows, out / "spectrum.png", human_source=_human(r), title=f"{r.dataset['name']}, {r.summary.get('model')} ({r.summary.get('documents')} documents per source)")}
+    return {
+        "spectrum": fg.plot_spectrum(
+            rows,
+            out / "spectrum.png",
+            human_source=_human(r),
+            title=f"{r.dataset['name']}, {r.summary.get('model')} ({r.summary.get('documents')} documents per source)",
+        )
+    }
 
 
 def _perplexity(r: AnalysisResult, out: Path) -> dict[str, Path]:
@@ -65,18 +85,47 @@ def _perplexity(r: AnalysisResult, out: Path) -> dict[str, Path]:
         common = h.index.intersection(g.index)
         diffs = (g[common] - h[common]).to_numpy(dtype=float)
     label = "log-perplexity (nats/token)" if str(r.parameters.get("model", "")).startswith("lm:") else "pseudo-log-perplexity (nats/token)"
-    return {"perplexity": fg.plot_perplexity(values, out / "perplexity.png", paired_differences=diffs, human_source=human, label=label, title=f"{r.dataset['name']}, {r.parameters.get('model')}{_field(r)}")}
+    return {
+        "perplexity": fg.plot_perplexity(
+            values,
+            out / "perplexity.png",
+            paired_differences=diffs,
+            human_source=human,
+            label=label,
+            title=f"{r.dataset['name']}, {r.parameters.get('model')}{_field(r)}",
+        )
+    }
 
 
 def _artifacts(r: AnalysisResult, out: Path) -> dict[str, Path]:
     t = r.tables["artifacts"]
     human = _human(r)
-    figs = {"lengths": fg.plot_lengths({s: t.loc[t["source"] == s, "words"].to_numpy() for s in t["source"].unique()}, out / "lengths.png", unit="words", human_source=human, title=f"{r.dataset['name']}: document length{_field(r)}")}
+    figs = {
+        "lengths": fg.plot_lengths(
+            {s: t.loc[t["source"] == s, "words"].to_numpy() for s in t["source"].unique()},
+            out / "lengths.png",
+            unit="words",
+            human_source=human,
+            title=f"{r.dataset['name']}: document length{_field(r)}",
+        )
+    }
     if "perplexity" in t:
         vals = {s: t.loc[t["source"] == s, "perplexity"].to_numpy(dtype=float) for s in t["source"].unique()}
-        figs["perplexity"] = fg.plot_perplexity(vals, out / "perplexity.png", human_source=human, label="log-perplexity (nats/token)", title=f"{r.dataset['name']}, {r.parameters.get('lm')}{_field(r)}")
+        figs["perplexity"] = fg.plot_perplexity(
+            vals,
+            out / "perplexity.png",
+            human_source=human,
+            label="log-perplexity (nats/token)",
+            title=f"{r.dataset['name']}, {r.parameters.get('lm')}{_field(r)}",
+        )
     vals = {s: t.loc[t["source"] == s, "median_idf"].to_numpy(dtype=float) for s in t["source"].unique()}
-    figs["median_idf"] = fg.plot_perplexity(vals, out / "median_idf.png", human_source=human, label="median term IDF (Lucene BM25 idf)", title=f"{r.dataset['name']}: median term IDF per document{_field(r)}")
+    figs["median_idf"] = fg.plot_perplexity(
+        vals,
+        out / "median_idf.png",
+        human_source=human,
+        label="median term IDF (Lucene BM25 idf)",
+        title=f"{r.dataset['name']}: median term IDF per document{_field(r)}",
+    )
     return figs
 
 
@@ -101,4 +150,13 @@ def _direction(r: AnalysisResult, out: Path) -> dict[str, Path]:
     return figs
 
 
-_DRAW = {"quality": _quality, "spectrum": _spectrum, "perplexity": _perplexity, "artifacts": _artifacts, "direction": _direction, "length": length.draw, "decompose": decompose.draw, "compare-directions": directions_compare.draw}
+_DRAW = {
+    "quality": _quality,
+    "spectrum": _spectrum,
+    "perplexity": _perplexity,
+    "artifacts": _artifacts,
+    "direction": _direction,
+    "length": length.draw,
+    "decompose": decompose.draw,
+    "compare-directions": directions_compare.draw,
+}

@@ -239,14 +239,23 @@ def compare_paired(a: Any, b: Any, *, names: tuple[str, str] = ("a", "b"), corre
         # every pair moves by the same amount: the differences have no variance, so t is 0/0 or
         # unbounded and the test is undefined; a p of 0 (or 1) would be a number no test gave
         what = "every pair is equal" if d[0] == 0 else f"every pair differs by the same amount ({float(d[0]):g})"
-        out.update({"paired_t": float("nan"), "paired_df": d.size - 1, "paired_p": float("nan"), "paired_note": f"undefined (NaN): {what}, so the differences have no variance; see the Wilcoxon test"})
+        out.update(
+            {
+                "paired_t": float("nan"),
+                "paired_df": d.size - 1,
+                "paired_p": float("nan"),
+                "paired_note": f"undefined (NaN): {what}, so the differences have no variance; see the Wilcoxon test",
+            }
+        )
     else:
         t = stats.ttest_rel(a, b)
         out.update({"paired_t": float(t.statistic), "paired_df": int(t.df), "paired_p": float(t.pvalue)})
     nonzero = int(np.count_nonzero(d))
     out["wilcoxon_n"] = nonzero
     if nonzero == 0:
-        out.update({"wilcoxon_w": float("nan"), "wilcoxon_p": float("nan"), "wilcoxon_note": "undefined (NaN): every pair is equal, no non-zero difference to rank"})
+        out.update(
+            {"wilcoxon_w": float("nan"), "wilcoxon_p": float("nan"), "wilcoxon_note": "undefined (NaN): every pair is equal, no non-zero difference to rank"}
+        )
     else:
         w = stats.wilcoxon(a, b, zero_method="wilcox", alternative="two-sided")
         out.update({"wilcoxon_w": float(w.statistic), "wilcoxon_p": float(w.pvalue)})

@@ -202,7 +202,9 @@ def plot_lengths(lengths: Mapping[str, Any], path: str | Path, *, unit: str = "w
         return _save(fig, path)
 
 
-def plot_tsne(coords: Any, sources: Sequence[str], path: str | Path, *, human_source: str = "human", perplexity: float | None = None, title: str | None = None) -> Path:
+def plot_tsne(
+    coords: Any, sources: Sequence[str], path: str | Path, *, human_source: str = "human", perplexity: float | None = None, title: str | None = None
+) -> Path:
     """The 2-D t-SNE map of :func:`sourcebias.analysis.quality.tsne_map`, one colour per source."""
     import matplotlib
 
@@ -219,7 +221,9 @@ def plot_tsne(coords: Any, sources: Sequence[str], path: str | Path, *, human_so
         for s in sorted(names, key=lambda n: n != human_source):
             sel = src == s
             big = s == human_source
-            ax.scatter(xy[sel, 0], xy[sel, 1], s=14 if big else 3, alpha=0.45 if big else 0.9, color=colors[s], label=f"{s} (n = {int(sel.sum())})", linewidths=0)
+            ax.scatter(
+                xy[sel, 0], xy[sel, 1], s=14 if big else 3, alpha=0.45 if big else 0.9, color=colors[s], label=f"{s} (n = {int(sel.sum())})", linewidths=0
+            )
         ax.set_xlabel("t-SNE dimension 1 (arbitrary units)")
         ax.set_ylabel("t-SNE dimension 2 (arbitrary units)")
         ax.set_title(title or ("t-SNE of document embeddings" + (f" (perplexity {perplexity:g})" if perplexity else "")))
@@ -227,7 +231,15 @@ def plot_tsne(coords: Any, sources: Sequence[str], path: str | Path, *, human_so
         return _save(fig, path)
 
 
-def plot_perplexity(values: Mapping[str, Any], path: str | Path, *, paired_differences: Any = None, human_source: str = "human", label: str = "pseudo-log-perplexity (nats per token)", title: str | None = None) -> Path:
+def plot_perplexity(
+    values: Mapping[str, Any],
+    path: str | Path,
+    *,
+    paired_differences: Any = None,
+    human_source: str = "human",
+    label: str = "pseudo-log-perplexity (nats per token)",
+    title: str | None = None,
+) -> Path:
     """Histograms of a per-document perplexity per source; with ``paired_differences``
     (LLM - human per twin pair) a second panel shows their histogram and a line at 0."""
     import matplotlib

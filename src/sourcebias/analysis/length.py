@@ -30,8 +30,6 @@ from typing import Any
 
 import numpy as np
 
-from sourcebias.core.errors import ConfigError
-
 #: units counted, in the order of every table and figure
 UNITS = ("words", "tokens")
 
@@ -112,7 +110,22 @@ def paired_comparison(llm: Any, human: Any) -> dict[str, Any]:
     ok = np.isfinite(a) & np.isfinite(b)
     if ok.sum() < 2:
         return {"n": int(ok.sum()), "note": "undefined: fewer than 2 pairs"}
-    keys = ("n", "mean_a", "mean_b", "mean_difference", "median_difference", "d_z", "g_z", "g_z_note", "paired_t", "paired_p", "wilcoxon_w", "wilcoxon_p", "wilcoxon_n", "share_a_greater")
+    keys = (
+        "n",
+        "mean_a",
+        "mean_b",
+        "mean_difference",
+        "median_difference",
+        "d_z",
+        "g_z",
+        "g_z_note",
+        "paired_t",
+        "paired_p",
+        "wilcoxon_w",
+        "wilcoxon_p",
+        "wilcoxon_n",
+        "share_a_greater",
+    )
     full = compare_paired(a[ok], b[ok], names=("llm", "human"))
     out = {k: full[k] for k in keys if k in full}
     out["mean_llm"], out["mean_human"], out["share_llm_greater"] = out.pop("mean_a"), out.pop("mean_b"), out.pop("share_a_greater")
@@ -143,7 +156,10 @@ def length(dataset, tokenizer: str = "minilm", *, sources: Sequence[str] | None 
     for llm in _llm_sources(dataset, sources):
         pairs = _pair_table(corpus, counts, dataset.human_source, llm)
         queries = _query_table(dataset, pairs, llm)
-        summary["pairs"][llm] = {u: {"ratio": ratio_summary(pairs[f"{u}_ratio"], tolerance), "llm_vs_human": paired_comparison(pairs[f"{u}_llm"], pairs[f"{u}_human"])} for u in UNITS}
+        summary["pairs"][llm] = {
+            u: {"ratio": ratio_summary(pairs[f"{u}_ratio"], tolerance), "llm_vs_human": paired_comparison(pairs[f"{u}_llm"], pairs[f"{u}_human"])}
+            for u in UNITS
+        }
         summary["queries"][llm] = _query_summary(queries)
         pair_tables.append(pairs)
         query_tables.append(queries)
@@ -193,15 +209,19 @@ def _query_table(dataset, pairs, llm: str):
 def _query_summary(queries) -> dict[str, Any]:
     if not len(queries):
         return {"queries": 0, "note": "no query of the split judges a document with both copies (give --split)"}
-    out: dict[str, Any] = {"queries": int(len(queries)), "judged_pairs": int(queries["judged_pairs"].sum())}
+    out: dict[str, Any] = {"queries": len(queries), "judged_pairs": int(queries["judged_pairs"].sum())}
     for u in UNITS:
-        out[u] = {"ratio_mean_median": float(np.nanmedian(queries[f"{u}_ratio_mean"])), "llm_vs_human": paired_comparison(queries[f"{u}_llm_mean"], queries[f"{u}_human_mean"])}
+        out[u] = {
+            "ratio_mean_median": float(np.nanmedian(queries[f"{u}_ratio_mean"])),
+            "llm_vs_human": paired_comparison(queries[f"{u}_llm_mean"], queries[f"{u}_human_mean"]),
+        }
     return out
 
 
 # -- the figure -----------------------------------------------------------------------------------
 #: ratio ticks, about an octave apart (finer near 1)
 _RATIO_TICKS = (1 / 16, 1 / 8, 1 / 4, 1 / 2, 0.75, 1.0, 1.5, 2.0, 4.0, 8.0, 16.0)
+
 
 def plot_ratios(pairs, path: str | Path, *, human_source: str = "human", title: str | None = None) -> Path:
     """Histograms of the per-pair ratios LLM / human (words left, tokens right) on a log2 axis,
@@ -243,7 +263,11 @@ def draw(result, out: Path) -> dict[str, Path]:
     field = result.parameters.get("field")
     tok = result.summary.get("tokenizer", "")
     title = f"{result.dataset.get('name', '')}: per-pair length ratios [{field}; tokens: {tok}]"
-    return {"length_ratios": plot_ratios(result.tables["length_pairs"], out / "length_ratios.png", human_source=result.dataset.get("human_source", "human"), title=title)}
+    return {
+        "length_ratios": plot_ratios(
+            result.tables["length_pairs"], out / "length_ratios.png", human_source=result.dataset.get("human_source", "human"), title=title
+        )
+    }
 
 
 __all__ = ["UNITS", "draw", "length", "load_tokenizer", "paired_comparison", "plot_ratios", "ratio_summary", "ratios", "token_lengths", "word_lengths"]

@@ -63,7 +63,9 @@ def parse_lm_spec(spec: str) -> tuple[str, str, dict[str, str]]:
     kind, sep, rest = spec.partition(":")
     kind = kind.strip().lower()
     if not sep or kind not in ("lm", "mlm") or not rest.strip():
-        raise ConfigError(f"a language model is written lm:NAME (causal), mlm:NAME (masked) or mlm:from-retriever:RETRIEVER (the retriever's own masked-LM head), e.g. lm:smollm2; got '{spec}'")
+        raise ConfigError(
+            f"a language model is written lm:NAME (causal), mlm:NAME (masked) or mlm:from-retriever:RETRIEVER (the retriever's own masked-LM head), e.g. lm:smollm2; got '{spec}'"
+        )
     name, *opts = rest.split(",")
     options: dict[str, str] = {}
     for o in opts:
@@ -80,7 +82,17 @@ class CausalPerplexity:
 
     kind = "lm"
 
-    def __init__(self, model: str = "smollm2", *, max_tokens: int = 512, batch_size: int = 8, device: str | None = None, dtype: str | None = None, cache_dir: Any = None, field: str = DEFAULT_FIELD):
+    def __init__(
+        self,
+        model: str = "smollm2",
+        *,
+        max_tokens: int = 512,
+        batch_size: int = 8,
+        device: str | None = None,
+        dtype: str | None = None,
+        cache_dir: Any = None,
+        field: str = DEFAULT_FIELD,
+    ):
         from sourcebias.models.llm import resolve_lm
 
         if max_tokens < 1:
@@ -101,7 +113,9 @@ class CausalPerplexity:
             from sourcebias.models.hub import resolve_device
             from sourcebias.models.scoring import CausalLMScorer
 
-            self._scorer = CausalLMScorer.load(self.resolved, device=resolve_device(self.device), dtype=self.dtype, cache_dir=self.cache_dir, batch_size=self.batch_size)
+            self._scorer = CausalLMScorer.load(
+                self.resolved, device=resolve_device(self.device), dtype=self.dtype, cache_dir=self.cache_dir, batch_size=self.batch_size
+            )
         return self._scorer
 
     def context_token(self) -> int:
@@ -127,7 +141,15 @@ class CausalPerplexity:
         if self._fp is None:
             from sourcebias.models.hub import folder_digest
 
-            ident = {"value": VALUE_VERSION, "kind": "causal", "weights": folder_digest(self.resolved), "max_tokens": self.max_tokens, "dtype": self.dtype, "context": "bos-or-eos", "field": self.field}
+            ident = {
+                "value": VALUE_VERSION,
+                "kind": "causal",
+                "weights": folder_digest(self.resolved),
+                "max_tokens": self.max_tokens,
+                "dtype": self.dtype,
+                "context": "bos-or-eos",
+                "field": self.field,
+            }
             self._fp = "ppl-" + hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:24]
         return self._fp
 
@@ -152,7 +174,16 @@ class MaskedPseudoPerplexity:
 
     kind = "mlm"
 
-    def __init__(self, model: str = "bert-base-uncased", *, max_tokens: int = 512, batch_size: int = 8, device: str | None = None, special_tokens: bool = False, field: str = DEFAULT_FIELD):
+    def __init__(
+        self,
+        model: str = "bert-base-uncased",
+        *,
+        max_tokens: int = 512,
+        batch_size: int = 8,
+        device: str | None = None,
+        special_tokens: bool = False,
+        field: str = DEFAULT_FIELD,
+    ):
         from sourcebias.models.hub import resolve_model
 
         self.field = check_field(field)
@@ -186,12 +217,28 @@ class MaskedPseudoPerplexity:
         if self._fp is None:
             from sourcebias.models.hub import folder_digest
 
-            ident = {"value": VALUE_VERSION, "kind": "masked", "weights": folder_digest(self.resolved), "max_tokens": self.max_tokens, "special_tokens": self.special_tokens, "field": self.field}
+            ident = {
+                "value": VALUE_VERSION,
+                "kind": "masked",
+                "weights": folder_digest(self.resolved),
+                "max_tokens": self.max_tokens,
+                "special_tokens": self.special_tokens,
+                "field": self.field,
+            }
             self._fp = "pppl-" + hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:24]
         return self._fp
 
     def config(self) -> dict[str, Any]:
-        return {"name": self.name, "class": "MaskedPseudoPerplexity", "model": self.model, "resolved": self.resolved, "max_tokens": self.max_tokens, "special_tokens": self.special_tokens, "field": self.field, "value": "mean pseudo negative log-likelihood per token (nats), each token masked once"}
+        return {
+            "name": self.name,
+            "class": "MaskedPseudoPerplexity",
+            "model": self.model,
+            "resolved": self.resolved,
+            "max_tokens": self.max_tokens,
+            "special_tokens": self.special_tokens,
+            "field": self.field,
+            "value": "mean pseudo negative log-likelihood per token (nats), each token masked once",
+        }
 
 
 #: the model name of ``mlm:from-retriever:SPEC``
@@ -204,7 +251,9 @@ class RetrieverPseudoPerplexity(MaskedPseudoPerplexity):
     stored there (:func:`sourcebias.analysis.mlm_head.find_head`; refused without one), scored as
     :class:`MaskedPseudoPerplexity` scores ``mlm:NAME``."""
 
-    def __init__(self, retriever: str, *, max_tokens: int = 512, batch_size: int = 8, device: str | None = None, special_tokens: bool = False, field: str = DEFAULT_FIELD):
+    def __init__(
+        self, retriever: str, *, max_tokens: int = 512, batch_size: int = 8, device: str | None = None, special_tokens: bool = False, field: str = DEFAULT_FIELD
+    ):
         from sourcebias.analysis.mlm_head import find_head
 
         self.field = check_field(field)

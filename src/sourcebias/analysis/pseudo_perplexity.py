@@ -254,7 +254,9 @@ def _masked_hidden(model: Any, parts: Any, x: Any, kwargs: dict, rows: Any, pos:
     return last.output(last.intermediate(a), a)
 
 
-def _masked_copies(batch: list[tuple[int, int]], ids: list, lengths: list[int], pad: int, mask_id: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _masked_copies(
+    batch: list[tuple[int, int]], ids: list, lengths: list[int], pad: int, mask_id: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """One row per ``(document, position)`` of ``batch``: the document's ids (padded to the
     batch's widest) with that position masked; its attention mask; the positions; the true ids."""
     docs = sorted({k for k, _ in batch})

@@ -111,7 +111,9 @@ def random_pair_cosines(e_llm: Any, e_human: Any, *, n_pairs: int | None = None,
     return {"cosine": np.einsum("ij,ij->i", ua[i], ub[j]), "llm_index": i, "human_index": j}
 
 
-def tsne_map(embeddings: Mapping[str, Any], *, perplexity: float = 30.0, seed: int = 0, metric: str = "euclidean", max_iter: int = 1000) -> tuple[np.ndarray, np.ndarray]:
+def tsne_map(
+    embeddings: Mapping[str, Any], *, perplexity: float = 30.0, seed: int = 0, metric: str = "euclidean", max_iter: int = 1000
+) -> tuple[np.ndarray, np.ndarray]:
     """A 2-D t-SNE map of several corpora together (scikit-learn's ``TSNE``: Barnes-Hut,
     ``init="pca"``, ``learning_rate="auto"``, ``random_state=seed``).
 

@@ -40,7 +40,9 @@ class AnalysisResult:
 
     def __repr__(self) -> str:
         tables = ", ".join(f"{k} ({len(v)} rows)" for k, v in self.tables.items())
-        return f"AnalysisResult({self.analysis} on {self.dataset.get('name', '?')}: {tables}; {len(self.figures)} figure{'s' if len(self.figures) != 1 else ''})"
+        return (
+            f"AnalysisResult({self.analysis} on {self.dataset.get('name', '?')}: {tables}; {len(self.figures)} figure{'s' if len(self.figures) != 1 else ''})"
+        )
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, AnalysisResult):
@@ -87,7 +89,10 @@ class AnalysisResult:
             "parameters": self.parameters,
             "models": self.models,
             "tables": list(self.tables),
-            "figures": {k: Path(v).relative_to(folder).as_posix() if Path(v).is_absolute() and Path(v).is_relative_to(folder) else str(v) for k, v in self.figures.items()},
+            "figures": {
+                k: Path(v).relative_to(folder).as_posix() if Path(v).is_absolute() and Path(v).is_relative_to(folder) else str(v)
+                for k, v in self.figures.items()
+            },
             "summary": self.summary,
         }
         paths["summary"] = atomic_write_json(folder / "summary.json", body)
@@ -108,7 +113,9 @@ class AnalysisResult:
             raise DataError(spath, f"analysis format {body.get('format')!r} is not supported")
         tables = {}
         for name in body["tables"]:
-            tables[name] = pd.read_csv(folder / f"{name}.csv", keep_default_na=False, na_values=["", "nan", "NaN"], dtype={"doc_id": str, "query_id": str, "source": str})
+            tables[name] = pd.read_csv(
+                folder / f"{name}.csv", keep_default_na=False, na_values=["", "nan", "NaN"], dtype={"doc_id": str, "query_id": str, "source": str}
+            )
         return cls(
             analysis=body["analysis"],
             dataset=body["dataset"],

@@ -68,11 +68,28 @@ def _llm_sources(dataset, sources: Sequence[str] | None) -> list[str]:
 def _result(analysis: str, dataset, parameters: dict, models: dict, tables: dict, summary: dict) -> AnalysisResult:
     from sourcebias.evaluation.protocol import json_safe
 
-    return AnalysisResult(analysis=analysis, dataset=json_safe(dataset.describe()), parameters=json_safe(parameters), models=json_safe(models), tables=tables, summary=json_safe(summary))
+    return AnalysisResult(
+        analysis=analysis,
+        dataset=json_safe(dataset.describe()),
+        parameters=json_safe(parameters),
+        models=json_safe(models),
+        tables=tables,
+        summary=json_safe(summary),
+    )
 
 
 # -- quality ---------------------------------------------------------------------------------------
-def quality(dataset, model: str = "minilm", *, sources: Sequence[str] | None = None, seed: int = 0, random_pairs: int | None = None, tsne_sample: int = 2000, field: str = "text", options: Mapping[str, Any] | None = None) -> AnalysisResult:
+def quality(
+    dataset,
+    model: str = "minilm",
+    *,
+    sources: Sequence[str] | None = None,
+    seed: int = 0,
+    random_pairs: int | None = None,
+    tsne_sample: int = 2000,
+    field: str = "text",
+    options: Mapping[str, Any] | None = None,
+) -> AnalysisResult:
     """Per twin pair: term Jaccard and overlap (the BM25 analyzer's terms), words and tokens of
     each copy, embedding cosine; cosine of seeded random pairs as the baseline; a t-SNE map of a
     seeded sample of both corpora. Every measure is computed on ``field`` of the documents
@@ -112,7 +129,15 @@ def quality(dataset, model: str = "minilm", *, sources: Sequence[str] | None = N
     result = _result(
         "quality",
         dataset,
-        {"model": model, "seed": seed, "random_pairs": random_pairs, "tsne_sample": tsne_sample, "tsne_perplexity": perp, "field": field, "analyzer": analyzer.config()},
+        {
+            "model": model,
+            "seed": seed,
+            "random_pairs": random_pairs,
+            "tsne_sample": tsne_sample,
+            "tsne_perplexity": perp,
+            "field": field,
+            "analyzer": analyzer.config(),
+        },
         {"encoder": retriever.config()},
         {"quality": pd.DataFrame(rows), "tsne": tsne},
         summary,
@@ -143,7 +168,17 @@ def _quality_pairs(corpus, texts, human, llm, retriever, analyzer, *, seed, rand
     words_h, words_l = q.word_counts(th), q.word_counts(tl)
     toks_h, toks_l = q.token_counts(th, tok), q.token_counts(tl, tok)
     rows = [
-        {"doc_id": d, "llm_source": llm, "jaccard": terms["jaccard"][k], "overlap": terms["overlap"][k], "cosine": cos[k], "words_human": int(words_h[k]), "words_llm": int(words_l[k]), "tokens_human": int(toks_h[k]), "tokens_llm": int(toks_l[k])}
+        {
+            "doc_id": d,
+            "llm_source": llm,
+            "jaccard": terms["jaccard"][k],
+            "overlap": terms["overlap"][k],
+            "cosine": cos[k],
+            "words_human": int(words_h[k]),
+            "words_llm": int(words_l[k]),
+            "tokens_human": int(toks_h[k]),
+            "tokens_llm": int(toks_l[k]),
+        }
         for k, d in enumerate(ids)
     ]
     jaccard, jaccard_out = finite_mean(terms["jaccard"])
@@ -159,7 +194,7 @@ def _quality_pairs(corpus, texts, human, llm, retriever, analyzer, *, seed, rand
         "cosine_matched_std": float(np.std(cos, ddof=1)) if len(cos) > 1 else 0.0,
         "cosine_random_mean": float(np.mean(rnd_cos)),
         "cosine_random_std": float(np.std(rnd_cos, ddof=1)) if len(rnd_cos) > 1 else 0.0,
-        "random_pairs": int(len(rnd_cos)),
+        "random_pairs": len(rnd_cos),
         "words_human_mean": float(np.mean(words_h)),
         "words_llm_mean": float(np.mean(words_l)),
         "tokens_human_mean": float(np.mean(toks_h)),
@@ -183,7 +218,9 @@ def _tokenizer_counter(retriever):
 
 
 # -- spectrum --------------------------------------------------------------------------------------
-def spectrum(dataset, model: str = "minilm", *, sources: Sequence[str] | None = None, center: bool = False, options: Mapping[str, Any] | None = None) -> AnalysisResult:
+def spectrum(
+    dataset, model: str = "minilm", *, sources: Sequence[str] | None = None, center: bool = False, options: Mapping[str, Any] | None = None
+) -> AnalysisResult:
     """Singular values of each source's embedding matrix over the same documents (the twin
     pairs, in the same order), and each LLM source's values relative to the human source's."""
     import pandas as pd
@@ -208,7 +245,16 @@ def spectrum(dataset, model: str = "minilm", *, sources: Sequence[str] | None = 
 
 
 # -- perplexity ------------------------------------------------------------------------------------
-def perplexity(dataset, lm: str = "lm:smollm2", *, sources: Sequence[str] | None = None, field: str = "text", batch_size: int | None = None, device: str | None = None, cache_dir: Any = None) -> AnalysisResult:
+def perplexity(
+    dataset,
+    lm: str = "lm:smollm2",
+    *,
+    sources: Sequence[str] | None = None,
+    field: str = "text",
+    batch_size: int | None = None,
+    device: str | None = None,
+    cache_dir: Any = None,
+) -> AnalysisResult:
     """Log-perplexity of every document's ``field`` (``text``, the default, as the papers' code;
     or ``title+text``) (``lm:`` causal, ``mlm:`` masked pseudo-perplexity); per source mean and
     spread; over twin pairs the mean difference (LLM − human) with a paired t-test, a Wilcoxon
@@ -223,7 +269,14 @@ def perplexity(dataset, lm: str = "lm:smollm2", *, sources: Sequence[str] | None
     corpus = dataset.corpus
     tokens, values, stats = document_values(corpus, scorer, cache_dir=cache_dir)
     table = pd.DataFrame({"doc_id": corpus.doc_ids, "source": corpus.source_list(), "tokens": tokens, "value": values})
-    summary: dict[str, Any] = {"model": lm, "field": field, "value": "mean negative log-likelihood per token (nats)", "per_source": {}, "pairs": {}, "cache": stats}
+    summary: dict[str, Any] = {
+        "model": lm,
+        "field": field,
+        "value": "mean negative log-likelihood per token (nats)",
+        "per_source": {},
+        "pairs": {},
+        "cache": stats,
+    }
     for s in dataset.sources:
         summary["per_source"][s] = describe_finite(values[corpus.positions_of_source(s)])
     human = dataset.human_source
@@ -237,7 +290,14 @@ def perplexity(dataset, lm: str = "lm:smollm2", *, sources: Sequence[str] | None
         cmp["share_llm_lower"] = float(np.mean(values[lp][ok] < values[hp][ok]))
         cmp["left_out"] = int((~ok).sum())
         summary["pairs"][llm] = cmp
-    return _result("perplexity", dataset, {"model": lm, "field": field, "max_tokens": getattr(scorer, "max_tokens", None)}, {"lm": scorer.config()}, {"perplexity": table}, summary)
+    return _result(
+        "perplexity",
+        dataset,
+        {"model": lm, "field": field, "max_tokens": getattr(scorer, "max_tokens", None)},
+        {"lm": scorer.config()},
+        {"perplexity": table},
+        summary,
+    )
 
 
 # -- artifacts -------------------------------------------------------------------------------------
@@ -252,7 +312,20 @@ def lucene_idf(doc_terms: Sequence[Sequence[str]]) -> dict[str, float]:
     return {t: float(np.log1p((n - c + 0.5) / (c + 0.5))) for t, c in df.items()}
 
 
-def artifacts(dataset, lm: str | None = "lm:smollm2", *, run_result: str | Path | None = None, retriever: str | None = None, setting: str = "mixed", top: int = 200, sources: Sequence[str] | None = None, field: str = "text", batch_size: int | None = None, device: str | None = None, cache_dir: Any = None) -> AnalysisResult:
+def artifacts(
+    dataset,
+    lm: str | None = "lm:smollm2",
+    *,
+    run_result: str | Path | None = None,
+    retriever: str | None = None,
+    setting: str = "mixed",
+    top: int = 200,
+    sources: Sequence[str] | None = None,
+    field: str = "text",
+    batch_size: int | None = None,
+    device: str | None = None,
+    cache_dir: Any = None,
+) -> AnalysisResult:
     """Per document, of its ``field`` (``text``, the default, as the papers' code; or
     ``title+text``): log-perplexity (with ``lm``), length in words and in analyzer terms, and the
     median term IDF (Lucene's BM25 idf over the whole loaded collection, the BM25 analyzer's
@@ -306,7 +379,15 @@ def _artifact_table(dataset, lm, *, field, batch_size, device, cache_dir):
     terms = [analyzer(t) for t in texts]
     idf = lucene_idf(terms)
     median_idf = np.array([np.median([idf[t] for t in ts]) if ts else np.nan for ts in terms])
-    table = pd.DataFrame({"doc_id": corpus.doc_ids, "source": corpus.source_list(), "words": np.array([len(t.split()) for t in texts]), "terms": np.array([len(ts) for ts in terms]), "median_idf": median_idf})
+    table = pd.DataFrame(
+        {
+            "doc_id": corpus.doc_ids,
+            "source": corpus.source_list(),
+            "words": np.array([len(t.split()) for t in texts]),
+            "terms": np.array([len(ts) for ts in terms]),
+            "median_idf": median_idf,
+        }
+    )
     models: dict[str, Any] = {"analyzer": analyzer.config()}
     if lm:
         from sourcebias.analysis.perplexity import build_lm_scorer, document_values
@@ -330,7 +411,13 @@ def _artifact_comparison(dataset, table, f, llm) -> dict[str, Any]:
     hp, lp, _ = twin_pairs(dataset.corpus, human, llm)
     va, vb = table[f].to_numpy(dtype=float)[lp], table[f].to_numpy(dtype=float)[hp]
     ok = np.isfinite(va) & np.isfinite(vb)
-    row: dict[str, Any] = {"feature": f, "llm_source": llm, "independent_left_out_a": int((~np.isfinite(a)).sum()), "independent_left_out_b": int((~np.isfinite(b)).sum()), "paired_left_out": int((~ok).sum())}
+    row: dict[str, Any] = {
+        "feature": f,
+        "llm_source": llm,
+        "independent_left_out_a": int((~np.isfinite(a)).sum()),
+        "independent_left_out_b": int((~np.isfinite(b)).sum()),
+        "paired_left_out": int((~ok).sum()),
+    }
     notes = []
     a, b = a[np.isfinite(a)], b[np.isfinite(b)]
     if min(a.size, b.size) >= 2:
@@ -392,7 +479,15 @@ def _feature_correlation(f, z, z_all, values) -> dict[str, Any]:
     v = np.concatenate(values)
     ok = np.isfinite(v)
     if ok.sum() < 3 or np.ptp(v[ok]) == 0:  # a constant feature has no correlation
-        return {"feature": f, "spearman_pooled": float("nan"), "p_pooled": float("nan"), "pairs": int(ok.sum()), "spearman_mean_per_query": float("nan"), "p_per_query_ttest": float("nan"), "queries": 0}
+        return {
+            "feature": f,
+            "spearman_pooled": float("nan"),
+            "p_pooled": float("nan"),
+            "pairs": int(ok.sum()),
+            "spearman_mean_per_query": float("nan"),
+            "p_per_query_ttest": float("nan"),
+            "queries": 0,
+        }
     pooled = stats.spearmanr(z[ok], v[ok])
     per_query: list[float] = []
     for zq, vq in zip(z_all, values):
@@ -408,7 +503,7 @@ def _feature_correlation(f, z, z_all, values) -> dict[str, Any]:
         "pairs": int(ok.sum()),
         "spearman_mean_per_query": float(per_q.mean()) if len(per_q) else float("nan"),
         "p_per_query_ttest": float(t.pvalue) if t is not None else float("nan"),
-        "queries": int(len(per_q)),
+        "queries": len(per_q),
     }
 
 
@@ -423,7 +518,11 @@ def _held_out_share(q_vecs, e_l, e_h, rows, seed) -> dict[str, Any]:
     half = np.random.default_rng(seed).permutation(n) < n // 2
     held = ~half[rows]
     if not half.any() or not held.any():
-        why = f"the estimation half is empty ({n} twin pair{'s' if n != 1 else ''})" if not half.any() else f"no judged pair falls in the held-out half ({len(rows)} judged relevant pair{'s' if len(rows) != 1 else ''})"
+        why = (
+            f"the estimation half is empty ({n} twin pair{'s' if n != 1 else ''})"
+            if not half.any()
+            else f"no judged pair falls in the held-out half ({len(rows)} judged relevant pair{'s' if len(rows) != 1 else ''})"
+        )
         return {"share_along_held_out": None, "held_out_triples": 0, "held_out_note": f"undefined: {why}"}
     est_a = dr.estimate_direction(e_l[half], e_h[half], n_permutations=0, seed=seed)
     out = dr.score_gap_decomposition(q_vecs[held], e_l[rows][held], e_h[rows][held], est_a.unit)
@@ -431,7 +530,9 @@ def _held_out_share(q_vecs, e_l, e_h, rows, seed) -> dict[str, Any]:
 
 
 # -- direction -------------------------------------------------------------------------------------
-def direction(dataset, model: str = "minilm", *, sources: Sequence[str] | None = None, permutations: int = 1000, seed: int = 0, options: Mapping[str, Any] | None = None) -> AnalysisResult:
+def direction(
+    dataset, model: str = "minilm", *, sources: Sequence[str] | None = None, permutations: int = 1000, seed: int = 0, options: Mapping[str, Any] | None = None
+) -> AnalysisResult:
     """The mean LLM − human embedding difference over twin pairs, its consistency and sign-flip
     p-values; with judged queries, the share of each relevant pair's score gap that lies along it
     — in-sample, and out-of-sample (direction from a seeded half of the pairs, gaps of the other)."""

@@ -18,8 +18,8 @@ from sourcebias.audit.calibrate import detection_detector, in_domain_calibration
 from sourcebias.audit.correction import Calibration, correct, joint_bootstrap, rogan_gladen
 from sourcebias.audit.detector import CalibratedDetector, score_file_detector, train_detector
 from sourcebias.audit.diagnostic import TransferCheck, transfer_check
-from sourcebias.audit.report import audit_report
 from sourcebias.audit.features import FeatureSpec
+from sourcebias.audit.report import audit_report
 from sourcebias.audit.result import AuditResult, load_audit
 from sourcebias.audit.scores import read_scores
 from sourcebias.core.artifacts import register_loader

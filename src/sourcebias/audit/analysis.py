@@ -59,7 +59,14 @@ class AuditSettings:
             raise ConfigError(f"the transfer check needs 0 < alpha < 1 and at least 20 resamples, got {self.check_alpha}, {self.check_resamples}")
 
     def describe(self) -> dict[str, Any]:
-        return {"k": list(self.ks), "resamples": self.resamples, "level": self.level, "seed": self.seed, "check_alpha": self.check_alpha, "check_resamples": self.check_resamples}
+        return {
+            "k": list(self.ks),
+            "resamples": self.resamples,
+            "level": self.level,
+            "seed": self.seed,
+            "check_alpha": self.check_alpha,
+            "check_resamples": self.check_resamples,
+        }
 
 
 def weights(quantity: str, k: int) -> np.ndarray:
@@ -117,7 +124,9 @@ def document_scores(runs: Mapping[str, Any], detector: CalibratedDetector, k: in
     scores = np.asarray(detector.score(corpus, positions), dtype=np.float64)
     bad = ~np.isfinite(scores)
     if bad.any():
-        raise ConfigError(f"the detector gave no score to {int(bad.sum()):,} of the {len(scores):,} audited documents (e.g. {corpus.doc_ids[positions[bad][0]]}); the shares cannot be labelled")
+        raise ConfigError(
+            f"the detector gave no score to {int(bad.sum()):,} of the {len(scores):,} audited documents (e.g. {corpus.doc_ids[positions[bad][0]]}); the shares cannot be labelled"
+        )
     return positions, scores
 
 
@@ -135,7 +144,16 @@ def document_labels(runs: Mapping[str, Any], detector: CalibratedDetector, k: in
     return positions, scores, flags_of(len(next(iter(runs.values())).corpus), positions, scores, detector.threshold)
 
 
-def audit_run(name: str, run, flags: np.ndarray, detector: CalibratedDetector, settings: AuditSettings, human_source: str | None, unreliable: str = "", calibration: Any = None) -> list[dict[str, Any]]:
+def audit_run(
+    name: str,
+    run,
+    flags: np.ndarray,
+    detector: CalibratedDetector,
+    settings: AuditSettings,
+    human_source: str | None,
+    unreliable: str = "",
+    calibration: Any = None,
+) -> list[dict[str, Any]]:
     """The rows of one run: per cut-off and quantity, naive, corrected (with flag and note) and,
     where labels exist, true values, with the CIs and resample counts. ``unreliable``: why the
     corrected figures are not to be trusted (the transfer check's reason), empty when they are;
@@ -154,16 +172,36 @@ def audit_run(name: str, run, flags: np.ndarray, detector: CalibratedDetector, s
             vals = per_query[q][np.isfinite(per_query[q])]
             p_hat = float(vals.mean())
             corr = correct(p_hat, se, sp)
-            row = {"run": name, "measure": f"{q}@{k}", "quantity": q, "k": k, "queries": len(vals), "naive": a + b * p_hat, "corrected": None if corr["value"] is None else a + b * corr["value"],
-                   "flag": corr["flag"], "note": corr["note"], "reliable": not unreliable, "unreliable_reason": unreliable, "sensitivity": se, "specificity": sp, **_ci_columns(boot[q])}
+            row = {
+                "run": name,
+                "measure": f"{q}@{k}",
+                "quantity": q,
+                "k": k,
+                "queries": len(vals),
+                "naive": a + b * p_hat,
+                "corrected": None if corr["value"] is None else a + b * corr["value"],
+                "flag": corr["flag"],
+                "note": corr["note"],
+                "reliable": not unreliable,
+                "unreliable_reason": unreliable,
+                "sensitivity": se,
+                "specificity": sp,
+                **_ci_columns(boot[q]),
+            }
             row.update(_truth_columns(row, None if true is None else float(np.nanmean(a + b * true[q]))))
             rows.append(row)
     return rows
 
 
 def _ci_columns(b: dict[str, Any]) -> dict[str, Any]:
-    return {"naive_low": b["naive_ci"][0], "naive_high": b["naive_ci"][1], "corrected_low": b["corrected_ci"][0], "corrected_high": b["corrected_ci"][1],
-            "undefined_resamples": b["undefined_resamples"], "clipped_resamples": b["clipped_resamples"]}
+    return {
+        "naive_low": b["naive_ci"][0],
+        "naive_high": b["naive_ci"][1],
+        "corrected_low": b["corrected_ci"][0],
+        "corrected_high": b["corrected_ci"][1],
+        "undefined_resamples": b["undefined_resamples"],
+        "clipped_resamples": b["clipped_resamples"],
+    }
 
 
 def _truth_columns(row: dict[str, Any], true: float | None) -> dict[str, Any]:

@@ -53,13 +53,17 @@ class DetectorOptions:
 
     def check(self) -> None:
         if sum(x is not None for x in (self.train, self.scores, self.zero_shot)) != 1:
-            raise ConfigError("give one detector: --detector TRAIN_DATASET_DIR[,split] (the built-in one), --detector SPEC (a zero-shot one, e.g. fast-detectgpt:lm:smollm2) or --scores FILE (your own scores)")
+            raise ConfigError(
+                "give one detector: --detector TRAIN_DATASET_DIR[,split] (the built-in one), --detector SPEC (a zero-shot one, e.g. fast-detectgpt:lm:smollm2) or --scores FILE (your own scores)"
+            )
         if self.scores is not None and (self.calibrate is None or self.calibration_scores is None):
             raise ConfigError("--scores needs --calibrate DIR[,split] (labelled twins) and --calibration-scores FILE (their scores) to estimate Se and Sp")
         if self.zero_shot is not None and (self.calibrate is None or self.calibration_scores is not None):
             raise ConfigError("a zero-shot --detector needs --calibrate DIR[,split] (labelled twins it is calibrated on) and no --calibration-scores")
         if self.train is not None and (self.calibrate is not None or self.calibration_scores is not None):
-            raise ConfigError("--calibrate and --calibration-scores go with --scores; the built-in detector is calibrated on held-out pairs of --detector's dataset")
+            raise ConfigError(
+                "--calibrate and --calibration-scores go with --scores; the built-in detector is calibrated on held-out pairs of --detector's dataset"
+            )
 
 
 def _load(arg: str | Path):
@@ -82,17 +86,34 @@ def build_detector(options: DetectorOptions, *, cache_dir: Any = None, emit: Cal
 
         det = zero_shot(options.zero_shot, cache_dir=cache_dir)
         assert options.calibrate is not None  # check() requires it with a zero-shot detector
-        return zero_shot_detector(det, _load(options.calibrate), max_pairs=options.max_pairs, threshold=options.threshold, seed=options.seed, field=options.spec.field)
+        return zero_shot_detector(
+            det, _load(options.calibrate), max_pairs=options.max_pairs, threshold=options.threshold, seed=options.seed, field=options.spec.field
+        )
     if options.train is not None:
         dataset = _load(options.train)
-        return train_detector(dataset, options.spec, calibration_share=options.calibration_share, max_pairs=options.max_pairs, threshold=options.threshold, seed=options.seed, cache_dir=cache_dir, emit=emit)
+        return train_detector(
+            dataset,
+            options.spec,
+            calibration_share=options.calibration_share,
+            max_pairs=options.max_pairs,
+            threshold=options.threshold,
+            seed=options.seed,
+            cache_dir=cache_dir,
+            emit=emit,
+        )
     assert options.scores is not None and options.calibration_scores is not None and options.calibrate is not None  # check(): --scores needs both
     scores, cal_scores = read_scores(options.scores), read_scores(options.calibration_scores)
-    describe = {"scores": str(Path(options.scores).resolve()), "calibration_scores": str(Path(options.calibration_scores).resolve()), "calibration_dataset": str(options.calibrate)}
+    describe = {
+        "scores": str(Path(options.scores).resolve()),
+        "calibration_scores": str(Path(options.calibration_scores).resolve()),
+        "calibration_dataset": str(options.calibrate),
+    }
     return score_file_detector(scores, _load(options.calibrate), cal_scores, threshold=options.threshold, describe=describe)
 
 
-def load_audited_runs(target: str | Path, *, dataset: str | None = None, retrievers: Sequence[str] | None = None, docnos: Path | None = None, docno_pattern: str | None = None) -> tuple[dict[str, Any], Any, dict[str, Any]]:
+def load_audited_runs(
+    target: str | Path, *, dataset: str | None = None, retrievers: Sequence[str] | None = None, docnos: Path | None = None, docno_pattern: str | None = None
+) -> tuple[dict[str, Any], Any, dict[str, Any]]:
     """``(runs, dataset, info)``: the mixed-corpus runs of an ``evaluate`` folder (bound to its
     dataset's texts; ``dataset`` overrides the recorded path) or one TREC run file over
     ``dataset`` (document names by the project's docno rule)."""
@@ -114,7 +135,11 @@ def load_audited_runs(target: str | Path, *, dataset: str | None = None, retriev
         if unknown:
             raise ConfigError(f"no run named {', '.join(unknown)} in {target} (runs: {', '.join(runs)})")
         runs = {r: runs[r] for r in retrievers}
-    info = {"target": str(target.resolve()), "runs": {n: {"queries": len(r), "depth": r.depth()} for n, r in runs.items()}, "dataset": ds.describe().get("name")}
+    info = {
+        "target": str(target.resolve()),
+        "runs": {n: {"queries": len(r), "depth": r.depth()} for n, r in runs.items()},
+        "dataset": ds.describe().get("name"),
+    }
     return runs, ds, info
 
 
@@ -168,15 +193,45 @@ def audit(runs: dict[str, Any], detector: CalibratedDetector, settings: AuditSet
     positions, scores = document_scores(runs, detector, max(settings.ks))
     corpus = next(iter(runs.values())).corpus
     calibration, human, llm, in_domain = in_domain_calibration(detector, corpus, reference, reference_path)
-    check = transfer_check(document_dimensions(detector, corpus, positions, scores), human, llm, detector.threshold, alpha=settings.check_alpha, resamples=settings.check_resamples, seed=settings.seed)
+    check = transfer_check(
+        document_dimensions(detector, corpus, positions, scores),
+        human,
+        llm,
+        detector.threshold,
+        alpha=settings.check_alpha,
+        resamples=settings.check_resamples,
+        seed=settings.seed,
+    )
     flags = flags_of(len(corpus), positions, scores, detector.threshold)
-    rows = [row for name, run in runs.items() for row in audit_run(name, run, flags, detector, settings, human_source, unreliable=check.reason(), calibration=calibration)]
-    documents = pd.DataFrame({"doc_id": [corpus.doc_ids[p] for p in positions], "source": [corpus.source_of(int(p)) for p in positions], "score": scores, "flagged": scores >= detector.threshold})
-    notes = [ASSUMPTION] + ([f"UNRELIABLE corrected figures: {check.reason()}."] if not check.passed else []) + [f"{r['run']} {r['measure']}: {r['note']}" for r in rows if r["note"]]
+    rows = [
+        row
+        for name, run in runs.items()
+        for row in audit_run(name, run, flags, detector, settings, human_source, unreliable=check.reason(), calibration=calibration)
+    ]
+    documents = pd.DataFrame(
+        {
+            "doc_id": [corpus.doc_ids[p] for p in positions],
+            "source": [corpus.source_of(int(p)) for p in positions],
+            "score": scores,
+            "flagged": scores >= detector.threshold,
+        }
+    )
+    notes = (
+        [ASSUMPTION]
+        + ([f"UNRELIABLE corrected figures: {check.reason()}."] if not check.passed else [])
+        + [f"{r['run']} {r['measure']}: {r['note']}" for r in rows if r["note"]]
+    )
     if reference:
         notes.append(f"In domain: {in_domain['note']}.")
     truth = "source labels of the run's corpus (never read by the audit itself)" if any(r["true"] is not None for r in rows) else None
-    method = {"ci": METHOD, "level": settings.level, "resamples": settings.resamples, "seed": settings.seed, "correction": "Rogan & Gladen (1978): p = (p̂ + Sp − 1) / (Se + Sp − 1), clipped to [0, 1] with a flag", "truth": truth}
+    method = {
+        "ci": METHOD,
+        "level": settings.level,
+        "resamples": settings.resamples,
+        "seed": settings.seed,
+        "correction": "Rogan & Gladen (1978): p = (p̂ + Sp − 1) / (Se + Sp − 1), clipped to [0, 1] with a flag",
+        "truth": truth,
+    }
     det = {**detector.info, **detector.summary(), "models": detector.models}
     return AuditResult(settings=settings.describe(), detector=det, runs=run_info or {}, rows=rows, calibration=detector.calibration_table.reset_index(drop=True), documents=documents, notes=notes, method=method,
                        diagnostic=check.describe(), in_domain=in_domain)  # fmt: skip
@@ -237,7 +292,12 @@ def write_audit(result: AuditResult, folder: Any, *, seconds: float) -> Path:
     d = result.detector
     parameters = {**result.settings, "features": d.get("features"), "detector": d.get("kind"), "detector_spec": d.get("spec"), "threshold": d.get("threshold"), "threshold_rule": d.get("threshold_rule"),
                   "detector_seed": d.get("seed"), "max_queries": result.runs.get("max_queries"), "in_domain": result.in_domain, "ci": result.method}  # fmt: skip
-    inputs = {"target": result.runs.get("target"), "detector": {k: d.get(k) for k in ("dataset", "scores", "calibration_scores", "calibration_dataset", "spec") if d.get(k)}}
+    inputs = {
+        "target": result.runs.get("target"),
+        "detector": {k: d.get(k) for k in ("dataset", "scores", "calibration_scores", "calibration_dataset", "spec") if d.get(k)},
+    }
     extra = {"figure": "audit.png", "transfer_check": {k: result.diagnostic.get(k) for k in ("passed", "p_value", "alpha", "p_values", "reason")}}
-    manifest = build_manifest(command=KIND, inputs=inputs, parameters=parameters, models=d.get("models") or {}, timings={"total_s": round(seconds, 3)}, extra=extra)
+    manifest = build_manifest(
+        command=KIND, inputs=inputs, parameters=parameters, models=d.get("models") or {}, timings={"total_s": round(seconds, 3)}, extra=extra
+    )
     return folder.commit(manifest)

@@ -39,7 +39,9 @@ def sample_pair_ids(ids: Sequence[str], max_pairs: int | None, seed: int) -> lis
     return sorted(ids[i] for i in rng.permutation(len(ids))[:max_pairs])
 
 
-def zero_shot_detector(detector: Any, calibration_dataset: Any, *, max_pairs: int | None = None, threshold: str | float = YOUDEN, seed: int = 0, field: str = "text") -> CalibratedDetector:
+def zero_shot_detector(
+    detector: Any, calibration_dataset: Any, *, max_pairs: int | None = None, threshold: str | float = YOUDEN, seed: int = 0, field: str = "text"
+) -> CalibratedDetector:
     """A zero-shot detector calibrated on the twin pairs of ``calibration_dataset``.
 
     Args:
@@ -62,7 +64,9 @@ def zero_shot_detector(detector: Any, calibration_dataset: Any, *, max_pairs: in
     ids, groups = twin_groups(calibration_dataset)
     pos, is_llm, pair_of = _positions(groups, sample_pair_ids(ids, max_pairs, seed))
     scores = np.asarray(detector.score_texts(corpus_texts(calibration_dataset.corpus, pos, field)), dtype=np.float64)
-    return _calibrated(detector, calibration_dataset, pos, is_llm, pair_of, scores, threshold=threshold, field=field, extra={"max_pairs": max_pairs, "seed": seed})
+    return _calibrated(
+        detector, calibration_dataset, pos, is_llm, pair_of, scores, threshold=threshold, field=field, extra={"max_pairs": max_pairs, "seed": seed}
+    )
 
 
 def detection_detector(folder: Any, *, threshold: str | float = YOUDEN, cache_dir: Any = None) -> CalibratedDetector:
@@ -89,14 +93,29 @@ def detection_detector(folder: Any, *, threshold: str | float = YOUDEN, cache_di
     ids, groups = twin_groups(dataset)
     scored = [d for d in ids if all((corpus.doc_ids[p], corpus.source_of(int(p))) in scores for p, _ in groups[d])]
     if len(scored) < 4:
-        raise ConfigError(f"{folder}: scores of {len(scored)} complete twin pairs; a detector is calibrated on a labelled twin corpus scored by `sourcebias detect` (at least 4 pairs)")
+        raise ConfigError(
+            f"{folder}: scores of {len(scored)} complete twin pairs; a detector is calibrated on a labelled twin corpus scored by `sourcebias detect` (at least 4 pairs)"
+        )
     pos, is_llm, pair_of = _positions(groups, scored)
     cal = np.array([scores[(corpus.doc_ids[p], corpus.source_of(int(p)))] for p in pos], dtype=np.float64)
     det = build_detector(found.detector["spec"], cache_dir=cache_dir)
-    return _calibrated(det, dataset, pos, is_llm, pair_of, cal, threshold=threshold, field=found.corpus.get("field") or "text", extra={"detect_folder": str(folder)})
+    return _calibrated(
+        det, dataset, pos, is_llm, pair_of, cal, threshold=threshold, field=found.corpus.get("field") or "text", extra={"detect_folder": str(folder)}
+    )
 
 
-def _calibrated(detector: Any, dataset: Any, pos: np.ndarray, is_llm: np.ndarray, pair_of: list[str], scores: np.ndarray, *, threshold: str | float, field: str, extra: dict[str, Any]) -> CalibratedDetector:
+def _calibrated(
+    detector: Any,
+    dataset: Any,
+    pos: np.ndarray,
+    is_llm: np.ndarray,
+    pair_of: list[str],
+    scores: np.ndarray,
+    *,
+    threshold: str | float,
+    field: str,
+    extra: dict[str, Any],
+) -> CalibratedDetector:
     from sourcebias.detect import corpus_texts
 
     ok = np.isfinite(scores)
@@ -144,7 +163,9 @@ def reference_positions(corpus: Any, keys: Sequence[tuple[str, str]], path: Any)
     return np.array(pos, dtype=np.int64)
 
 
-def in_domain_calibration(detector: CalibratedDetector, corpus: Any, reference: Sequence[tuple[str, str]] | None, path: Any = None) -> tuple[Any, dict[str, np.ndarray], dict[str, np.ndarray], dict[str, Any]]:
+def in_domain_calibration(
+    detector: CalibratedDetector, corpus: Any, reference: Sequence[tuple[str, str]] | None, path: Any = None
+) -> tuple[Any, dict[str, np.ndarray], dict[str, np.ndarray], dict[str, Any]]:
     """What the correction and the transfer check calibrate with.
 
     Args:
@@ -167,7 +188,12 @@ def in_domain_calibration(detector: CalibratedDetector, corpus: Any, reference: 
     human, llm = calibration_dimensions(detector)
     cal = detector.calibration()
     if not reference:
-        return cal, human, llm, {"specificity_from": "calibration twins", "note": "Se and Sp of the calibration documents are assumed to hold for the audited documents"}
+        return (
+            cal,
+            human,
+            llm,
+            {"specificity_from": "calibration twins", "note": "Se and Sp of the calibration documents are assumed to hold for the audited documents"},
+        )
     pos = reference_positions(corpus, reference, path)
     scores = np.asarray(detector.score(corpus, pos), dtype=np.float64)
     if not np.isfinite(scores).all():

@@ -61,11 +61,20 @@ def correct(p_hat: float, se: float, sp: float) -> dict[str, Any]:
     p, clipped, undefined = rogan_gladen(p_hat, se, sp)
     j = se + sp - 1.0
     if bool(undefined):
-        why = f"Se + Sp − 1 = {j:.3f} ≤ 0: the detector is no better than chance, the share cannot be corrected" if math.isfinite(j) else "Se or Sp is not defined (no calibration pairs)"
+        why = (
+            f"Se + Sp − 1 = {j:.3f} ≤ 0: the detector is no better than chance, the share cannot be corrected"
+            if math.isfinite(j)
+            else "Se or Sp is not defined (no calibration pairs)"
+        )
         return {"value": None, "raw": None, "flag": UNDEFINED, "note": why}
     raw = (p_hat + sp - 1.0) / j
     if bool(clipped):
-        return {"value": float(p), "raw": float(raw), "flag": CLIPPED, "note": f"the corrected share of LLM text before clipping, {raw:.4f}, is outside [0, 1] (sampling error, or Se/Sp that do not hold for these documents); clipped"}
+        return {
+            "value": float(p),
+            "raw": float(raw),
+            "flag": CLIPPED,
+            "note": f"the corrected share of LLM text before clipping, {raw:.4f}, is outside [0, 1] (sampling error, or Se/Sp that do not hold for these documents); clipped",
+        }
     return {"value": float(p), "raw": float(raw), "flag": "", "note": ""}
 
 
@@ -116,7 +125,15 @@ def _percentile(values: np.ndarray, level: float) -> tuple[float | None, float |
     return float(lo), float(hi)
 
 
-def joint_bootstrap(per_query: dict[str, np.ndarray], calibration: Calibration, *, resamples: int = 2000, level: float = 0.95, seed: int = 0, transforms: dict[str, tuple[float, float]] | None = None) -> dict[str, dict[str, Any]]:
+def joint_bootstrap(
+    per_query: dict[str, np.ndarray],
+    calibration: Calibration,
+    *,
+    resamples: int = 2000,
+    level: float = 0.95,
+    seed: int = 0,
+    transforms: dict[str, tuple[float, float]] | None = None,
+) -> dict[str, dict[str, Any]]:
     """Percentile CIs of the naive and the corrected estimate of each quantity in ``per_query``
     (name -> per-query share of documents labelled LLM; NaN queries are left out).
 

@@ -46,7 +46,9 @@ class CalibratedDetector:
     calibration_table: Any
     info: dict[str, Any] = field(default_factory=dict)
     models: dict[str, Any] = field(default_factory=dict)
-    features: Callable[[Any, Sequence[int] | np.ndarray], dict[str, np.ndarray]] | None = None  # the inputs of the score, for the transfer check; their calibration values are the table's ``feature:NAME`` columns
+    features: Callable[[Any, Sequence[int] | np.ndarray], dict[str, np.ndarray]] | None = (
+        None  # the inputs of the score, for the transfer check; their calibration values are the table's ``feature:NAME`` columns
+    )
 
     def calibration(self) -> Calibration:
         """Per calibration pair (grouped by ``doc_id``): the flags of its human and LLM copies."""
@@ -64,8 +66,20 @@ class CalibratedDetector:
         se, sp = tp / max(tp + fn, 1), tn / max(tn + fp, 1)
         se_ci = proportion_confint(tp, tp + fn, method="wilson") if tp + fn else (None, None)
         sp_ci = proportion_confint(tn, tn + fp, method="wilson") if tn + fp else (None, None)
-        return {"threshold": self.threshold, "sensitivity": se, "sensitivity_ci95": [None if x is None else float(x) for x in se_ci], "specificity": sp, "specificity_ci95": [None if x is None else float(x) for x in sp_ci],
-                "youden_j": se + sp - 1, "true_positive": tp, "false_negative": fn, "true_negative": tn, "false_positive": fp, "pairs": int(t["doc_id"].nunique()), "auc": self.info.get("auc")}
+        return {
+            "threshold": self.threshold,
+            "sensitivity": se,
+            "sensitivity_ci95": [None if x is None else float(x) for x in se_ci],
+            "specificity": sp,
+            "specificity_ci95": [None if x is None else float(x) for x in sp_ci],
+            "youden_j": se + sp - 1,
+            "true_positive": tp,
+            "false_negative": fn,
+            "true_negative": tn,
+            "false_positive": fp,
+            "pairs": int(t["doc_id"].nunique()),
+            "auc": self.info.get("auc"),
+        }
 
 
 def twin_groups(dataset) -> tuple[list[str], dict[str, list[tuple[int, bool]]]]:
@@ -120,7 +134,15 @@ def choose_threshold(is_llm: np.ndarray, scores: np.ndarray, rule: str | float =
 def calibration_table(doc_ids: Sequence[str], sources: Sequence[str], is_llm: np.ndarray, scores: np.ndarray, threshold: float):
     import pandas as pd
 
-    return pd.DataFrame({"doc_id": list(doc_ids), "source": list(sources), "is_llm": np.asarray(is_llm, bool), "score": np.asarray(scores, np.float64), "flagged": np.asarray(scores) >= threshold})
+    return pd.DataFrame(
+        {
+            "doc_id": list(doc_ids),
+            "source": list(sources),
+            "is_llm": np.asarray(is_llm, bool),
+            "score": np.asarray(scores, np.float64),
+            "flagged": np.asarray(scores) >= threshold,
+        }
+    )
 
 
 def _auc(is_llm: np.ndarray, scores: np.ndarray) -> float | None:
@@ -134,7 +156,19 @@ def _positions(groups: dict[str, list[tuple[int, bool]]], ids: Sequence[str]) ->
     return np.array([r[0] for r in rows], dtype=np.int64), np.array([r[1] for r in rows], dtype=bool), [r[2] for r in rows]
 
 
-def train_detector(dataset, spec: FeatureSpec, *, calibration_share: float = 0.5, max_pairs: int | None = None, threshold: str | float = YOUDEN, seed: int = 0, cache_dir: Any = None, batch_size: int | None = None, device: str | None = None, emit: Callable[[str], None] | None = None) -> CalibratedDetector:
+def train_detector(
+    dataset,
+    spec: FeatureSpec,
+    *,
+    calibration_share: float = 0.5,
+    max_pairs: int | None = None,
+    threshold: str | float = YOUDEN,
+    seed: int = 0,
+    cache_dir: Any = None,
+    batch_size: int | None = None,
+    device: str | None = None,
+    emit: Callable[[str], None] | None = None,
+) -> CalibratedDetector:
     """The built-in detector, trained and calibrated on ``dataset``'s twin pairs (see the module
     docs); the LLM − human direction is estimated on the training pairs only."""
     from sklearn.impute import SimpleImputer
@@ -166,11 +200,21 @@ def train_detector(dataset, spec: FeatureSpec, *, calibration_share: float = 0.5
         table[f"feature:{name}"] = cal_features[name]
     lr = model[-1]
     info = {
-        "kind": "built-in", "dataset": dataset.describe().get("name") if hasattr(dataset, "describe") else None, **spec.describe(),
-        "train_pairs": len(train_ids), "calibration_pairs": len(calib_ids), "calibration_share": calibration_share, "max_pairs": max_pairs, "seed": seed,
-        "threshold_rule": threshold if isinstance(threshold, str) else "fixed", "auc": _auc(cal_llm, cal_scores), "direction": extractor.direction_summary, "normalization": extractor.reference_stats,
+        "kind": "built-in",
+        "dataset": dataset.describe().get("name") if hasattr(dataset, "describe") else None,
+        **spec.describe(),
+        "train_pairs": len(train_ids),
+        "calibration_pairs": len(calib_ids),
+        "calibration_share": calibration_share,
+        "max_pairs": max_pairs,
+        "seed": seed,
+        "threshold_rule": threshold if isinstance(threshold, str) else "fixed",
+        "auc": _auc(cal_llm, cal_scores),
+        "direction": extractor.direction_summary,
+        "normalization": extractor.reference_stats,
         "classifier": "sklearn LogisticRegression (lbfgs, C=1) after SimpleImputer(median) and StandardScaler",
-        "coefficients": dict(zip(spec.names, map(float, lr.coef_[0]))), "intercept": float(lr.intercept_[0]),
+        "coefficients": dict(zip(spec.names, map(float, lr.coef_[0]))),
+        "intercept": float(lr.intercept_[0]),
     }
 
     def features(target_corpus, positions: Sequence[int] | np.ndarray) -> dict[str, np.ndarray]:
@@ -186,7 +230,14 @@ def _matrix(features: dict[str, np.ndarray], spec: FeatureSpec) -> np.ndarray:
     return np.column_stack([features[n] for n in spec.names])
 
 
-def score_file_detector(scores: dict[tuple[str, str], float], calibration_dataset, calibration_scores: dict[tuple[str, str], float], *, threshold: str | float = YOUDEN, describe: dict[str, Any] | None = None) -> CalibratedDetector:
+def score_file_detector(
+    scores: dict[tuple[str, str], float],
+    calibration_dataset,
+    calibration_scores: dict[tuple[str, str], float],
+    *,
+    threshold: str | float = YOUDEN,
+    describe: dict[str, Any] | None = None,
+) -> CalibratedDetector:
     """A detector from supplied scores: ``scores`` for the audited documents and
     ``calibration_scores`` for the twin pairs of ``calibration_dataset`` (every pair is a
     calibration pair: nothing is trained). Keys are ``(doc_id, source)``."""
@@ -199,7 +250,13 @@ def score_file_detector(scores: dict[tuple[str, str], float], calibration_datase
     cal_scores = require_scores(calibration_scores, keys, "the calibration dataset")
     thr = choose_threshold(is_llm, cal_scores, threshold)
     table = calibration_table(pair_of, [k[1] for k in keys], is_llm, cal_scores, thr)
-    info = {"kind": "scores", **(describe or {}), "calibration_pairs": len(ids), "threshold_rule": threshold if isinstance(threshold, str) else "fixed", "auc": _auc(is_llm, cal_scores)}
+    info = {
+        "kind": "scores",
+        **(describe or {}),
+        "calibration_pairs": len(ids),
+        "threshold_rule": threshold if isinstance(threshold, str) else "fixed",
+        "auc": _auc(is_llm, cal_scores),
+    }
 
     def score(target_corpus, positions: Sequence[int] | np.ndarray) -> np.ndarray:
         return require_scores(scores, [(target_corpus.doc_ids[p], target_corpus.source_of(int(p))) for p in positions], "the audited run")

@@ -80,15 +80,17 @@ def rg_share(audited: np.ndarray, human: np.ndarray, llm: np.ndarray, threshold:
     return float(np.clip((np.mean(audited >= threshold) + sp - 1.0) / j, 0.0, 1.0))
 
 
-def statistics(audited: Mapping[str, np.ndarray], human: Mapping[str, np.ndarray], llm: Mapping[str, np.ndarray], threshold: float) -> tuple[float, dict[str, float]]:
+def statistics(
+    audited: Mapping[str, np.ndarray], human: Mapping[str, np.ndarray], llm: Mapping[str, np.ndarray], threshold: float
+) -> tuple[float, dict[str, float]]:
     """``(π̂, {"ks:DIM" / "var:DIM": value})`` for the dimensions of ``audited`` (π̂ from the
     ``score`` dimension)."""
     share = rg_share(audited[SCORE], human[SCORE], llm[SCORE], threshold)
     out = {}
     for d in audited:
-        a, h, l = np.sort(audited[d]), np.sort(human[d]), np.sort(llm[d])
-        out[f"ks:{d}"] = ks_mixture(a, h, l, share)
-        out[f"var:{d}"] = log_variance_ratio(a, h, l, share)
+        a, h, g = np.sort(audited[d]), np.sort(human[d]), np.sort(llm[d])
+        out[f"ks:{d}"] = ks_mixture(a, h, g, share)
+        out[f"var:{d}"] = log_variance_ratio(a, h, g, share)
     return share, out
 
 
@@ -142,15 +144,20 @@ def _as_dims(x: Any) -> dict[str, np.ndarray]:
 
 
 def _checked(audited: Any, human: Any, llm: Any) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], dict[str, np.ndarray]]:
-    a, h, l = _as_dims(audited), _as_dims(human), _as_dims(llm)
-    if SCORE not in a or set(a) != set(h) or set(a) != set(l):
-        raise ConfigError(f"the transfer check needs the same dimensions (with '{SCORE}') for the audited and the calibration documents, got {sorted(a)}, {sorted(h)}, {sorted(l)}")
-    keep = lambda d: np.all([np.isfinite(v) for v in d.values()], axis=0)
-    a, h, l = ({k: v[keep(d)] for k, v in d.items()} for d in (a, h, l))
-    n = (len(a[SCORE]), len(h[SCORE]), len(l[SCORE]))
+    a, h, g = _as_dims(audited), _as_dims(human), _as_dims(llm)
+    if SCORE not in a or set(a) != set(h) or set(a) != set(g):
+        raise ConfigError(
+            f"the transfer check needs the same dimensions (with '{SCORE}') for the audited and the calibration documents, got {sorted(a)}, {sorted(h)}, {sorted(g)}"
+        )
+
+    def keep(d: dict[str, np.ndarray]) -> np.ndarray:
+        return np.all([np.isfinite(v) for v in d.values()], axis=0)
+
+    a, h, g = ({k: v[keep(d)] for k, v in d.items()} for d in (a, h, g))
+    n = (len(a[SCORE]), len(h[SCORE]), len(g[SCORE]))
     if min(n) < 5:
         raise ConfigError(f"the transfer check needs at least 5 audited, 5 human and 5 LLM calibration documents, got {n[0]}, {n[1]}, {n[2]}")
-    return a, h, l
+    return a, h, g
 
 
 def transfer_check(audited: Any, human: Any, llm: Any, threshold: float, *, alpha: float = 0.05, resamples: int = 200, seed: int = 0) -> TransferCheck:
@@ -173,17 +180,17 @@ def transfer_check(audited: Any, human: Any, llm: Any, threshold: float, *, alph
     """
     if not 0 < alpha < 1 or resamples < 20:
         raise ConfigError(f"the transfer check needs 0 < alpha < 1 and at least 20 resamples, got {alpha}, {resamples}")
-    a, h, l = _checked(audited, human, llm)
-    share, observed = statistics(a, h, l, threshold)
+    a, h, g = _checked(audited, human, llm)
+    share, observed = statistics(a, h, g, threshold)
     names = list(observed)
     rng = np.random.default_rng(seed)
-    n, nh, nl = len(a[SCORE]), len(h[SCORE]), len(l[SCORE])
+    n, nh, nl = len(a[SCORE]), len(h[SCORE]), len(g[SCORE])
     null = np.empty((resamples, len(names)))
     for b in range(resamples):
         ih, il = rng.integers(0, nh, nh), rng.integers(0, nl, nl)
         is_llm, dh, dl = rng.random(n) < share, rng.integers(0, nh, n), rng.integers(0, nl, n)
-        ab = {d: np.where(is_llm, l[d][dl], h[d][dh]) for d in a}
-        _, st = statistics(ab, {d: h[d][ih] for d in a}, {d: l[d][il] for d in a}, threshold)
+        ab = {d: np.where(is_llm, g[d][dl], h[d][dh]) for d in a}
+        _, st = statistics(ab, {d: h[d][ih] for d in a}, {d: g[d][il] for d in a}, threshold)
         null[b] = [st[k] for k in names]
     obs = np.array([observed[k] for k in names])
     p_each = (1 + (null >= obs - 1e-12).sum(axis=0)) / (resamples + 1)

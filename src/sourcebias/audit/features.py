@@ -64,7 +64,14 @@ class FeatureSpec:
         return BASE_FEATURES + (("perplexity",) if self.lm else ())
 
     def describe(self) -> dict[str, Any]:
-        return {"features": list(self.names), "model": self.model, "lm": self.lm, "field": self.field, "normalize": self.normalize, "reference_docs": self.reference_docs}
+        return {
+            "features": list(self.names),
+            "model": self.model,
+            "lm": self.lm,
+            "field": self.field,
+            "normalize": self.normalize,
+            "reference_docs": self.reference_docs,
+        }
 
 
 class FeatureExtractor:
@@ -118,9 +125,13 @@ class FeatureExtractor:
 
         est = estimate_direction(self.embed(corpus, llm_positions), self.embed(corpus, human_positions), n_permutations=0)
         self.direction = est.unit
-        self.direction_summary = {k: v for k, v in est.summary().items() if k in ("pairs", "dimension", "mean_difference_norm", "consistency", "share_positive_projection")}
+        self.direction_summary = {
+            k: v for k, v in est.summary().items() if k in ("pairs", "dimension", "mean_difference_norm", "consistency", "share_positive_projection")
+        }
 
-    def compute(self, corpus, positions: Sequence[int] | np.ndarray, *, reference: Sequence[int] | np.ndarray | None = None, seed: int = 0) -> dict[str, np.ndarray]:
+    def compute(
+        self, corpus, positions: Sequence[int] | np.ndarray, *, reference: Sequence[int] | np.ndarray | None = None, seed: int = 0
+    ) -> dict[str, np.ndarray]:
         """Feature name -> values for the documents at ``positions`` of ``corpus`` (the idf over
         the whole ``corpus``), standardised within the collection (``spec.normalize``) by the
         documents at ``reference`` (default: a seeded sample of ``spec.reference_docs``)."""
@@ -134,7 +145,7 @@ class FeatureExtractor:
         if key not in self._stats:
             ref = self.raw(corpus, reference)
             self._stats[key] = {f: (float(np.nanmean(v)), float(np.nanstd(v))) for f, v in ref.items()}
-            self.reference_stats.append({"documents": int(len(reference)), **{f: {"mean": m, "sd": s} for f, (m, s) in self._stats[key].items()}})
+            self.reference_stats.append({"documents": len(reference), **{f: {"mean": m, "sd": s} for f, (m, s) in self._stats[key].items()}})
         stats = self._stats[key]
         return {f: (v - stats[f][0]) / (stats[f][1] if stats[f][1] > 0 else 1.0) for f, v in raw.items()}
 

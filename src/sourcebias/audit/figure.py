@@ -58,7 +58,26 @@ def _point(ax, x: float, r: dict, kind: str, *, first: bool) -> None:
         return
     err = None if lo is None else [[max(v - lo, 0)], [max(hi - v, 0)]]
     unreliable = kind == "corrected" and not r.get("reliable", True)
-    ax.errorbar([x], [v], yerr=err, fmt=marker, color=color, capsize=4, label=label if first else None, mfc="white" if unreliable else color, linestyle="none", alpha=0.6 if unreliable else 1.0)
+    ax.errorbar(
+        [x],
+        [v],
+        yerr=err,
+        fmt=marker,
+        color=color,
+        capsize=4,
+        label=label if first else None,
+        mfc="white" if unreliable else color,
+        linestyle="none",
+        alpha=0.6 if unreliable else 1.0,
+    )
     marks = [m for m in (r.get("flag") if kind == "corrected" else "", "UNRELIABLE" if unreliable else "") if m]
     if marks:
-        ax.annotate(", ".join(marks), (x, v), textcoords="offset points", xytext=(6, 4), fontsize=7, color="red" if unreliable else color, fontweight="bold" if unreliable else "normal")
+        ax.annotate(
+            ", ".join(marks),
+            (x, v),
+            textcoords="offset points",
+            xytext=(6, 4),
+            fontsize=7,
+            color="red" if unreliable else color,
+            fontweight="bold" if unreliable else "normal",
+        )

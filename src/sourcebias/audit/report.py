@@ -42,7 +42,12 @@ def _columns(quantity: str, truth: bool) -> list[Any]:
     from sourcebias.evaluation.stats import Column
 
     kind = "num" if quantity == "Share" else "delta"  # ΔNDSR's sign is coloured (< 0: LLM text higher)
-    cols = [Column("run", "run", "text"), Column("naive_text", "naive [CI]", "text"), Column("corrected_text", "corrected [CI]", "text"), Column("flag_text", "corrected is", "text")]
+    cols = [
+        Column("run", "run", "text"),
+        Column("naive_text", "naive [CI]", "text"),
+        Column("corrected_text", "corrected [CI]", "text"),
+        Column("flag_text", "corrected is", "text"),
+    ]
     if truth:
         cols += [Column("true", "true", kind, 3), Column("covers_text", "CI covers", "text")]
     return cols
@@ -58,7 +63,9 @@ def caption(result: AuditResult) -> str:
              f"naive: the detector's labels; corrected: Rogan–Gladen; {s['level']:.0%} CIs, {s['resamples']:,} joint resamples of queries and calibration pairs, seed {s['seed']}."]  # fmt: skip
     if c:
         verdict = "passed" if c.get("passed") else "FAILED: corrected figures unreliable"
-        parts.append(f"Transfer check (the audited documents against the calibration's mixture at share {c['share']:.3f}; score KS D = {c['statistic']:.3f}; min-p over {len(c.get('p_values') or {})} statistics): p = {c['p_value']:.3g}, {verdict}.")
+        parts.append(
+            f"Transfer check (the audited documents against the calibration's mixture at share {c['share']:.3f}; score KS D = {c['statistic']:.3f}; min-p over {len(c.get('p_values') or {})} statistics): p = {c['p_value']:.3g}, {verdict}."
+        )
     if result.has_truth:
         parts.append("true: from the corpus's source labels, never read by the audit.")
     return " ".join(parts)
@@ -95,4 +102,7 @@ def write_summaries(result: AuditResult, folder: str | Path) -> dict[str, Path]:
 
     report = audit_report(result)
     folder = Path(folder)
-    return {"summary": atomic_write_text(folder / "summary.md", to_markdown(report)), "summary_tex": atomic_write_text(folder / "summary.tex", to_latex(report))}
+    return {
+        "summary": atomic_write_text(folder / "summary.md", to_markdown(report)),
+        "summary_tex": atomic_write_text(folder / "summary.tex", to_latex(report)),
+    }

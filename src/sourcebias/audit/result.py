@@ -73,7 +73,10 @@ class AuditResult:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, AuditResult):
             return NotImplemented
-        same = all(_plain(getattr(self, k)) == _plain(getattr(other, k)) for k in ("settings", "detector", "runs", "rows", "notes", "method", "diagnostic", "in_domain"))
+        same = all(
+            _plain(getattr(self, k)) == _plain(getattr(other, k))
+            for k in ("settings", "detector", "runs", "rows", "notes", "method", "diagnostic", "in_domain")
+        )
         return same and self.calibration.equals(other.calibration) and self.documents.equals(other.documents)
 
     def save(self, folder: str | Path) -> dict[str, Path]:
@@ -83,7 +86,11 @@ class AuditResult:
         from sourcebias.core.atomic import atomic_open, atomic_write_json
 
         folder = Path(folder)
-        body = {"format": FORMAT_VERSION, "kind": "audit", **{k: _plain(getattr(self, k)) for k in ("settings", "detector", "runs", "rows", "notes", "method", "diagnostic", "in_domain")}}
+        body = {
+            "format": FORMAT_VERSION,
+            "kind": "audit",
+            **{k: _plain(getattr(self, k)) for k in ("settings", "detector", "runs", "rows", "notes", "method", "diagnostic", "in_domain")},
+        }
         paths = {"audit": atomic_write_json(folder / "audit.json", body)}
         for name, frame in (("audit", pd.DataFrame(self.rows, columns=list(ROW_COLUMNS))), ("calibration", self.calibration), ("documents", self.documents)):
             with atomic_open(folder / f"{name}.csv", "w", newline="") as fh:

@@ -44,7 +44,7 @@ def read_scores(path: str | Path) -> dict[tuple[str, str], float]:
     elif name.endswith(".tsv"):
         rows = _tsv_rows(path)
     else:
-        raise DataError(path, "a score file is .tsv (header doc_id, source, score) or .jsonl ({\"doc_id\", \"source\", \"score\"})")
+        raise DataError(path, 'a score file is .tsv (header doc_id, source, score) or .jsonl ({"doc_id", "source", "score"})')
     out: dict[tuple[str, str], float] = {}
     first: dict[tuple[str, str], int] = {}
     for lineno, doc_id, source, raw in rows:

@@ -11,7 +11,10 @@ import typer
 
 from sourcebias.cli.common import console
 
-analyze_app = typer.Typer(help="Explain the bias: quality, spectrum, perplexity, artifacts, direction. Each writes tables (CSV), summary.json, figures (PNG) and a manifest to -o OUT.", no_args_is_help=True)
+analyze_app = typer.Typer(
+    help="Explain the bias: quality, spectrum, perplexity, artifacts, direction. Each writes tables (CSV), summary.json, figures (PNG) and a manifest to -o OUT.",
+    no_args_is_help=True,
+)
 
 Dataset = Annotated[Path, typer.Argument(help="Dataset folder (any layout evaluate reads).", show_default=False, metavar="DATASET_DIR")]
 Output = Annotated[Path, typer.Option("--output", "-o", metavar="DIR", help="Folder for the analysis (checked before any work).", show_default=False)]
@@ -22,14 +25,19 @@ Device = Annotated[str | None, typer.Option(help="cpu, cuda, cuda:1 (default: cu
 BatchSize = Annotated[int | None, typer.Option(help="Batch size of the model.", min=1)]
 CacheDir = Annotated[Path | None, typer.Option(metavar="DIR", help="Embedding/perplexity store (default: $SOURCEBIAS_CACHE or ~/.cache/sourcebias).")]
 Seed = Annotated[int, typer.Option(help="Seed of random pairs, samples and permutations.")]
-Field = Annotated[str, typer.Option(metavar="text|title+text", help="Which field of a document is measured: its text (the papers' code) or title and text joined (what a retriever sees).")]
+Field = Annotated[
+    str,
+    typer.Option(
+        metavar="text|title+text", help="Which field of a document is measured: its text (the papers' code) or title and text joined (what a retriever sees)."
+    ),
+]
 
 
 def _run(what: str, dataset_dir: Path, output: Path, overwrite: bool, split: str | None, build) -> None:
     from sourcebias.analysis.draw import draw
+    from sourcebias.core import progress
     from sourcebias.core.artifacts import OutputFolder
     from sourcebias.core.manifest import build_manifest, describe_file
-    from sourcebias.core import progress
     from sourcebias.data import load_dataset
 
     t0 = time.perf_counter()
@@ -54,12 +62,20 @@ def _run(what: str, dataset_dir: Path, output: Path, overwrite: bool, split: str
             rr = Path(result.parameters["run_result"]) / "result.json"
             if rr.is_file():
                 files["run_result"] = describe_file(rr)
-        manifest = build_manifest(command=f"analyze {what}", inputs={"dataset": d, "files": files}, parameters=result.parameters, models=result.models, timings={"total_s": round(time.perf_counter() - t0, 3)})
+        manifest = build_manifest(
+            command=f"analyze {what}",
+            inputs={"dataset": d, "files": files},
+            parameters=result.parameters,
+            models=result.models,
+            timings={"total_s": round(time.perf_counter() - t0, 3)},
+        )
         path = folder.commit(manifest)
     finally:
         folder.abort()
     _print_summary(result)
-    console.print(f"Wrote {', '.join(f'{k}.csv' for k in result.tables)}, summary.json and {len(result.figures)} figure{'s' if len(result.figures) != 1 else ''} to [bold]{path}[/bold]")
+    console.print(
+        f"Wrote {', '.join(f'{k}.csv' for k in result.tables)}, summary.json and {len(result.figures)} figure{'s' if len(result.figures) != 1 else ''} to [bold]{path}[/bold]"
+    )
 
 
 def _fmt(v) -> str:
@@ -86,7 +102,9 @@ def _print_summary(result) -> None:
             if "mean_difference" not in c:
                 console.print(f"  pairs {src} − human: {c['note']}")
                 continue
-            console.print(f"  pairs {src} − human: mean difference {_fmt(c['mean_difference'])}, d_z {_fmt(c['d_z'])}, paired t p {_p(c['paired_p'])}, Wilcoxon p {_p(c['wilcoxon_p'])}, n {c['n']}{_left_out(c)}")
+            console.print(
+                f"  pairs {src} − human: mean difference {_fmt(c['mean_difference'])}, d_z {_fmt(c['d_z'])}, paired t p {_p(c['paired_p'])}, Wilcoxon p {_p(c['wilcoxon_p'])}, n {c['n']}{_left_out(c)}"
+            )
     elif result.analysis == "artifacts":
         _print_artifacts(result)
     elif result.analysis == "length":
@@ -103,7 +121,9 @@ def _print_length(s) -> None:
         for unit, e in units.items():
             r, c = e["ratio"], e["llm_vs_human"]
             test = f"g_z {_fmt(c['g_z'])}, Wilcoxon p {_p(c['wilcoxon_p'])} (n {c['wilcoxon_n']} non-zero of {c['n']})" if "g_z" in c else c["note"]
-            console.print(f"  [cyan]{llm}[/cyan] {unit}: mean {_fmt(c.get('mean_llm'))} vs {_fmt(c.get('mean_human'))} human; ratio median {_fmt(r['median'])} (IQR {_fmt(r['q1'])}-{_fmt(r['q3'])}{_left_out(r)}); {test}")
+            console.print(
+                f"  [cyan]{llm}[/cyan] {unit}: mean {_fmt(c.get('mean_llm'))} vs {_fmt(c.get('mean_human'))} human; ratio median {_fmt(r['median'])} (IQR {_fmt(r['q1'])}-{_fmt(r['q3'])}{_left_out(r)}); {test}"
+            )
         q = s["queries"][llm]
         for unit in ("words", "tokens"):
             if unit in q and "g_z" in q[unit]["llm_vs_human"]:
@@ -130,7 +150,9 @@ def _print_sources(analysis: str, s) -> None:
         if "score_gap" in entry:
             g = entry["score_gap"]
             held = _fmt(g["share_along_held_out"]) if g.get("share_along_held_out") is not None else g.get("held_out_note", "undefined")
-            console.print(f"    score gap (LLM − human) over {g['triples']} relevant pairs: mean {_fmt(g['mean_gap'])}, share along the direction {_fmt(g['share_along_in_sample'])} (held out: {held})")
+            console.print(
+                f"    score gap (LLM − human) over {g['triples']} relevant pairs: mean {_fmt(g['mean_gap'])}, share along the direction {_fmt(g['share_along_in_sample'])} (held out: {held})"
+            )
 
 
 def _present(row, key) -> bool:
@@ -154,20 +176,54 @@ def _print_artifacts(result) -> None:
         console.print(f"  {row['feature']} ({row['llm_source']} vs human): " + ", ".join(parts))
     if "correlations" in result.tables:
         for row in result.tables["correlations"].to_dict("records"):
-            console.print(f"  {row['feature']} vs within-query z-scores: Spearman {_fmt(row['spearman_pooled'])} (pooled), mean per query {_fmt(row['spearman_mean_per_query'])} (p {_p(row['p_per_query_ttest'])}, {row['queries']} queries)")
+            console.print(
+                f"  {row['feature']} vs within-query z-scores: Spearman {_fmt(row['spearman_pooled'])} (pooled), mean per query {_fmt(row['spearman_mean_per_query'])} (p {_p(row['p_per_query_ttest'])}, {row['queries']} queries)"
+            )
 
 
 @analyze_app.command()
-def quality(dataset_dir: Dataset, output: Output, model: Annotated[str, typer.Option(help="Encoder: minilm, st:NAME_OR_PATH or a preset.")] = "minilm", source: Source = None, random_pairs: Annotated[int | None, typer.Option(help="Random pairs for the baseline (default: as many as twin pairs).")] = None, tsne_sample: Annotated[int, typer.Option(help="Documents per source in the t-SNE map.")] = 2000, field: Field = "text", seed: Seed = 0, split: Split = None, device: Device = None, batch_size: BatchSize = None, cache_dir: CacheDir = None, overwrite: Overwrite = False) -> None:
+def quality(
+    dataset_dir: Dataset,
+    output: Output,
+    model: Annotated[str, typer.Option(help="Encoder: minilm, st:NAME_OR_PATH or a preset.")] = "minilm",
+    source: Source = None,
+    random_pairs: Annotated[int | None, typer.Option(help="Random pairs for the baseline (default: as many as twin pairs).")] = None,
+    tsne_sample: Annotated[int, typer.Option(help="Documents per source in the t-SNE map.")] = 2000,
+    field: Field = "text",
+    seed: Seed = 0,
+    split: Split = None,
+    device: Device = None,
+    batch_size: BatchSize = None,
+    cache_dir: CacheDir = None,
+    overwrite: Overwrite = False,
+) -> None:
     """Twin quality (Dai et al., KDD 2024, §2.3): term Jaccard/overlap, lengths, matched vs random-pair cosine, t-SNE map."""
     from sourcebias.analysis import runners
 
     opts = {"device": device, "batch_size": batch_size, "cache_dir": cache_dir}
-    _run("quality", dataset_dir, output, overwrite, split, lambda ds: runners.quality(ds, model, sources=source, seed=seed, random_pairs=random_pairs, tsne_sample=tsne_sample, field=field, options=opts))
+    _run(
+        "quality",
+        dataset_dir,
+        output,
+        overwrite,
+        split,
+        lambda ds: runners.quality(ds, model, sources=source, seed=seed, random_pairs=random_pairs, tsne_sample=tsne_sample, field=field, options=opts),
+    )
 
 
 @analyze_app.command()
-def spectrum(dataset_dir: Dataset, output: Output, model: Annotated[str, typer.Option(help="Encoder: minilm, st:NAME_OR_PATH or a preset.")] = "minilm", source: Source = None, center: Annotated[bool, typer.Option(help="Centre each matrix first (the papers do not).")] = False, split: Split = None, device: Device = None, batch_size: BatchSize = None, cache_dir: CacheDir = None, overwrite: Overwrite = False) -> None:
+def spectrum(
+    dataset_dir: Dataset,
+    output: Output,
+    model: Annotated[str, typer.Option(help="Encoder: minilm, st:NAME_OR_PATH or a preset.")] = "minilm",
+    source: Source = None,
+    center: Annotated[bool, typer.Option(help="Centre each matrix first (the papers do not).")] = False,
+    split: Split = None,
+    device: Device = None,
+    batch_size: BatchSize = None,
+    cache_dir: CacheDir = None,
+    overwrite: Overwrite = False,
+) -> None:
     """Singular values of each source's embeddings and the LLM/human ratio (Dai et al., KDD 2024, §4.1)."""
     from sourcebias.analysis import runners
 
@@ -176,34 +232,118 @@ def spectrum(dataset_dir: Dataset, output: Output, model: Annotated[str, typer.O
 
 
 @analyze_app.command()
-def perplexity(dataset_dir: Dataset, output: Output, model: Annotated[str, typer.Option(help="lm:NAME (causal, e.g. lm:smollm2), mlm:NAME (masked, e.g. mlm:bert-base-uncased) or mlm:from-retriever:RETRIEVER (the masked-LM head in a retriever's checkpoint, e.g. mlm:from-retriever:st:DIR; refused without one); options ,max_tokens=512.")] = "lm:smollm2", field: Field = "text", source: Source = None, split: Split = None, device: Device = None, batch_size: BatchSize = None, cache_dir: CacheDir = None, overwrite: Overwrite = False) -> None:
+def perplexity(
+    dataset_dir: Dataset,
+    output: Output,
+    model: Annotated[
+        str,
+        typer.Option(
+            help="lm:NAME (causal, e.g. lm:smollm2), mlm:NAME (masked, e.g. mlm:bert-base-uncased) or mlm:from-retriever:RETRIEVER (the masked-LM head in a retriever's checkpoint, e.g. mlm:from-retriever:st:DIR; refused without one); options ,max_tokens=512."
+        ),
+    ] = "lm:smollm2",
+    field: Field = "text",
+    source: Source = None,
+    split: Split = None,
+    device: Device = None,
+    batch_size: BatchSize = None,
+    cache_dir: CacheDir = None,
+    overwrite: Overwrite = False,
+) -> None:
     """Log-perplexity of every document and the paired LLM − human difference (Dai et al., KDD 2024, §4.2)."""
     from sourcebias.analysis import runners
 
-    _run("perplexity", dataset_dir, output, overwrite, split, lambda ds: runners.perplexity(ds, model, sources=source, field=field, batch_size=batch_size, device=device, cache_dir=cache_dir))
+    _run(
+        "perplexity",
+        dataset_dir,
+        output,
+        overwrite,
+        split,
+        lambda ds: runners.perplexity(ds, model, sources=source, field=field, batch_size=batch_size, device=device, cache_dir=cache_dir),
+    )
 
 
 @analyze_app.command()
-def artifacts(dataset_dir: Dataset, output: Output, lm: Annotated[str | None, typer.Option(help="Language model for perplexity (lm:NAME, mlm:NAME or mlm:from-retriever:RETRIEVER); 'none' to leave it out.")] = "lm:smollm2", run: Annotated[Path | None, typer.Option("--run", metavar="EVALUATE_DIR", help="An evaluate output folder: correlate each artifact with the retriever's within-query z-scores.")] = None, retriever: Annotated[str | None, typer.Option(help="Which retriever of --run (when it holds several).")] = None, top: Annotated[int, typer.Option(help="Documents per query of the run used for the correlations.", min=3)] = 200, field: Field = "text", source: Source = None, split: Split = None, device: Device = None, batch_size: BatchSize = None, cache_dir: CacheDir = None, overwrite: Overwrite = False) -> None:
+def artifacts(
+    dataset_dir: Dataset,
+    output: Output,
+    lm: Annotated[
+        str | None, typer.Option(help="Language model for perplexity (lm:NAME, mlm:NAME or mlm:from-retriever:RETRIEVER); 'none' to leave it out.")
+    ] = "lm:smollm2",
+    run: Annotated[
+        Path | None,
+        typer.Option("--run", metavar="EVALUATE_DIR", help="An evaluate output folder: correlate each artifact with the retriever's within-query z-scores."),
+    ] = None,
+    retriever: Annotated[str | None, typer.Option(help="Which retriever of --run (when it holds several).")] = None,
+    top: Annotated[int, typer.Option(help="Documents per query of the run used for the correlations.", min=3)] = 200,
+    field: Field = "text",
+    source: Source = None,
+    split: Split = None,
+    device: Device = None,
+    batch_size: BatchSize = None,
+    cache_dir: CacheDir = None,
+    overwrite: Overwrite = False,
+) -> None:
     """Perplexity, length and median term IDF per document: effect sizes and tests across sources,
     and their correlation with a retriever's scores (Huang et al. 2026)."""
     from sourcebias.analysis import runners
 
     lm_spec = None if (lm or "").lower() in ("", "none") else lm
-    _run("artifacts", dataset_dir, output, overwrite, split, lambda ds: runners.artifacts(ds, lm_spec, run_result=run, retriever=retriever, top=top, sources=source, field=field, batch_size=batch_size, device=device, cache_dir=cache_dir))
+    _run(
+        "artifacts",
+        dataset_dir,
+        output,
+        overwrite,
+        split,
+        lambda ds: runners.artifacts(
+            ds, lm_spec, run_result=run, retriever=retriever, top=top, sources=source, field=field, batch_size=batch_size, device=device, cache_dir=cache_dir
+        ),
+    )
 
 
 @analyze_app.command()
-def direction(dataset_dir: Dataset, output: Output, model: Annotated[str, typer.Option(help="Encoder: minilm, st:NAME_OR_PATH or a preset.")] = "minilm", split: Annotated[str, typer.Option(help="Qrels split whose relevant pairs give the score gaps.")] = "test", source: Source = None, permutations: Annotated[int, typer.Option(help="Sign-flip permutations.", min=0)] = 1000, seed: Seed = 0, device: Device = None, batch_size: BatchSize = None, cache_dir: CacheDir = None, overwrite: Overwrite = False) -> None:
+def direction(
+    dataset_dir: Dataset,
+    output: Output,
+    model: Annotated[str, typer.Option(help="Encoder: minilm, st:NAME_OR_PATH or a preset.")] = "minilm",
+    split: Annotated[str, typer.Option(help="Qrels split whose relevant pairs give the score gaps.")] = "test",
+    source: Source = None,
+    permutations: Annotated[int, typer.Option(help="Sign-flip permutations.", min=0)] = 1000,
+    seed: Seed = 0,
+    device: Device = None,
+    batch_size: BatchSize = None,
+    cache_dir: CacheDir = None,
+    overwrite: Overwrite = False,
+) -> None:
     """The LLM − human embedding direction: consistency, sign-flip tests, share of score gaps along it."""
     from sourcebias.analysis import runners
 
     opts = {"device": device, "batch_size": batch_size, "cache_dir": cache_dir}
-    _run("direction", dataset_dir, output, overwrite, split, lambda ds: runners.direction(ds, model, sources=source, permutations=permutations, seed=seed, options=opts))
+    _run(
+        "direction",
+        dataset_dir,
+        output,
+        overwrite,
+        split,
+        lambda ds: runners.direction(ds, model, sources=source, permutations=permutations, seed=seed, options=opts),
+    )
 
 
 @analyze_app.command()
-def length(dataset_dir: Dataset, output: Output, tokenizer: Annotated[str, typer.Option(help="Tokenizer counting model tokens: a retriever preset (minilm, bge-small, ...), smollm2, a Hugging Face name or a local folder (offline when on this machine).")] = "minilm", tolerance: Annotated[float, typer.Option(help="Report the share of pairs whose ratio is within 1 ± this.", min=0.0)] = 0.1, field: Field = "text", source: Source = None, split: Annotated[str | None, typer.Option(help="Qrels split whose judged pairs give the per-query table (none: no per-query table).")] = None, overwrite: Overwrite = False) -> None:
+def length(
+    dataset_dir: Dataset,
+    output: Output,
+    tokenizer: Annotated[
+        str,
+        typer.Option(
+            help="Tokenizer counting model tokens: a retriever preset (minilm, bge-small, ...), smollm2, a Hugging Face name or a local folder (offline when on this machine)."
+        ),
+    ] = "minilm",
+    tolerance: Annotated[float, typer.Option(help="Report the share of pairs whose ratio is within 1 ± this.", min=0.0)] = 0.1,
+    field: Field = "text",
+    source: Source = None,
+    split: Annotated[str | None, typer.Option(help="Qrels split whose judged pairs give the per-query table (none: no per-query table).")] = None,
+    overwrite: Overwrite = False,
+) -> None:
     """Words and model tokens per source, per twin pair (ratio LLM / human) and per query, with g_z and Wilcoxon tests."""
     from sourcebias.analysis import length as ln
 
@@ -211,16 +351,77 @@ def length(dataset_dir: Dataset, output: Output, tokenizer: Annotated[str, typer
 
 
 @analyze_app.command()
-def decompose(dataset_dir: Dataset, output: Output, model: Annotated[str, typer.Option(help="Dense retriever whose score gaps are explained: minilm, st:NAME_OR_PATH or a preset.")] = "minilm", lm: Annotated[str | None, typer.Option(help="Language model for the Δ log-perplexity factor (lm:NAME, mlm:NAME or mlm:from-retriever:RETRIEVER; slow). Left out when not given.")] = None, split: Annotated[str, typer.Option(help="Qrels split whose relevant pairs are regressed.")] = "test", confidence: Annotated[float, typer.Option(help="Level of the clustered confidence intervals.", min=0.5, max=0.999)] = 0.95, field: Field = "text", source: Source = None, seed: Seed = 0, device: Device = None, batch_size: BatchSize = None, cache_dir: CacheDir = None, overwrite: Overwrite = False) -> None:
+def decompose(
+    dataset_dir: Dataset,
+    output: Output,
+    model: Annotated[str, typer.Option(help="Dense retriever whose score gaps are explained: minilm, st:NAME_OR_PATH or a preset.")] = "minilm",
+    lm: Annotated[
+        str | None,
+        typer.Option(help="Language model for the Δ log-perplexity factor (lm:NAME, mlm:NAME or mlm:from-retriever:RETRIEVER; slow). Left out when not given."),
+    ] = None,
+    split: Annotated[str, typer.Option(help="Qrels split whose relevant pairs are regressed.")] = "test",
+    confidence: Annotated[float, typer.Option(help="Level of the clustered confidence intervals.", min=0.5, max=0.999)] = 0.95,
+    field: Field = "text",
+    source: Source = None,
+    seed: Seed = 0,
+    device: Device = None,
+    batch_size: BatchSize = None,
+    cache_dir: CacheDir = None,
+    overwrite: Overwrite = False,
+) -> None:
     """One joint account of the twin gap: s(q, LLM) − s(q, human) regressed on Δ perplexity (--lm), Δ words, Δ median IDF and the cross-fitted direction projection, SEs clustered by query, shares of the mean gap, a held-out half."""
     from sourcebias.analysis import decompose as dc
 
     opts = {"device": device, "batch_size": batch_size, "cache_dir": cache_dir}
-    _run("decompose", dataset_dir, output, overwrite, split, lambda ds: dc.decompose(ds, model, lm=lm, sources=source, field=field, seed=seed, confidence=confidence, options=opts, batch_size=batch_size, device=device, cache_dir=cache_dir))
+    _run(
+        "decompose",
+        dataset_dir,
+        output,
+        overwrite,
+        split,
+        lambda ds: dc.decompose(
+            ds,
+            model,
+            lm=lm,
+            sources=source,
+            field=field,
+            seed=seed,
+            confidence=confidence,
+            options=opts,
+            batch_size=batch_size,
+            device=device,
+            cache_dir=cache_dir,
+        ),
+    )
 
 
 @analyze_app.command("compare-directions")
-def compare_directions(dataset_dir: Dataset, output: Output, model: Annotated[str, typer.Option(help="Encoder: minilm, st:NAME_OR_PATH or a preset.")] = "minilm", also: Annotated[list[str] | None, typer.Option("--with", metavar="DIR[:SPLIT]", help="Another dataset for the joint sign-flip test (repeat); its qrels split after a colon (default: --split).")] = None, split: Annotated[str, typer.Option(help="Qrels split of DATASET_DIR (the PN direction's judgements).")] = "test", source: Annotated[str | None, typer.Option("--source", "-s", help="The LLM source (needed when a dataset has several).")] = None, permutations: Annotated[int, typer.Option(help="Sign flips of each dataset's tests.", min=0)] = 1000, joint_permutations: Annotated[int, typer.Option(help="Sign flips of the joint test.", min=1)] = 10_000, unjudged_negatives: Annotated[int, typer.Option(help="For a query without a judged-irrelevant document: this many seeded random unjudged documents as negatives (0: leave the query out).", min=0)] = 0, seed: Seed = 0, device: Device = None, batch_size: BatchSize = None, cache_dir: CacheDir = None, overwrite: Overwrite = False) -> None:
+def compare_directions(
+    dataset_dir: Dataset,
+    output: Output,
+    model: Annotated[str, typer.Option(help="Encoder: minilm, st:NAME_OR_PATH or a preset.")] = "minilm",
+    also: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--with", metavar="DIR[:SPLIT]", help="Another dataset for the joint sign-flip test (repeat); its qrels split after a colon (default: --split)."
+        ),
+    ] = None,
+    split: Annotated[str, typer.Option(help="Qrels split of DATASET_DIR (the PN direction's judgements).")] = "test",
+    source: Annotated[str | None, typer.Option("--source", "-s", help="The LLM source (needed when a dataset has several).")] = None,
+    permutations: Annotated[int, typer.Option(help="Sign flips of each dataset's tests.", min=0)] = 1000,
+    joint_permutations: Annotated[int, typer.Option(help="Sign flips of the joint test.", min=1)] = 10_000,
+    unjudged_negatives: Annotated[
+        int,
+        typer.Option(
+            help="For a query without a judged-irrelevant document: this many seeded random unjudged documents as negatives (0: leave the query out).", min=0
+        ),
+    ] = 0,
+    seed: Seed = 0,
+    device: Device = None,
+    batch_size: BatchSize = None,
+    cache_dir: CacheDir = None,
+    overwrite: Overwrite = False,
+) -> None:
     """LLM − human vs positive − negative directions: angle, sign-flip tests, random reference; with --with, the joint cross-dataset sign-flip test."""
     from sourcebias.analysis import directions_compare as dcmp
     from sourcebias.data import load_dataset
@@ -232,7 +433,16 @@ def compare_directions(dataset_dir: Dataset, output: Output, model: Annotated[st
         for spec in also or []:
             path, _, sp = spec.rpartition(":") if ":" in spec and "/" not in spec.rpartition(":")[2] else (spec, "", "")
             others.append(load_dataset(Path(path), split=sp or split))
-        return dcmp.compare_directions([ds, *others], model, source=source, permutations=permutations, joint_permutations=joint_permutations, unjudged_negatives=unjudged_negatives, seed=seed, options=opts)
+        return dcmp.compare_directions(
+            [ds, *others],
+            model,
+            source=source,
+            permutations=permutations,
+            joint_permutations=joint_permutations,
+            unjudged_negatives=unjudged_negatives,
+            seed=seed,
+            options=opts,
+        )
 
     _run("compare-directions", dataset_dir, output, overwrite, split, build)
 

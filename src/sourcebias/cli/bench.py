@@ -14,9 +14,32 @@ from sourcebias.cli.common import console, err_console
 
 
 def bench(
-    config: Annotated[Path, typer.Argument(help=r"Grid configuration (TOML): [\[datasets]], [\[retrievers]], optional [\[runs]], \[grid] settings, \[options].", show_default=False, metavar="CONFIG")],
-    output: Annotated[Path, typer.Option("--output", "-o", metavar="DIR", help="Grid folder: one result folder per cell, grid.json, the report. Rerunning into it resumes.", show_default=False)],
-    ray: Annotated[str | None, typer.Option("--ray", metavar="[ADDRESS]", help="Run cells as Ray tasks: --ray alone starts a local cluster; --ray ADDRESS joins one (e.g. ray://head:10001 or auto).")] = None,
+    config: Annotated[
+        Path,
+        typer.Argument(
+            help=r"Grid configuration (TOML): [\[datasets]], [\[retrievers]], optional [\[runs]], \[grid] settings, \[options].",
+            show_default=False,
+            metavar="CONFIG",
+        ),
+    ],
+    output: Annotated[
+        Path,
+        typer.Option(
+            "--output",
+            "-o",
+            metavar="DIR",
+            help="Grid folder: one result folder per cell, grid.json, the report. Rerunning into it resumes.",
+            show_default=False,
+        ),
+    ],
+    ray: Annotated[
+        str | None,
+        typer.Option(
+            "--ray",
+            metavar="[ADDRESS]",
+            help="Run cells as Ray tasks: --ray alone starts a local cluster; --ray ADDRESS joins one (e.g. ray://head:10001 or auto).",
+        ),
+    ] = None,
     only: Annotated[list[str] | None, typer.Option("--only", metavar="DATASET/SYSTEM", help="Run only these cells (repeat).")] = None,
     overwrite: Annotated[bool, typer.Option(help="Replace a folder that holds another grid's results.")] = False,
     report: Annotated[bool, typer.Option("--report/--no-report", help="Write the report (tables, figures, HTML) after the cells.")] = True,
@@ -36,7 +59,12 @@ def bench(
     cells = plan_cells(cfg)
     if only:
         cells = [c for c in cells if c.key in only or getattr(c, "base_key", None) in only]
-    console.print(f"[bold]{cfg.name}[/bold]: {_n(len(cfg.datasets), 'dataset')} x {_n(len(cfg.retrievers), 'retriever')}" + (f" + {_n(len(cfg.runs), 'run')}" if cfg.runs else "") + f" = {_n(len(cells), 'cell')}" + (f" on Ray ({ray})" if ray else ""))
+    console.print(
+        f"[bold]{cfg.name}[/bold]: {_n(len(cfg.datasets), 'dataset')} x {_n(len(cfg.retrievers), 'retriever')}"
+        + (f" + {_n(len(cfg.runs), 'run')}" if cfg.runs else "")
+        + f" = {_n(len(cells), 'cell')}"
+        + (f" on Ray ({ray})" if ray else "")
+    )
     t0 = time.perf_counter()
     result, seen = _run_cells(cfg, output, len(cells), ray=ray, overwrite=overwrite, only=only)
     failed = seen.get("failed", 0)
@@ -60,7 +88,9 @@ def _run_cells(cfg, output: Path, n_cells: int, **kwargs):
     from sourcebias.experiments.grid import run_grid
 
     seen: dict[str, int] = {}
-    with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console, transient=True) as progress:
+    with Progress(
+        TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console, transient=True
+    ) as progress:
         task = progress.add_task("cells", total=n_cells)
 
         def on_event(kind: str, rec: dict) -> None:

@@ -120,7 +120,7 @@ def tidy_typer_help() -> None:
     if getattr(TyperOption, "_sourcebias_tidy", False):
         return
 
-    def option_type(self, ctx):  # noqa: ANN001
+    def option_type(self, ctx):
         if self.is_flag:
             return None
         if self.metavar is not None:
@@ -129,16 +129,16 @@ def tidy_typer_help() -> None:
         label = {"str": "TEXT", "int": "INTEGER", "float": "NUMBER", "Path": "PATH"}.get(label.removeprefix("list[").removesuffix("]"), "VALUE")
         return label + ("..." if self.nargs != 1 or self.multiple else "")
 
-    def argument_type(self, ctx):  # noqa: ANN001
+    def argument_type(self, ctx):
         return None
 
-    def argument_usage(self):  # noqa: ANN001
+    def argument_usage(self):
         name = self.display_name_raw
         name = name if self.required else f"[{name}]"
         return name + ("..." if self.nargs != 1 else "")
 
     # setattr: replacing methods of typer's classes (a type checker refuses assigning to a method)
-    setattr(TyperOption, "display_type_rich", option_type)
-    setattr(TyperArgument, "display_type_rich", argument_type)
-    setattr(TyperArgument, "_usage_display_name", argument_usage)
-    setattr(TyperOption, "_sourcebias_tidy", True)
+    setattr(TyperOption, "display_type_rich", option_type)  # noqa: B010
+    setattr(TyperArgument, "display_type_rich", argument_type)  # noqa: B010
+    setattr(TyperArgument, "_usage_display_name", argument_usage)  # noqa: B010
+    setattr(TyperOption, "_sourcebias_tidy", True)  # noqa: B010

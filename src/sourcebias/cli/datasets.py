@@ -29,7 +29,10 @@ def datasets() -> None:
 
 def download(
     name: Annotated[str, typer.Argument(help="A dataset listed by `sourcebias datasets` as 'download'.", show_default=False, metavar="NAME")],
-    to: Annotated[Path | None, typer.Option("--to", metavar="DIR", help="Put it in DIR/NAME (default: the dataset cache, $SOURCEBIAS_DATASETS or ~/.cache/sourcebias/datasets).")] = None,
+    to: Annotated[
+        Path | None,
+        typer.Option("--to", metavar="DIR", help="Put it in DIR/NAME (default: the dataset cache, $SOURCEBIAS_DATASETS or ~/.cache/sourcebias/datasets)."),
+    ] = None,
     timeout: Annotated[float, typer.Option(help="Seconds without data before the download is abandoned (rerun to resume).", min=1)] = 30.0,
 ) -> None:
     """Download a Cocktail dataset from its public home (Hugging Face), resuming an interrupted
@@ -42,8 +45,12 @@ def download(
     for a in info["archives"]:
         checked = ", ".join(x.upper() for x in a["verified"]) or "nothing"
         unknown = ", ".join(x.upper() for x in a["unverified"])
-        console.print(f"{a['file']}: verified {checked}" + (f"; {unknown} not published, not verified ({a['checksums_from']})" if unknown else ""), highlight=False)
-    console.print(f"{info['name']} ({info['layout']} layout; sources {', '.join(info['sources'])}; splits {', '.join(info['splits'])}) is in [bold]{info['folder']}[/bold]")
+        console.print(
+            f"{a['file']}: verified {checked}" + (f"; {unknown} not published, not verified ({a['checksums_from']})" if unknown else ""), highlight=False
+        )
+    console.print(
+        f"{info['name']} ({info['layout']} layout; sources {', '.join(info['sources'])}; splits {', '.join(info['splits'])}) is in [bold]{info['folder']}[/bold]"
+    )
     console.print(f"Evaluate it: sourcebias evaluate {info['folder'] if to is not None else info['name']} --split {info['splits'][0]}", highlight=False)
 
 

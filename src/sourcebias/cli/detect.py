@@ -11,16 +11,35 @@ from sourcebias.cli.common import console
 
 
 def detect(
-    dataset: Annotated[str, typer.Argument(help="Dataset folder (DIR or DIR,split) whose corpus is scored: every document of every source.", show_default=False, metavar="DATASET_DIR")],
-    detector: Annotated[str, typer.Option("--detector", metavar="SPEC", help="fast-detectgpt:lm:NAME[,max_tokens=N], binoculars:lm:PERFORMER+lm:OBSERVER, raidar:MODEL[,base_url=URL,max_words=N].")],
-    output: Annotated[Path, typer.Option("--output", "-o", metavar="DIR", help="Folder for the scores (scores.tsv, detect.json, manifest.json); checked before any work.")],
+    dataset: Annotated[
+        str,
+        typer.Argument(
+            help="Dataset folder (DIR or DIR,split) whose corpus is scored: every document of every source.", show_default=False, metavar="DATASET_DIR"
+        ),
+    ],
+    detector: Annotated[
+        str,
+        typer.Option(
+            "--detector",
+            metavar="SPEC",
+            help="fast-detectgpt:lm:NAME[,max_tokens=N], binoculars:lm:PERFORMER+lm:OBSERVER, raidar:MODEL[,base_url=URL,max_words=N].",
+        ),
+    ],
+    output: Annotated[
+        Path, typer.Option("--output", "-o", metavar="DIR", help="Folder for the scores (scores.tsv, detect.json, manifest.json); checked before any work.")
+    ],
     field: Annotated[str, typer.Option(help="Document field scored: text or title+text.")] = "text",
-    max_pairs: Annotated[int | None, typer.Option(min=1, help="Score only both copies of a seeded sample of this many twin pairs (a labelled twin corpus). \\[default: every document]")] = None,
+    max_pairs: Annotated[
+        int | None,
+        typer.Option(min=1, help="Score only both copies of a seeded sample of this many twin pairs (a labelled twin corpus). \\[default: every document]"),
+    ] = None,
     seed: Annotated[int, typer.Option(help="Seed of the pair sample.")] = 0,
     device: Annotated[str | None, typer.Option(help="Device of the models: cpu, cuda (default: cuda if available).")] = None,
     batch_size: Annotated[int | None, typer.Option(min=1, help="Texts per forward pass of the LM criteria (default 8).")] = None,
     threads: Annotated[int | None, typer.Option(min=1, help="PyTorch CPU threads while a local model rewrites (raidar).")] = None,
-    cache_dir: Annotated[Path | None, typer.Option(metavar="DIR", help="Cache of model values and rewrites (default: $SOURCEBIAS_CACHE or ~/.cache/sourcebias).")] = None,
+    cache_dir: Annotated[
+        Path | None, typer.Option(metavar="DIR", help="Cache of model values and rewrites (default: $SOURCEBIAS_CACHE or ~/.cache/sourcebias).")
+    ] = None,
     overwrite: Annotated[bool, typer.Option(help="Replace the results of an earlier run in --output.")] = False,
 ) -> None:
     """Score every document of a corpus with a zero-shot detector of LLM text (higher: more
@@ -42,7 +61,19 @@ def detect(
     from sourcebias.detect import run_detect
 
     with progress.RichProgress(console=console, transient=True) as reporter, progress.use(reporter):
-        result, path = run_detect(dataset, detector, output, field=field, max_pairs=max_pairs, seed=seed, overwrite=overwrite, cache_dir=cache_dir, device=device, batch_size=batch_size, threads=threads)
+        result, path = run_detect(
+            dataset,
+            detector,
+            output,
+            field=field,
+            max_pairs=max_pairs,
+            seed=seed,
+            overwrite=overwrite,
+            cache_dir=cache_dir,
+            device=device,
+            batch_size=batch_size,
+            threads=threads,
+        )
     s = result.summary
     console.print(f"Scored {s['scored']:,} of {s['documents']:,} documents with {result.detector['spec']} ({result.detector['score']}).")
     if s.get("not_scored_note"):

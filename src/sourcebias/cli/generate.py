@@ -55,7 +55,9 @@ def generate(
         engine = _local_backend(model, device, threads)
     lc = settings.length_control
     control = f", length {lc.ratio:g} × the original's words ± {lc.tolerance:g}, up to {lc.max_retries} retries" if lc else ""
-    console.print(f"Rewriting {target.human_file} with [bold]{model}[/bold] ({kind.value}, prompt {settings.prompt.name}, T={temperature}, top_p={top_p}{control}) into [bold]{target.output}[/bold]")
+    console.print(
+        f"Rewriting {target.human_file} with [bold]{model}[/bold] ({kind.value}, prompt {settings.prompt.name}, T={temperature}, top_p={top_p}{control}) into [bold]{target.output}[/bold]"
+    )
     try:
         with progress.RichProgress(console=console, transient=False) as reporter, progress.use(reporter):
             summary = rewrite_corpus(target, engine, settings, overwrite=overwrite, human_source=human_source)
@@ -104,12 +106,20 @@ def _print_summary(summary, target, human_source: str, *, length_control: bool) 
     console.print(
         f"This run: {written} in {summary.seconds:.1f} s ({summary.docs_per_s:.2f} docs/s); "
         f"{summary.skipped_done} already done; {summary.failed} failed."
-        + (f" Length control: {summary.length_retries} retries; {summary.counts.get('length', 0)} documents outside the band (flagged 'length')." if length_control else "")
+        + (
+            f" Length control: {summary.length_retries} retries; {summary.counts.get('length', 0)} documents outside the band (flagged 'length')."
+            if length_control
+            else ""
+        )
     )
     totals = ", ".join(f"{k} {v}" for k, v in sorted(summary.counts.items()))
-    console.print(f"Twin: {summary.documents_in_output} of {summary.selected} documents ({totals}); {summary.identical} identical to the original. Manifest: {summary.manifest}")
+    console.print(
+        f"Twin: {summary.documents_in_output} of {summary.selected} documents ({totals}); {summary.identical} identical to the original. Manifest: {summary.manifest}"
+    )
     if summary.failed:
-        console.print(f"[yellow]{summary.failed} documents failed after retries[/yellow] (listed in {target.failed_file}); rerun the same command to retry them.")
+        console.print(
+            f"[yellow]{summary.failed} documents failed after retries[/yellow] (listed in {target.failed_file}); rerun the same command to retry them."
+        )
         raise typer.Exit(1)
     if target.dataset_root is not None and target.output.parent == target.dataset_root / "corpus":
         console.print(f"Next: sourcebias evaluate {target.dataset_root} --source {human_source} --source {target.output.stem}")

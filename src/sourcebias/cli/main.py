@@ -53,9 +53,9 @@ def _root(version: Annotated[bool, typer.Option("--version", help="Print the ver
     """Measure, explain and mitigate source bias."""
 
 
-from sourcebias.cli import power as _power  # noqa: E402
 from sourcebias.cli import audit as _audit  # noqa: E402
 from sourcebias.cli import detect as _detect  # noqa: E402
+from sourcebias.cli import power as _power  # noqa: E402
 from sourcebias.cli import simulate as _simulate  # noqa: E402
 
 for _module in (_evaluate, _datasets, _analyze, _bench, _inspect, _retrievers, _generate, _mitigate, _train, _power, _audit, _detect, _simulate):
@@ -97,7 +97,7 @@ def _usage_error(exc: Exception) -> None:
     if callable(errors):
         try:
             bad = errors()[0].get("input")
-        except Exception:  # noqa: BLE001 - a message without the value is still a message
+        except Exception:
             bad = None
         if bad is not None:
             message += f" (got {bad!r})"

@@ -15,7 +15,9 @@ from sourcebias.cli import options_mitigate as m
 from sourcebias.cli.common import console, fail
 
 cdc_app = typer.Typer(help="Causal Diagnosis and Correction (CDC): fit β̂₂ by 2SLS, then --retriever 'SPEC>>cdc:OUT/cdc.json'.", no_args_is_help=True)
-project_app = typer.Typer(help="Projection debiasing: fit the LLM − human direction, then --retriever 'SPEC:project=OUT/projection.json'.", no_args_is_help=True)
+project_app = typer.Typer(
+    help="Projection debiasing: fit the LLM − human direction, then --retriever 'SPEC:project=OUT/projection.json'.", no_args_is_help=True
+)
 
 
 def print_before_after(result, names: list[str], measure: str, label: str) -> None:
@@ -25,14 +27,22 @@ def print_before_after(result, names: list[str], measure: str, label: str) -> No
     from sourcebias.mitigation.before_after import before_after_table
 
     df = before_after_table(result, names, measure)
-    t = Table(title=f"{result.dataset.get('name')} ({result.dataset.get('split')}, {label}), {measure}", caption="percent; Rel Δ > 0: human-written ranked higher, < 0: LLM-generated ranked higher")
+    t = Table(
+        title=f"{result.dataset.get('name')} ({result.dataset.get('split')}, {label}), {measure}",
+        caption="percent; Rel Δ > 0: human-written ranked higher, < 0: LLM-generated ranked higher",
+    )
     for c in df.columns:
         t.add_column(c, justify="left" if c == "system" else "right")
     for row in df.to_dict("records"):
         delta = row["Rel Δ"]
         color = "red" if delta < 0 else "green"
         cells = [("–" if v != v else f"{v:.1f}") for v in (row["all"], row["human"], row["LLM"])]
-        t.add_row(row["system"], *cells, f"[{color}]{delta:.1f}[/{color}]" if delta == delta else "–", "–" if row["human only"] != row["human only"] else f"{row['human only']:.1f}")
+        t.add_row(
+            row["system"],
+            *cells,
+            f"[{color}]{delta:.1f}[/{color}]" if delta == delta else "–",
+            "–" if row["human only"] != row["human only"] else f"{row['human only']:.1f}",
+        )
     console.print(t)
 
 
@@ -91,7 +101,19 @@ def cdc_fit(
         llm = ds.other_sources[0] if len(ds.other_sources) == 1 else fail(f"{ds.name} has several LLM sources; keep one with a dataset of two sources")
         console.print(f"Calibration: {sample} relevant pairs of {ds.name} ({split}), seed {seed}, each with its twin; perplexity of the {field}")
         with progress.RichProgress(console=console, transient=True) as reporter, progress.use(reporter):
-            cal = calibrate(ds, system, scorer, sample=sample, seed=seed, llm_source=llm, cov_type=cov, query_effects=query_effects, cache_dir=cache_dir, lm=lm, retriever_spec=retriever)
+            cal = calibrate(
+                ds,
+                system,
+                scorer,
+                sample=sample,
+                seed=seed,
+                llm_source=llm,
+                cov_type=cov,
+                query_effects=query_effects,
+                cache_dir=cache_dir,
+                lm=lm,
+                retriever_spec=retriever,
+            )
         fit = cal.fit
         if where is not None:
             fit.details["evaluation"] = where.to_dict()
@@ -99,14 +121,43 @@ def cdc_fit(
         cal.table.to_csv(folder.staging / "sample.csv", index=False, lineterminator="\n")
         console.print(f"[bold]{fit.summary()}[/bold]")
         if cal.dropped:
-            console.print(f"[yellow]Note:[/yellow] {cal.dropped} documents of the sample were not scored by the retriever (below its depth); their pairs were left out")
+            console.print(
+                f"[yellow]Note:[/yellow] {cal.dropped} documents of the sample were not scored by the retriever (below its depth); their pairs were left out"
+            )
         if target is not None:
-            stage = {"lm": lm, "field": field, "depth": depth, "fit_path": str(Path(output) / "cdc.json"), "batch_size": batch_size, "device": device, "cache_dir": cache_dir}
+            stage = {
+                "lm": lm,
+                "field": field,
+                "depth": depth,
+                "fit_path": str(Path(output) / "cdc.json"),
+                "batch_size": batch_size,
+                "device": device,
+                "cache_dir": cache_dir,
+            }
             _cdc_before_after(fit, where, target, system, retriever, options, stage, folder.staging / "evaluation", seed, k)
-        parameters = {"retriever": retriever, "lm": lm, "field": field, "split": split, "sample": sample, "seed": seed, "cov": cov, "query_effects": query_effects, "depth": depth, "evaluation": where.to_dict() if where else None}
-        manifest = build_manifest(command="cdc fit", inputs={"dataset": json_safe(ds.describe())}, parameters=parameters, models={"retriever": json_safe(system.config()), "lm": json_safe(scorer.config())}, timings={"total_s": round(time.perf_counter() - t0, 3)})
+        parameters = {
+            "retriever": retriever,
+            "lm": lm,
+            "field": field,
+            "split": split,
+            "sample": sample,
+            "seed": seed,
+            "cov": cov,
+            "query_effects": query_effects,
+            "depth": depth,
+            "evaluation": where.to_dict() if where else None,
+        }
+        manifest = build_manifest(
+            command="cdc fit",
+            inputs={"dataset": json_safe(ds.describe())},
+            parameters=parameters,
+            models={"retriever": json_safe(system.config()), "lm": json_safe(scorer.config())},
+            timings={"total_s": round(time.perf_counter() - t0, 3)},
+        )
         path = folder.commit(manifest)
-        console.print(f"Wrote cdc.json, sample.csv{' and the before/after evaluation' if evaluation else ''} to [bold]{path}[/bold]; use --retriever \"{retriever}>>cdc:{path / 'cdc.json'}\"")
+        console.print(
+            f'Wrote cdc.json, sample.csv{" and the before/after evaluation" if evaluation else ""} to [bold]{path}[/bold]; use --retriever "{retriever}>>cdc:{path / "cdc.json"}"'
+        )
     finally:
         folder.abort()
 
@@ -126,8 +177,12 @@ def _cdc_before_after(fit, where, target, system, retriever: str, options: dict,
 
 @project_app.command("fit")
 def project_fit(
-    calibration: Annotated[list[Path], typer.Argument(help="Calibration dataset folders (leave the target out).", show_default=False, metavar="DATASET_DIR...")],
-    output: Annotated[Path, typer.Option("--output", "-o", metavar="DIR", help="Folder for projection.json, the evaluation and a manifest.", show_default=False)],
+    calibration: Annotated[
+        list[Path], typer.Argument(help="Calibration dataset folders (leave the target out).", show_default=False, metavar="DATASET_DIR...")
+    ],
+    output: Annotated[
+        Path, typer.Option("--output", "-o", metavar="DIR", help="Folder for projection.json, the evaluation and a manifest.", show_default=False)
+    ],
     model: Annotated[str, typer.Option(metavar="SPEC", help="The dense retriever whose document vectors are projected.")] = "minilm",
     pairs: Annotated[int, typer.Option(help="Twin pairs sampled per calibration dataset.", min=1)] = 100,
     seed: Annotated[int, typer.Option(help="Seed of the samples, of the ties and of the tests.")] = 42,
@@ -164,16 +219,28 @@ def project_fit(
         system = build_retriever(model, **options)
         proj = fit_direction(system, cal, pairs_per_dataset=pairs, seed=seed)
         proj.save(folder.staging / "projection.json")
-        console.print(f"Direction from {proj.details['pairs']} twin pairs of {', '.join(proj.details['calibration'])}: ‖mean difference‖ {proj.details['mean_difference_norm']:.4f}")
+        console.print(
+            f"Direction from {proj.details['pairs']} twin pairs of {', '.join(proj.details['calibration'])}: ‖mean difference‖ {proj.details['mean_difference_norm']:.4f}"
+        )
         if ds is not None and where is not None:  # both or neither: a --target was given
             after = projected(build_retriever(model, **options), proj, source=str(Path(output) / "projection.json"), name=f"{model}+projection")
             result = _evaluate(ds, [system, after], seed)
-            _write_evaluation(result, folder.staging / "evaluation", "project fit", {"projection": proj.to_dict() | {"direction": None}, "evaluation": where.to_dict()})
+            _write_evaluation(
+                result, folder.staging / "evaluation", "project fit", {"projection": proj.to_dict() | {"direction": None}, "evaluation": where.to_dict()}
+            )
             print_before_after(result, [system.name, after.name], f"NDCG@{k}", where.label)
         parameters = {"model": model, "pairs": pairs, "seed": seed, "split": split, "evaluation": where.to_dict() if where else None}
-        manifest = build_manifest(command="project fit", inputs={"calibration": [str(c) for c in calibration], "target": str(target) if target else None}, parameters=parameters, models={"retriever": json_safe(system.config())}, timings={"total_s": round(time.perf_counter() - t0, 3)})
+        manifest = build_manifest(
+            command="project fit",
+            inputs={"calibration": [str(c) for c in calibration], "target": str(target) if target else None},
+            parameters=parameters,
+            models={"retriever": json_safe(system.config())},
+            timings={"total_s": round(time.perf_counter() - t0, 3)},
+        )
         path = folder.commit(manifest)
-        console.print(f"Wrote projection.json to [bold]{path}[/bold]; use --retriever \"{model}{':' if ':' not in model else ','}project={path / 'projection.json'}\"")
+        console.print(
+            f'Wrote projection.json to [bold]{path}[/bold]; use --retriever "{model}{":" if ":" not in model else ","}project={path / "projection.json"}"'
+        )
     finally:
         folder.abort()
 

@@ -23,10 +23,19 @@ DatasetArg = Annotated[
 Split = Annotated[str, typer.Option(help="Which qrels/<split>.tsv to evaluate on.")]
 Sources = Annotated[list[str] | None, typer.Option("--source", "-s", metavar="SOURCE", help="Sources to include (repeat); default all.")]
 HumanSource = Annotated[str, typer.Option(help="Name of the human-written (original) source.")]
-Twins = Annotated[Path | None, typer.Option(help="With DATASET irds:<id> (the human side through ir_datasets, e.g. irds:beir/nfcorpus/test): the folder of the LLM twins (<source>.jsonl files, or a Cocktail folder).", metavar="DIR")]
+Twins = Annotated[
+    Path | None,
+    typer.Option(
+        help="With DATASET irds:<id> (the human side through ir_datasets, e.g. irds:beir/nfcorpus/test): the folder of the LLM twins (<source>.jsonl files, or a Cocktail folder).",
+        metavar="DIR",
+    ),
+]
 SkipUnknownQrels = Annotated[bool, typer.Option(help="Skip (and count) judgements naming unknown documents or queries instead of stopping.")]
 SkipEmptyText = Annotated[bool, typer.Option(help="Skip (and count) documents with empty text instead of stopping.")]
-AllowUnknownFiles = Annotated[bool, typer.Option(help="Go on (with a note) when the corpus folder holds a file that is not a source (<source>.jsonl or .jsonl.gz); by default that stops.")]
+AllowUnknownFiles = Annotated[
+    bool,
+    typer.Option(help="Go on (with a note) when the corpus folder holds a file that is not a source (<source>.jsonl or .jsonl.gz); by default that stops."),
+]
 Orphans = Annotated[str, typer.Option(**option_kwargs("orphans"))]  # help, choices and bounds: the grid setting's one declaration
 
 # -- systems ----------------------------------------------------------------------------------------
@@ -38,30 +47,79 @@ Retrievers = Annotated[
         "'bm25>>cut:20>>lm:smollm2'. See `sourcebias retrievers`. Default: bm25 (when no --run is given).",
     ),
 ]  # fmt: skip
-Runs = Annotated[list[str] | None, typer.Option("--run", metavar="[NAME=]FILE", help="A TREC run of the mixed corpus made by any system (qid Q0 docno rank score tag); repeat for several. Scored with the same protocol; equal scores are ordered by the tie rule.")]
-Docnos = Annotated[Path | None, typer.Option(help="Table docno<TAB>doc_id<TAB>source naming the documents of --run files (default: docnos.tsv beside the run if present, else names <source>/<doc_id>).", metavar="FILE")]
-DocnoPattern = Annotated[str | None, typer.Option(help="How --run files name documents, e.g. '{doc_id}-{source}' (Cocktail's suffix); see --source-label.", metavar="PATTERN")]
-SourceLabels = Annotated[list[str] | None, typer.Option("--source-label", metavar="SOURCE=LABEL", help="How --docno-pattern writes a source when not by its name, e.g. llama-2-7b-chat-tmp0.2=llama; repeat per source.")]
+Runs = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--run",
+        metavar="[NAME=]FILE",
+        help="A TREC run of the mixed corpus made by any system (qid Q0 docno rank score tag); repeat for several. Scored with the same protocol; equal scores are ordered by the tie rule.",
+    ),
+]
+Docnos = Annotated[
+    Path | None,
+    typer.Option(
+        help="Table docno<TAB>doc_id<TAB>source naming the documents of --run files (default: docnos.tsv beside the run if present, else names <source>/<doc_id>).",
+        metavar="FILE",
+    ),
+]
+DocnoPattern = Annotated[
+    str | None, typer.Option(help="How --run files name documents, e.g. '{doc_id}-{source}' (Cocktail's suffix); see --source-label.", metavar="PATTERN")
+]
+SourceLabels = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--source-label",
+        metavar="SOURCE=LABEL",
+        help="How --docno-pattern writes a source when not by its name, e.g. llama-2-7b-chat-tmp0.2=llama; repeat per source.",
+    ),
+]
 Device = Annotated[str | None, typer.Option(help="Device for neural models: cpu, cuda, cuda:1 (default: cuda if available).")]
 BatchSize = Annotated[int | None, typer.Option(help="Batch size for neural models (default: each kind's, 32).", min=1)]
-MaxLength = Annotated[int | None, typer.Option(help="Maximum tokens per text for neural models (default: the model's, 512 for the papers' presets). A stage's own max_length= wins.")]
+MaxLength = Annotated[
+    int | None,
+    typer.Option(help="Maximum tokens per text for neural models (default: the model's, 512 for the papers' presets). A stage's own max_length= wins."),
+]
 CacheDir = Annotated[Path | None, typer.Option(help="Embedding cache folder (default: $SOURCEBIAS_CACHE or ~/.cache/sourcebias).", metavar="DIR")]
-UseCache = Annotated[bool, typer.Option("--cache/--no-cache", help="Keep document and query embeddings on disk, keyed by model and text, for reuse by later runs.")]
+UseCache = Annotated[
+    bool, typer.Option("--cache/--no-cache", help="Keep document and query embeddings on disk, keyed by model and text, for reuse by later runs.")
+]
 RerankDepth = Annotated[int | None, typer.Option(help="How many first-stage documents a re-ranker re-scores (default 100). A stage's own depth= wins.", min=1)]
 
 # -- the protocol -------------------------------------------------------------------------------------
 Cutoffs = Annotated[list[int] | None, typer.Option("--k", metavar="K...", help="Cut-offs, e.g. --k 1 3 5. \\[default: 1 3 5 10]")]
-Metrics = Annotated[list[str] | None, typer.Option("--metric", metavar="NAME...", help="Measures, e.g. --metric NDCG MAP: NDCG, MAP, Recall, P (need labels) and Share (label-free share of each source in the top k). \\[default: all five]")]
+Metrics = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--metric",
+        metavar="NAME...",
+        help="Measures, e.g. --metric NDCG MAP: NDCG, MAP, Recall, P (need labels) and Share (label-free share of each source in the top k). \\[default: all five]",
+    ),
+]
 Depth = Annotated[int, typer.Option(**option_kwargs("depth"))]
 Seed = Annotated[int, typer.Option(**option_kwargs("seed"))]
 Sole = Annotated[bool, typer.Option("--sole/--no-sole", help="Also rank each source alone (human-only, LLM-only settings).")]
 RemoveSelfMatches = Annotated[bool, typer.Option(help="Leave out documents whose id equals the query id (BEIR ArguAna/Quora quirk).")]
 
 # -- output --------------------------------------------------------------------------------------------
-Output = Annotated[Path | None, typer.Option("--output", "-o", metavar="DIR", help="Folder for the results (result.json, metrics.csv, per-query values, runs, summary, manifest.json); checked before any work.")]
+Output = Annotated[
+    Path | None,
+    typer.Option(
+        "--output",
+        "-o",
+        metavar="DIR",
+        help="Folder for the results (result.json, metrics.csv, per-query values, runs, summary, manifest.json); checked before any work.",
+    ),
+]
 Overwrite = Annotated[bool, typer.Option(help="Replace the results of an earlier run in --output (never files sourcebias did not write).")]
 WriteRuns = Annotated[bool, typer.Option("--runs/--no-runs", help="Write the TREC runs to OUTPUT/runs.")]
-Format = Annotated[str, typer.Option("--format", metavar="csv|parquet", help="File format of the per-query values in OUTPUT: per_query.csv or per_query.parquet (pyarrow; columnar, fast to load). load_result reads either.")]
+Format = Annotated[
+    str,
+    typer.Option(
+        "--format",
+        metavar="csv|parquet",
+        help="File format of the per-query values in OUTPUT: per_query.csv or per_query.parquet (pyarrow; columnar, fast to load). load_result reads either.",
+    ),
+]
 
 # -- statistics ----------------------------------------------------------------------------------------
 Significance = Annotated[bool, typer.Option(hidden=True, help="Replaced: the paired tests are the paired_tests statistic (statistics.csv, summary).")]
@@ -74,7 +132,14 @@ Statistics = Annotated[
         "twin_preference, delta_ndsr, means, or none. \\[default: the first four]",
     ),
 ]  # fmt: skip
-StatisticsMeasures = Annotated[list[str] | None, typer.Option("--statistics-measure", metavar="MEASURE...", help="Measures of the per-measure statistics, e.g. NDCG@3. \\[default: every cut-off of the first measure with labels]")]
+StatisticsMeasures = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--statistics-measure",
+        metavar="MEASURE...",
+        help="Measures of the per-measure statistics, e.g. NDCG@3. \\[default: every cut-off of the first measure with labels]",
+    ),
+]
 BootstrapResamples = Annotated[int, typer.Option(**option_kwargs("bootstrap_resamples"))]
 Confidence = Annotated[float, typer.Option(**option_kwargs("confidence"))]
 Correction = Annotated[str, typer.Option(**option_kwargs("correction"))]

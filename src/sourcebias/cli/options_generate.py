@@ -16,21 +16,58 @@ class BackendKind(str, Enum):
 
 
 # -- what is rewritten, and where the twin goes -----------------------------------------------
-DatasetDir = Annotated[Path, typer.Argument(help="Dataset folder (Cocktail layout: corpus/human.jsonl ...; KDD layout) or a corpus .jsonl file (then give --output).", show_default=False)]
-TwinName = Annotated[str, typer.Option("--name", "-n", help="Source name of the twin, e.g. smollm2-tmp0.2: written to DATASET_DIR/corpus/NAME.jsonl.", show_default=False)]
+DatasetDir = Annotated[
+    Path,
+    typer.Argument(
+        help="Dataset folder (Cocktail layout: corpus/human.jsonl ...; KDD layout) or a corpus .jsonl file (then give --output).", show_default=False
+    ),
+]
+TwinName = Annotated[
+    str, typer.Option("--name", "-n", help="Source name of the twin, e.g. smollm2-tmp0.2: written to DATASET_DIR/corpus/NAME.jsonl.", show_default=False)
+]
 TwinOutput = Annotated[Path | None, typer.Option("--output", "-o", help="Write the twin here instead of DATASET_DIR/corpus/NAME.jsonl.")]
 HumanSource = Annotated[str, typer.Option(help="Name of the human-written source to rewrite.")]
 Limit = Annotated[int | None, typer.Option(help="Only the first N documents (after --sample-cap).", min=1)]
-LengthFilter = Annotated[bool, typer.Option("--length-filter/--no-length-filter", help="Cocktail's filter: rewrite only documents of --min-words to --max-words words; others keep the human text, flagged 'filtered'.")]
+LengthFilter = Annotated[
+    bool,
+    typer.Option(
+        "--length-filter/--no-length-filter",
+        help="Cocktail's filter: rewrite only documents of --min-words to --max-words words; others keep the human text, flagged 'filtered'.",
+    ),
+]
 MinWords = Annotated[int, typer.Option(help="Length filter lower bound (Cocktail: 10).")]
 MaxWords = Annotated[int, typer.Option(help="Length filter upper bound (Cocktail: 2000).")]
-SampleCap = Annotated[int | None, typer.Option(help="Cocktail's rule for large corpora: above N documents, keep every labelled document (any qrels split) and random others up to N (Cocktail: 100000; seeded by --seed).", min=1)]
+SampleCap = Annotated[
+    int | None,
+    typer.Option(
+        help="Cocktail's rule for large corpora: above N documents, keep every labelled document (any qrels split) and random others up to N (Cocktail: 100000; seeded by --seed).",
+        min=1,
+    ),
+]
 
 # -- the model and how it is asked ------------------------------------------------------------
-Model = Annotated[str, typer.Option("--model", "-m", help="local: smollm2, a .gguf file, a transformers folder or a cached Hugging Face name; openai: the model name the server knows.", show_default=False)]
-ServeModel = Annotated[str, typer.Option("--model", "-m", help="smollm2, a .gguf file, a transformers folder or a cached Hugging Face name.", show_default=False)]
-BackendChoice = Annotated[BackendKind | None, typer.Option(help="local (transformers) or openai (any OpenAI-compatible server). Default: openai when --base-url is given, else local.")]
-Prompt = Annotated[str, typer.Option(help="kdd, cocktail, one of Table 7's (own-words, paraphrase, summarize, simplify, rephrase, condense, restate, reword, express), or a template FILE with {text} (and {title}).")]
+Model = Annotated[
+    str,
+    typer.Option(
+        "--model",
+        "-m",
+        help="local: smollm2, a .gguf file, a transformers folder or a cached Hugging Face name; openai: the model name the server knows.",
+        show_default=False,
+    ),
+]
+ServeModel = Annotated[
+    str, typer.Option("--model", "-m", help="smollm2, a .gguf file, a transformers folder or a cached Hugging Face name.", show_default=False)
+]
+BackendChoice = Annotated[
+    BackendKind | None,
+    typer.Option(help="local (transformers) or openai (any OpenAI-compatible server). Default: openai when --base-url is given, else local."),
+]
+Prompt = Annotated[
+    str,
+    typer.Option(
+        help="kdd, cocktail, one of Table 7's (own-words, paraphrase, summarize, simplify, rephrase, condense, restate, reword, express), or a template FILE with {text} (and {title})."
+    ),
+]
 System = Annotated[str | None, typer.Option(help="A system message (default: none; the model's chat template may add its own).")]
 Temperature = Annotated[float, typer.Option(help="Sampling temperature (papers: 0.2; also 1.0). 0 = greedy.")]
 TopP = Annotated[float, typer.Option(help="Nucleus sampling (papers: 1.0).")]
@@ -49,16 +86,32 @@ LengthControlSpec = Annotated[
 ]
 
 # -- the backends -----------------------------------------------------------------------------
-BaseUrl = Annotated[list[str] | None, typer.Option("--base-url", help="Server base URL, e.g. http://localhost:8000/v1; repeat to spread the work over several servers.")]
-ApiKeyEnv = Annotated[str | None, typer.Option(help="Environment variable holding the API key (default OPENAI_API_KEY, optional). The key is never written anywhere.")]
+BaseUrl = Annotated[
+    list[str] | None, typer.Option("--base-url", help="Server base URL, e.g. http://localhost:8000/v1; repeat to spread the work over several servers.")
+]
+ApiKeyEnv = Annotated[
+    str | None, typer.Option(help="Environment variable holding the API key (default OPENAI_API_KEY, optional). The key is never written anywhere.")
+]
 Concurrency = Annotated[int, typer.Option(help="openai: requests in flight at once over all servers.", min=1)]
 Timeout = Annotated[float, typer.Option(help="openai: seconds to wait for one answer.")]
 MaxRetries = Annotated[int, typer.Option(help="openai: retries on 429, 5xx and network errors (exponential backoff with jitter, Retry-After honoured).", min=0)]
-Completions = Annotated[bool, typer.Option("--completions/--chat", help="openai: plain /completions with the rendered prompt (base models) instead of /chat/completions.")]
+Completions = Annotated[
+    bool, typer.Option("--completions/--chat", help="openai: plain /completions with the rendered prompt (base models) instead of /chat/completions.")
+]
 Device = Annotated[str | None, typer.Option(help="local: cpu, cuda, cuda:1 (default: cuda if available).")]
 ServeDevice = Annotated[str | None, typer.Option(help="cpu, cuda, cuda:1 (default: cuda if available).")]
-Threads = Annotated[int | None, typer.Option(help="local: PyTorch CPU threads while generating (default: one per core). On a CPU shared with other busy processes, 1 is often much faster.", min=1)]
-ServeThreads = Annotated[int | None, typer.Option(help="PyTorch CPU threads while generating (default: one per core). On a CPU shared with other busy processes, 1 is often much faster.", min=1)]
+Threads = Annotated[
+    int | None,
+    typer.Option(
+        help="local: PyTorch CPU threads while generating (default: one per core). On a CPU shared with other busy processes, 1 is often much faster.", min=1
+    ),
+]
+ServeThreads = Annotated[
+    int | None,
+    typer.Option(
+        help="PyTorch CPU threads while generating (default: one per core). On a CPU shared with other busy processes, 1 is often much faster.", min=1
+    ),
+]
 
 # -- the job ----------------------------------------------------------------------------------
 KeepRaw = Annotated[bool, typer.Option(help="Also store each raw answer in metadata.raw.")]

@@ -15,9 +15,16 @@ TableK = Annotated[int, typer.Option("--k", help="Cut-off of the table (NDCG@k).
 Device = Annotated[str | None, typer.Option(help="cpu, cuda, cuda:1 (default: cuda if available).")]
 
 # -- train ------------------------------------------------------------------------------------
-TrainDataset = Annotated[Path, typer.Argument(help="Mixed dataset whose training qrels give (query, human document, twin) tuples.", show_default=False, metavar="DATASET_DIR")]
-SweepOutput = Annotated[Path, typer.Option("--output", "-o", metavar="DIR", help="Sweep folder: plan.jsonl, one model per α, sweep.csv. Rerunning into it resumes.", show_default=False)]
-Alphas = Annotated[list[float], typer.Option("--alpha", metavar="A...", help="Weights of the debiasing constraint, e.g. --alpha 0 1 10 (a sweep; 0 = no constraint).")]
+TrainDataset = Annotated[
+    Path, typer.Argument(help="Mixed dataset whose training qrels give (query, human document, twin) tuples.", show_default=False, metavar="DATASET_DIR")
+]
+SweepOutput = Annotated[
+    Path,
+    typer.Option("--output", "-o", metavar="DIR", help="Sweep folder: plan.jsonl, one model per α, sweep.csv. Rerunning into it resumes.", show_default=False),
+]
+Alphas = Annotated[
+    list[float], typer.Option("--alpha", metavar="A...", help="Weights of the debiasing constraint, e.g. --alpha 0 1 10 (a sweep; 0 = no constraint).")
+]
 Base = Annotated[str, typer.Option(metavar="SPEC", help="Model to start from: a preset (minilm, tas-b, ...), a sentence-transformers name or a folder.")]
 TrainSplit = Annotated[str, typer.Option(help="Training split.")]
 Negatives = Annotated[str, typer.Option(help="Negative strategy: in-batch, hard (in-batch + BM25-mined), hard-only.")]
@@ -43,8 +50,12 @@ TrainOverwrite = Annotated[bool, typer.Option(help="Start again in a folder that
 
 # -- cdc fit ----------------------------------------------------------------------------------
 CalibrationDataset = Annotated[Path, typer.Argument(help="Dataset folder of the calibration sample.", show_default=False, metavar="DATASET_DIR")]
-Retriever = Annotated[str, typer.Option("--retriever", "-r", metavar="SPEC", help="The retriever to correct (any --retriever specification).", show_default=False)]
-CdcOutput = Annotated[Path, typer.Option("--output", "-o", metavar="DIR", help="Folder for cdc.json, the sample, the before/after evaluation and a manifest.", show_default=False)]
+Retriever = Annotated[
+    str, typer.Option("--retriever", "-r", metavar="SPEC", help="The retriever to correct (any --retriever specification).", show_default=False)
+]
+CdcOutput = Annotated[
+    Path, typer.Option("--output", "-o", metavar="DIR", help="Folder for cdc.json, the sample, the before/after evaluation and a manifest.", show_default=False)
+]
 Lm = Annotated[
     str,
     typer.Option(
@@ -61,7 +72,10 @@ Cov = Annotated[str, typer.Option(help="Standard errors: robust, clustered (by q
 QueryEffects = Annotated[bool, typer.Option(help="Query fixed effects (within-query differences only).")]
 CdcEvalSplit = Annotated[
     str | None,
-    typer.Option(metavar="SPLIT", help="Evaluate before/after on this split (default: dev of the calibration dataset, test of --eval-dataset); never the calibration split unless --in-sample."),
+    typer.Option(
+        metavar="SPLIT",
+        help="Evaluate before/after on this split (default: dev of the calibration dataset, test of --eval-dataset); never the calibration split unless --in-sample.",
+    ),
 ]
 CdcEvalDataset = Annotated[Path | None, typer.Option(metavar="DIR", help="Evaluate before/after on another dataset (the transfer setting).")]
 InSample = Annotated[bool, typer.Option("--in-sample", help="Evaluate on the calibration data itself (labelled in-sample: the fit has seen it).")]

@@ -109,7 +109,7 @@ def retrievers_reference() -> str:
         presets = [k for k in kinds(role).values() if k.models]
         if presets:
             out.append("Dense presets (" + ", ".join(f"`{k.kind}`" for k in presets) + ") take the options of `st:` below; see the presets table.\n")
-        for name, kind in kinds(role).items():
+        for kind in kinds(role).values():
             if kind.models:
                 continue
             out.append(f"#### `{kind.usage()}`\n\n{kind.help}\n")
@@ -128,7 +128,16 @@ def presets_reference() -> str:
     rows = []
     for row in preset_listing():
         model = row["model"] + (f" + {row['query_model']} (queries)" if row["query_model"] else "")
-        rows.append([f"`{row['preset']}`", model, row["score"], row["pooling"], repr(row["query_prefix"]) if row["query_prefix"] else "", repr(row["doc_prefix"]) if row["doc_prefix"] else ""])
+        rows.append(
+            [
+                f"`{row['preset']}`",
+                model,
+                row["score"],
+                row["pooling"],
+                repr(row["query_prefix"]) if row["query_prefix"] else "",
+                repr(row["doc_prefix"]) if row["doc_prefix"] else "",
+            ]
+        )
     return _table(["preset", "checkpoint", "score", "pooling", "query prefix", "document prefix"], rows)
 
 

@@ -49,7 +49,15 @@ def _print_presets() -> None:
     for row in preset_listing():
         model = row["model"] + (f" + {row['query_model']} (queries)" if row["query_model"] else "")
         offline = "[green]ready[/green]" if row["offline"] else f"[dim]no: {row['preset']}:path=DIR[/dim]"
-        table.add_row(row["preset"], model, row["score"], row["pooling"], repr(row["query_prefix"]) if row["query_prefix"] else "", repr(row["doc_prefix"]) if row["doc_prefix"] else "", offline)
+        table.add_row(
+            row["preset"],
+            model,
+            row["score"],
+            row["pooling"],
+            repr(row["query_prefix"]) if row["query_prefix"] else "",
+            repr(row["doc_prefix"]) if row["doc_prefix"] else "",
+            offline,
+        )
     console.print(table)
     console.print("Not here yet: `hf download CHECKPOINT --local-dir DIR` on a machine with network, copy DIR here, then --retriever PRESET:path=DIR.")
 

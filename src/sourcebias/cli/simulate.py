@@ -11,10 +11,33 @@ from sourcebias.cli.common import console
 
 
 def simulate(
-    config: Annotated[Path, typer.Argument(help=r"Simulation configuration (TOML): \[simulation], \[dataset], [\[retrievers]], \[generator], optional \[intervention].", show_default=False, metavar="CONFIG")],
-    output: Annotated[Path, typer.Option("--output", "-o", metavar="DIR", help="Simulation folder: a folder per retriever and round, the report. Rerunning into it resumes; more rounds continue it.", show_default=False)],
+    config: Annotated[
+        Path,
+        typer.Argument(
+            help=r"Simulation configuration (TOML): \[simulation], \[dataset], [\[retrievers]], \[generator], optional \[intervention].",
+            show_default=False,
+            metavar="CONFIG",
+        ),
+    ],
+    output: Annotated[
+        Path,
+        typer.Option(
+            "--output",
+            "-o",
+            metavar="DIR",
+            help="Simulation folder: a folder per retriever and round, the report. Rerunning into it resumes; more rounds continue it.",
+            show_default=False,
+        ),
+    ],
     overwrite: Annotated[bool, typer.Option(help="Replace a folder of another simulation, or rounds made with other settings.")] = False,
-    ray: Annotated[str | None, typer.Option("--ray", metavar="ADDRESS", help="Run each retriever's loop as a Ray task: local starts a cluster here; an address (auto, head:6379) joins one. The folder, config and dataset must be on storage every node sees.")] = None,
+    ray: Annotated[
+        str | None,
+        typer.Option(
+            "--ray",
+            metavar="ADDRESS",
+            help="Run each retriever's loop as a Ray task: local starts a cluster here; an address (auto, head:6379) joins one. The folder, config and dataset must be on storage every node sees.",
+        ),
+    ] = None,
 ) -> None:
     """Simulate LLM text feeding back into a corpus: rank, let a generator write from the top k,
     add what it wrote as a source of its own ('<generator>-round<r>'), repeat.
@@ -32,7 +55,9 @@ def simulate(
 
     cfg = load_simulation_config(config)
     names = ", ".join(n for n, _ in cfg.retrievers)
-    console.print(f"[bold]{cfg.name}[/bold]: {cfg.rounds} rounds x {len(cfg.retrievers)} retrievers ({names}); {cfg.generator.model} writes '{cfg.generator.write}' from the top {cfg.k} of {cfg.queries_per_round} queries per round; intervention: {cfg.intervention.kind}")
+    console.print(
+        f"[bold]{cfg.name}[/bold]: {cfg.rounds} rounds x {len(cfg.retrievers)} retrievers ({names}); {cfg.generator.model} writes '{cfg.generator.write}' from the top {cfg.k} of {cfg.queries_per_round} queries per round; intervention: {cfg.intervention.kind}"
+    )
 
     def on_event(kind: str, rec: dict) -> None:
         if kind == "cached":
@@ -43,7 +68,9 @@ def simulate(
     with progress.RichProgress(console=console, transient=True) as reporter, progress.use(reporter):
         result, root = run_simulation(cfg, output, overwrite=overwrite, on_event=on_event, ray_address=ray)
     console.print(to_rich(result.report()))
-    console.print(f"Wrote simulation.csv, sources.csv, report.md, report.html and curves.png to [bold]{root}[/bold] (load with sourcebias.simulate.load_simulation)")
+    console.print(
+        f"Wrote simulation.csv, sources.csv, report.md, report.html and curves.png to [bold]{root}[/bold] (load with sourcebias.simulate.load_simulation)"
+    )
 
 
 def register(app: typer.Typer) -> None:

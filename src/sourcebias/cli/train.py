@@ -49,7 +49,20 @@ def train(
 
     pool = _positive_pool(negatives, positives)
     alphas = list(dict.fromkeys(alpha))
-    settings = {"dataset": str(Path(dataset_dir).resolve()), "split": split, "base": base, "negatives": negatives, "positives": pool, "batch_size": batch_size, "epochs": epochs, "max_tuples": max_tuples, "lr": lr, "warmup": warmup, "max_seq_length": max_seq_length, "seed": seed}
+    settings = {
+        "dataset": str(Path(dataset_dir).resolve()),
+        "split": split,
+        "base": base,
+        "negatives": negatives,
+        "positives": pool,
+        "batch_size": batch_size,
+        "epochs": epochs,
+        "max_tuples": max_tuples,
+        "lr": lr,
+        "warmup": warmup,
+        "max_seq_length": max_seq_length,
+        "seed": seed,
+    }
     out = Path(output)
     _prepare_output(out, json_safe(settings), overwrite)
     lock = hold_lock(out.parent / f".{out.name}.lock", out)
@@ -60,7 +73,9 @@ def train(
         plan = _plan(out / "plan.jsonl", ds, batch_size=batch_size, epochs=epochs, seed=seed, strategy=negatives, max_tuples=max_tuples, positives=pool)
         target_dir = eval_dataset or dataset_dir
         target = _evaluation_target(target_dir, eval_split) if evaluation else None
-        evaluate = None if target is None else functools.partial(_evaluate_model, target=target, k=k, device=device, cache_dir=cache_dir, max_length=max_seq_length)
+        evaluate = (
+            None if target is None else functools.partial(_evaluate_model, target=target, k=k, device=device, cache_dir=cache_dir, max_length=max_seq_length)
+        )
         rows = [] if evaluate is None else [{"positives": None, **evaluate(base, "base", None, folder=out / "base-evaluation")}]
         training = {"learning_rate": lr, "warmup_ratio": warmup, "max_seq_length": max_seq_length, "save_steps": save_steps, "seed": seed, "device": device}
         rows += _sweep(ds, plan, base, out, alphas, training, evaluate)
@@ -68,7 +83,12 @@ def train(
             table = pd.DataFrame(rows)  # positives first, then the evaluation's columns
             table.to_csv(out / "sweep.csv", index=False, lineterminator="\n")
             _print_sweep(table, k)
-        manifest = build_manifest(command="train", inputs={"dataset": json_safe(ds.describe()), "eval_dataset": str(target_dir)}, parameters={**settings, "alphas": alphas, "plan_digest": plan.digest()}, timings={"total_s": round(time.perf_counter() - t0, 3)})
+        manifest = build_manifest(
+            command="train",
+            inputs={"dataset": json_safe(ds.describe()), "eval_dataset": str(target_dir)},
+            parameters={**settings, "alphas": alphas, "plan_digest": plan.digest()},
+            timings={"total_s": round(time.perf_counter() - t0, 3)},
+        )
         manifest["kind"] = "train"
         atomic_write_json(out / "manifest.json", manifest)
         console.print(f"Wrote the models and sweep.csv to [bold]{out}[/bold]")
@@ -157,9 +177,13 @@ def _plan(plan_path: Path, ds, **settings):
         plan = build_plan(ds, **settings)
     plan.save(plan_path)
     counts = ", ".join(f"{n:,} {c}" for c, n in plan.header["positive_counts"].items() if n)
-    console.print(f"Plan: {plan.header['tuples']:,} tuples in {len(plan.batches())} batches ({plan.strategy}; positives {pool}: {counts}), saved to {plan_path}")
+    console.print(
+        f"Plan: {plan.header['tuples']:,} tuples in {len(plan.batches())} batches ({plan.strategy}; positives {pool}: {counts}), saved to {plan_path}"
+    )
     if plan.header.get("left_out_without_negative"):
-        console.print(f"  {len(plan.header['left_out_without_negative'])} tuples left out: BM25 found no non-relevant document for their query (listed in the plan's header)")
+        console.print(
+            f"  {len(plan.header['left_out_without_negative'])} tuples left out: BM25 found no non-relevant document for their query (listed in the plan's header)"
+        )
     return plan
 
 
@@ -186,7 +210,14 @@ def _evaluate_model(spec: str, label: str, alpha: float | None, *, target, folde
     human, other = result.human_source, result.other_sources[0]
     m = f"NDCG@{k}"
     ctx = StatContext(measures=[m], seed=int(result.parameters.get("seed", 0)), significance_resamples=10_000, correction="none")
-    test = next((cast("PairedTestsRecord", r) for r in compute_statistics(result, ctx, ["paired_tests"], correct=False).records["paired_tests"] if r.retriever == name and r.llm_source == other), None)
+    test = next(
+        (
+            cast("PairedTestsRecord", r)
+            for r in compute_statistics(result, ctx, ["paired_tests"], correct=False).records["paired_tests"]
+            if r.retriever == name and r.llm_source == other
+        ),
+        None,
+    )
     return {
         "model": label,
         "alpha": alpha,
@@ -205,7 +236,9 @@ def _evaluate_model(spec: str, label: str, alpha: float | None, *, target, folde
 def _print_sweep(table, k: int) -> None:
     from rich.table import Table
 
-    t = Table(title=f"Debiased training: NDCG@{k} (percent) and Relative Δ by α", caption="Rel Δ > 0: human-written ranked higher; < 0: LLM-generated ranked higher")
+    t = Table(
+        title=f"Debiased training: NDCG@{k} (percent) and Relative Δ by α", caption="Rel Δ > 0: human-written ranked higher; < 0: LLM-generated ranked higher"
+    )
     for c in ("model", "positives", "all", "human", "LLM", f"Rel Δ @{k}", "Rel Δ @1", "human only", "LLM only"):
         t.add_column(c, justify="left" if c == "model" else "right")
     for r in table.to_dict("records"):

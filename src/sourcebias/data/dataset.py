@@ -33,13 +33,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sourcebias.core.errors import ConfigError, DataError
 from sourcebias.data.corpus import Corpus
 from sourcebias.data.io import strip_compression
 from sourcebias.data.options import HUMAN, DatasetOptions
 from sourcebias.data.pairing import apply_orphan_rule, orphan_note
 from sourcebias.data.qrels import Qrels
 from sourcebias.data.readers import LoadReport, OnProblem, read_corpus, read_qrels, read_queries
-from sourcebias.core.errors import ConfigError, DataError
 
 
 @dataclass
@@ -361,8 +361,10 @@ def resolve_dataset(path: str | Path) -> tuple[Path, str | None]:
 
 
 def resolve_in(given: str, base: Path) -> tuple[Path, str | None]:
-    """A dataset named in a configuration file: ``given`` relative to the file's folder ``base``
-    if such a folder exists there, else a known dataset's name (``nq-utd``), as on the command line.
+    """A dataset named in a configuration file: a folder beside it, or a known dataset's name.
+
+    ``given`` is taken relative to the file's folder ``base`` if such a folder exists there, else
+    as a known dataset's name (``nq-utd``), as on the command line.
 
     Args:
         given: The path or name written in the file.
@@ -435,7 +437,9 @@ def _read_sources(layout: DatasetLayout, chosen: list[str], opts: DatasetOptions
     return Corpus.concat(parts), human_lines, skipped
 
 
-def _read_judgements(path: Path | None, human_lines: dict[str, int], queries: dict[str, str], skipped: set[str], opts: DatasetOptions, report: LoadReport) -> Qrels:
+def _read_judgements(
+    path: Path | None, human_lines: dict[str, int], queries: dict[str, str], skipped: set[str], opts: DatasetOptions, report: LoadReport
+) -> Qrels:
     """The split's judgements less those of skipped originals (counted); empty without a split."""
     if path is None:
         return Qrels({})
@@ -472,7 +476,9 @@ def require_evaluable(dataset: Dataset) -> list[str]:
     left = [f"{reason}: {n}" for reason, n in dataset.report.skipped.items() if "judgement" in reason or "original" in reason]
     left += [f"judgements left out by the orphan rule: {dataset.orphans['judgements_left_out']}"] if dataset.orphans.get("judgements_left_out") else []
     why = f" after loading ({'; '.join(left)})" if left else ""
-    raise DataError(dataset.qrels_file or dataset.root, f"no query can be evaluated: none has a document judged relevant (grade > 0); the split holds {held}{why}")
+    raise DataError(
+        dataset.qrels_file or dataset.root, f"no query can be evaluated: none has a document judged relevant (grade > 0); the split holds {held}{why}"
+    )
 
 
 def _without(corpus: Corpus, doc_ids: set[str], lines: dict[str, int], path: Path, report: LoadReport) -> Corpus:

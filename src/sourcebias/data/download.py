@@ -105,7 +105,9 @@ def _download(remote: RemoteFile, part: Path, timeout: float, emit: Callable[[st
     except (urllib.error.URLError, http.client.HTTPException, OSError) as exc:
         kept = part.stat().st_size if part.is_file() else 0
         resume = f" {kept:,} bytes are kept in {part}; run the command again to resume." if kept else ""
-        raise DownloadUnavailable(f"could not download {remote.url} ({type(exc).__name__}: {str(exc)[:200]}).{resume} {by_hand([remote], part.parent)}") from None
+        raise DownloadUnavailable(
+            f"could not download {remote.url} ({type(exc).__name__}: {str(exc)[:200]}).{resume} {by_hand([remote], part.parent)}"
+        ) from None
 
 
 def _expected_size(resp: Any, offset: int) -> int | None:
@@ -124,7 +126,9 @@ def by_hand(files: list[RemoteFile], folder: Path) -> str:
     return f"Without network here, download on another machine: {what}; then run the same command again (it verifies and unpacks the file)."
 
 
-def download_dataset(dataset: str | KnownDataset, to: str | Path | None = None, *, timeout: float = 30.0, emit: Callable[[str], None] | None = None) -> dict[str, Any]:
+def download_dataset(
+    dataset: str | KnownDataset, to: str | Path | None = None, *, timeout: float = 30.0, emit: Callable[[str], None] | None = None
+) -> dict[str, Any]:
     """Fetch a known dataset into ``to/<name>`` (default: the dataset cache) and check it.
 
     Args:
@@ -157,7 +161,13 @@ def download_dataset(dataset: str | KnownDataset, to: str | Path | None = None, 
         archives.append({"url": remote.url, "file": remote.name, "checksums_from": remote.checksums_from, **record})
     for remote in entry.files:
         unpack(folder.parent / remote.name, folder)
-    info = {"name": entry.name, "folder": str(folder), "archives": archives, "downloaded": datetime.now(timezone.utc).isoformat(timespec="seconds"), **check_dataset(folder)}
+    info = {
+        "name": entry.name,
+        "folder": str(folder),
+        "archives": archives,
+        "downloaded": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        **check_dataset(folder),
+    }
     (folder / MARKER).write_text(json.dumps(info, indent=2), encoding="utf-8")
     for remote in entry.files:
         (folder.parent / remote.name).unlink()

@@ -51,7 +51,7 @@ def iter_lines(path: str | Path):
                 try:
                     text = raw.decode("utf-8")
                 except UnicodeDecodeError as exc:
-                    raise DataError(path, f"not UTF-8 text (byte {raw[exc.start:exc.start + 1]!r} at column {exc.start + 1})", lineno) from None
+                    raise DataError(path, f"not UTF-8 text (byte {raw[exc.start : exc.start + 1]!r} at column {exc.start + 1})", lineno) from None
                 yield lineno, text.rstrip("\n").rstrip("\r")
     except (OSError, EOFError) as exc:  # gzip: not a gzip file, or cut short
         raise DataError(path, f"cannot read the file ({exc})", lineno + 1) from None

@@ -47,7 +47,7 @@ def require_ir_datasets():
     try:
         import ir_datasets
     except ImportError as e:
-        raise ConfigError(f"ir_datasets is not installed ({e}); install the ecosystem extra: pip install \"sourcebias[ecosystem]\"") from None
+        raise ConfigError(f'ir_datasets is not installed ({e}); install the ecosystem extra: pip install "sourcebias[ecosystem]"') from None
     return ir_datasets
 
 
@@ -121,7 +121,9 @@ def open_irds(dataset_id: str, split: str | None):
         except KeyError:
             pass
     if split and not ds.has_qrels():
-        raise ConfigError(f"ir_datasets dataset '{dataset_id}' has no qrels and '{dataset_id}/{split}' does not exist; give an id with qrels (e.g. beir/nfcorpus/test)")
+        raise ConfigError(
+            f"ir_datasets dataset '{dataset_id}' has no qrels and '{dataset_id}/{split}' does not exist; give an id with qrels (e.g. beir/nfcorpus/test)"
+        )
     return ds, dataset_id
 
 
@@ -134,7 +136,9 @@ def _doc_text(doc: Any) -> tuple[str, str]:
     return "", doc.default_text() if hasattr(doc, "default_text") else ""
 
 
-def read_irds_docs(ds: Any, where: Path, source: str, *, empty_text: OnProblem, report: LoadReport, on_first: Callable[[], None] | None = None) -> tuple[Corpus, dict[str, int]]:
+def read_irds_docs(
+    ds: Any, where: Path, source: str, *, empty_text: OnProblem, report: LoadReport, on_first: Callable[[], None] | None = None
+) -> tuple[Corpus, dict[str, int]]:
     """The human corpus from ``ds.docs_iter()``, validated as :func:`read_corpus` validates a file
     (record numbers stand for line numbers); ``on_first`` is called once the first document is read."""
     ids: list[str] = []
@@ -160,7 +164,10 @@ def read_irds_docs(ds: Any, where: Path, source: str, *, empty_text: OnProblem, 
         titles.append(title)
         texts.append(text)
     if not ids:
-        raise DataError(where, "empty corpus: the dataset holds no documents (if ir_datasets just downloaded it, the download failed: delete its files under IR_DATASETS_HOME and fetch it again)")
+        raise DataError(
+            where,
+            "empty corpus: the dataset holds no documents (if ir_datasets just downloaded it, the download failed: delete its files under IR_DATASETS_HOME and fetch it again)",
+        )
     report.files[str(where)] = len(ids)
     return Corpus(ids, [source] * len(ids), titles, texts), record_of
 
@@ -216,7 +223,9 @@ def twin_files(folder: str | Path, human_source: str) -> dict[str, Path]:
     return files
 
 
-def read_twins(files: dict[str, Path], chosen: Sequence[str], originals: dict[str, int], skipped: set[str], *, empty_text: OnProblem, report: LoadReport) -> list[Corpus]:
+def read_twins(
+    files: dict[str, Path], chosen: Sequence[str], originals: dict[str, int], skipped: set[str], *, empty_text: OnProblem, report: LoadReport
+) -> list[Corpus]:
     """The chosen twin corpora; a twin without an original stops with ``file:line``; twins of
     skipped originals are left out (counted)."""
     parts = []
@@ -271,7 +280,9 @@ def load_irds(
     chosen = list(dict.fromkeys(sources)) if sources else available
     unknown = [s for s in chosen if s not in available]
     if unknown:
-        raise ConfigError(f"unknown source(s) {', '.join(unknown)} for {spec}; available: {', '.join(available)}" + ("" if files else " (give the twins folder: --twins DIR)"))
+        raise ConfigError(
+            f"unknown source(s) {', '.join(unknown)} for {spec}; available: {', '.join(available)}" + ("" if files else " (give the twins folder: --twins DIR)")
+        )
     report = LoadReport()
     with bounded_downloads(), held_output() as held:
         ds, dataset_id = open_irds(dataset_id, split)
@@ -279,7 +290,11 @@ def load_irds(
         try:
             human, originals = read_irds_docs(ds, where, human_source, empty_text=empty_text, report=report, on_first=held.release)
             queries = read_irds_queries(ds)
-            qrels = read_irds_qrels(ds, where, known_docs=originals, known_queries=queries, unknown=unknown_qrels, report=report) if split is not None else Qrels({})
+            qrels = (
+                read_irds_qrels(ds, where, known_docs=originals, known_queries=queries, unknown=unknown_qrels, report=report)
+                if split is not None
+                else Qrels({})
+            )
         except (DataError, ConfigError):
             raise
         except Exception as e:  # a download that failed or timed out: say what to fetch
@@ -290,19 +305,18 @@ def load_irds(
     corpus = Corpus.concat(parts)
     qrels, summary = judgements_to_evaluate(corpus, qrels, skipped, orphans, report)
     source_files = {human_source: where, **files}
-    return dict(
-        name=dataset_id,
-        root=Path(twins).expanduser() if twins is not None else where,
-        layout="irds",
-        split=split or "",
-        human_source=human_source,
-        corpus=corpus,
-        queries=queries,
-        qrels=qrels,
-        source_files={s: source_files[s] for s in corpus.sources},
-        qrels_file=where if split is not None else None,
-        queries_file=where,
-        report=report,
-        orphans=summary,
-    )
-
+    return {
+        "name": dataset_id,
+        "root": Path(twins).expanduser() if twins is not None else where,
+        "layout": "irds",
+        "split": split or "",
+        "human_source": human_source,
+        "corpus": corpus,
+        "queries": queries,
+        "qrels": qrels,
+        "source_files": {s: source_files[s] for s in corpus.sources},
+        "qrels_file": where if split is not None else None,
+        "queries_file": where,
+        "report": report,
+        "orphans": summary,
+    }

@@ -118,7 +118,9 @@ class DatasetOptions:
         return cls(**dict(data))
 
 
-def recorded_options(dataset: Mapping[str, Any] | None, parameters: Mapping[str, Any] | None = None, *, sources: Sequence[str] | None = None) -> tuple[DatasetOptions, str]:
+def recorded_options(
+    dataset: Mapping[str, Any] | None, parameters: Mapping[str, Any] | None = None, *, sources: Sequence[str] | None = None
+) -> tuple[DatasetOptions, str]:
     """``(options, note)``.
 
     How the dataset of a result was loaded, from the result's ``dataset`` record (its ``describe()``)

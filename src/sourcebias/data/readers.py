@@ -11,11 +11,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from sourcebias.core.errors import DataError
 from sourcebias.data.corpus import Corpus
 from sourcebias.data.io import iter_lines
 from sourcebias.data.jsonl import iter_jsonl, require_str
 from sourcebias.data.qrels import Qrels
-from sourcebias.core.errors import DataError
 
 OnProblem = Literal["error", "skip"]
 
@@ -52,7 +52,12 @@ class LoadReport:
         return out + list(self.notes_extra)
 
     def to_dict(self) -> dict:
-        return {"files": dict(self.files), "skipped": dict(self.skipped), "examples": {k: list(v) for k, v in self.examples.items()}, "notes": list(self.notes_extra)}
+        return {
+            "files": dict(self.files),
+            "skipped": dict(self.skipped),
+            "examples": {k: list(v) for k, v in self.examples.items()},
+            "notes": list(self.notes_extra),
+        }
 
 
 def read_corpus(

@@ -157,21 +157,96 @@ NQ_UTD = KnownDataset(
 
 # The Cocktail README's table: name, domain and size, and the MD5 of each processed archive.
 _COCKTAIL = [
-    ("msmarco", "MS MARCO (Cocktail): misc., binary relevance, 6,979 test queries, 542,203 documents per source", "985926f3e906fadf0dc6249f23ed850f", "https://microsoft.github.io/msmarco/"),
-    ("dl19", "TREC DL 2019 (Cocktail): 43 queries over the MS MARCO corpus", "d652af47ec0e844af43109c0acf50b74", "https://microsoft.github.io/msmarco/TREC-Deep-Learning-2019"),
-    ("dl20", "TREC DL 2020 (Cocktail): 54 queries over the MS MARCO corpus", "3afc48141dce3405ede2b6b937c65036", "https://microsoft.github.io/msmarco/TREC-Deep-Learning-2020"),
-    ("trec-covid", "TREC-COVID (Cocktail): bio-medical, 3-level relevance, 50 queries, 128,585 documents per source", "1e1e2264b623d9cb7cb50df8141bd535", "https://ir.nist.gov/covidSubmit/index.html"),
-    ("nfcorpus", "NFCorpus (Cocktail): bio-medical, 3-level relevance, 323 test queries, 3,633 documents per source", "695327760647984c5014d64b2fee8de0", "https://www.cl.uni-heidelberg.de/statnlpgroup/nfcorpus/"),
-    ("nq", "Natural Questions (Cocktail): Wikipedia, binary relevance, 3,446 queries, 104,194 documents per source", "a10bfe33efdec54aafcc974ac989c338", "https://ai.google.com/research/NaturalQuestions"),
-    ("hotpotqa", "HotpotQA (Cocktail): Wikipedia, binary relevance, 7,405 queries, 111,107 documents per source", "74467760fff8bf8fbdadd5094bf9dd7b", "https://hotpotqa.github.io/"),
-    ("fiqa", "FiQA-2018 (Cocktail): finance, binary relevance, 648 queries, 57,450 documents per source", "4e1e688539b0622630fb6e65d39d26fa", "https://sites.google.com/view/fiqa/"),
-    ("webis-touche2020", "Touché-2020 (Cocktail): argument retrieval, 3-level relevance, 49 queries, 101,922 documents per source", "d58ec465ccd567d8f75edb419b0faaed", "https://webis.de/events/touche-20/shared-task-1.html"),
-    ("cqadupstack", "CQADupStack (Cocktail): StackExchange, binary relevance, 1,563 queries, 39,962 documents per source", "d48d963bc72689c765f381f04fc26f8b", "http://nlp.cis.unimelb.edu.au/resources/cqadupstack/"),
-    ("dbpedia-entity", "DBPedia-Entity (Cocktail): Wikipedia, 3-level relevance, 400 queries, 145,037 documents per source", "43292f4f1a1927e2e323a4a7fa165fc1", "https://github.com/iai-group/DBpedia-Entity/"),
-    ("scidocs", "SCIDOCS (Cocktail): scientific, binary relevance, 1,000 queries, 25,259 documents per source", "4058c0915594ab34e9b2b67f885c595f", "https://allenai.org/data/scidocs"),
-    ("fever", "FEVER (Cocktail): Wikipedia, binary relevance, 6,666 queries, 114,529 documents per source", "98b631887d8c38772463e9633c477c69", "http://fever.ai/"),
-    ("climate-fever", "Climate-FEVER (Cocktail): Wikipedia, binary relevance, 1,535 queries, 101,339 documents per source", "5734d6ac34f24f5da496b27e04ff991a", "http://climatefever.ai/"),
-    ("scifact", "SciFact (Cocktail): scientific, binary relevance, 300 queries, 5,183 documents per source", "b5b8e24ccad98c9ca959061af14bf833", "https://github.com/allenai/scifact"),
+    (
+        "msmarco",
+        "MS MARCO (Cocktail): misc., binary relevance, 6,979 test queries, 542,203 documents per source",
+        "985926f3e906fadf0dc6249f23ed850f",
+        "https://microsoft.github.io/msmarco/",
+    ),
+    (
+        "dl19",
+        "TREC DL 2019 (Cocktail): 43 queries over the MS MARCO corpus",
+        "d652af47ec0e844af43109c0acf50b74",
+        "https://microsoft.github.io/msmarco/TREC-Deep-Learning-2019",
+    ),
+    (
+        "dl20",
+        "TREC DL 2020 (Cocktail): 54 queries over the MS MARCO corpus",
+        "3afc48141dce3405ede2b6b937c65036",
+        "https://microsoft.github.io/msmarco/TREC-Deep-Learning-2020",
+    ),
+    (
+        "trec-covid",
+        "TREC-COVID (Cocktail): bio-medical, 3-level relevance, 50 queries, 128,585 documents per source",
+        "1e1e2264b623d9cb7cb50df8141bd535",
+        "https://ir.nist.gov/covidSubmit/index.html",
+    ),
+    (
+        "nfcorpus",
+        "NFCorpus (Cocktail): bio-medical, 3-level relevance, 323 test queries, 3,633 documents per source",
+        "695327760647984c5014d64b2fee8de0",
+        "https://www.cl.uni-heidelberg.de/statnlpgroup/nfcorpus/",
+    ),
+    (
+        "nq",
+        "Natural Questions (Cocktail): Wikipedia, binary relevance, 3,446 queries, 104,194 documents per source",
+        "a10bfe33efdec54aafcc974ac989c338",
+        "https://ai.google.com/research/NaturalQuestions",
+    ),
+    (
+        "hotpotqa",
+        "HotpotQA (Cocktail): Wikipedia, binary relevance, 7,405 queries, 111,107 documents per source",
+        "74467760fff8bf8fbdadd5094bf9dd7b",
+        "https://hotpotqa.github.io/",
+    ),
+    (
+        "fiqa",
+        "FiQA-2018 (Cocktail): finance, binary relevance, 648 queries, 57,450 documents per source",
+        "4e1e688539b0622630fb6e65d39d26fa",
+        "https://sites.google.com/view/fiqa/",
+    ),
+    (
+        "webis-touche2020",
+        "Touché-2020 (Cocktail): argument retrieval, 3-level relevance, 49 queries, 101,922 documents per source",
+        "d58ec465ccd567d8f75edb419b0faaed",
+        "https://webis.de/events/touche-20/shared-task-1.html",
+    ),
+    (
+        "cqadupstack",
+        "CQADupStack (Cocktail): StackExchange, binary relevance, 1,563 queries, 39,962 documents per source",
+        "d48d963bc72689c765f381f04fc26f8b",
+        "http://nlp.cis.unimelb.edu.au/resources/cqadupstack/",
+    ),
+    (
+        "dbpedia-entity",
+        "DBPedia-Entity (Cocktail): Wikipedia, 3-level relevance, 400 queries, 145,037 documents per source",
+        "43292f4f1a1927e2e323a4a7fa165fc1",
+        "https://github.com/iai-group/DBpedia-Entity/",
+    ),
+    (
+        "scidocs",
+        "SCIDOCS (Cocktail): scientific, binary relevance, 1,000 queries, 25,259 documents per source",
+        "4058c0915594ab34e9b2b67f885c595f",
+        "https://allenai.org/data/scidocs",
+    ),
+    (
+        "fever",
+        "FEVER (Cocktail): Wikipedia, binary relevance, 6,666 queries, 114,529 documents per source",
+        "98b631887d8c38772463e9633c477c69",
+        "http://fever.ai/",
+    ),
+    (
+        "climate-fever",
+        "Climate-FEVER (Cocktail): Wikipedia, binary relevance, 1,535 queries, 101,339 documents per source",
+        "5734d6ac34f24f5da496b27e04ff991a",
+        "http://climatefever.ai/",
+    ),
+    (
+        "scifact",
+        "SciFact (Cocktail): scientific, binary relevance, 300 queries, 5,183 documents per source",
+        "b5b8e24ccad98c9ca959061af14bf833",
+        "https://github.com/allenai/scifact",
+    ),
 ]
 
 #: every dataset known by name, built-in first
@@ -231,6 +306,20 @@ def listing() -> list[dict[str, str]]:
         else:
             kind = "download"
             where = str(here) if here is not None else f"not downloaded: `sourcebias download {entry.name}` puts it in {entry.cached_path()}"
-            sums = "; ".join(f"{f.name}: " + ", ".join(f"{a.upper()} {getattr(f, a)}" if getattr(f, a) else f"{a.upper()} unknown (not published)" for a in ("md5", "sha256")) for f in entry.files)
-        rows.append({"name": entry.name, "kind": kind, "where": where, "description": entry.description, "licence": entry.licence, "citation": entry.citation, "checksums": sums})
+            sums = "; ".join(
+                f"{f.name}: "
+                + ", ".join(f"{a.upper()} {getattr(f, a)}" if getattr(f, a) else f"{a.upper()} unknown (not published)" for a in ("md5", "sha256"))
+                for f in entry.files
+            )
+        rows.append(
+            {
+                "name": entry.name,
+                "kind": kind,
+                "where": where,
+                "description": entry.description,
+                "licence": entry.licence,
+                "citation": entry.citation,
+                "checksums": sums,
+            }
+        )
     return rows

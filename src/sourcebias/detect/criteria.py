@@ -89,7 +89,18 @@ class LMCriterion:
 
     kind = "lm-criterion"
 
-    def __init__(self, criterion: str, score_model: str, *, reference_model: str | None = None, max_tokens: int = 128, batch_size: int = 8, device: str | None = None, dtype: str | None = None, cache_dir: Any = None):
+    def __init__(
+        self,
+        criterion: str,
+        score_model: str,
+        *,
+        reference_model: str | None = None,
+        max_tokens: int = 128,
+        batch_size: int = 8,
+        device: str | None = None,
+        dtype: str | None = None,
+        cache_dir: Any = None,
+    ):
         from sourcebias.models.llm import resolve_lm
 
         if criterion not in CRITERIA:
@@ -113,10 +124,15 @@ class LMCriterion:
             from sourcebias.models.hub import resolve_device
             from sourcebias.models.scoring import CausalLMScorer
 
-            self._scorers = [CausalLMScorer.load(p, device=resolve_device(self.device), dtype=self.dtype, cache_dir=self.cache_dir, batch_size=self.batch_size) for p in self.resolved]
+            self._scorers = [
+                CausalLMScorer.load(p, device=resolve_device(self.device), dtype=self.dtype, cache_dir=self.cache_dir, batch_size=self.batch_size)
+                for p in self.resolved
+            ]
             if len(self._scorers) == 2 and self._scorers[0].tokenizer.get_vocab() != self._scorers[1].tokenizer.get_vocab():
                 a, b = (len(s.tokenizer) for s in self._scorers)
-                raise ConfigError(f"binoculars needs two models that share a tokenizer; {self.score_model} ({a:,} tokens) and {self.reference_model} ({b:,} tokens) do not")
+                raise ConfigError(
+                    f"binoculars needs two models that share a tokenizer; {self.score_model} ({a:,} tokens) and {self.reference_model} ({b:,} tokens) do not"
+                )
         return self._scorers
 
     def token_ids(self, text: str) -> list[int]:
@@ -156,10 +172,25 @@ class LMCriterion:
         if self._fp is None:
             from sourcebias.models.hub import folder_digest
 
-            ident = {"value": VALUE_VERSION, "weights": [folder_digest(p) for p in self.resolved], "max_tokens": self.max_tokens, "dtype": self.dtype, "context": "bos-or-eos"}
+            ident = {
+                "value": VALUE_VERSION,
+                "weights": [folder_digest(p) for p in self.resolved],
+                "max_tokens": self.max_tokens,
+                "dtype": self.dtype,
+                "context": "bos-or-eos",
+            }
             self._fp = "crit-" + hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:24]
         return self._fp
 
     def config(self) -> dict[str, Any]:
-        return {"name": self.name, "class": "LMCriterion", "criterion": self.criterion, "score_model": self.score_model, "reference_model": self.reference_model, "resolved": self.resolved,
-                "max_tokens": self.max_tokens, "dtype": self.dtype, "value": "tokens, Σ log p_S(x_t), Σ E_R[log p_S], Σ Var_R[log p_S] (first token conditioned on the start or end-of-text token)"}
+        return {
+            "name": self.name,
+            "class": "LMCriterion",
+            "criterion": self.criterion,
+            "score_model": self.score_model,
+            "reference_model": self.reference_model,
+            "resolved": self.resolved,
+            "max_tokens": self.max_tokens,
+            "dtype": self.dtype,
+            "value": "tokens, Σ log p_S(x_t), Σ E_R[log p_S], Σ Var_R[log p_S] (first token conditioned on the start or end-of-text token)",
+        }

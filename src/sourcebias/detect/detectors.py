@@ -59,7 +59,15 @@ class ZeroShotDetector:
         what = {"fast-detectgpt": "Fast-DetectGPT analytic criterion (Bao et al., ICLR 2024)", "binoculars": "minus the Binoculars score (Hans et al., ICML 2024)",
                 "raidar": "Raidar rewrite similarity 1 − word edit distance / max length (Mao et al., ICLR 2024)"}[self.kind]  # fmt: skip
         models = self.engine.describe() if self.kind == "raidar" else self.engine.config()
-        return {"spec": self.spec, "kind": self.kind, "score": what, "direction": "higher: more likely LLM-written", "score_type": "raw", "options": self.options, "models": models}
+        return {
+            "spec": self.spec,
+            "kind": self.kind,
+            "score": what,
+            "direction": "higher: more likely LLM-written",
+            "score_type": "raw",
+            "options": self.options,
+            "models": models,
+        }
 
 
 def _options(spec: str, parts: Sequence[str], allowed: set[str]) -> dict[str, str]:
@@ -94,7 +102,9 @@ def is_detector_spec(text: str) -> bool:
     return text.partition(":")[0].strip().lower() in KINDS and ":" in text
 
 
-def build_detector(spec: str, *, cache_dir: Any = None, device: str | None = None, batch_size: int | None = None, threads: int | None = None) -> ZeroShotDetector:
+def build_detector(
+    spec: str, *, cache_dir: Any = None, device: str | None = None, batch_size: int | None = None, threads: int | None = None
+) -> ZeroShotDetector:
     """The detector ``spec`` names (see the module docs); models are loaded on first use.
 
     Args:
@@ -120,7 +130,9 @@ def build_detector(spec: str, *, cache_dir: Any = None, device: str | None = Non
     opts = _options(spec, opt_parts, _LM_OPTIONS)
     names = [_lm_name(spec, p) for p in head.split("+")]
     if (kind == "binoculars") != (len(names) == 2) or len(names) > 2:
-        raise ConfigError(f"{spec}: fast-detectgpt takes one model (fast-detectgpt:lm:NAME), binoculars two that share a tokenizer (binoculars:lm:PERFORMER+lm:OBSERVER)")
+        raise ConfigError(
+            f"{spec}: fast-detectgpt takes one model (fast-detectgpt:lm:NAME), binoculars two that share a tokenizer (binoculars:lm:PERFORMER+lm:OBSERVER)"
+        )
     engine = LMCriterion(kind, names[0], reference_model=names[1] if len(names) == 2 else None, max_tokens=_int(spec, opts, "max_tokens", 128),
                          batch_size=_int(spec, opts, "batch_size", batch_size or 8), device=device, dtype=opts.get("dtype"), cache_dir=cache_dir)  # fmt: skip
     return ZeroShotDetector(spec, kind, engine, opts, cache_dir)
@@ -144,7 +156,9 @@ def _raidar(spec: str, model: str, opts: dict[str, str], *, cache_dir: Any, devi
         from sourcebias.generation import load_prompt
 
         prompt = load_prompt(opts["prompt"])
-    engine = Rewriter(backend, prompt=prompt, max_words=_int(spec, opts, "max_words", 96), max_new_tokens=_int(spec, opts, "max_new_tokens", 256), cache_dir=cache_dir)
+    engine = Rewriter(
+        backend, prompt=prompt, max_words=_int(spec, opts, "max_words", 96), max_new_tokens=_int(spec, opts, "max_new_tokens", 256), cache_dir=cache_dir
+    )
     return ZeroShotDetector(spec, "raidar", engine, opts, cache_dir)
 
 

@@ -116,13 +116,24 @@ class Rewriter:
         from sourcebias.generation import clean_output
         from sourcebias.generation.backends import GenerationRequest
 
-        req = GenerationRequest(key=self.key(text), messages=self.prompt.messages(text, ""), prompt=self.prompt.render(text, ""), max_tokens=self.max_new_tokens, temperature=0.0, seed=0)
+        req = GenerationRequest(
+            key=self.key(text),
+            messages=self.prompt.messages(text, ""),
+            prompt=self.prompt.render(text, ""),
+            max_tokens=self.max_new_tokens,
+            temperature=0.0,
+            seed=0,
+        )
         res = self.backend.generate(req)
         cleaned = clean_output(res.text, finish_reason=res.finish_reason, source_text=text, template=self.prompt.template, answer_marker=None)
         return {"key": self.key(text), "input": text, "text": cleaned.text, "status": cleaned.status, "reason": cleaned.reason}
 
     def describe(self) -> dict[str, Any]:
-        backend = {"backend": self.backend.kind, "model": self.backend.model, "device": getattr(self.backend, "device", None)}  # not describe(): it may convert a GGUF into another cache
+        backend = {
+            "backend": self.backend.kind,
+            "model": self.backend.model,
+            "device": getattr(self.backend, "device", None),
+        }  # not describe(): it may convert a GGUF into another cache
         return {"backend": backend, "prompt": self.prompt.template, "system": self.prompt.system, "max_words": self.max_words, "max_new_tokens": self.max_new_tokens,
                 "decoding": "greedy (temperature 0)", "cache": str(self.path)}  # fmt: skip
 

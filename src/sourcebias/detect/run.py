@@ -61,7 +61,11 @@ def labelled_summary(dataset, positions: np.ndarray, scores: np.ndarray) -> dict
     is_llm = sources != human
     if 0 < is_llm[ok].sum() < ok.sum():
         out["auroc"] = float(roc_auc_score(is_llm[ok], scores[ok]))
-    out["per_source"] = {s: float(roc_auc_score(sources[ok & ((sources == s) | ~is_llm)] == s, scores[ok & ((sources == s) | ~is_llm)])) for s in dataset.other_sources if (ok & (sources == s)).any()}
+    out["per_source"] = {
+        s: float(roc_auc_score(sources[ok & ((sources == s) | ~is_llm)] == s, scores[ok & ((sources == s) | ~is_llm)]))
+        for s in dataset.other_sources
+        if (ok & (sources == s)).any()
+    }
     return out
 
 
@@ -88,12 +92,19 @@ def detect(dataset, detector: ZeroShotDetector, *, field: str = "text", max_pair
     nan = int((~np.isfinite(scores)).sum())
     summary: dict[str, Any] = {"documents": len(positions), "scored": int(len(positions) - nan), "not_scored": nan, "max_pairs": max_pairs, "seed": seed}
     if nan:
-        summary["not_scored_note"] = f"{nan:,} document(s) have no score (no token to score, or a rewrite the post-processing flagged: refused, empty, truncated); they are NaN in scores.tsv"
+        summary["not_scored_note"] = (
+            f"{nan:,} document(s) have no score (no token to score, or a rewrite the post-processing flagged: refused, empty, truncated); they are NaN in scores.tsv"
+        )
     labelled = labelled_summary(dataset, positions, scores)
     if labelled:
         summary["labelled"] = labelled
     info = dataset.describe() if hasattr(dataset, "describe") else {}
-    return DetectionResult(scores=frame, detector=detector.describe(), corpus={"name": info.get("name"), "path": info.get("path"), "field": field, "sources": list(corpus.sources)}, summary=summary)
+    return DetectionResult(
+        scores=frame,
+        detector=detector.describe(),
+        corpus={"name": info.get("name"), "path": info.get("path"), "field": field, "sources": list(corpus.sources)},
+        summary=summary,
+    )
 
 
 def run_detect(dataset_arg: str | Path, spec: str, output: str | Path, *, field: str = "text", max_pairs: int | None = None, seed: int = 0, overwrite: bool = False, cache_dir: Any = None,

@@ -21,7 +21,9 @@ if TYPE_CHECKING:  # typing.Unpack is Python 3.11+; the annotations are never ev
 TIE_RULE = "score desc, then splitmix64(blake2b(source, doc_id) ^ blake2b(seed, query_id)) asc (sourcebias.retrieval.ties)"
 
 
-def evaluation_manifest(result: EvaluationResult, *, timings: dict[str, Any] | None = None, command: str = "evaluate", extra: dict[str, Any] | None = None) -> dict[str, Any]:
+def evaluation_manifest(
+    result: EvaluationResult, *, timings: dict[str, Any] | None = None, command: str = "evaluate", extra: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """The manifest of an evaluation: inputs with checksums, parameters, models, timings.
 
     Args:
@@ -91,7 +93,9 @@ def _write_files(result: EvaluationResult, folder: Path, render: Callable[[Evalu
     return evaluation_manifest(result, timings=options.get("timings"), command=options.get("command", "evaluate"), extra=options.get("manifest_extra"))
 
 
-def write_result_into(result: EvaluationResult, folder: str | Path, *, render: Callable[[EvaluationResult, Path], Any] | None = None, **options: Unpack[WriteOptions]) -> Path:
+def write_result_into(
+    result: EvaluationResult, folder: str | Path, *, render: Callable[[EvaluationResult, Path], Any] | None = None, **options: Unpack[WriteOptions]
+) -> Path:
     """Write ``result`` and its manifest (with every file listed) into ``folder``.
 
     ``folder`` is a folder inside an output folder that is already claimed (e.g. the before/after
@@ -118,7 +122,14 @@ def write_result_into(result: EvaluationResult, folder: str | Path, *, render: C
     return folder
 
 
-def write_result(result: EvaluationResult, out: str | Path | OutputFolder, *, overwrite: bool = False, render: Callable[[EvaluationResult, Path], Any] | None = None, **options: Unpack[WriteOptions]) -> Path:
+def write_result(
+    result: EvaluationResult,
+    out: str | Path | OutputFolder,
+    *,
+    overwrite: bool = False,
+    render: Callable[[EvaluationResult, Path], Any] | None = None,
+    **options: Unpack[WriteOptions],
+) -> Path:
     """Write ``result`` as an output folder and return its path.
 
     Args:

@@ -38,7 +38,9 @@ def _key_columns(columns: Sequence[str]) -> list[str]:
     return keys
 
 
-def write_per_query_parquet(path: str | Path, columns: Sequence[str], keys: Sequence[tuple[str, str, str, str]], vectors: Sequence[np.ndarray], query_ids: Sequence[str]) -> Path:
+def write_per_query_parquet(
+    path: str | Path, columns: Sequence[str], keys: Sequence[tuple[str, str, str, str]], vectors: Sequence[np.ndarray], query_ids: Sequence[str]
+) -> Path:
     """Write the vectors (one per key, aligned with ``query_ids``) as a long Parquet table.
 
     Args:
@@ -125,7 +127,9 @@ def read_per_query_parquet(path: str | Path, columns: Sequence[str], query_ids: 
     return _scatter(path, [c for c, _ in merged], [lab for _, lab in merged], qrow, values, query_ids)
 
 
-def _read_as_blocks(codes: list[np.ndarray], labels: list[list[str]], values: np.ndarray, query_ids: Sequence[str]) -> dict[tuple[str, str, str, str], np.ndarray] | None:
+def _read_as_blocks(
+    codes: list[np.ndarray], labels: list[list[str]], values: np.ndarray, query_ids: Sequence[str]
+) -> dict[tuple[str, str, str, str], np.ndarray] | None:
     """The fast path, for the layout sourcebias writes: rows in blocks of ``len(query_ids)``, each
     block one key (read from its cells) over the result's queries in order. None when the file
     is laid out otherwise (or two blocks share a key), for the general path to read."""
@@ -164,7 +168,9 @@ def _query_rows(path: Path, names: list[str], query_ids: Sequence[str]) -> np.nd
     return np.asarray([index[q] for q in names], dtype=np.int64)
 
 
-def _scatter(path: Path, codes: list[np.ndarray], labels: list[list[str]], qrow: np.ndarray, values: np.ndarray, query_ids: Sequence[str]) -> dict[tuple[str, str, str, str], np.ndarray]:
+def _scatter(
+    path: Path, codes: list[np.ndarray], labels: list[list[str]], qrow: np.ndarray, values: np.ndarray, query_ids: Sequence[str]
+) -> dict[tuple[str, str, str, str], np.ndarray]:
     """Each key's rows (found by sorting the key codes) scattered into a vector over the
     queries, keys in order of first appearance; a DataError when a (key, query) pair has more
     than one row."""
@@ -177,7 +183,7 @@ def _scatter(path: Path, codes: list[np.ndarray], labels: list[list[str]], qrow:
     starts = np.concatenate(([0], np.flatnonzero(np.diff(key[order])) + 1))
     ends = np.append(starts[1:], len(key))
     for i in np.argsort(order[starts]).tolist():  # keys in file order (the sort is stable)
-        rows = order[starts[i]:ends[i]]
+        rows = order[starts[i] : ends[i]]
         k = tuple(labels[j][codes[j][rows[0]]] for j in range(4))
         q = qrow[rows]
         seen = np.bincount(q, minlength=nq)

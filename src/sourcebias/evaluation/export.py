@@ -70,7 +70,9 @@ def ir_measure(measure: str | Measure):
     return out
 
 
-def masked_qrels(corpus: Corpus, qrels: Mapping[str, Mapping[str, int]], target: str, query_ids: Sequence[str], *, all_target: str, docnos: DocnoMap | None = None) -> dict[str, dict[str, int]]:
+def masked_qrels(
+    corpus: Corpus, qrels: Mapping[str, Mapping[str, int]], target: str, query_ids: Sequence[str], *, all_target: str, docnos: DocnoMap | None = None
+) -> dict[str, dict[str, int]]:
     """The protocol's qrels for one target (:mod:`.masking`, the rule the evaluation itself
     uses), keyed by document name (``<source>/<doc_id>`` unless ``docnos`` says otherwise)."""
     names = (docnos or DocnoMap.sourcebias(corpus)).names
@@ -153,6 +155,17 @@ def ir_measures_frame(result: Any):
         if k.measure not in target_names:
             continue
         n = len(values)
-        frames.append(pd.DataFrame({"retriever": [k.retriever] * n, "corpus": [k.setting] * n, "target": [k.target] * n, "query_id": result.query_ids, "measure": [target_names[k.measure]] * n, "value": values}))
+        frames.append(
+            pd.DataFrame(
+                {
+                    "retriever": [k.retriever] * n,
+                    "corpus": [k.setting] * n,
+                    "target": [k.target] * n,
+                    "query_id": result.query_ids,
+                    "measure": [target_names[k.measure]] * n,
+                    "value": values,
+                }
+            )
+        )
     columns = ["retriever", "corpus", "target", "query_id", "measure", "value"]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)

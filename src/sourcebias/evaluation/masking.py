@@ -16,7 +16,9 @@ from sourcebias.core.errors import ConfigError
 from sourcebias.data.corpus import Corpus
 
 
-def masked_qrels(corpus: Corpus, qrels: Mapping[str, Mapping[str, int]], target: str, query_ids: Sequence[str], *, all_target: str, names: Sequence[str] | None = None) -> dict[str, dict[str, int]]:
+def masked_qrels(
+    corpus: Corpus, qrels: Mapping[str, Mapping[str, int]], target: str, query_ids: Sequence[str], *, all_target: str, names: Sequence[str] | None = None
+) -> dict[str, dict[str, int]]:
     """Qrels for one target: ``{query_id: {name: grade}}`` where ``name`` is ``names[position]``
     (the position as a string when ``names`` is not given)."""
     if target != all_target and target not in corpus.sources:

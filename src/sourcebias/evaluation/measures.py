@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from sourcebias.retrieval.run import Run
 
 
-class MeasureKind(ABC):
+class MeasureKind:
     """A family of measures, one per cut-off (``NDCG`` -> ``NDCG@1``, ``NDCG@10``, ...).
 
     Attributes:
@@ -94,7 +94,7 @@ class TrecMeasureKind(MeasureKind):
         return f"{self.trec_family}_{cutoff}"
 
 
-class SourceMeasureKind(MeasureKind):
+class SourceMeasureKind(MeasureKind, ABC):
     """A label-free measure of a ranking, one value per source and query."""
 
     scope = "source"

@@ -86,7 +86,9 @@ def trec_run(run: Run, query_ids: Sequence[str]) -> dict[str, dict[str, float]]:
     return out
 
 
-def score_run(run: Run, qrels: Qrels, query_ids: Sequence[str], measures: Sequence[Measure], targets: Sequence[str], *, source_measures: bool = True) -> dict[tuple[str, str], np.ndarray]:
+def score_run(
+    run: Run, qrels: Qrels, query_ids: Sequence[str], measures: Sequence[Measure], targets: Sequence[str], *, source_measures: bool = True
+) -> dict[tuple[str, str], np.ndarray]:
     """Per-query values of each measure on one run.
 
     Args:
@@ -256,7 +258,9 @@ class _Recorder:
     def __init__(self, result: EvaluationResult, qrels: Qrels, mixed_setting: str, keep_runs: bool) -> None:
         self.result, self.qrels, self.mixed_setting, self.keep_runs = result, qrels, mixed_setting, keep_runs
 
-    def rank(self, retriever: Retriever, settings: list[tuple[str, Corpus, list[str]]], queries: Mapping[str, str], *, depth: int, seed: int, exclude_self: bool) -> None:
+    def rank(
+        self, retriever: Retriever, settings: list[tuple[str, Corpus, list[str]]], queries: Mapping[str, str], *, depth: int, seed: int, exclude_self: bool
+    ) -> None:
         """Rank every setting's corpus with ``retriever`` (self-matches filtered after its first stage with ``exclude_self``) and record each ranking."""
         self.result.retrievers[retriever.name] = json_safe(retriever.config())
         system = with_stage_after_first(retriever, SelfMatchFilter()) if exclude_self else retriever

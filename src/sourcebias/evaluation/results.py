@@ -219,6 +219,7 @@ class EvaluationResult:
     def __repr__(self) -> str:
         name = self.dataset.get("name", "?")
         split = self.dataset.get("split", "?")
+
         def n(count: int, noun: str, plural: str = "") -> str:
             return f"{count} {noun if count == 1 else plural or noun + 's'}"
 
@@ -258,7 +259,13 @@ class EvaluationResult:
                 for m in self.target_measures:
                     if Key(retriever, MIXED, self.human_source, str(m)) not in self.per_query or Key(retriever, MIXED, other, str(m)) not in self.per_query:
                         continue
-                    yield {"retriever": retriever, "corpus": MIXED, "target": self.relative_delta_target(other), "metric": str(m), "value": self.relative_delta(retriever, m, other)}
+                    yield {
+                        "retriever": retriever,
+                        "corpus": MIXED,
+                        "target": self.relative_delta_target(other),
+                        "metric": str(m),
+                        "value": self.relative_delta(retriever, m, other),
+                    }
 
     def per_query_rows(self) -> Iterator[dict[str, Any]]:
         """Rows of the per-query values, one per ``(retriever, corpus, target, query, metric)``.
@@ -375,7 +382,9 @@ class EvaluationResult:
         got, want = dataset.qrels.n_judgements, self.dataset.get("judgements")
         if want is not None and got != want:
             hint = f" ({self.dataset_options()[1]})" if self.dataset_options()[1] else ""
-            raise ConfigError(f"the dataset holds {got} judgements, the evaluated one held {want}: pass the dataset that was evaluated (same split, sources, orphan rule){hint}")
+            raise ConfigError(
+                f"the dataset holds {got} judgements, the evaluated one held {want}: pass the dataset that was evaluated (same split, sources, orphan rule){hint}"
+            )
         return dataset.qrels
 
     # -- the artifact -----------------------------------------------------------------------
@@ -445,7 +454,17 @@ class EvaluationResult:
                 fname = f"{base}-{n}.trec"
             used.add(fname)
             run.write_trec(rdir / fname, docnos, tag=key.retriever)
-            run_entries.append({"retriever": key.retriever, "setting": key.setting, "file": f"runs/{fname}", "name": run.name, "score_dtype": str(run._score_dtype()), "queries": len(run), "query_ids": run.query_ids})
+            run_entries.append(
+                {
+                    "retriever": key.retriever,
+                    "setting": key.setting,
+                    "file": f"runs/{fname}",
+                    "name": run.name,
+                    "score_dtype": str(run._score_dtype()),
+                    "queries": len(run),
+                    "query_ids": run.query_ids,
+                }
+            )
         _write_docnos(rdir / "docnos.tsv", names)
         return run_entries
 
@@ -459,8 +478,10 @@ class EvaluationResult:
         raise ConfigError(f"per-query format must be 'csv' or 'parquet', got '{format}'")
 
     def _write_per_query_csv(self, path: Path) -> Path:
-        """``per_query.csv``: the rows of :meth:`per_query_rows` as :func:`_write_csv` writes them
-        (the same text), a measure's values at a time (no dict per row)."""
+        """``per_query.csv``: the rows of :meth:`per_query_rows`, written a measure at a time.
+
+        The text is what :func:`_write_csv` writes for the same rows (no dict per row here).
+        """
         from itertools import repeat
 
         from sourcebias.core.atomic import atomic_open

@@ -49,5 +49,14 @@ def cell_statistics(
 
     if significance_resamples is None:
         significance_resamples = int(((result.parameters or {}).get("significance") or {}).get("n_resamples") or 10_000)
-    ctx = StatContext(qrels=qrels, measures=[str(parse_measure(measure))], ndsr_k=ndsr_k, bootstrap_resamples=bootstrap_resamples, confidence=confidence, seed=seed, significance_resamples=significance_resamples, correction="none")
+    ctx = StatContext(
+        qrels=qrels,
+        measures=[str(parse_measure(measure))],
+        ndsr_k=ndsr_k,
+        bootstrap_resamples=bootstrap_resamples,
+        confidence=confidence,
+        seed=seed,
+        significance_resamples=significance_resamples,
+        correction="none",
+    )
     return compute_statistics(result, ctx, statistics, correct=False).rows()

@@ -27,11 +27,24 @@ from typing import Any
 import numpy as np
 
 from sourcebias.core.errors import DataError
-from sourcebias.evaluation.stats import DEFAULT_STATISTICS, CORRECTIONS, StatContext, adjust_pvalues, compute_statistics, resolve_statistics
+from sourcebias.evaluation.stats import CORRECTIONS, DEFAULT_STATISTICS, StatContext, adjust_pvalues, compute_statistics, resolve_statistics
 from sourcebias.experiments.config import GridConfig
 from sourcebias.experiments.grid import GRID_FILE, expected_hash, finished_hash, plan_cells
 
-TEXT_COLUMNS = ("dataset", "split", "retriever", "llm_source", "measure", "ci_method", "ttest_note", "correction", "delta_ndsr_ttest_note", "delta_ndsr_rule", "status", "error")
+TEXT_COLUMNS = (
+    "dataset",
+    "split",
+    "retriever",
+    "llm_source",
+    "measure",
+    "ci_method",
+    "ttest_note",
+    "correction",
+    "delta_ndsr_ttest_note",
+    "delta_ndsr_rule",
+    "status",
+    "error",
+)
 
 
 def columns(statistics: list[str] | tuple[str, ...] = DEFAULT_STATISTICS) -> tuple[str, ...]:
@@ -44,7 +57,9 @@ def columns(statistics: list[str] | tuple[str, ...] = DEFAULT_STATISTICS) -> tup
 COLUMNS = columns()
 
 
-def cell_rows(cfg: GridConfig, root: Path, cell: Any, rec: dict[str, Any], datasets: dict[str, Any], measure: str, ndsr_k: int, statistics) -> list[dict[str, Any]]:
+def cell_rows(
+    cfg: GridConfig, root: Path, cell: Any, rec: dict[str, Any], datasets: dict[str, Any], measure: str, ndsr_k: int, statistics
+) -> list[dict[str, Any]]:
     """The rows of one cell: its statistics when finished with the expected hash, else one
     status row (failed / missing / stale)."""
     from sourcebias.evaluation.results import load_result
@@ -69,7 +84,10 @@ def cell_rows(cfg: GridConfig, root: Path, cell: Any, rec: dict[str, Any], datas
     ctx = StatContext(qrels=ds.qrels, measures=[measure], **{**cfg.statistics_settings(), "ndsr_k": ndsr_k}, seed=seed, correction="none")
     rows = compute_statistics(result, ctx, statistics, correct=False).rows()
     if not rows:
-        raise DataError(folder / "result.json", f"cell {cell.key} is finished but holds no {measure} values of a human and an LLM target on the mixed corpus; its report row cannot be made")
+        raise DataError(
+            folder / "result.json",
+            f"cell {cell.key} is finished but holds no {measure} values of a human and an LLM target on the mixed corpus; its report row cannot be made",
+        )
     out = [{**base, **row, "status": "ok", "error": ""} for row in rows]
     if cell.seed is not None:  # a grid of several seeds: mean |ΔNDSR| of this seed, per row
         for row in out:

@@ -184,7 +184,9 @@ def load_grid_dataset(entry: DatasetEntry | dict[str, Any], orphans: str = "drop
     from sourcebias.data import DatasetOptions, load_dataset
 
     d = entry_dict(entry) if isinstance(entry, DatasetEntry) else entry
-    return load_dataset(d["path"], DatasetOptions(split=d["split"], sources=d["sources"], human_source=d["human_source"], orphans=orphans, twins=d.get("twins")))
+    return load_dataset(
+        d["path"], DatasetOptions(split=d["split"], sources=d["sources"], human_source=d["human_source"], orphans=orphans, twins=d.get("twins"))
+    )
 
 
 class _File:
@@ -267,7 +269,9 @@ def _grid_settings(f: _File, grid: dict[str, Any], cfg: GridConfig) -> None:
     for s in GRID_SETTINGS:
         setattr(cfg, s.name, f.value(grid, s, "[grid]", "grid"))
     if "seed" in grid and "seeds" in grid:
-        f.fail(f"[grid].seeds: give either seed = N (line {key_line(f.text, 'seed', 'grid')}) or seeds = [..], not both (seed = N is seeds = [N])", "seeds", "grid")
+        f.fail(
+            f"[grid].seeds: give either seed = N (line {key_line(f.text, 'seed', 'grid')}) or seeds = [..], not both (seed = N is seeds = [N])", "seeds", "grid"
+        )
     cfg.seeds = list(cfg.seeds) if "seeds" in grid else [cfg.seed]
     cfg.seed = cfg.seeds[0]
     cfg.name = str(cfg.name or f.path.stem)
@@ -299,7 +303,9 @@ def _dataset(f: _File, d: Any, i: int) -> DatasetEntry:
     if sources is not None and not (isinstance(sources, list) and all(isinstance(s, str) for s in sources)):
         f.fail(f"{where}.sources: expected a list of source names", "sources", "datasets", i)
     p, default_name = (p, str(d["path"])[len("irds:") :].replace("/", "-")) if irds else _dataset_folder(f, p, str(d["path"]), i)
-    return DatasetEntry(p, str(d.get("name") or default_name), str(d.get("split", "test")), tuple(sources) if sources else None, str(d.get("human_source", "human")), twins)
+    return DatasetEntry(
+        p, str(d.get("name") or default_name), str(d.get("split", "test")), tuple(sources) if sources else None, str(d.get("human_source", "human")), twins
+    )
 
 
 def _dataset_folder(f: _File, p: Path, given: str, i: int) -> tuple[Path, str]:
@@ -330,7 +336,9 @@ def _retriever(f: _File, r: Any, i: int, names: list[str]) -> RetrieverEntry:
         if unknown:
             f.fail(f"{where}.datasets: {', '.join(map(repr, unknown))} is not a dataset of this grid ({', '.join(names)})", "datasets", "retrievers", i)
     ray = {s.name: f.value(r, s, where, "retrievers", i) for s in RETRIEVER_SETTINGS}
-    return RetrieverEntry(spec, str(r.get("name") or spec), float(ray["gpus"]), float(ray["cpus"]), int(ray["encode_workers"]), tuple(only) if only is not None else None)
+    return RetrieverEntry(
+        spec, str(r.get("name") or spec), float(ray["gpus"]), float(ray["cpus"]), int(ray["encode_workers"]), tuple(only) if only is not None else None
+    )
 
 
 def _run(f: _File, r: Any, i: int, names: list[str]) -> RunEntry:
@@ -376,7 +384,11 @@ def _check_primary(cfg: GridConfig, ms: list, f: _File, given: bool = True) -> N
     if primary not in ms:
         f.fail(f"[grid].primary: {primary} is not among the grid's measures x cutoffs ({', '.join(map(str, ms))})", "primary", "grid")
     if primary.scope != "target":
-        f.fail(f"[grid].primary: {primary} needs no labels and has no human/LLM target; choose one of {', '.join(str(m) for m in ms if m.scope == 'target')}", "primary", "grid")
+        f.fail(
+            f"[grid].primary: {primary} needs no labels and has no human/LLM target; choose one of {', '.join(str(m) for m in ms if m.scope == 'target')}",
+            "primary",
+            "grid",
+        )
     cfg.primary = str(primary)
 
 

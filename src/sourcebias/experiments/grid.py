@@ -126,7 +126,13 @@ def dataset_fingerprint(entry: DatasetEntry) -> dict[str, Any]:
         twins = twin_files(entry.twins, entry.human_source) if entry.twins is not None else {}
         chosen = list(entry.sources) if entry.sources else [entry.human_source, *twins]
         ident = {"irds": str(entry.path), "ir_datasets": ir_datasets.__version__}
-        return {"split": entry.split, "sources": chosen, "human_source": entry.human_source, **ident, "files": {f"twins:{s}": _digest(p) for s, p in sorted(twins.items())}}
+        return {
+            "split": entry.split,
+            "sources": chosen,
+            "human_source": entry.human_source,
+            **ident,
+            "files": {f"twins:{s}": _digest(p) for s, p in sorted(twins.items())},
+        }
     layout = detect_layout(entry.path, entry.human_source)
     chosen = list(entry.sources) if entry.sources else list(layout.source_files)
     files = {f"corpus:{s}": layout.source_files[s] for s in sorted(set(chosen) | {entry.human_source}) if s in layout.source_files}
@@ -175,7 +181,9 @@ def _cell_system(cell_spec: dict[str, Any], ds: Any, settings: dict[str, Any], c
 
     s = cell_spec["system"]
     if cell_spec["is_run"]:
-        mapping = resolve_docnos(s["path"], ds.corpus, docnos=s.get("docnos"), docno_pattern=s.get("docno_pattern"), source_labels=dict(s.get("source_labels") or []))
+        mapping = resolve_docnos(
+            s["path"], ds.corpus, docnos=s.get("docnos"), docno_pattern=s.get("docno_pattern"), source_labels=dict(s.get("source_labels") or [])
+        )
         return [], {s["name"]: Run.from_trec(s["path"], ds.corpus, docnos=mapping, name=s["name"], seed=settings["seed"])}
     r = build_retriever(s["spec"], **{**settings["options"], "cache_dir": cache_dir})
     r.name = s["name"]
@@ -197,13 +205,22 @@ def run_cell(cell_json: str, settings_json: str, root: str, cache_dir: str | Non
     try:
         from sourcebias.evaluation import evaluate
         from sourcebias.evaluation.artifact import write_result
-        from sourcebias.experiments.config import load_grid_dataset
         from sourcebias.evaluation.measures import measure_grid
+        from sourcebias.experiments.config import load_grid_dataset
 
         folder = OutputFolder.claim(folder_path, kind="evaluate", overwrite=True)
         if finished_hash(folder_path) == expected:  # a retry after its node died past the commit
             folder.abort()
-            return {"cell": key, "status": "ok", "hash": expected, "seconds": round(time.perf_counter() - t0, 3), "started": started, "finished": time.time(), "pid": os.getpid(), **_node()}
+            return {
+                "cell": key,
+                "status": "ok",
+                "hash": expected,
+                "seconds": round(time.perf_counter() - t0, 3),
+                "started": started,
+                "finished": time.time(),
+                "pid": os.getpid(),
+                **_node(),
+            }
         try:
             d = cell_spec["dataset"]
             ds = load_grid_dataset(d, settings.get("orphans", "drop"))
@@ -217,11 +234,26 @@ def run_cell(cell_json: str, settings_json: str, root: str, cache_dir: str | Non
                 seed=settings["seed"],
                 sole=settings["sole"],
             )
-            write_result(result, folder, timings={"cell_s": round(time.perf_counter() - t0, 3)}, command="bench", manifest_extra={"grid": {"cell_hash": expected, "cell": key}})
+            write_result(
+                result,
+                folder,
+                timings={"cell_s": round(time.perf_counter() - t0, 3)},
+                command="bench",
+                manifest_extra={"grid": {"cell_hash": expected, "cell": key}},
+            )
         finally:
             folder.abort()  # no-op after the commit
-        return {"cell": key, "status": "ok", "hash": expected, "seconds": round(time.perf_counter() - t0, 3), "started": started, "finished": time.time(), "pid": os.getpid(), **_node()}
-    except BaseException as exc:  # noqa: BLE001 - a failing cell is recorded, the grid goes on
+        return {
+            "cell": key,
+            "status": "ok",
+            "hash": expected,
+            "seconds": round(time.perf_counter() - t0, 3),
+            "started": started,
+            "finished": time.time(),
+            "pid": os.getpid(),
+            **_node(),
+        }
+    except BaseException as exc:
         if isinstance(exc, KeyboardInterrupt):
             raise
         return {
@@ -249,7 +281,16 @@ def _node() -> dict[str, str]:
 
 
 def _cell_json(cell: Cell, root: Path) -> str:
-    return json.dumps({"dataset": entry_dict(cell.dataset), "system": entry_dict(cell.system), "is_run": cell.is_run, "folder": str(cell.folder(root)), "key": cell.key, "seed": cell.seed})
+    return json.dumps(
+        {
+            "dataset": entry_dict(cell.dataset),
+            "system": entry_dict(cell.system),
+            "is_run": cell.is_run,
+            "folder": str(cell.folder(root)),
+            "key": cell.key,
+            "seed": cell.seed,
+        }
+    )
 
 
 @dataclass
@@ -448,7 +489,7 @@ def _encode_first(ray: Any, cfg: GridConfig, r: RetrieverEntry, dataset: Dataset
 
     try:
         ray.get(encode_tasks(ray, r, dataset, cfg.options, cache_dir))
-    except Exception as exc:  # noqa: BLE001 - fails the cells that need this encoding, not the grid
+    except Exception as exc:
         return f"encoding the corpus with {r.encode_workers} workers failed: {_describe(exc)}", traceback.format_exc()
     return None
 
@@ -476,7 +517,9 @@ def _submit_on_ray(ray: Any, cfg: GridConfig, todo, root: Path, cache_dir: str, 
                     finish(_failed_record(cell.key, h, *failure))
                     continue
         # cells are coarse: spread over the nodes rather than queued behind the driver's node
-        ref = remote_cell.options(**options, scheduling_strategy="SPREAD").remote(_cell_json(cell, root), cell_settings_json(cfg, cell), str(root), cache_dir, h)
+        ref = remote_cell.options(**options, scheduling_strategy="SPREAD").remote(
+            _cell_json(cell, root), cell_settings_json(cfg, cell), str(root), cache_dir, h
+        )
         pending[ref] = cell.key
         emit("start", {"cell": cell.key})
     return pending
@@ -501,7 +544,7 @@ def _run_on_ray(cfg: GridConfig, todo, root: Path, cache_dir: str, address: str,
                 key = pending.pop(ref)
                 try:
                     rec = ray.get(ref)
-                except Exception as exc:  # noqa: BLE001 - a worker that died is a failed cell
+                except Exception as exc:
                     rec = _failed_record(key, None, _describe(exc), traceback.format_exc())
                 finish(rec)
     finally:

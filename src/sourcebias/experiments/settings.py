@@ -154,20 +154,51 @@ def _num(v: float) -> str:
 #: the ``[grid]`` table's settings, in the order of the documentation
 GRID_SETTINGS: tuple[Setting, ...] = (
     Setting("name", str, None, "The grid's name; a grid folder holds the cells of one grid (default: the file's name without .toml)."),
-    Setting("measures", list, MEASURES, "Measures, as evaluate's --metric: NDCG, MAP, Recall, P (need labels), Share, NDSR (label-free).", item=str, hashed=True, option="--metric"),
+    Setting(
+        "measures",
+        list,
+        MEASURES,
+        "Measures, as evaluate's --metric: NDCG, MAP, Recall, P (need labels), Share, NDSR (label-free).",
+        item=str,
+        hashed=True,
+        option="--metric",
+    ),
     Setting("cutoffs", list, CUTOFFS, "Cut-offs k of every measure.", min=1, item=int, distinct=True, hashed=True, option="--k"),
     Setting("depth", int, 1000, "Documents kept per query in each ranking (at least the largest cut-off).", min=1, hashed=True, option="--depth"),
     Setting("seed", int, 0, "Seed of the tie rule, the randomization tests and the bootstrap.", hashed=True, option="--seed"),
-    Setting("seeds", list, (0,), "Instead of seed (seed = N is seeds = [N]): run every cell once per seed (each cell's own seed in its hash); the report gives the mean and spread across seeds.",
-            item=int, distinct=True),
+    Setting(
+        "seeds",
+        list,
+        (0,),
+        "Instead of seed (seed = N is seeds = [N]): run every cell once per seed (each cell's own seed in its hash); the report gives the mean and spread across seeds.",
+        item=int,
+        distinct=True,
+    ),
     Setting("sole", bool, True, "Also rank each source alone (human-only, LLM-only settings).", hashed=True, option="--sole/--no-sole"),
     Setting("significance_resamples", int, 10_000, "Resamples of the paired randomization test.", min=100, hashed=True, context=True, option="--resamples"),
     Setting("bootstrap_resamples", int, 2_000, "Resamples of the bootstrap CI of Relative Δ.", min=100, context=True, option="--bootstrap-resamples"),
     Setting("confidence", float, 0.95, "Level of the bootstrap CI of Relative Δ.", min=0.5, max=0.999, context=True, option="--confidence"),
-    Setting("correction", str, "holm", "Multiple-testing correction of the randomization tests across the report's tests (in a grid of several seeds: per seed).", choices=CORRECTIONS, option="--correction"),
-    Setting("primary", str, "NDCG@3", "The report's measure, any spelling (ndcg@3): one of measures x cutoffs with labels (default: NDCG@3, else the first such)."),
-    Setting("orphans", str, "drop", "A judged original without a copy in every source: drop its judgements (compared fairly) or keep them (the earlier rule).",
-            choices=("drop", "keep"), hashed=True, context=True, option="--orphans"),
+    Setting(
+        "correction",
+        str,
+        "holm",
+        "Multiple-testing correction of the randomization tests across the report's tests (in a grid of several seeds: per seed).",
+        choices=CORRECTIONS,
+        option="--correction",
+    ),
+    Setting(
+        "primary", str, "NDCG@3", "The report's measure, any spelling (ndcg@3): one of measures x cutoffs with labels (default: NDCG@3, else the first such)."
+    ),
+    Setting(
+        "orphans",
+        str,
+        "drop",
+        "A judged original without a copy in every source: drop its judgements (compared fairly) or keep them (the earlier rule).",
+        choices=("drop", "keep"),
+        hashed=True,
+        context=True,
+        option="--orphans",
+    ),
     Setting("ndsr_k", int, 10, "Cut-off of ΔNDSR@k.", min=1, context=True, option="--ndsr-k"),
     Setting("cache_dir", str, None, "Embedding store, relative to the file (default: $SOURCEBIAS_CACHE or ~/.cache/sourcebias)."),
 )
@@ -246,7 +277,15 @@ def settings_markdown(settings: tuple[Setting, ...] = GRID_SETTINGS) -> str:
     lines = ["| key | type | default | bounds | in cell hash | evaluate option | what it does |", "|---|---|---|---|---|---|---|"]
     for s in settings:
         typ = f"list of {s.item.__name__}" if s.type is list and s.item else s.type.__name__
-        cells = [f"`{s.name}`", typ, f"`{_default_text(s)}`" if s.default is not None else "see text", s.bounds() or "–", "yes" if s.hashed else "no", f"`{s.option}`" if s.option else "–", s.help.replace("|", "\\|")]
+        cells = [
+            f"`{s.name}`",
+            typ,
+            f"`{_default_text(s)}`" if s.default is not None else "see text",
+            s.bounds() or "–",
+            "yes" if s.hashed else "no",
+            f"`{s.option}`" if s.option else "–",
+            s.help.replace("|", "\\|"),
+        ]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 

@@ -142,7 +142,9 @@ def resolve_target(dataset: str | Path, name: str, *, output: str | Path | None 
     else:
         layout = detect_layout(path, human_source)
         if human_source not in layout.source_files:
-            raise DataError(path, f"no source named '{human_source}' to rewrite; sources found: {', '.join(layout.source_files)} (name the original with --human-source)")
+            raise DataError(
+                path, f"no source named '{human_source}' to rewrite; sources found: {', '.join(layout.source_files)} (name the original with --human-source)"
+            )
         human = layout.source_files[human_source]
         qrels = sorted((path / "qrels").glob("*.tsv")) if (path / "qrels").is_dir() else []
         if output is not None:

@@ -107,11 +107,12 @@ def check_settings(target: RewriteTarget, fingerprint: dict[str, Any], has_outpu
         if previous != fingerprint:
             keys = sorted(k for k in set(previous) | set(fingerprint) if previous.get(k) != fingerprint.get(k))
             raise ConfigError(
-                f"{target.output} was made with other settings ({', '.join(keys)} differ). "
-                "Use another --name, or --overwrite to start this twin again."
+                f"{target.output} was made with other settings ({', '.join(keys)} differ). Use another --name, or --overwrite to start this twin again."
             )
     elif has_output:
-        raise ConfigError(f"{target.output} exists but was not made by `sourcebias generate` (no {target.settings_file.name}); use --overwrite or another --name")
+        raise ConfigError(
+            f"{target.output} exists but was not made by `sourcebias generate` (no {target.settings_file.name}); use --overwrite or another --name"
+        )
     target.state_dir.mkdir(parents=True, exist_ok=True)
     atomic_write_json(target.settings_file, fingerprint)
 
@@ -160,7 +161,11 @@ def write_run_manifest(target: RewriteTarget, backend: Backend, settings: Rewrit
     pending_failed = len(read_failed(target.failed_file))
     manifest = build_manifest(
         command="generate",
-        inputs={"human_corpus": describe_file(target.human_file), "dataset": str(target.dataset_root) if target.dataset_root else None, "qrels_files": [str(p) for p in target.qrels_files]},
+        inputs={
+            "human_corpus": describe_file(target.human_file),
+            "dataset": str(target.dataset_root) if target.dataset_root else None,
+            "qrels_files": [str(p) for p in target.qrels_files],
+        },
         parameters=settings.to_dict(),
         models={"rewriter": backend.describe()},
         timings={"last_run_s": run.get("seconds"), "all_runs_s": round(sum(r.get("seconds") or 0 for r in runs), 3)},

@@ -72,7 +72,9 @@ _TRAILING_NOTE = re.compile(
 )
 
 # A last sentence that asks for a rewrite (small models append one: "Please rewrite the above text ...").
-_TRAILING_INSTRUCTION = re.compile(r"(?is)(?<=[.!?\"”])\s+(?:please\s+)?(?:rewrite|rephrase|paraphrase|reword)\b[^.!?\n]{0,160}\b(?:text|passage|above)\b[^.!?\n]{0,120}[.!?]?\s*$")
+_TRAILING_INSTRUCTION = re.compile(
+    r"(?is)(?<=[.!?\"”])\s+(?:please\s+)?(?:rewrite|rephrase|paraphrase|reword)\b[^.!?\n]{0,160}\b(?:text|passage|above)\b[^.!?\n]{0,120}[.!?]?\s*$"
+)
 
 # Refusals: an answer (or one of its paragraphs) that opens with
 #   an apology followed, in the same paragraph, by "can't"-wording ("I'm sorry for any
@@ -89,7 +91,9 @@ _CANT = (
 _REFUSAL = re.compile(
     r"(?is)^\W*(?:"
     r"(?:(?:i'?m|i am) (?:so |very |really |truly )?(?:sorry|afraid)|i apologi[sz]e|(?:my )?apologies|sorry)\b[^\n]{0,200}?\b" + _CANT + r"\b"
-    r"|i " + _CANT + r" (?:fulfil+|assist|help (?:you|with)|comply|provide|rewrite|complete|process|create|generate|engage|produce|write|paraphrase|rephrase|do that|do this|perform|continue|support)\b"
+    r"|i "
+    + _CANT
+    + r" (?:fulfil+|assist|help (?:you|with)|comply|provide|rewrite|complete|process|create|generate|engage|produce|write|paraphrase|rephrase|do that|do this|perform|continue|support)\b"
     r"|i must (?:respectfully )?(?:decline|refuse)\b"
     r"|as an? (?:ai|artificial intelligence|chatbot|language model|large language model)(?: language model| assistant| model)?\s*,"
     r"|i'?m (?:just|only) an ai\b|i am (?:just|only) an ai\b"

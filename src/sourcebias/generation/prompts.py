@@ -23,10 +23,7 @@ from pathlib import Path
 from sourcebias.core.errors import ConfigError
 
 KDD_PROMPT = "Please rewrite the following text: {text}"
-COCKTAIL_PROMPT = (
-    "Original Text: {text} Please rewrite the above given text. "
-    "Your answer must be formatted as follows: Rewritten Text: <your rewritten text>."
-)
+COCKTAIL_PROMPT = "Original Text: {text} Please rewrite the above given text. Your answer must be formatted as follows: Rewritten Text: <your rewritten text>."
 
 # KDD 2024, Appendix B, Table 7, in the paper's order (the wording is the paper's, verbatim).
 TABLE7_INSTRUCTIONS: dict[str, str] = {

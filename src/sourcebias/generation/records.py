@@ -36,7 +36,13 @@ def rewrite_one(doc: Any, backend: Backend, settings: RewriteSettings) -> tuple[
             seed=attempt_seed(settings.seed, doc.doc_id, attempt),
         )
         result = backend.generate(request)
-        cleaned = clean_output(result.text, finish_reason=result.finish_reason, source_text=doc.text, template=prompt.template, answer_marker=prompt.answer_marker or "Rewritten Text:")
+        cleaned = clean_output(
+            result.text,
+            finish_reason=result.finish_reason,
+            source_text=doc.text,
+            template=prompt.template,
+            answer_marker=prompt.answer_marker or "Rewritten Text:",
+        )
         tried.append((request, result, cleaned))
         if lc is None or not cleaned.ok or lc.accepts(words_in, word_count(cleaned.text)):
             break
@@ -66,7 +72,13 @@ def answer_record(doc: Any, backend: Backend, settings: RewriteSettings, tried: 
         "attempts": result.attempts,
     }
     if lc is not None:
-        extra["length"] = {"words_in": words_in, "target": lc.target(words_in), "bounds": list(lc.bounds(words_in)), "attempt_words": [word_count(c.text) for _, _, c in tried], "attempt_seeds": [q.seed for q, _, _ in tried]}
+        extra["length"] = {
+            "words_in": words_in,
+            "target": lc.target(words_in),
+            "bounds": list(lc.bounds(words_in)),
+            "attempt_words": [word_count(c.text) for _, _, c in tried],
+            "attempt_seeds": [q.seed for q, _, _ in tried],
+        }
     if cleaned.removed:
         extra["cleaned"] = list(cleaned.removed)
     if settings.keep_raw:
@@ -76,7 +88,9 @@ def answer_record(doc: Any, backend: Backend, settings: RewriteSettings, tried: 
     return record
 
 
-def record_of(doc: Any, settings: RewriteSettings, backend: Backend, *, status: str, text: str, note: str | None = None, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+def record_of(
+    doc: Any, settings: RewriteSettings, backend: Backend, *, status: str, text: str, note: str | None = None, extra: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """One line of the twin: the original's id and title, ``text``, and ``metadata`` with the
     status (one of :data:`~sourcebias.generation.postprocess.STATUSES`), model, backend,
     prompt, ``note`` and ``extra``."""

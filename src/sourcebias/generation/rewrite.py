@@ -148,7 +148,13 @@ def _plan(target: RewriteTarget, backend: Backend, settings: RewriteSettings, *,
     corpus, _ = read_corpus(target.human_file, human_source, empty_text="skip")
     positions = select_documents(corpus, settings, target.qrels_files)
     todo = [i for i in positions if corpus.doc_ids[i] not in done]
-    run = {"started_utc": started_utc, "finished": False, "documents_to_do": len(todo), "skipped_already_done": len(positions) - len(todo), "retried_previous_failures": retrying}
+    run = {
+        "started_utc": started_utc,
+        "finished": False,
+        "documents_to_do": len(todo),
+        "skipped_already_done": len(positions) - len(todo),
+        "retried_previous_failures": retrying,
+    }
     write_run_manifest(target, backend, settings, len(positions), run)
     return _Plan(corpus, positions, todo, done, repaired, retrying, started_utc, t_start)
 
@@ -158,7 +164,10 @@ def _rewrite_locked(target: RewriteTarget, backend: Backend, settings: RewriteSe
     state = _RunState()
     fail_log = JsonlAppender(target.failed_log)
     try:
-        with JsonlAppender(target.output, fsync=settings.fsync) as out, progress.task(_describe(state, plan.retrying), total=len(plan.todo), unit="docs") as bar:
+        with (
+            JsonlAppender(target.output, fsync=settings.fsync) as out,
+            progress.task(_describe(state, plan.retrying), total=len(plan.todo), unit="docs") as bar,
+        ):
             _Workers(plan.corpus, backend, settings, state, out, fail_log, bar).run(plan.todo)
     finally:
         fail_log.close()
@@ -232,7 +241,9 @@ class _Workers:
             doc = self.corpus[i]
             if settings.length_filter and not passes_length_filter(doc.text, *settings.length_filter):
                 lo, hi = settings.length_filter
-                self.out.write(record_of(doc, settings, self.backend, status="filtered", text=doc.text, note=f"{word_count(doc.text)} words, outside {lo}-{hi}"))
+                self.out.write(
+                    record_of(doc, settings, self.backend, status="filtered", text=doc.text, note=f"{word_count(doc.text)} words, outside {lo}-{hi}")
+                )
                 self.state.written["filtered"] += 1
                 self.bar.advance(1)
                 continue

@@ -96,7 +96,7 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive, as clients pool connections
     server_version = "sourcebias"
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (the base class's name)
+    def log_message(self, format: str, *args: Any) -> None:
         if not self.server.quiet:
             sys.stderr.write(f"{self.address_string()} - {format % args}\n")
 
@@ -126,17 +126,26 @@ class _Handler(BaseHTTPRequestHandler):
         return data
 
     # -- routes -----------------------------------------------------------------------------
-    def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+    def do_GET(self) -> None:
         path = self.path.split("?", 1)[0].rstrip("/")
         if path in ("/health", "/v1/health"):
-            self._send(200, {"status": "ok", "model": self.server.model_names[0], "pending": self.server.pending, "served": self.server.served, "rejected": self.server.rejected})
+            self._send(
+                200,
+                {
+                    "status": "ok",
+                    "model": self.server.model_names[0],
+                    "pending": self.server.pending,
+                    "served": self.server.served,
+                    "rejected": self.server.rejected,
+                },
+            )
         elif path == "/v1/models":
             created = int(self.server.started)
             self._send(200, {"object": "list", "data": [{"id": self.server.model_names[0], "object": "model", "created": created, "owned_by": "sourcebias"}]})
         else:
             self._error(404, f"no route GET {path}", "not_found")
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         path = self.path.split("?", 1)[0].rstrip("/")
         if path not in ("/v1/chat/completions", "/v1/completions"):
             self._error(404, f"no route POST {path}", "not_found")
@@ -169,7 +178,14 @@ class _Handler(BaseHTTPRequestHandler):
         model = body.get("model") or self.server.model_names[0]
         if path.endswith("chat/completions"):
             choice = {"index": 0, "message": {"role": "assistant", "content": result.text}, "finish_reason": result.finish_reason, "logprobs": None}
-            payload = {"id": f"chatcmpl-{uuid.uuid4().hex}", "object": "chat.completion", "created": created, "model": model, "choices": [choice], "usage": usage}
+            payload = {
+                "id": f"chatcmpl-{uuid.uuid4().hex}",
+                "object": "chat.completion",
+                "created": created,
+                "model": model,
+                "choices": [choice],
+                "usage": usage,
+            }
         else:
             choice = {"index": 0, "text": result.text, "finish_reason": result.finish_reason, "logprobs": None}
             payload = {"id": f"cmpl-{uuid.uuid4().hex}", "object": "text_completion", "created": created, "model": model, "choices": [choice], "usage": usage}
@@ -214,7 +230,9 @@ class _Handler(BaseHTTPRequestHandler):
             if not isinstance(prompt, str):
                 raise _BadRequest("'prompt' must be a string")
             clean = []
-        return GenerationRequest(key=uuid.uuid4().hex[:8], messages=clean, prompt=prompt, max_tokens=max_tokens, temperature=temperature, top_p=top_p, seed=seed)
+        return GenerationRequest(
+            key=uuid.uuid4().hex[:8], messages=clean, prompt=prompt, max_tokens=max_tokens, temperature=temperature, top_p=top_p, seed=seed
+        )
 
 
 def _number(body: dict[str, Any], name: str, default: float, lo: float, hi: float) -> float:
@@ -236,7 +254,9 @@ def _content_text(content: Any) -> str:
     raise _BadRequest("message 'content' must be a string or a list of text parts")
 
 
-def make_server(backend: Any, *, host: str = "127.0.0.1", port: int = 8000, model_names: list[str] | None = None, max_pending: int = 64, quiet: bool = False) -> GenerationServer:
+def make_server(
+    backend: Any, *, host: str = "127.0.0.1", port: int = 8000, model_names: list[str] | None = None, max_pending: int = 64, quiet: bool = False
+) -> GenerationServer:
     """A bound (not yet serving) :class:`GenerationServer`; call ``serve_forever()`` on it."""
     names = list(dict.fromkeys(model_names or [backend.model]))
     return GenerationServer((host, port), backend, names, max_pending=max_pending, quiet=quiet)

@@ -44,7 +44,9 @@ def _same_folder(a: str | Path, b: str | Path) -> bool:
     return Path(a).resolve() == Path(b).resolve()
 
 
-def evaluation_target(calibration: str | Path, split: str, *, eval_dataset: str | Path | None = None, eval_split: str | None = None, in_sample: bool = False) -> EvaluationTarget:
+def evaluation_target(
+    calibration: str | Path, split: str, *, eval_dataset: str | Path | None = None, eval_split: str | None = None, in_sample: bool = False
+) -> EvaluationTarget:
     """The evaluation data of a fit calibrated on ``calibration`` (a dataset folder), ``split``.
 
     * ``in_sample``: the calibration data itself, labelled ``in-sample`` (``eval_dataset`` /
@@ -57,7 +59,9 @@ def evaluation_target(calibration: str | Path, split: str, *, eval_dataset: str 
     """
     if in_sample:
         if (eval_dataset is not None and not _same_folder(eval_dataset, calibration)) or (eval_split is not None and eval_split != split):
-            raise ConfigError(f"--in-sample evaluates on the calibration data ({calibration}, split {split}); leave out --eval-dataset and --eval-split, or drop --in-sample")
+            raise ConfigError(
+                f"--in-sample evaluates on the calibration data ({calibration}, split {split}); leave out --eval-dataset and --eval-split, or drop --in-sample"
+            )
         return EvaluationTarget(Path(calibration), split, "in-sample")
     if eval_dataset is not None and not _same_folder(eval_dataset, calibration):
         return EvaluationTarget(Path(eval_dataset), eval_split or OTHER_DATASET_SPLIT, "other dataset")
@@ -95,7 +99,12 @@ def before_after_table(result: Any, names: Sequence[str], measure: str) -> Any:
 
     rows = []
     for n in names:
-        cells = {"all": (n, MIXED, ALL, measure), "human": (n, MIXED, human, measure), "LLM": (n, MIXED, other, measure), "human only": (n, human, human, measure)}
+        cells = {
+            "all": (n, MIXED, ALL, measure),
+            "human": (n, MIXED, human, measure),
+            "LLM": (n, MIXED, other, measure),
+            "human only": (n, human, human, measure),
+        }
         row: dict[str, Any] = {"system": n}
         for col, key in cells.items():
             row[col] = result.mean(*key) * 100 if key[2] is not None and Key(*key) in result.per_query else float("nan")
@@ -128,4 +137,6 @@ def check_distinct_corpora(calibration: Sequence[Any], target: Any) -> None:
     mine = digest(target)
     for ds in calibration:
         if digest(ds) == mine:
-            raise ConfigError(f"the target {target.name} has the same human corpus as the calibration dataset {ds.name}: leave it out (the direction must come from other data)")
+            raise ConfigError(
+                f"the target {target.name} has the same human corpus as the calibration dataset {ds.name}: leave it out (the direction must come from other data)"
+            )

@@ -24,8 +24,8 @@ it. Estimation is linearmodels' ``IV2SLS``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -131,7 +131,16 @@ class CDCFit:
         )
 
 
-def fit_iv(scores: Sequence[float], perplexity: Sequence[float], is_llm: Sequence[int], query_ids: Sequence[str], *, cov_type: str = "robust", query_effects: bool = False, confidence: float = 0.95) -> dict[str, Any]:
+def fit_iv(
+    scores: Sequence[float],
+    perplexity: Sequence[float],
+    is_llm: Sequence[int],
+    query_ids: Sequence[str],
+    *,
+    cov_type: str = "robust",
+    query_effects: bool = False,
+    confidence: float = 0.95,
+) -> dict[str, Any]:
     """2SLS of ``scores`` on ``perplexity`` instrumented by ``is_llm`` (linearmodels ``IV2SLS``),
     with the first stage, the naive OLS slope and, without query effects, the Wald estimator.
 
@@ -146,7 +155,9 @@ def fit_iv(scores: Sequence[float], perplexity: Sequence[float], is_llm: Sequenc
 
     if cov_type not in COV_TYPES:
         raise ConfigError(f"cov_type must be one of {', '.join(COV_TYPES)}, got '{cov_type}'")
-    df = pd.DataFrame({"score": np.asarray(scores, dtype=float), "ppl": np.asarray(perplexity, dtype=float), "llm": np.asarray(is_llm, dtype=float), "q": list(query_ids)})
+    df = pd.DataFrame(
+        {"score": np.asarray(scores, dtype=float), "ppl": np.asarray(perplexity, dtype=float), "llm": np.asarray(is_llm, dtype=float), "q": list(query_ids)}
+    )
     if len(df) < 4 or df["llm"].nunique() < 2:
         raise ConfigError("2SLS needs documents of both sources (at least 4 observations)")
     if not np.all(np.isfinite(df[["score", "ppl"]].to_numpy())):
@@ -202,7 +213,9 @@ class CDCCalibration:
     dropped: int
 
 
-def calibration_table(dataset: Any, retriever: Any, scorer: Any, pairs: Sequence[CalibrationPair], *, llm_source: str, seed: int = 0, cache_dir: Any = None) -> tuple[Any, int]:
+def calibration_table(
+    dataset: Any, retriever: Any, scorer: Any, pairs: Sequence[CalibrationPair], *, llm_source: str, seed: int = 0, cache_dir: Any = None
+) -> tuple[Any, int]:
     """The retriever's score and the scorer's log-perplexity (of ``scorer.field``) of both copies
     of each calibration pair, as a DataFrame of complete pairs, and the number of copies left out
     (a pair the retriever ranks only one copy of). ``seed`` is the retriever's tie-breaking seed."""
@@ -224,13 +237,35 @@ def calibration_table(dataset: Any, retriever: Any, scorer: Any, pairs: Sequence
         for src in (human, llm_source):
             pos = corpus.position(p.doc_id, src)
             if (p.query_id, pos) in scores:
-                rows.append({"query_id": p.query_id, "doc_id": p.doc_id, "source": src, "is_llm": int(src == llm_source), "score": scores[(p.query_id, pos)], "perplexity": ppl[pos]})
+                rows.append(
+                    {
+                        "query_id": p.query_id,
+                        "doc_id": p.doc_id,
+                        "source": src,
+                        "is_llm": int(src == llm_source),
+                        "score": scores[(p.query_id, pos)],
+                        "perplexity": ppl[pos],
+                    }
+                )
     table = pd.DataFrame(rows, columns=["query_id", "doc_id", "source", "is_llm", "score", "perplexity"])
     complete = table.groupby(["query_id", "doc_id"])["source"].transform("count") == 2
     return table[complete].reset_index(drop=True), int((~complete).sum())
 
 
-def calibrate(dataset: Any, retriever: Any, scorer: Any, *, sample: int = 128, seed: int = 42, llm_source: str | None = None, cov_type: str = "robust", query_effects: bool = False, cache_dir: Any = None, lm: str | None = None, retriever_spec: str | None = None) -> CDCCalibration:
+def calibrate(
+    dataset: Any,
+    retriever: Any,
+    scorer: Any,
+    *,
+    sample: int = 128,
+    seed: int = 42,
+    llm_source: str | None = None,
+    cov_type: str = "robust",
+    query_effects: bool = False,
+    cache_dir: Any = None,
+    lm: str | None = None,
+    retriever_spec: str | None = None,
+) -> CDCCalibration:
     """Fit CDC on ``dataset`` (its split's relevant pairs): a calibration sample of ``sample``
     pairs drawn with ``seed``, the ``retriever``'s scores (ties broken with ``seed``) and the
     ``scorer``'s log-perplexities (:func:`~sourcebias.analysis.perplexity.build_lm_scorer`, its

@@ -162,7 +162,17 @@ class ExposureParity(Stage):
             short += bool(exhausted)
             positions[q] = top[order]
             scores[q] = np.arange(len(top), 0, -1, dtype=np.float64)
-        info = append_stage_info(run, {"name": self.name, "k": self.k, "target": self.target, "depth": self.depth, "queries_without_parity": short, "seconds": round(time.perf_counter() - t0, 3)})
+        info = append_stage_info(
+            run,
+            {
+                "name": self.name,
+                "k": self.k,
+                "target": self.target,
+                "depth": self.depth,
+                "queries_without_parity": short,
+                "seconds": round(time.perf_counter() - t0, 3),
+            },
+        )
         return Run(corpus, self.name, positions, scores, info)
 
     def config(self) -> dict[str, Any]:

@@ -8,7 +8,6 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-
 #: the values of the optional label column: which copies of a tuple's document are positives
 POSITIVE_LABELS = {"human": 0, "llm": 1, "both": 2}
 
@@ -106,7 +105,15 @@ class TwinPositivesRankingLoss(nn.Module):
             trainer.train()
     """
 
-    def __init__(self, model: Any, alpha: float = 0.1, scale: float = 20.0, similarity_fct: Callable[[Tensor, Tensor], Tensor] | None = None, in_batch_negatives: bool = True, positives: str | None = "both") -> None:
+    def __init__(
+        self,
+        model: Any,
+        alpha: float = 0.1,
+        scale: float = 20.0,
+        similarity_fct: Callable[[Tensor, Tensor], Tensor] | None = None,
+        in_batch_negatives: bool = True,
+        positives: str | None = "both",
+    ) -> None:
         """See the class docstring (Args)."""
         super().__init__()
         self.model = model
@@ -170,7 +177,13 @@ class TwinPositivesRankingLoss(nn.Module):
         return w_h, w_l
 
     def get_config_dict(self) -> dict[str, Any]:
-        return {"alpha": self.alpha, "scale": self.scale, "similarity_fct": getattr(self.similarity_fct, "__name__", "cos_sim"), "in_batch_negatives": self.in_batch_negatives, "positives": self.positives or "per tuple (labels)"}
+        return {
+            "alpha": self.alpha,
+            "scale": self.scale,
+            "similarity_fct": getattr(self.similarity_fct, "__name__", "cos_sim"),
+            "in_batch_negatives": self.in_batch_negatives,
+            "positives": self.positives or "per tuple (labels)",
+        }
 
     @property
     def citation(self) -> str:

@@ -95,7 +95,10 @@ class TrainingPlan:
         return [b for e in self.epochs for b in e]
 
     def digest(self) -> str:
-        body = json.dumps({"header": {k: v for k, v in self.header.items() if k != "created_utc"}, "epochs": [[self._rows(b) for b in e] for e in self.epochs]}, sort_keys=True)
+        body = json.dumps(
+            {"header": {k: v for k, v in self.header.items() if k != "created_utc"}, "epochs": [[self._rows(b) for b in e] for e in self.epochs]},
+            sort_keys=True,
+        )
         return hashlib.sha256(body.encode()).hexdigest()
 
     def save(self, path: str | Path) -> Path:
@@ -252,11 +255,24 @@ def with_mined_negatives(dataset: Any, tuples: list[Tuple], mine_depth: int) -> 
             continue
         mined.append(Tuple(t.query_id, t.doc_id, negs[0]))
     if not mined:
-        raise ConfigError(f"BM25 found no non-relevant document in its top {mine_depth} for any query: no hard negatives; raise the mining depth or use in-batch")
+        raise ConfigError(
+            f"BM25 found no non-relevant document in its top {mine_depth} for any query: no hard negatives; raise the mining depth or use in-batch"
+        )
     return mined, without_negative
 
 
-def build_plan(dataset: Any, *, batch_size: int = 32, epochs: int = 1, seed: int = 42, strategy: str = "in-batch", max_tuples: int | None = None, mine_depth: int = 100, llm_source: str | None = None, positives: str = "both") -> TrainingPlan:
+def build_plan(
+    dataset: Any,
+    *,
+    batch_size: int = 32,
+    epochs: int = 1,
+    seed: int = 42,
+    strategy: str = "in-batch",
+    max_tuples: int | None = None,
+    mine_depth: int = 100,
+    llm_source: str | None = None,
+    positives: str = "both",
+) -> TrainingPlan:
     """Build the plan (see the module docstring). ``max_tuples`` keeps a seeded subset (a short
     training budget); ``positives`` is the pool (``human``, ``llm``, ``both``, ``mix[:p]``)."""
     if strategy not in STRATEGIES:

@@ -57,7 +57,14 @@ def fit_direction(retriever: Any, datasets: Sequence[Any], *, pairs_per_dataset:
     if not np.isfinite(mean).all() or np.linalg.norm(mean) == 0:
         raise ConfigError("the pair differences average to zero: no direction to remove")
     fp = getattr(retriever.encoder, "fingerprint", None)
-    details = {"calibration": per, "pairs": int(len(d)), "seed": seed, "pairs_per_dataset": pairs_per_dataset, "mean_difference_norm": float(np.linalg.norm(mean)), "encoder": getattr(retriever, "name", "")}
+    details = {
+        "calibration": per,
+        "pairs": len(d),
+        "seed": seed,
+        "pairs_per_dataset": pairs_per_dataset,
+        "mean_difference_norm": float(np.linalg.norm(mean)),
+        "encoder": getattr(retriever, "name", ""),
+    }
     return DirectionRemoval(mean, fingerprint=fp("document") if fp else None, details=details)
 
 

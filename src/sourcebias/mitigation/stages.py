@@ -35,7 +35,9 @@ def read_cdc_fit(path: str | Path) -> dict[str, Any]:
     """The fit written by ``sourcebias cdc fit`` (``cdc.json``, or its folder)."""
     from sourcebias.core.atomic import read_json_file
 
-    path, fit = read_json_file(path, default_name="cdc.json", missing="CDC fit not found (write one with: sourcebias cdc fit DATASET --retriever SPEC --lm SPEC -o OUT)")
+    path, fit = read_json_file(
+        path, default_name="cdc.json", missing="CDC fit not found (write one with: sourcebias cdc fit DATASET --retriever SPEC --lm SPEC -o OUT)"
+    )
     for key in ("beta", "lm"):
         if key not in fit:
             raise DataError(path, f"not a CDC fit: no '{key}'")
@@ -58,7 +60,19 @@ class CDCCorrection(Stage):
         Candidates corrected per query (the rest of the list is dropped, as re-rankers do).
     """
 
-    def __init__(self, beta: float, lm: str, *, field: str = "text", depth: int = 100, name: str | None = None, fit_path: str | None = None, batch_size: int | None = None, device: str | None = None, cache_dir: Any = None):
+    def __init__(
+        self,
+        beta: float,
+        lm: str,
+        *,
+        field: str = "text",
+        depth: int = 100,
+        name: str | None = None,
+        fit_path: str | None = None,
+        batch_size: int | None = None,
+        device: str | None = None,
+        cache_dir: Any = None,
+    ):
         from sourcebias.analysis.perplexity import check_field
 
         if depth < 1:
@@ -106,11 +120,31 @@ class CDCCorrection(Stage):
             s = np.asarray(run.scores[q][: len(top)], dtype=np.float64) - self.beta * np.array([ppl[i] for i in top.tolist()])
             order = rule.order(q, s, top)
             positions[q], scores[q] = top[order], s[order]
-        info = append_stage_info(run, {"name": self.name, "beta": self.beta, "lm": self.lm, "field": self.field, "depth": self.depth, "documents": int(len(needed)), "seconds": round(time.perf_counter() - t0, 3)})
+        info = append_stage_info(
+            run,
+            {
+                "name": self.name,
+                "beta": self.beta,
+                "lm": self.lm,
+                "field": self.field,
+                "depth": self.depth,
+                "documents": len(needed),
+                "seconds": round(time.perf_counter() - t0, 3),
+            },
+        )
         return Run(corpus, self.name, positions, scores, info)
 
     def config(self) -> dict[str, Any]:
-        return {"name": self.name, "class": "CDCCorrection", "beta": self.beta, "lm": self.lm, "field": self.field, "depth": self.depth, "fit": self.fit_path, "score": f"score - beta * log-perplexity(document {self.field})"}
+        return {
+            "name": self.name,
+            "class": "CDCCorrection",
+            "beta": self.beta,
+            "lm": self.lm,
+            "field": self.field,
+            "depth": self.depth,
+            "fit": self.fit_path,
+            "score": f"score - beta * log-perplexity(document {self.field})",
+        }
 
 
 @register_stage(
@@ -130,7 +164,17 @@ def _cdc(params: dict[str, Any], text: str) -> CDCCorrection:
     fit = read_cdc_fit(params["fit"])
     cache_dir = params.get("cache_dir")
     # a fit written before the field was recorded scored title + text
-    return CDCCorrection(fit["beta"], fit["lm"], field=fit.get("field", "title+text"), depth=params["depth"], name=text, fit_path=fit["_path"], batch_size=params.get("batch_size"), device=params.get("device"), cache_dir=None if cache_dir in (None, False) else cache_dir)
+    return CDCCorrection(
+        fit["beta"],
+        fit["lm"],
+        field=fit.get("field", "title+text"),
+        depth=params["depth"],
+        name=text,
+        fit_path=fit["_path"],
+        batch_size=params.get("batch_size"),
+        device=params.get("device"),
+        cache_dir=None if cache_dir in (None, False) else cache_dir,
+    )
 
 
 # exposure parity, ``fair:k=10`` (registered on import: the entry point names this module only)

@@ -66,7 +66,11 @@ def check_folder(out: Path, plan: TrainingPlan, alpha: float) -> bool:
     marker = out / "run.json"
     if final.is_file():
         info = json.loads(final.read_text(encoding="utf-8"))
-        before = {"plan_digest": info["plan"]["digest"], "positives": positives_spec(info["plan"].get("positives", "both"), info["plan"].get("positives_p")), "alpha": float(info["alpha"])}
+        before = {
+            "plan_digest": info["plan"]["digest"],
+            "positives": positives_spec(info["plan"].get("positives", "both"), info["plan"].get("positives_p")),
+            "alpha": float(info["alpha"]),
+        }
     elif marker.is_file():
         before = json.loads(marker.read_text(encoding="utf-8"))
     else:
@@ -108,7 +112,9 @@ class PlanBatchSamplerFactory:
         return PlanBatchSampler(dataset, batch_size=batch_size, drop_last=False, valid_label_columns=valid_label_columns, generator=generator, seed=seed)
 
 
-def training_arguments(ckpt: Path, sizes: list[int], *, learning_rate: float, warmup_ratio: float, seed: int, fp16: bool, save_steps: int, log_every: int, pin_memory: bool = False) -> Any:
+def training_arguments(
+    ckpt: Path, sizes: list[int], *, learning_rate: float, warmup_ratio: float, seed: int, fp16: bool, save_steps: int, log_every: int, pin_memory: bool = False
+) -> Any:
     """The trainer's arguments: one pass over the plan's batches (``sizes``, in order), AdamW
     with a linear schedule and warm-up, checkpoints every ``save_steps`` steps in ``ckpt``.
     Pinned host memory only helps copies to a GPU (``pin_memory``; torch warns on a CPU)."""
@@ -175,7 +181,17 @@ def train(
     pool = plan.header.get("positives", "both")
     loss = TwinPositivesRankingLoss(model, alpha=alpha, scale=scale, in_batch_negatives=plan.strategy != "hard-only", positives=None if pool == "mix" else pool)
     ckpt = out / "checkpoints"
-    args = training_arguments(ckpt, sizes, learning_rate=learning_rate, warmup_ratio=warmup_ratio, seed=seed, fp16=bool(fp16) if fp16 is not None else device.startswith("cuda"), save_steps=save_steps, log_every=log_every, pin_memory=device.startswith("cuda"))
+    args = training_arguments(
+        ckpt,
+        sizes,
+        learning_rate=learning_rate,
+        warmup_ratio=warmup_ratio,
+        seed=seed,
+        fp16=bool(fp16) if fp16 is not None else device.startswith("cuda"),
+        save_steps=save_steps,
+        log_every=log_every,
+        pin_memory=device.startswith("cuda"),
+    )
     trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=data, loss=loss)
     resume = ckpt.is_dir() and any(p.name.startswith("checkpoint-") for p in ckpt.iterdir())
     t0 = time.perf_counter()
@@ -188,7 +204,14 @@ def train(
         "positives": plan.positives,
         "loss": loss.get_config_dict(),
         "plan": {"digest": plan.digest(), **{k: v for k, v in plan.header.items() if k != "checksums"}, "checksums": plan.header.get("checksums")},
-        "hyperparameters": {"learning_rate": learning_rate, "warmup_ratio": warmup_ratio, "optimizer": "AdamW (weight decay 0.01), linear schedule", "max_seq_length": model.max_seq_length, "seed": seed, "fp16": args.fp16},
+        "hyperparameters": {
+            "learning_rate": learning_rate,
+            "warmup_ratio": warmup_ratio,
+            "optimizer": "AdamW (weight decay 0.01), linear schedule",
+            "max_seq_length": model.max_seq_length,
+            "seed": seed,
+            "fp16": args.fp16,
+        },
         **_run_record(trainer, len(data), bool(resume), time.perf_counter() - t0, device),
     }
     return save_model(model, info, final)

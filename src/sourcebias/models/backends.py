@@ -172,9 +172,11 @@ def _parity_info(st: Any, torch_vectors: np.ndarray, folder: Path, backend: str,
         "quantization": QUANTIZATION_METHOD[backend] if quantize == "int8" else "none (fp32)",
         "files": sorted(p.name for p in folder.iterdir() if p.is_file() and p.name != "info.json"),
         "parity": {
-            "min_cosine": float(cos.min()), "mean_cosine": float(cos.mean()), "probe_texts": len(PROBE_TEXTS),
+            "min_cosine": float(cos.min()),
+            "mean_cosine": float(cos.mean()),
+            "probe_texts": len(PROBE_TEXTS),
             "against": "the PyTorch model, same tokenizer and pooling",
-        },  # fmt: skip
+        },
     }
 
 

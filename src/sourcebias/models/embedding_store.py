@@ -159,7 +159,16 @@ class Embedder:
         encoding stops (normally or not).
     """
 
-    def __init__(self, encoder: Any, *, cache_dir: str | Path | bool | None = None, batch_size: int | None = None, shard_size: int = 2048, flush_seconds: float | None = None, name: str | None = None):
+    def __init__(
+        self,
+        encoder: Any,
+        *,
+        cache_dir: str | Path | bool | None = None,
+        batch_size: int | None = None,
+        shard_size: int = 2048,
+        flush_seconds: float | None = None,
+        name: str | None = None,
+    ):
         self.encoder = encoder
         if cache_dir is None or cache_dir is True:
             from sourcebias.core.cache import default_cache_dir

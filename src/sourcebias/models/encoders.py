@@ -25,7 +25,15 @@ import numpy as np
 from sourcebias.core.errors import ConfigError
 from sourcebias.models.hub import folder_digest, resolve_device, resolve_model
 
-POOLING_MODES = {"cls": "cls", "mean": "mean", "max": "max", "last": "lasttoken", "lasttoken": "lasttoken", "weightedmean": "weightedmean", "weighted-mean": "weightedmean"}
+POOLING_MODES = {
+    "cls": "cls",
+    "mean": "mean",
+    "max": "max",
+    "last": "lasttoken",
+    "lasttoken": "lasttoken",
+    "weightedmean": "weightedmean",
+    "weighted-mean": "weightedmean",
+}
 SIMILARITIES = ("dot", "cos")
 
 
@@ -104,15 +112,28 @@ PRESETS: dict[str, Preset] = {
         for size in ("small", "base", "large")
     },
     "e5-base": Preset(
-        "intfloat/e5-base-v2", "cos", pooling="mean", query_prefix="query: ", document_prefix="passage: ", reference="Wang et al., 2022",
+        "intfloat/e5-base-v2",
+        "cos",
+        pooling="mean",
+        query_prefix="query: ",
+        document_prefix="passage: ",
+        reference="Wang et al., 2022",
         card="https://huggingface.co/intfloat/e5-base-v2: average pooling, normalized; 'query: ' / 'passage: ' prefixes",
     ),
     "multilingual-e5-base": Preset(
-        "intfloat/multilingual-e5-base", "cos", pooling="mean", query_prefix="query: ", document_prefix="passage: ", reference="Wang et al., 2024",
+        "intfloat/multilingual-e5-base",
+        "cos",
+        pooling="mean",
+        query_prefix="query: ",
+        document_prefix="passage: ",
+        reference="Wang et al., 2024",
         card="https://huggingface.co/intfloat/multilingual-e5-base: average pooling, normalized; 'query: ' / 'passage: ' prefixes, even for non-English texts",
     ),
     "gte-base": Preset(
-        "thenlper/gte-base", "cos", pooling="mean", reference="Li et al., 2023",
+        "thenlper/gte-base",
+        "cos",
+        pooling="mean",
+        reference="Li et al., 2023",
         card="https://huggingface.co/thenlper/gte-base: average pooling, normalized; no prefix",
     ),
 }

@@ -10,6 +10,7 @@ local path, instead of waiting on the network.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -156,8 +157,6 @@ def folder_digest(path: str | Path, memo_dir: str | Path | None = None) -> str:
             changed = True
         total.update(f"{rel}\0{digest}\0".encode())
     if changed:
-        try:
+        with contextlib.suppress(OSError):  # a read-only cache: digest again next time
             atomic_write_json(memo_path, memo, indent=None)
-        except OSError:
-            pass  # a read-only cache: digest again next time
     return total.hexdigest()

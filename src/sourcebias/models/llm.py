@@ -81,8 +81,8 @@ def _convert_gguf(path: Path, cache_dir: Path) -> Path:
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
     # setattr: torch's Module.__setattr__ is typed for tensors and modules only
-    setattr(model, "hf_quantizer", None)
-    setattr(model, "is_quantized", False)
+    setattr(model, "hf_quantizer", None)  # noqa: B010
+    setattr(model, "is_quantized", False)  # noqa: B010
     tok.save_pretrained(tmp)
     model.save_pretrained(tmp)
     (tmp / "done.json").write_text(json.dumps({"source": str(path.resolve()), "bytes": path.stat().st_size}))

@@ -132,7 +132,7 @@ def model_meta(name: str, revision: str | None = None) -> Any:
     try:
         meta = mteb.get_model_meta(name, revision)
     except KeyError as e:
-        raise ConfigError(f"mteb:{name}: {e.args[0] if e.args else e} (list them with `python -c \"import mteb; print(mteb.get_model_metas())\"`)") from None
+        raise ConfigError(f'mteb:{name}: {e.args[0] if e.args else e} (list them with `python -c "import mteb; print(mteb.get_model_metas())"`)') from None
     except ValueError as e:  # a revision other than the registered one
         raise ConfigError(f"mteb:{name}: {e}") from None
     if meta.loader is None:

@@ -44,10 +44,18 @@ class DirectionRemoval:
 
     def check_encoder(self, fingerprint: str | None) -> None:
         if self.fingerprint and fingerprint and fingerprint != self.fingerprint:
-            raise ConfigError(f"the projection {self.source or ''} was fitted on vectors of encoder {self.fingerprint}, not {fingerprint}: fit it for this encoder")
+            raise ConfigError(
+                f"the projection {self.source or ''} was fitted on vectors of encoder {self.fingerprint}, not {fingerprint}: fit it for this encoder"
+            )
 
     def config(self) -> dict[str, Any]:
-        return {"class": "DirectionRemoval", "file": self.source, "dim": self.dim, "encoder_fingerprint": self.fingerprint, **{k: v for k, v in self.details.items() if k != "direction"}}
+        return {
+            "class": "DirectionRemoval",
+            "file": self.source,
+            "dim": self.dim,
+            "encoder_fingerprint": self.fingerprint,
+            **{k: v for k, v in self.details.items() if k != "direction"},
+        }
 
     # -- files -------------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:

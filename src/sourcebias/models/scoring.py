@@ -66,7 +66,9 @@ class CausalLMScorer:
         self._split_ok: bool | None = None
 
     @classmethod
-    def load(cls, name_or_path: str, *, device: str | None = None, dtype: str | None = None, cache_dir: Any = None, flag: str | None = None, **kwargs: Any) -> CausalLMScorer:
+    def load(
+        cls, name_or_path: str, *, device: str | None = None, dtype: str | None = None, cache_dir: Any = None, flag: str | None = None, **kwargs: Any
+    ) -> CausalLMScorer:
         """Load a causal LM by name, folder or GGUF file (``smollm2``: the offline SmolLM2)."""
         from sourcebias.models.llm import load_causal_lm
 
@@ -201,7 +203,7 @@ class CausalLMScorer:
                     full = self.model(input_ids=x, use_cache=False).logits.float()
                     split = head(decoder(input_ids=x, use_cache=False).last_hidden_state).float()
                     self._split_ok = bool(full.shape == split.shape and self._torch.allclose(full, split, atol=1e-4, rtol=1e-4))
-            except Exception:  # noqa: BLE001 - any architecture that does not fit takes the plain path
+            except Exception:
                 self._split_ok = False
         return self._split_ok
 
@@ -219,7 +221,11 @@ class CausalLMScorer:
         h, y = hidden[real], tgt[real]
         head = self.model.get_output_embeddings()
         chunk = max(1, self.max_batch_tokens)
-        nll = torch.cat([torch.nn.functional.cross_entropy(head(h[s : s + chunk]).float(), y[s : s + chunk], reduction="none") for s in range(0, len(h), chunk)]) if len(h) else torch.empty(0)
+        nll = (
+            torch.cat([torch.nn.functional.cross_entropy(head(h[s : s + chunk]).float(), y[s : s + chunk], reduction="none") for s in range(0, len(h), chunk)])
+            if len(h)
+            else torch.empty(0)
+        )
         flat = (-nll).double().cpu().numpy()
         out, k = [], 0
         for t in targets:

@@ -43,7 +43,9 @@ def pilot_qrels(result: Any, pilot: Path, dataset_dir: str | Path | None) -> tup
     dataset = load_dataset(path, result.dataset_options()[0])  # as the pilot loaded it (split, sources, empty texts, orphan rule, ...)
     recorded = _recorded_qrels_digest(pilot)
     if recorded and dataset.qrels_file is not None and file_digest(dataset.qrels_file) != recorded:
-        raise DataError(dataset.qrels_file, "differs from the judgements the pilot was evaluated with (SHA-256 in its manifest); pass the pilot's dataset with --dataset")
+        raise DataError(
+            dataset.qrels_file, "differs from the judgements the pilot was evaluated with (SHA-256 in its manifest); pass the pilot's dataset with --dataset"
+        )
     return dataset.qrels, ""
 
 
@@ -52,7 +54,7 @@ def _recorded_qrels_digest(pilot: Path) -> str | None:
 
     try:
         files = ((read_manifest(pilot).get("inputs") or {}).get("files")) or {}
-    except Exception:  # noqa: BLE001 - a pilot without a readable manifest has no digest to check
+    except Exception:
         return None
     return (files.get("qrels") or {}).get("sha256")
 
@@ -80,7 +82,16 @@ def run_power(
         result = load_pilot(pilot)
         chosen = [statistic_name(s) for s in (statistics or STATISTICS)]
         qrels, note = pilot_qrels(result, pilot, dataset_dir) if TWIN_PREFERENCE in chosen and result.runs else (None, "")
-        res = power_analysis(result, qrels=qrels, settings=settings, statistics=chosen, measures=measures, retrievers=retrievers, emit=emit, source={"folder": str(pilot.resolve())})
+        res = power_analysis(
+            result,
+            qrels=qrels,
+            settings=settings,
+            statistics=chosen,
+            measures=measures,
+            retrievers=retrievers,
+            emit=emit,
+            source={"folder": str(pilot.resolve())},
+        )
         if note:
             res.notes.insert(0, note)
         if folder is None:
@@ -109,6 +120,14 @@ def write_power(result: PowerResult, folder: Any, *, pilot: Path, seconds: float
     inputs: dict[str, Any] = {"pilot": str(pilot.resolve())}
     if (pilot / "manifest.json").is_file():
         inputs["pilot_manifest"] = describe_file(pilot / "manifest.json")
-    parameters = {**result.settings, "methods": list(METHODS), "method_notes": result.methods, "statistics": sorted({p["statistic"] for p in result.pilots}), "family": result.pilot.get("family")}
-    manifest = build_manifest(command=KIND, inputs=inputs, parameters=parameters, timings={"total_s": round(seconds, 3)}, extra={"figure": figure.name if figure else None})
+    parameters = {
+        **result.settings,
+        "methods": list(METHODS),
+        "method_notes": result.methods,
+        "statistics": sorted({p["statistic"] for p in result.pilots}),
+        "family": result.pilot.get("family"),
+    }
+    manifest = build_manifest(
+        command=KIND, inputs=inputs, parameters=parameters, timings={"total_s": round(seconds, 3)}, extra={"figure": figure.name if figure else None}
+    )
     return folder.commit(manifest)

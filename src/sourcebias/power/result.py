@@ -26,12 +26,41 @@ from typing import Any
 
 from sourcebias.core.artifacts import json_plain
 
-
 FORMAT_VERSION = 2  # 2: statistics named as in the registry, rows and curves per test (star / uncorrected)
 ROW_COLUMNS = ("statistic", "retriever", "llm_source", "measure", "test", "quantity", "method", "n", "effect", "effect_source", "value", "note")
 CURVE_COLUMNS = ("statistic", "retriever", "llm_source", "measure", "test", "method", "n", "effect", "power")
-PILOT_COLUMNS = ("statistic", "retriever", "llm_source", "measure", "unit", "queries", "estimate", "sd", "p_value", "p_uncorrected", "test", "uncorrected_test", "family", "shift", "undefined")
-NUMERIC = {"value", "effect", "n", "power", "estimate", "sd", "p_value", "p_uncorrected", "mean_human", "mean_llm", "level", "relative_delta", "pairs_per_query"}
+PILOT_COLUMNS = (
+    "statistic",
+    "retriever",
+    "llm_source",
+    "measure",
+    "unit",
+    "queries",
+    "estimate",
+    "sd",
+    "p_value",
+    "p_uncorrected",
+    "test",
+    "uncorrected_test",
+    "family",
+    "shift",
+    "undefined",
+)
+NUMERIC = {
+    "value",
+    "effect",
+    "n",
+    "power",
+    "estimate",
+    "sd",
+    "p_value",
+    "p_uncorrected",
+    "mean_human",
+    "mean_llm",
+    "level",
+    "relative_delta",
+    "pairs_per_query",
+}
 
 
 @dataclass(eq=True)
@@ -46,7 +75,18 @@ class PowerResult:
     notes: list[str] = field(default_factory=list)
     methods: dict[str, str] = field(default_factory=dict)
 
-    def value(self, statistic: str, retriever: str, quantity: str, method: str, *, measure: str | None = None, n: int | None = None, llm_source: str | None = None, test: str = "star") -> float:
+    def value(
+        self,
+        statistic: str,
+        retriever: str,
+        quantity: str,
+        method: str,
+        *,
+        measure: str | None = None,
+        n: int | None = None,
+        llm_source: str | None = None,
+        test: str = "star",
+    ) -> float:
         """One number of :attr:`rows` (NaN when undefined) of the test that marks ``*`` (``test="star"``)
         or the uncorrected one (``"uncorrected"``); raises ``KeyError`` when absent."""
         for r in self.rows:
@@ -122,5 +162,7 @@ def _write_csv(path: Path, columns: tuple[str, ...], rows: list[dict[str, Any]])
         w = csv.writer(fh, lineterminator="\n")
         w.writerow(columns)
         for r in rows:
-            w.writerow(["nan" if isinstance(r.get(c), float) and math.isnan(r[c]) else (repr(r[c]) if isinstance(r.get(c), float) else r.get(c, "")) for c in columns])
+            w.writerow(
+                ["nan" if isinstance(r.get(c), float) and math.isnan(r[c]) else (repr(r[c]) if isinstance(r.get(c), float) else r.get(c, "")) for c in columns]
+            )
     return path

@@ -16,8 +16,9 @@ from collections.abc import Iterable
 RULE = "each y-axis spans at least 10% of its largest value (and at least 1 point), so that a small change looks small"
 
 
-def value_limits(values: Iterable[float], *, relative: float = 0.10, floor: float = 1.0, margin: float = 0.05,
-                 bounds: tuple[float, float] | None = (0.0, 100.0)) -> tuple[float, float]:
+def value_limits(
+    values: Iterable[float], *, relative: float = 0.10, floor: float = 1.0, margin: float = 0.05, bounds: tuple[float, float] | None = (0.0, 100.0)
+) -> tuple[float, float]:
     """``(low, high)`` of an axis showing ``values`` (NaN and infinities left out).
 
     Args:

@@ -55,7 +55,9 @@ def plot_source_bias(result: EvaluationResult, path: str | Path) -> Path | None:
     handles, labels = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=8, frameon=False)
     dataset = result.dataset or {}
-    fig.suptitle(f"Source bias on {dataset.get('name', '?')} ({dataset.get('split', '?')}); above each pair: Relative Δ (< 0: LLM text ranked higher)", fontsize=9)
+    fig.suptitle(
+        f"Source bias on {dataset.get('name', '?')} ({dataset.get('split', '?')}); above each pair: Relative Δ (< 0: LLM text ranked higher)", fontsize=9
+    )
     fig.tight_layout(rect=(0, 0.08, 1, 0.94))
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -72,7 +74,9 @@ def _panel(ax: Any, result: EvaluationResult, name: str, measures: list[Any], to
     for j, target in enumerate(targets):
         values = [100 * result.mean(name, MIXED, target, m) for m in measures]
         colour, hatch = (HUMAN_COLOR, "") if j == 0 else (LLM_COLOR, HATCHES[(j - 1) % len(HATCHES)])
-        ax.bar([i + (j - (len(targets) - 1) / 2) * width for i in range(len(measures))], values, width, color=colour, hatch=hatch, edgecolor="white", label=target)
+        ax.bar(
+            [i + (j - (len(targets) - 1) / 2) * width for i in range(len(measures))], values, width, color=colour, hatch=hatch, edgecolor="white", label=target
+        )
     for i, m in enumerate(measures):
         deltas = [result.relative_delta(name, m, other) for other in result.other_sources]
         text = " / ".join("–" if not math.isfinite(d) else f"{d:+.1f}" for d in deltas)

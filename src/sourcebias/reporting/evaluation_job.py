@@ -138,12 +138,19 @@ def run_notes(result: Any) -> list[tuple[str, str]]:
         if info.get("self_matches_removed"):
             out.append(("note", f"{key.retriever}/{key.setting}: removed {info['self_matches_removed']} self-matches (document id = query id)"))
         if info.get("queries_not_evaluated"):
-            out.append(("note", f"{key.retriever}: {info['queries_not_evaluated']} queries of the run are not evaluated (not in split '{split}', or without a relevant document)"))
+            out.append(
+                (
+                    "note",
+                    f"{key.retriever}: {info['queries_not_evaluated']} queries of the run are not evaluated (not in split '{split}', or without a relevant document)",
+                )
+            )
         if info.get("evaluated_queries_without_ranking"):
             out.append(("note", f"{key.retriever}: {info['evaluated_queries_without_ranking']} evaluated queries have no ranking in the run (they score 0)"))
     for name in result.retrievers:
         infos = [i for k, i in result.run_info.items() if k.retriever == name and "embeddings" in i]
         if infos:
             e = infos[-1]["embeddings"]
-            out.append(("detail", f"{name}: {e['encoded']:,} texts encoded, {e['from_disk']:,} read from the embedding cache, {e['from_memory']:,} reused in memory"))
+            out.append(
+                ("detail", f"{name}: {e['encoded']:,} texts encoded, {e['from_disk']:,} read from the embedding cache, {e['from_memory']:,} reused in memory")
+            )
     return out

@@ -26,17 +26,15 @@ Stale cells (results of an earlier configuration) are listed apart and in no tab
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dataclasses import dataclass
-
 from sourcebias.evaluation.stats import SIGNIFICANCE, Column
 from sourcebias.evaluation.stats.base import _number
-from sourcebias.reporting.render import to_html, to_latex, to_markdown, to_rich
 from sourcebias.reporting.palette import HUMAN_COLOR, LLM_COLOR, UNDEFINED_COLOR
+from sourcebias.reporting.render import to_html, to_latex, to_markdown, to_rich
 from sourcebias.reporting.report import Report, cells_report
-
 
 
 def _mark(row: dict[str, Any]) -> str:
@@ -138,7 +136,9 @@ def _with_seeds(report: Report, cells) -> Report:
     caption = seed_caption(cells, summary)
     for ds, part in summary.groupby("dataset", sort=False):
         rows = [{**r, "n_text": f"{r['n_seeds']} seed{'s' if r['n_seeds'] != 1 else ''}"} for r in part.to_dict("records")]
-        report.tables.append(Table(f"seeds:{ds}", f"{ds} ({part['split'].iloc[0]}): mean and spread across seeds", seed_columns(several), rows, caption, status_rows=False))
+        report.tables.append(
+            Table(f"seeds:{ds}", f"{ds} ({part['split'].iloc[0]}): mean and spread across seeds", seed_columns(several), rows, caption, status_rows=False)
+        )
     return report
 
 
@@ -251,9 +251,22 @@ def _place_labels(fig, ax, points: list[tuple[float, float, str]], fontsize: flo
     renderer = fig.canvas.get_renderer()
     frame = ax.get_window_extent(renderer)
     marker_r = 5.0 * fig.dpi / 72
-    markers = [Bbox.from_bounds(px - marker_r, py - marker_r, 2 * marker_r, 2 * marker_r) for px, py in ax.transData.transform([(x, y) for x, y, _ in points])] if points else []
+    markers = (
+        [Bbox.from_bounds(px - marker_r, py - marker_r, 2 * marker_r, 2 * marker_r) for px, py in ax.transData.transform([(x, y) for x, y, _ in points])]
+        if points
+        else []
+    )
     placed: list = []
-    offsets = [(6, 3, "left", "bottom"), (6, -3, "left", "top"), (-6, 3, "right", "bottom"), (-6, -3, "right", "top"), (0, 7, "center", "bottom"), (0, -7, "center", "top"), (6, 12, "left", "bottom"), (6, -12, "left", "top")]
+    offsets = [
+        (6, 3, "left", "bottom"),
+        (6, -3, "left", "top"),
+        (-6, 3, "right", "bottom"),
+        (-6, -3, "right", "top"),
+        (0, 7, "center", "bottom"),
+        (0, -7, "center", "top"),
+        (6, 12, "left", "bottom"),
+        (6, -12, "left", "top"),
+    ]
 
     def cost(box, own: int) -> float:
         inside = frame.x0 <= box.x0 and box.x1 <= frame.x1 and frame.y0 <= box.y0 and box.y1 <= frame.y1
@@ -356,7 +369,9 @@ def figure_seeds(cells, dataset: str, path: Path) -> Path:
     ax.set_yticks(np.arange(len(summary))[::-1], names, fontsize=7.5)
     ax.axvline(0, color="black", lw=0.8, ls="--")
     measure = part["measure"].iloc[0] if len(part) else "NDCG"
-    ax.set_xlabel(f"Relative Δ of {measure} (%)\ndots: each seed (×n: n seeds with the same value)\ndiamond and bar: mean ± sample SD across seeds", fontsize=8.5)
+    ax.set_xlabel(
+        f"Relative Δ of {measure} (%)\ndots: each seed (×n: n seeds with the same value)\ndiamond and bar: mean ± sample SD across seeds", fontsize=8.5
+    )
     ax.set_title(f"{dataset}: Relative Δ across seeds (< 0: LLM-generated ranked higher)", fontsize=9)
     lo, hi = ax.get_xlim()
     span = max(abs(lo), abs(hi), 1e-6)
@@ -374,14 +389,26 @@ def _timings_table(timings: dict[str, Any]):
     from sourcebias.reporting.report import Table
 
     rows = [{"cell": k, "seconds": v.get("seconds"), "status": f"{v.get('status')}{' (reused)' if v.get('reused') else ''}"} for k, v in timings.items()]
-    return Table("timings", "Timings", [Column("cell", "cell", "text"), Column("seconds", "seconds", "num", 1), Column("status", "status", "text")], rows, status_rows=False)
+    return Table(
+        "timings",
+        "Timings",
+        [Column("cell", "cell", "text"), Column("seconds", "seconds", "num", 1), Column("status", "status", "text")],
+        rows,
+        status_rows=False,
+    )
 
 
 def _versions_table(versions: dict[str, str]):
     from sourcebias.evaluation.stats import Column
     from sourcebias.reporting.report import Table
 
-    return Table("versions", "Versions", [Column("package", "package", "text"), Column("version", "version", "text")], [{"package": k, "version": v} for k, v in versions.items()], status_rows=False)
+    return Table(
+        "versions",
+        "Versions",
+        [Column("package", "package", "text"), Column("version", "version", "text")],
+        [{"package": k, "version": v} for k, v in versions.items()],
+        status_rows=False,
+    )
 
 
 def write_grid_report(cells, cfg: Any, root: str | Path) -> dict[str, Path]:

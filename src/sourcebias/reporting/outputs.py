@@ -63,10 +63,19 @@ def write_summaries(result: EvaluationResult, folder: str | Path, report: Report
 
 
 def write_figure(result: EvaluationResult, folder: str | Path) -> dict[str, Path]:
-    """``figures/source_bias.png`` (:func:`~sourcebias.reporting.evaluation_figure.plot_source_bias`)
-    into ``folder``; nothing when the result has no mixed-corpus measure with labels. Without
-    matplotlib (the ``analysis`` extra) the figure is not drawn, and ``figures/not-drawn.txt`` says
-    so (never a silent gap)."""
+    """Write ``figures/source_bias.png`` into ``folder``.
+
+    See :func:`~sourcebias.reporting.evaluation_figure.plot_source_bias`; nothing is drawn when the
+    result has no mixed-corpus measure with labels. Without matplotlib (the ``analysis`` extra) the
+    figure is not drawn, and ``figures/not-drawn.txt`` says so (never a silent gap).
+
+    Args:
+        result: The evaluation.
+        folder: The output folder.
+
+    Returns:
+        ``{"figure": path}``, ``{"figure_note": path}`` or ``{}``.
+    """
     try:
         import matplotlib  # noqa: F401
     except ModuleNotFoundError:
@@ -81,7 +90,9 @@ def write_figure(result: EvaluationResult, folder: str | Path) -> dict[str, Path
     return {"figure": path} if path is not None else {}
 
 
-def write_evaluation(result: EvaluationResult, out: str | Path | OutputFolder, *, overwrite: bool = False, report: Report | None = None, **options: Unpack[WriteOptions]) -> Path:
+def write_evaluation(
+    result: EvaluationResult, out: str | Path | OutputFolder, *, overwrite: bool = False, report: Report | None = None, **options: Unpack[WriteOptions]
+) -> Path:
     """Write ``result`` and its report as an output folder (see :func:`sourcebias.evaluation.artifact.write_result`).
 
     Args:

@@ -69,7 +69,10 @@ def to_markdown(report: Report) -> str:
 
 def _markdown_table(t: Table, heading: bool = True) -> list[str]:
     esc = lambda s: s.replace("|", "\\|")  # noqa: E731
-    lines = ([f"## {t.title}", ""] if heading else []) + ["| " + " | ".join(c.header for c in t.columns) + " |", "|" + "|".join("---:" if n else "---" for n in _numeric(t)) + "|"]
+    lines = ([f"## {t.title}", ""] if heading else []) + [
+        "| " + " | ".join(c.header for c in t.columns) + " |",
+        "|" + "|".join("---:" if n else "---" for n in _numeric(t)) + "|",
+    ]
     for r in table_cells(t):
         cells = r.texts + [esc(r.status)] + [""] * (len(t.columns) - 2) if r.status else r.texts
         lines.append("| " + " | ".join(esc(c) for c in cells) + " |")
@@ -87,7 +90,15 @@ def to_latex(report: Report) -> str:
 
 def _latex_table(t: Table, notes: list[str]) -> list[str]:
     align = "".join("r" if n else "l" for n in _numeric(t))
-    out = [r"\begin{table}[t]", r"\centering", r"\small", rf"\begin{{tabular}}{{{align}}}", r"\toprule", " & ".join(latex_escape(c.header) for c in t.columns) + r" \\", r"\midrule"]
+    out = [
+        r"\begin{table}[t]",
+        r"\centering",
+        r"\small",
+        rf"\begin{{tabular}}{{{align}}}",
+        r"\toprule",
+        " & ".join(latex_escape(c.header) for c in t.columns) + r" \\",
+        r"\midrule",
+    ]
     for r in table_cells(t):
         if r.status:
             out.append(f"{latex_escape(r.texts[0])} & \\multicolumn{{{len(t.columns) - 1}}}{{l}}{{{latex_escape(r.status)}}} \\\\")
@@ -250,7 +261,11 @@ def _img(path: Path, alt: str) -> str:
 def _html_table(t: Table) -> str:
     e = html.escape
     kinds = ["num" if n else "text" for n in _numeric(t)]
-    parts = [f"<table><caption>{e(t.caption)}</caption><thead><tr>" + "".join(f"<th class='{k}'>{e(c.header)}</th>" for c, k in zip(t.columns, kinds)) + "</tr></thead><tbody>"]
+    parts = [
+        f"<table><caption>{e(t.caption)}</caption><thead><tr>"
+        + "".join(f"<th class='{k}'>{e(c.header)}</th>" for c, k in zip(t.columns, kinds))
+        + "</tr></thead><tbody>"
+    ]
     for r in table_cells(t):
         if r.status:
             parts.append(f"<tr><td class='text'>{e(r.texts[0])}</td><td class='failed text' colspan='{len(t.columns) - 1}'>{e(r.status)}</td></tr>")
@@ -262,7 +277,10 @@ def _html_table(t: Table) -> str:
 
 def to_html(report: Report) -> str:
     e = html.escape
-    parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{e(report.title)}</title><style>{_CSS}</style></head><body>", f"<h1>{e(report.title)}</h1>"]
+    parts = [
+        f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{e(report.title)}</title><style>{_CSS}</style></head><body>",
+        f"<h1>{e(report.title)}</h1>",
+    ]
     parts += [f"<p class='note'>{e(n)}</p>" for n in report.notes]
     for t in report.tables:
         parts.append(f"<h2>{e(t.title)}</h2>{_html_table(t)}")

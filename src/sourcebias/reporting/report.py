@@ -8,7 +8,6 @@ LaTeX, CSV and a self-contained HTML page; it computes nothing.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -215,7 +214,9 @@ def orphan_notes(dataset: dict[str, Any]) -> list[str]:
     o = (dataset or {}).get("orphans") or {}
     per = ", ".join(f"{s}: {n}" for s, n in (o.get("missing_copies") or {}).items())
     if o.get("policy") == "keep" and o.get("judged_originals_without_copy"):
-        return [f"Orphans (policy keep): {o['judged_originals_without_copy']} judged originals without a copy in every source are scored ({o.get('judgements_without_copy', 0)} judgements; missing copies: {per})."]
+        return [
+            f"Orphans (policy keep): {o['judged_originals_without_copy']} judged originals without a copy in every source are scored ({o.get('judgements_without_copy', 0)} judgements; missing copies: {per})."
+        ]
     if o.get("judged_originals_left_out"):
         return [
             f"Orphans (policy drop): the judgements of {o['judged_originals_left_out']} judged originals without a copy in every source were left out "
@@ -292,7 +293,16 @@ def result_report(
     if qrels is None:
         chosen = [s for s in chosen if not resolve_statistics([s])[0].needs_qrels]
     if chosen and result.has_mixed and result.other_sources:
-        ctx = StatContext(qrels=qrels, measures=statistics_measures(result, measures), ndsr_k=ndsr_k, bootstrap_resamples=bootstrap_resamples, confidence=confidence, seed=int(result.parameters.get("seed", 0)), significance_resamples=significance_resamples, correction=correction)
+        ctx = StatContext(
+            qrels=qrels,
+            measures=statistics_measures(result, measures),
+            ndsr_k=ndsr_k,
+            bootstrap_resamples=bootstrap_resamples,
+            confidence=confidence,
+            seed=int(result.parameters.get("seed", 0)),
+            significance_resamples=significance_resamples,
+            correction=correction,
+        )
         stats = compute_statistics(result, ctx, chosen)
         report.tables += statistics_tables(stats, len(result.other_sources) > 1)
         report.notes += stats.notes()
@@ -343,7 +353,7 @@ def grid_caption(ok: Any) -> str:
         if not set(s.record.field_names()) <= set(ok.columns):
             continue
         recs = [s.record.from_row(r) for r in ok.to_dict("records")]
-        if (c := s.caption(recs)):
+        if c := s.caption(recs):
             parts.append(c)
     text = " ".join(parts).replace("across the table's tests", "across the grid's tests")
     return text + " The table shows p (adj.); every p-value and count is in cells.csv."
@@ -371,10 +381,21 @@ def cells_report(cells: Any, title: str) -> Report:
         tables.append(Table(f"dataset:{ds}", f"{ds} ({part['split'].iloc[0]})", grid_columns(several), part.to_dict("records"), caption))
     report = Report(title, tables, data={"cells": cells})
     failed = current[current["status"] != "ok"]
-    listing = [Column("dataset", "dataset", "text"), Column("retriever", "retriever", "text"), Column("status", "status", "text"), Column("error", "error", "text")]
+    listing = [
+        Column("dataset", "dataset", "text"),
+        Column("retriever", "retriever", "text"),
+        Column("status", "status", "text"),
+        Column("error", "error", "text"),
+    ]
     if len(failed):
         report.sections.append(("Cells without results", Table("failed", "Cells without results", listing, failed.to_dict("records"), status_rows=False)))
     if len(stale):
-        report.sections.append(("Cells from an earlier configuration (stale, left out)", Table("stale", "Stale cells", listing, stale.to_dict("records"), status_rows=False)))
-        report.notes.append(f"{len(stale)} cell(s) hold results of an earlier configuration and are left out: " + ", ".join(f"{r['dataset']}/{r['retriever']}" for r in stale.to_dict("records")) + "; rerun them.")
+        report.sections.append(
+            ("Cells from an earlier configuration (stale, left out)", Table("stale", "Stale cells", listing, stale.to_dict("records"), status_rows=False))
+        )
+        report.notes.append(
+            f"{len(stale)} cell(s) hold results of an earlier configuration and are left out: "
+            + ", ".join(f"{r['dataset']}/{r['retriever']}" for r in stale.to_dict("records"))
+            + "; rerun them."
+        )
     return report

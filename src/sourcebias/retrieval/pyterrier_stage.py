@@ -41,7 +41,9 @@ def require_pyterrier():
     try:
         import pyterrier as pt
     except ImportError as e:
-        raise ConfigError(f"PyTerrier is not installed ({e}); install the ecosystem extra: pip install \"sourcebias[ecosystem]\" (or pip install pyterrier)") from None
+        raise ConfigError(
+            f'PyTerrier is not installed ({e}); install the ecosystem extra: pip install "sourcebias[ecosystem]" (or pip install pyterrier)'
+        ) from None
     return pt
 
 
@@ -199,7 +201,9 @@ class PyTerrierStage(Stage, Retriever):  # type: ignore[misc]
     offline="whatever the transformer needs",
 )
 def _pt(params: dict[str, Any], text: str) -> PyTerrierStage:
-    return PyTerrierStage(load_transformer(params["target"]), name=params.get("name") or text, docnos=params.get("docnos"), depth=params.get("depth"), text=params["text"])
+    return PyTerrierStage(
+        load_transformer(params["target"]), name=params.get("name") or text, docnos=params.get("docnos"), depth=params.get("depth"), text=params["text"]
+    )
 
 
 _pt.ranks_alone = True  # type: ignore[attr-defined]  # pt:MODULE:NAME alone ranks with a whole PyTerrier pipeline

@@ -377,9 +377,11 @@ def _run_name(path: Path) -> str:
 
 
 def _score_formatter(dtype: np.dtype) -> Callable[[Any], list[str]]:
-    """Scores -> the shortest texts that read back to the same values of the scores' type
-    (float32: ``astype(str)``, numpy's shortest float32 repr, the text of ``str(np.float32(s))``
-    for every value, in one call)."""
+    """Scores -> the shortest texts that read back to the same values of the scores' type.
+
+    float32: ``astype(str)``, numpy's shortest float32 repr, the text of ``str(np.float32(s))``
+    for every value, in one call.
+    """
     if dtype == np.float32:
         return lambda scores: np.asarray(scores, dtype=np.float32).astype(str).tolist()
     return lambda scores: [repr(s) for s in np.asarray(scores).tolist()]
@@ -492,7 +494,9 @@ class DocnoMap:
         if not fields <= {"doc_id", "source"} or "doc_id" not in fields:
             raise ConfigError(f"docno pattern '{pattern}' must contain {{doc_id}} and may contain {{source}} (and no other fields)")
         if "source" not in fields and len(corpus.sources) > 1:
-            raise ConfigError(f"docno pattern '{pattern}' has no {{source}}: it cannot tell a document from its twin in a corpus of {len(corpus.sources)} sources")
+            raise ConfigError(
+                f"docno pattern '{pattern}' has no {{source}}: it cannot tell a document from its twin in a corpus of {len(corpus.sources)} sources"
+            )
         labels = dict(source_labels or {})
         unknown = [s for s in labels if s not in corpus.sources]
         if unknown:

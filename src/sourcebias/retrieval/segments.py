@@ -48,6 +48,7 @@ segments; ``D``: documents)
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -112,7 +113,7 @@ class Segment:
 
 def merge_segments(segments: Sequence[Segment]) -> Segment:
     """One segment holding the documents of adjacent ``segments`` (in order), ``O(P log S)``."""
-    for a, b in zip(segments, segments[1:]):
+    for a, b in itertools.pairwise(segments):
         if a.base + a.n_docs != b.base:
             raise ConfigError(f"segments to merge must be adjacent: {a.base}+{a.n_docs} then {b.base}")
     base = segments[0].base
@@ -305,11 +306,19 @@ class SegmentedBM25:
         for term, i in self.vocab.items():
             terms[i] = term
         atomic_write_json(folder / "vocab.json", terms, indent=None)
-        manifest = {"format": _FORMAT, "k1": self.k1, "b": self.b, "norms": self.norms, "max_segments": self.max_segments,
-                    "analyzer": _analyzer_config(self.analyzer), "n_docs": self.n_docs, "n_terms": len(self.vocab),
-                    "segments": [{"file": n, "base": s.base, "n_docs": s.n_docs} for n, s in zip(names, self.segments)]}
+        manifest = {
+            "format": _FORMAT,
+            "k1": self.k1,
+            "b": self.b,
+            "norms": self.norms,
+            "max_segments": self.max_segments,
+            "analyzer": _analyzer_config(self.analyzer),
+            "n_docs": self.n_docs,
+            "n_terms": len(self.vocab),
+            "segments": [{"file": n, "base": s.base, "n_docs": s.n_docs} for n, s in zip(names, self.segments)],
+        }
         atomic_write_json(folder / "segments.json", manifest)
-        for stale in set(p.name for p in folder.glob("seg-*.npz")) - set(names):
+        for stale in {p.name for p in folder.glob("seg-*.npz")} - set(names):
             (folder / stale).unlink(missing_ok=True)
         return folder
 

@@ -147,7 +147,15 @@ def _register(
     return deco
 
 
-def register_first_stage(kind: str, *, params: Mapping[str, Param] | None = None, help: str = "", positional: str | None = None, offline: str | None = None, models: tuple[str, ...] = ()) -> Callable[[_Factory], _Factory]:
+def register_first_stage(
+    kind: str,
+    *,
+    params: Mapping[str, Param] | None = None,
+    help: str = "",
+    positional: str | None = None,
+    offline: str | None = None,
+    models: tuple[str, ...] = (),
+) -> Callable[[_Factory], _Factory]:
     """Decorator: register a factory ``(params, text) -> Retriever`` for ``--retriever KIND...``.
 
     Args:
@@ -167,7 +175,9 @@ def register_first_stage(kind: str, *, params: Mapping[str, Param] | None = None
     return _register("first", kind, params, help, positional, offline, models)
 
 
-def register_stage(kind: str, *, params: Mapping[str, Param] | None = None, help: str = "", positional: str | None = None, offline: str | None = None) -> Callable[[_Factory], _Factory]:
+def register_stage(
+    kind: str, *, params: Mapping[str, Param] | None = None, help: str = "", positional: str | None = None, offline: str | None = None
+) -> Callable[[_Factory], _Factory]:
     """Decorator: register a factory ``(params, text) -> Stage`` for ``... >> KIND...``.
 
     The arguments are those of :func:`register_first_stage` (without ``models``).
@@ -283,7 +293,7 @@ def resolve_params(spec: Kind, arg: str | None, options: Mapping[str, Any]) -> d
     """
     options = command_wide(options)
     given: dict[str, Any] = {}
-    parts = [p for p in (arg.split(",") if arg else [])]
+    parts = arg.split(",") if arg else []
     if parts and spec.positional and "=" not in parts[0]:
         given[spec.positional] = spec.params[spec.positional].parse(spec.kind, spec.positional, parts.pop(0))
     for part in parts:

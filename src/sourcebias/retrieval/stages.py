@@ -78,6 +78,12 @@ class SelfMatchFilter(Stage):
         return {"name": self.name, "class": "SelfMatchFilter"}
 
 
-@register_stage("cut", params={"k": Param(int, "documents kept per query", required=True)}, positional="k", help="keep the first K documents per query: cut:20 (e.g. bm25>>cut:20>>lm:smollm2)", offline="always (no model)")
+@register_stage(
+    "cut",
+    params={"k": Param(int, "documents kept per query", required=True)},
+    positional="k",
+    help="keep the first K documents per query: cut:20 (e.g. bm25>>cut:20>>lm:smollm2)",
+    offline="always (no model)",
+)
 def _cut(params: dict[str, Any], text: str) -> Stage:
     return Cutoff(params["k"])

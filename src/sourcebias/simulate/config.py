@@ -58,7 +58,25 @@ from sourcebias.experiments.settings import key_line, unknown_keys
 SIM_KEYS = {"name", "rounds", "queries_per_round", "k", "depth", "seed", "eval_queries", "cache_dir"}
 DATASET_KEYS = {"path", "split", "sources", "human_source"}
 RETRIEVER_KEYS = {"spec", "name"}
-GENERATOR_KEYS = {"model", "backend", "name", "write", "context", "prompt", "system", "temperature", "top_p", "max_new_tokens", "base_url", "api_key_env", "completions", "concurrency", "timeout", "threads", "device"}
+GENERATOR_KEYS = {
+    "model",
+    "backend",
+    "name",
+    "write",
+    "context",
+    "prompt",
+    "system",
+    "temperature",
+    "top_p",
+    "max_new_tokens",
+    "base_url",
+    "api_key_env",
+    "completions",
+    "concurrency",
+    "timeout",
+    "threads",
+    "device",
+}
 INTERVENTION_KEYS = {"kind", "detector", "threshold", "fair_target", "detector_model", "max_pairs"}
 WRITES = ("answer", "rewrite")
 INTERVENTIONS = ("none", "fair", "detector")
@@ -130,9 +148,19 @@ class SimulationConfig:
         gen = asdict(self.generator)
         for key in ("concurrency", "timeout", "threads", "device", "api_key_env", "base_url"):
             gen.pop(key)  # how the work is spread, not what it computes
-        return {"dataset": str(self.dataset), "split": self.split, "sources": list(self.sources) if self.sources else None, "human_source": self.human_source,
-                "queries_per_round": self.queries_per_round, "k": self.k, "depth": self.depth, "seed": self.seed, "eval_queries": self.eval_queries,
-                "generator": gen, "intervention": asdict(self.intervention)}
+        return {
+            "dataset": str(self.dataset),
+            "split": self.split,
+            "sources": list(self.sources) if self.sources else None,
+            "human_source": self.human_source,
+            "queries_per_round": self.queries_per_round,
+            "k": self.k,
+            "depth": self.depth,
+            "seed": self.seed,
+            "eval_queries": self.eval_queries,
+            "generator": gen,
+            "intervention": asdict(self.intervention),
+        }
 
     def settings_hash(self, retriever: str) -> str:
         spec = dict(self.retrievers)[retriever]
@@ -195,11 +223,22 @@ def load_simulation_config(path: str | Path) -> SimulationConfig:
     generator = _generator(c, raw)
     intervention = _intervention(c, raw, path)
     cfg = SimulationConfig(
-        path=path, text=text, name=c.get(sim, "name", str, "[simulation]", path.stem), dataset=dataset, split=split, sources=sources, human_source=human,
-        retrievers=retrievers, generator=generator, intervention=intervention,
-        rounds=c.get(sim, "rounds", int, "[simulation]", 5, 1), queries_per_round=c.get(sim, "queries_per_round", int, "[simulation]", 10, 1),
-        k=c.get(sim, "k", int, "[simulation]", 10, 1), depth=c.get(sim, "depth", int, "[simulation]", 100, 1),
-        seed=c.get(sim, "seed", int, "[simulation]", 0), eval_queries=c.get(sim, "eval_queries", int, "[simulation]", 0, 0),
+        path=path,
+        text=text,
+        name=c.get(sim, "name", str, "[simulation]", path.stem),
+        dataset=dataset,
+        split=split,
+        sources=sources,
+        human_source=human,
+        retrievers=retrievers,
+        generator=generator,
+        intervention=intervention,
+        rounds=c.get(sim, "rounds", int, "[simulation]", 5, 1),
+        queries_per_round=c.get(sim, "queries_per_round", int, "[simulation]", 10, 1),
+        k=c.get(sim, "k", int, "[simulation]", 10, 1),
+        depth=c.get(sim, "depth", int, "[simulation]", 100, 1),
+        seed=c.get(sim, "seed", int, "[simulation]", 0),
+        eval_queries=c.get(sim, "eval_queries", int, "[simulation]", 0, 0),
     )
     if "cache_dir" in sim:
         cfg.cache_dir = (path.parent / c.get(sim, "cache_dir", str, "[simulation]")).resolve()
@@ -236,12 +275,12 @@ def _retrievers(c: _Checker, raw: dict[str, Any]) -> list[tuple[str, str]]:
 
     entries = raw.get("retrievers")
     if not isinstance(entries, list) or not entries:
-        c.fail("[[retrievers]]", "at least one retriever is needed (spec = \"bm25\")", "retrievers")
+        c.fail("[[retrievers]]", 'at least one retriever is needed (spec = "bm25")', "retrievers")
     out: list[tuple[str, str]] = []
     for i, e in enumerate(entries, start=1):
         e = c.keys(e, RETRIEVER_KEYS, f"retrievers[{i}]")
         if "spec" not in e:
-            c.fail(f"retrievers[{i}]", "missing spec = \"...\"")
+            c.fail(f"retrievers[{i}]", 'missing spec = "..."')
         spec = c.get(e, "spec", str, f"retrievers[{i}]")
         kind, _ = split_stage(spec.split(">>")[0])
         if get_kind(kind) is None:
@@ -255,11 +294,11 @@ def _retrievers(c: _Checker, raw: dict[str, Any]) -> list[tuple[str, str]]:
 
 def _generator(c: _Checker, raw: dict[str, Any]) -> GeneratorEntry:
     if "generator" not in raw:
-        c.fail("[generator]", "missing: the model that writes each round's documents (model = \"smollm2\")")
+        c.fail("[generator]", 'missing: the model that writes each round\'s documents (model = "smollm2")')
     g = c.keys(raw["generator"], GENERATOR_KEYS, "[generator]")
     w = "[generator]"
     if "model" not in g:
-        c.fail(w, "missing model = \"...\"")
+        c.fail(w, 'missing model = "..."')
     base_url = c.get(g, "base_url", (str, list), w, [])
     base_url = [base_url] if isinstance(base_url, str) else base_url
     backend = c.choice(g, "backend", ("local", "openai"), w, "openai" if base_url else "local")
@@ -270,11 +309,23 @@ def _generator(c: _Checker, raw: dict[str, Any]) -> GeneratorEntry:
     write = c.choice(g, "write", WRITES, w, "answer")
     temperature = c.get(g, "temperature", (int, float), w, 0.2, 0)
     return GeneratorEntry(
-        model=model, backend=backend, name=name, write=write, context=c.get(g, "context", int, w, 3, 1), prompt=c.get(g, "prompt", str, w, "rag" if write == "answer" else "kdd"),
-        system=c.get(g, "system", str, w), temperature=float(temperature), top_p=float(c.get(g, "top_p", (int, float), w, 1.0, 0)),
-        max_new_tokens=c.get(g, "max_new_tokens", int, w, 256, 1), base_url=tuple(base_url), api_key_env=c.get(g, "api_key_env", str, w),
-        completions=c.get(g, "completions", bool, w, False), concurrency=c.get(g, "concurrency", int, w, 4, 1), timeout=float(c.get(g, "timeout", (int, float), w, 300.0, 1)),
-        threads=c.get(g, "threads", int, w, None, 1), device=c.get(g, "device", str, w),
+        model=model,
+        backend=backend,
+        name=name,
+        write=write,
+        context=c.get(g, "context", int, w, 3, 1),
+        prompt=c.get(g, "prompt", str, w, "rag" if write == "answer" else "kdd"),
+        system=c.get(g, "system", str, w),
+        temperature=float(temperature),
+        top_p=float(c.get(g, "top_p", (int, float), w, 1.0, 0)),
+        max_new_tokens=c.get(g, "max_new_tokens", int, w, 256, 1),
+        base_url=tuple(base_url),
+        api_key_env=c.get(g, "api_key_env", str, w),
+        completions=c.get(g, "completions", bool, w, False),
+        concurrency=c.get(g, "concurrency", int, w, 4, 1),
+        timeout=float(c.get(g, "timeout", (int, float), w, 300.0, 1)),
+        threads=c.get(g, "threads", int, w, None, 1),
+        device=c.get(g, "device", str, w),
     )
 
 
@@ -284,13 +335,20 @@ def _intervention(c: _Checker, raw: dict[str, Any], path: Path) -> InterventionE
     kind = c.choice(t, "kind", INTERVENTIONS, w, "none")
     detector = c.get(t, "detector", str, w)
     if kind == "detector" and not detector:
-        c.fail(f"{w}.detector", "kind = \"detector\" needs detector = \"DIR[,split]\": labelled twins to train and calibrate it on", "kind")
+        c.fail(f"{w}.detector", 'kind = "detector" needs detector = "DIR[,split]": labelled twins to train and calibrate it on', "kind")
     if detector and kind != "detector":
-        c.fail(f"{w}.detector", f"only used with kind = \"detector\" (kind is \"{kind}\")", "detector")
+        c.fail(f"{w}.detector", f'only used with kind = "detector" (kind is "{kind}")', "detector")
     if detector:
         head, sep, tail = detector.rpartition(",")
         folder = path.parent / (head if sep and "/" not in tail else detector)
         detector = str(folder.resolve()) + (f",{tail}" if sep and "/" not in tail else "")
     threshold = c.get(t, "threshold", (str, int, float), w, "youden")
     fair_target = c.choice(t, "fair_target", ("equal", "proportional"), w, "proportional")
-    return InterventionEntry(kind=kind, detector=detector, threshold=threshold, fair_target=fair_target, detector_model=c.get(t, "detector_model", str, w, "minilm"), max_pairs=c.get(t, "max_pairs", int, w, 400, 10))
+    return InterventionEntry(
+        kind=kind,
+        detector=detector,
+        threshold=threshold,
+        fair_target=fair_target,
+        detector_model=c.get(t, "detector_model", str, w, "minilm"),
+        max_pairs=c.get(t, "max_pairs", int, w, 400, 10),
+    )

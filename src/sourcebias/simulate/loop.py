@@ -122,7 +122,17 @@ def read_records(folder: Path) -> list[dict[str, Any]]:
 class Loop:
     """One retriever's loop over the rounds (see the module docstring)."""
 
-    def __init__(self, cfg: SimulationConfig, root: Path, name: str, dataset: Any, eval_qids: list[str], writer: Callable[[], Any], emit: Callable[[str, dict], None], overwrite: bool):
+    def __init__(
+        self,
+        cfg: SimulationConfig,
+        root: Path,
+        name: str,
+        dataset: Any,
+        eval_qids: list[str],
+        writer: Callable[[], Any],
+        emit: Callable[[str, dict], None],
+        overwrite: bool,
+    ):
         self.cfg, self.root, self.name, self.dataset, self.eval_qids = cfg, root, name, dataset, eval_qids
         self.writer, self.emit, self.overwrite = writer, emit, overwrite
         self.hash = cfg.settings_hash(name)
@@ -142,7 +152,9 @@ class Loop:
         state = finished_round(round_dir(self.root, self.name, r), self.hash)
         if state is False:
             if not self.overwrite:
-                raise OutputError(f"{round_dir(self.root, self.name, r)}: made with other settings than this configuration's; pass --overwrite to run the loop of {self.name} again, or choose another --output")
+                raise OutputError(
+                    f"{round_dir(self.root, self.name, r)}: made with other settings than this configuration's; pass --overwrite to run the loop of {self.name} again, or choose another --output"
+                )
             shutil.rmtree(self.root / "loops" / self.name)
         return state
 
@@ -151,7 +163,14 @@ class Loop:
 
         done = self._replay()
         spec = dict(self.cfg.retrievers)[self.name]
-        self.index = loop_index(self.name, spec, state=self.root / "loops" / self.name / "index", n_docs=len(self.corpus), cache_dir=self.cfg.cache_dir, device=self.cfg.generator.device)
+        self.index = loop_index(
+            self.name,
+            spec,
+            state=self.root / "loops" / self.name / "index",
+            n_docs=len(self.corpus),
+            cache_dir=self.cfg.cache_dir,
+            device=self.cfg.generator.device,
+        )
         for r in range(self.cfg.rounds + 1):
             if r < done:
                 self.emit("cached", {"retriever": self.name, "round": r})
@@ -196,9 +215,19 @@ class Loop:
 
         w = self.writer()
         view = (self._last if self._last is not None else self._view()).cut(self.cfg.k)
-        tasks = plan_tasks(view, round_queries(self.cfg, self.eval_qids, r), self.dataset.queries, write=self.cfg.generator.write, k=self.cfg.k, context=self.cfg.generator.context, round_=r)
+        tasks = plan_tasks(
+            view,
+            round_queries(self.cfg, self.eval_qids, r),
+            self.dataset.queries,
+            write=self.cfg.generator.write,
+            k=self.cfg.k,
+            context=self.cfg.generator.context,
+            round_=r,
+        )
         with progress.task(f"{self.name}: round {r}, writing", total=len(tasks), unit="docs") as t:
-            records = write_documents(tasks, self.corpus, w.backend, self.cfg.generator, w.template, seed=self.cfg.seed, round_=r, retriever=self.name, on_done=t.advance)
+            records = write_documents(
+                tasks, self.corpus, w.backend, self.cfg.generator, w.template, seed=self.cfg.seed, round_=r, retriever=self.name, on_done=t.advance
+            )
         for rec in records:
             rec["metadata"]["added"] = rec["metadata"]["rewrite_status"] == "ok"
         if self.cfg.intervention.kind == "detector":
@@ -219,8 +248,17 @@ class Loop:
         from sourcebias.simulate.metrics import round_metrics
 
         metrics = round_metrics(view, self.dataset.qrels, self.eval_qids, k=self.cfg.k, human_source=self.dataset.human_source, generated=self.generated)
-        metrics.update(round=r, retriever=self.name, documents=len(self.corpus), source=self.cfg.source_name(r) if r else None, written=len(records),
-                       added=sum(1 for x in records if x["metadata"]["added"]), statuses=_statuses(records), seconds=round(seconds, 3), index=self._index().config())
+        metrics.update(
+            round=r,
+            retriever=self.name,
+            documents=len(self.corpus),
+            source=self.cfg.source_name(r) if r else None,
+            written=len(records),
+            added=sum(1 for x in records if x["metadata"]["added"]),
+            statuses=_statuses(records),
+            seconds=round(seconds, 3),
+            index=self._index().config(),
+        )
         folder = OutputFolder.claim(round_dir(self.root, self.name, r), kind=ROUND_KIND, overwrite=True)
         try:
             with atomic_open(folder.staging / "documents.jsonl") as fh:
@@ -229,7 +267,9 @@ class Loop:
             view.write_trec(folder.staging / "run.trec", tag=self.name)
             atomic_write_json(folder.staging / "metrics.json", json_plain(metrics))
             params = {"settings_hash": self.hash, "round": r, "retriever": self.name, "seed": self.cfg.seed}
-            folder.commit(build_manifest(command=ROUND_KIND, inputs={"config": str(self.cfg.path.resolve())}, parameters=params, timings={"round_s": round(seconds, 3)}))
+            folder.commit(
+                build_manifest(command=ROUND_KIND, inputs={"config": str(self.cfg.path.resolve())}, parameters=params, timings={"round_s": round(seconds, 3)})
+            )
         finally:
             folder.abort()
         self._index().save(self.root / "loops" / self.name / "index")

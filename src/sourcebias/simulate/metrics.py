@@ -59,10 +59,14 @@ def round_metrics(run: Run, qrels: Any, query_ids: Sequence[str], *, k: int, hum
     return {
         "queries": len(query_ids),
         "ndcg": _mean(values[(human_source, f"NDCG@{k}")]),
-        "share_generated": _mean(gen_share), "ndsr_generated": _mean(gen_ndsr),
-        "share_human": _mean(share.get(human_source, np.full(len(query_ids), np.nan))), "ndsr_human": _mean(ndsr.get(human_source, np.full(len(query_ids), np.nan))),
-        "share_by_source": {s: _mean(v) for s, v in share.items()}, "ndsr_by_source": {s: _mean(v) for s, v in ndsr.items()},
-        "self_bleu": _mean(bleu), "self_bleu_undefined": int(np.isnan(bleu).sum()),
+        "share_generated": _mean(gen_share),
+        "ndsr_generated": _mean(gen_ndsr),
+        "share_human": _mean(share.get(human_source, np.full(len(query_ids), np.nan))),
+        "ndsr_human": _mean(ndsr.get(human_source, np.full(len(query_ids), np.nan))),
+        "share_by_source": {s: _mean(v) for s, v in share.items()},
+        "ndsr_by_source": {s: _mean(v) for s, v in ndsr.items()},
+        "self_bleu": _mean(bleu),
+        "self_bleu_undefined": int(np.isnan(bleu).sum()),
         "empty_rankings": int(sum(1 for q in query_ids if not len(run.positions.get(q, [])))),
         "top_human": top_human,
     }

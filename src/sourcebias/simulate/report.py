@@ -11,25 +11,40 @@ from sourcebias.evaluation.stats import Column
 from sourcebias.reporting.report import Report, Table
 
 COLUMNS = [
-    Column("retriever", "retriever", "text"), Column("round", "round", "int"), Column("documents", "docs", "int"), Column("added", "added", "int"),
-    Column("share_generated", "gen. Share@k", "pct"), Column("ndsr_generated", "gen. NDSR@k", "pct"), Column("share_round", "round's Share@k", "pct"),
-    Column("ndcg", "NDCG@k", "pct"), Column("ndcg_change", "Δ NDCG@k", "delta", digits=1), Column("silenced", "silenced", "int"),
-    Column("silenced_share", "silenced %", "pct"), Column("self_bleu", "self-BLEU@k", "pct"),
+    Column("retriever", "retriever", "text"),
+    Column("round", "round", "int"),
+    Column("documents", "docs", "int"),
+    Column("added", "added", "int"),
+    Column("share_generated", "gen. Share@k", "pct"),
+    Column("ndsr_generated", "gen. NDSR@k", "pct"),
+    Column("share_round", "round's Share@k", "pct"),
+    Column("ndcg", "NDCG@k", "pct"),
+    Column("ndcg_change", "Δ NDCG@k", "delta", digits=1),
+    Column("silenced", "silenced", "int"),
+    Column("silenced_share", "silenced %", "pct"),
+    Column("self_bleu", "self-BLEU@k", "pct"),
 ]
-PANELS = (("share_generated", "generated text, Share@k (%)"), ("ndsr_generated", "generated text, NDSR@k (%)"), ("ndcg", "NDCG@k, human judgements (%)"),
-          ("silenced_share", "human top-k documents silenced (%)"), ("self_bleu", "self-BLEU@k of the top k (%)"))
+PANELS = (
+    ("share_generated", "generated text, Share@k (%)"),
+    ("ndsr_generated", "generated text, NDSR@k (%)"),
+    ("ndcg", "NDCG@k, human judgements (%)"),
+    ("silenced_share", "human top-k documents silenced (%)"),
+    ("self_bleu", "self-BLEU@k of the top k (%)"),
+)
 
 
 def caption(settings: dict[str, Any]) -> str:
     k = settings.get("k")
     iv = (settings.get("intervention") or {}).get("kind", "none")
     gen = settings.get("generator") or {}
-    return (f"k = {k}. Each retriever runs its own loop: in each round the generator ({gen.get('model')}, writing '{gen.get('write')}') writes from the top k of "
-            f"{settings.get('queries_per_round')} queries drawn anew (seed {settings.get('seed')}); its documents join the corpus as source '<generator>-round<r>'. "
-            f"Measured on {settings.get('eval_queries_n')} judged queries. gen. = all generated sources together; NDCG@k on the human judgements "
-            f"(generated copies judged 0); Δ NDCG against round 0; silenced = (query, human document) pairs of round 0's top k absent from the top k from that round "
-            f"through the last round run, % of round 0's; self-BLEU@k: sacrebleu sentence BLEU of each top-k document against the others (higher = less diverse). "
-            f"Intervention: {iv}.")
+    return (
+        f"k = {k}. Each retriever runs its own loop: in each round the generator ({gen.get('model')}, writing '{gen.get('write')}') writes from the top k of "
+        f"{settings.get('queries_per_round')} queries drawn anew (seed {settings.get('seed')}); its documents join the corpus as source '<generator>-round<r>'. "
+        f"Measured on {settings.get('eval_queries_n')} judged queries. gen. = all generated sources together; NDCG@k on the human judgements "
+        f"(generated copies judged 0); Δ NDCG against round 0; silenced = (query, human document) pairs of round 0's top k absent from the top k from that round "
+        f"through the last round run, % of round 0's; self-BLEU@k: sacrebleu sentence BLEU of each top-k document against the others (higher = less diverse). "
+        f"Intervention: {iv}."
+    )
 
 
 def simulation_report(result: Any, figure: Path | None = None) -> Report:
@@ -83,7 +98,10 @@ def plot_curves(result: Any, path: Path) -> Path | None:
     axes[-1].axis("off")
     axes[-1].legend(handles, labels, loc="center", title="retriever (own loop)", fontsize=10)
     fig.supxlabel(f"Percent; {RULE}.", fontsize=8.5, color="#444444")
-    fig.suptitle(f"Feedback loop '{result.name}' ({(result.settings.get('generator') or {}).get('model')} writing; intervention: {(result.settings.get('intervention') or {}).get('kind', 'none')})", fontsize=11)
+    fig.suptitle(
+        f"Feedback loop '{result.name}' ({(result.settings.get('generator') or {}).get('model')} writing; intervention: {(result.settings.get('intervention') or {}).get('kind', 'none')})",
+        fontsize=11,
+    )
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path

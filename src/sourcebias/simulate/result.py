@@ -19,7 +19,24 @@ from typing import Any
 from sourcebias.core.errors import OutputError
 
 KIND = "simulate"
-ROW_COLUMNS = ("retriever", "round", "documents", "written", "added", "share_generated", "ndsr_generated", "share_round", "ndcg", "ndcg_change", "silenced", "silenced_share", "self_bleu", "self_bleu_undefined", "queries", "seconds")
+ROW_COLUMNS = (
+    "retriever",
+    "round",
+    "documents",
+    "written",
+    "added",
+    "share_generated",
+    "ndsr_generated",
+    "share_round",
+    "ndcg",
+    "ndcg_change",
+    "silenced",
+    "silenced_share",
+    "self_bleu",
+    "self_bleu_undefined",
+    "queries",
+    "seconds",
+)
 
 
 @dataclass
@@ -82,21 +99,39 @@ def _loop_rows(retriever: str, metrics: list[dict[str, Any]], k: Any) -> tuple[l
     rows, sources, notes = [], [], []
     for m, s in zip(metrics, silenced):
         rnd = m["round"]
-        rows.append({
-            "retriever": retriever, "round": rnd, "documents": m["documents"], "written": m["written"], "added": m["added"],
-            "share_generated": _num(m["share_generated"]), "ndsr_generated": _num(m["ndsr_generated"]),
-            "share_round": _num(m["share_by_source"].get(m["source"])) if m.get("source") else float("nan"),
-            "ndcg": _num(m["ndcg"]), "ndcg_change": _num(m["ndcg"]) - base_ndcg, "silenced": s["silenced"],
-            "silenced_share": s["silenced"] / s["baseline_human"] if s["baseline_human"] else float("nan"),
-            "self_bleu": _num(m["self_bleu"]), "self_bleu_undefined": m["self_bleu_undefined"], "queries": m["queries"], "seconds": m.get("seconds"),
-        })
+        rows.append(
+            {
+                "retriever": retriever,
+                "round": rnd,
+                "documents": m["documents"],
+                "written": m["written"],
+                "added": m["added"],
+                "share_generated": _num(m["share_generated"]),
+                "ndsr_generated": _num(m["ndsr_generated"]),
+                "share_round": _num(m["share_by_source"].get(m["source"])) if m.get("source") else float("nan"),
+                "ndcg": _num(m["ndcg"]),
+                "ndcg_change": _num(m["ndcg"]) - base_ndcg,
+                "silenced": s["silenced"],
+                "silenced_share": s["silenced"] / s["baseline_human"] if s["baseline_human"] else float("nan"),
+                "self_bleu": _num(m["self_bleu"]),
+                "self_bleu_undefined": m["self_bleu_undefined"],
+                "queries": m["queries"],
+                "seconds": m.get("seconds"),
+            }
+        )
         for src, v in m["share_by_source"].items():
             sources.append({"retriever": retriever, "round": rnd, "source": src, "share": _num(v), "ndsr": _num(m["ndsr_by_source"].get(src))})
         not_added = {k2: v for k2, v in (m.get("statuses") or {}).items() if k2 != "ok"}
         if not_added:
-            notes.append(f"{retriever}, round {rnd}: {m['written'] - m['added']} of {m['written']} written documents not added (" + ", ".join(f"{k2}: {v}" for k2, v in sorted(not_added.items())) + ")")
+            notes.append(
+                f"{retriever}, round {rnd}: {m['written'] - m['added']} of {m['written']} written documents not added ("
+                + ", ".join(f"{k2}: {v}" for k2, v in sorted(not_added.items()))
+                + ")"
+            )
         if m["self_bleu_undefined"]:
-            notes.append(f"{retriever}, round {rnd}: self-BLEU@{k} undefined for {m['self_bleu_undefined']} of {m['queries']} queries (fewer than two non-empty documents in the top k); left out of its mean")
+            notes.append(
+                f"{retriever}, round {rnd}: self-BLEU@{k} undefined for {m['self_bleu_undefined']} of {m['queries']} queries (fewer than two non-empty documents in the top k); left out of its mean"
+            )
     return rows, sources, notes
 
 

@@ -35,15 +35,19 @@ def _writer_factory(cfg: SimulationConfig, notes: list[str]) -> Callable[[], Wri
 
                 detector = build_detector(cfg)
                 s = detector.summary()
-                notes.append(f"Detector filter: trained on {cfg.intervention.detector}; held-out calibration Se = {s['sensitivity']:.3f}, Sp = {s['specificity']:.3f} "
-                             f"(threshold {s['threshold']:.3g}): about {100 * (1 - s['sensitivity']):.0f}% of generated documents are expected to pass it")
+                notes.append(
+                    f"Detector filter: trained on {cfg.intervention.detector}; held-out calibration Se = {s['sensitivity']:.3f}, Sp = {s['specificity']:.3f} "
+                    f"(threshold {s['threshold']:.3g}): about {100 * (1 - s['sensitivity']):.0f}% of generated documents are expected to pass it"
+                )
             cache["w"] = Writer(make_backend(cfg.generator), make_template(cfg.generator, cfg.path.parent), detector)
         return cache["w"]
 
     return get
 
 
-def run_simulation(cfg: SimulationConfig, root: str | Path, *, overwrite: bool = False, on_event: Callable[[str, dict], None] | None = None, ray_address: str | None = None) -> tuple[SimulationResult, Path]:
+def run_simulation(
+    cfg: SimulationConfig, root: str | Path, *, overwrite: bool = False, on_event: Callable[[str, dict], None] | None = None, ray_address: str | None = None
+) -> tuple[SimulationResult, Path]:
     """Run (or resume) the simulation into ``root``; returns the result and the folder.
 
     ``ray_address`` (``"local"`` or a cluster's address): each retriever's loop is one Ray task
@@ -61,7 +65,13 @@ def run_simulation(cfg: SimulationConfig, root: str | Path, *, overwrite: bool =
     try:
         atomic_write_text(root / "config.toml", cfg.text)
         settings = {**cfg.loop_settings(), "rounds": cfg.rounds, "eval_queries_n": len(eval_qids), "dataset_name": dataset.name}
-        state: dict[str, Any] = {"name": cfg.name, "config_sha256": cfg.digest(), "retrievers": [n for n, _ in cfg.retrievers], "settings": settings, "notes": []}
+        state: dict[str, Any] = {
+            "name": cfg.name,
+            "config_sha256": cfg.digest(),
+            "retrievers": [n for n, _ in cfg.retrievers],
+            "settings": settings,
+            "notes": [],
+        }
         atomic_write_json(root / STATE_FILE, state)
         emit = on_event or (lambda kind, rec: None)
         if ray_address is None:
@@ -88,7 +98,16 @@ def _dataset(cfg: SimulationConfig) -> tuple[Any, list[str]]:
     return dataset, evaluation_queries(cfg, dataset)
 
 
-def run_loop(cfg: SimulationConfig, root: Path, name: str, dataset: Any, eval_qids: list[str], writer: Callable[[], Writer], emit: Callable[[str, dict], None], overwrite: bool) -> None:
+def run_loop(
+    cfg: SimulationConfig,
+    root: Path,
+    name: str,
+    dataset: Any,
+    eval_qids: list[str],
+    writer: Callable[[], Writer],
+    emit: Callable[[str, dict], None],
+    overwrite: bool,
+) -> None:
     from sourcebias.simulate.loop import Loop
 
     Loop(cfg, root, name, dataset, eval_qids, writer, emit, overwrite).run()
@@ -152,6 +171,11 @@ def write_report(result: SimulationResult, root: Path, cfg: SimulationConfig, *,
     atomic_write_text(root / "report.md", to_markdown(report))
     atomic_write_text(root / "report.html", to_html(report))
     files = {k: v for k, v in list_files(root).items() if k != MANIFEST and not k.startswith("loops/")}
-    manifest = build_manifest(command=KIND, inputs={"config": str(cfg.path.resolve()), "dataset": str(cfg.dataset)}, parameters={"name": cfg.name, **result.settings}, timings={"total_s": round(seconds, 3)})
+    manifest = build_manifest(
+        command=KIND,
+        inputs={"config": str(cfg.path.resolve()), "dataset": str(cfg.dataset)},
+        parameters={"name": cfg.name, **result.settings},
+        timings={"total_s": round(seconds, 3)},
+    )
     manifest.update(kind=KIND, outputs={"files": files, "rounds": {r: len(result.rounds(r)) for r in result.retrievers}})
     atomic_write_json(root / MANIFEST, manifest)

@@ -101,11 +101,15 @@ def request_for(task: WriteTask, corpus: Corpus, gen: Any, template: Any, seed: 
         d = corpus[task.sources[0][0]]
         messages, user = template.messages(d.text, d.title), template.render(d.text, d.title)
         source_text, marker = d.text, template.answer_marker or "Rewritten Text:"
-    req = GenerationRequest(key=task.doc_id, messages=messages, prompt=user, max_tokens=budget, temperature=gen.temperature, top_p=gen.top_p, seed=document_seed(seed, task.doc_id))
+    req = GenerationRequest(
+        key=task.doc_id, messages=messages, prompt=user, max_tokens=budget, temperature=gen.temperature, top_p=gen.top_p, seed=document_seed(seed, task.doc_id)
+    )
     return req, source_text, marker
 
 
-def write_documents(tasks: Sequence[WriteTask], corpus: Corpus, backend: Any, gen: Any, template: Any, *, seed: int, round_: int, retriever: str, on_done: Any = None) -> list[dict[str, Any]]:
+def write_documents(
+    tasks: Sequence[WriteTask], corpus: Corpus, backend: Any, gen: Any, template: Any, *, seed: int, round_: int, retriever: str, on_done: Any = None
+) -> list[dict[str, Any]]:
     """Generate every task (in order; the backend's own concurrency for servers) and return one
     JSONL record per task, ``metadata.rewrite_status`` ``ok`` or why it was not added."""
     import concurrent.futures as cf
@@ -117,9 +121,20 @@ def write_documents(tasks: Sequence[WriteTask], corpus: Corpus, backend: Any, ge
         res = backend.generate(req)
         tmpl = template if isinstance(template, str) else template.template
         cleaned = clean_output(res.text, finish_reason=res.finish_reason, source_text=source_text, template=tmpl, answer_marker=marker)
-        meta = {"rewrite_status": cleaned.status, "round": round_, "retriever": retriever, "write": gen.write, "query_id": task.query_id, "model": backend.model,
-                "from": [{"doc_id": corpus.doc_ids[p], "source": corpus.source_of(p), "rank": r} for p, r in task.sources],
-                "seed": req.seed, "max_tokens": req.max_tokens, "completion_tokens": res.completion_tokens, "finish_reason": res.finish_reason, "seconds": round(res.seconds, 3)}
+        meta = {
+            "rewrite_status": cleaned.status,
+            "round": round_,
+            "retriever": retriever,
+            "write": gen.write,
+            "query_id": task.query_id,
+            "model": backend.model,
+            "from": [{"doc_id": corpus.doc_ids[p], "source": corpus.source_of(p), "rank": r} for p, r in task.sources],
+            "seed": req.seed,
+            "max_tokens": req.max_tokens,
+            "completion_tokens": res.completion_tokens,
+            "finish_reason": res.finish_reason,
+            "seconds": round(res.seconds, 3),
+        }
         if cleaned.reason:
             meta["note"] = cleaned.reason
         title = corpus[task.sources[0][0]].title if gen.write == "rewrite" else ""
@@ -142,8 +157,15 @@ def make_backend(gen: Any) -> Any:
         from sourcebias.generation.backends import OpenAIBackend
         from sourcebias.generation.backends.openai import DEFAULT_API_KEY_ENV
 
-        return OpenAIBackend(list(gen.base_url), gen.model, api_key_env=gen.api_key_env or DEFAULT_API_KEY_ENV, require_api_key=gen.api_key_env is not None,
-                             concurrency=gen.concurrency, timeout=gen.timeout, chat=not gen.completions)
+        return OpenAIBackend(
+            list(gen.base_url),
+            gen.model,
+            api_key_env=gen.api_key_env or DEFAULT_API_KEY_ENV,
+            require_api_key=gen.api_key_env is not None,
+            concurrency=gen.concurrency,
+            timeout=gen.timeout,
+            chat=not gen.completions,
+        )
     from sourcebias.generation.backends import LocalBackend
 
     return LocalBackend(gen.model, device=gen.device, threads=gen.threads)

@@ -78,7 +78,7 @@ def delta_ndsr(run: Any, query_ids: Sequence[str], human: str, llm: str, k: int 
         "p_ttest": p,
         "ttest_note": note,
         "p_sign": sign_test(d) if len(d) else float("nan"),
-        "queries": int(len(d)),
+        "queries": len(d),
         "empty_rankings": int((~ok).sum()),
         "unpaired_removed": removed,
         "unpaired_in_top_k": in_top,
@@ -100,7 +100,11 @@ class DeltaNDSRRecord(Record):
     delta_ndsr_unpaired_in_top_k: int = 0
     delta_ndsr_rule: str = ""
 
-    columns: ClassVar[tuple[Column, ...]] = (Column("delta_ndsr", "ΔNDSR", "delta", 3, mark="delta_ndsr_p"), Column("delta_ndsr_p", "ΔNDSR p (t)", "p"), Column("delta_ndsr_p_sign", "ΔNDSR p (sign)", "p"))
+    columns: ClassVar[tuple[Column, ...]] = (
+        Column("delta_ndsr", "ΔNDSR", "delta", 3, mark="delta_ndsr_p"),
+        Column("delta_ndsr_p", "ΔNDSR p (t)", "p"),
+        Column("delta_ndsr_p_sign", "ΔNDSR p (sign)", "p"),
+    )
 
 
 def result_orphan_policy(result: Any, ctx: StatContext) -> str:
@@ -131,7 +135,24 @@ class DeltaNDSR(Statistic):
             if run is None:
                 continue
             r = delta_ndsr(run, result.query_ids, result.human_source, llm, ctx.ndsr_k, orphans=policy)
-            out.append(DeltaNDSRRecord(name, llm, "", r["delta"], r["k"], r["std"], r["p_ttest"], r["ttest_note"], r["p_sign"], r["queries"], r["empty_rankings"], r["unpaired_removed"], r["unpaired_in_top_k"], r["rule"]))
+            out.append(
+                DeltaNDSRRecord(
+                    name,
+                    llm,
+                    "",
+                    r["delta"],
+                    r["k"],
+                    r["std"],
+                    r["p_ttest"],
+                    r["ttest_note"],
+                    r["p_sign"],
+                    r["queries"],
+                    r["empty_rankings"],
+                    r["unpaired_removed"],
+                    r["unpaired_in_top_k"],
+                    r["rule"],
+                )
+            )
         return out
 
     def caption(self, records: Sequence[Record]) -> str:
@@ -155,7 +176,9 @@ class DeltaNDSR(Statistic):
 
     def notes(self, records: Sequence[Record]) -> list[str]:
         recs = cast("Sequence[DeltaNDSRRecord]", records)  # this statistic's own records
-        return [f"{r.retriever} / {r.llm_source}: ΔNDSR t-test {r.delta_ndsr_ttest_note}" for r in recs if (r.delta_ndsr_ttest_note or "").startswith("undefined")]
+        return [
+            f"{r.retriever} / {r.llm_source}: ΔNDSR t-test {r.delta_ndsr_ttest_note}" for r in recs if (r.delta_ndsr_ttest_note or "").startswith("undefined")
+        ]
 
 
 register_statistic(DeltaNDSR())

@@ -47,7 +47,18 @@ class Means(Statistic):
                 if Key(name, MIXED, result.human_source, m) not in result.per_query:
                     continue
                 h = result.human_source
-                out.append(MeansRecord(name, llm, m, mean(name, MIXED, ALL, m), mean(name, MIXED, h, m), mean(name, MIXED, llm, m), mean(name, h, h, m), mean(name, llm, llm, m)))
+                out.append(
+                    MeansRecord(
+                        name,
+                        llm,
+                        m,
+                        mean(name, MIXED, ALL, m),
+                        mean(name, MIXED, h, m),
+                        mean(name, MIXED, llm, m),
+                        mean(name, h, h, m),
+                        mean(name, llm, llm, m),
+                    )
+                )
         return out
 
     def caption(self, records: Sequence[Record]) -> str:

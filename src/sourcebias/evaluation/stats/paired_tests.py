@@ -174,7 +174,7 @@ def paired_tests(a: np.ndarray, b: np.ndarray, *, n_resamples: int = 10_000, see
         "p_randomization": paired_randomization_test(a, b, n_resamples=n_resamples, seed=seed),
         "randomization_resamples": n_resamples,
         "p_sign": sign_test(d),
-        "n_queries": int(len(d)),
+        "n_queries": len(d),
     }
 
 

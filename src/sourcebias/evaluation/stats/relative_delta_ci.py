@@ -31,7 +31,9 @@ def relative_delta_values(h: np.ndarray, llm: np.ndarray, axis: int = -1) -> np.
         return np.where(denom != 0, (mh - ml) / denom * 100.0, np.nan)
 
 
-def bootstrap_relative_delta(h: Sequence[float] | np.ndarray, llm: Sequence[float] | np.ndarray, *, n_resamples: int = 2000, confidence: float = 0.95, seed: int = 0, method: str = "BCa") -> dict[str, Any]:
+def bootstrap_relative_delta(
+    h: Sequence[float] | np.ndarray, llm: Sequence[float] | np.ndarray, *, n_resamples: int = 2000, confidence: float = 0.95, seed: int = 0, method: str = "BCa"
+) -> dict[str, Any]:
     """Relative Δ and its bootstrap confidence interval over queries (pairs kept together).
 
     Returns ``estimate``, ``low``, ``high``, ``confidence``, ``method`` (the one used: ``BCa``,
@@ -48,7 +50,17 @@ def bootstrap_relative_delta(h: Sequence[float] | np.ndarray, llm: Sequence[floa
     ok = np.isfinite(a) & np.isfinite(b)
     a, b = a[ok], b[ok]
     est = float(relative_delta_values(a, b)) if len(a) else float("nan")
-    out = {"estimate": est, "low": float("nan"), "high": float("nan"), "confidence": confidence, "method": method, "n_resamples": n_resamples, "undefined_resamples": 0, "seed": seed, "queries": int(len(a))}
+    out = {
+        "estimate": est,
+        "low": float("nan"),
+        "high": float("nan"),
+        "confidence": confidence,
+        "method": method,
+        "n_resamples": n_resamples,
+        "undefined_resamples": 0,
+        "seed": seed,
+        "queries": len(a),
+    }
     if len(a) < 2 or not math.isfinite(est):
         out["method"] = "none (Relative Δ undefined)" if len(a) >= 2 else "none (fewer than 2 queries)"
         return out
@@ -61,7 +73,16 @@ def bootstrap_relative_delta(h: Sequence[float] | np.ndarray, llm: Sequence[floa
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        res = stats.bootstrap((a, b), stat, paired=True, vectorized=True, n_resamples=n_resamples, confidence_level=confidence, method=method, random_state=np.random.default_rng(seed))
+        res = stats.bootstrap(
+            (a, b),
+            stat,
+            paired=True,
+            vectorized=True,
+            n_resamples=n_resamples,
+            confidence_level=confidence,
+            method=method,
+            random_state=np.random.default_rng(seed),
+        )
     dist = np.asarray(res.bootstrap_distribution, dtype=float)
     finite = dist[np.isfinite(dist)]
     out["undefined_resamples"] = int(len(dist) - len(finite))
@@ -90,7 +111,9 @@ class RelativeDeltaRecord(Record):
     ci_undefined_resamples: int = 0
     ci_seed: int = 0
 
-    columns: ClassVar[tuple[Column, ...]] = (Column("rel_delta", "Rel Δ [CI]", "delta_ci", 1, low="rel_delta_ci_low", high="rel_delta_ci_high", mark="p_adjusted"),)
+    columns: ClassVar[tuple[Column, ...]] = (
+        Column("rel_delta", "Rel Δ [CI]", "delta_ci", 1, low="rel_delta_ci_low", high="rel_delta_ci_high", mark="p_adjusted"),
+    )
 
 
 class RelativeDeltaCI(Statistic):
@@ -105,7 +128,11 @@ class RelativeDeltaCI(Statistic):
         out: list[Record] = []
         for name, llm, m, h, g in paired_values(result, ctx.measures):
             b = bootstrap_relative_delta(h, g, n_resamples=ctx.bootstrap_resamples, confidence=ctx.confidence, seed=ctx.seed)
-            out.append(RelativeDeltaRecord(name, llm, m, b["estimate"], b["low"], b["high"], b["confidence"], b["method"], b["n_resamples"], b["undefined_resamples"], b["seed"]))
+            out.append(
+                RelativeDeltaRecord(
+                    name, llm, m, b["estimate"], b["low"], b["high"], b["confidence"], b["method"], b["n_resamples"], b["undefined_resamples"], b["seed"]
+                )
+            )
         return out
 
     def caption(self, records: Sequence[Record]) -> str:
@@ -125,7 +152,11 @@ class RelativeDeltaCI(Statistic):
         )
         undefined = [r for r in recs if r.ci_undefined_resamples]
         if undefined:
-            text += " Undefined resamples (both means 0) left out: " + ", ".join(f"{r.retriever}/{r.llm_source}/{r.measure}: {r.ci_undefined_resamples:,} of {r.ci_resamples:,}" for r in undefined) + "."
+            text += (
+                " Undefined resamples (both means 0) left out: "
+                + ", ".join(f"{r.retriever}/{r.llm_source}/{r.measure}: {r.ci_undefined_resamples:,} of {r.ci_resamples:,}" for r in undefined)
+                + "."
+            )
         return text
 
 

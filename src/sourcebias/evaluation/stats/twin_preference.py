@@ -61,12 +61,12 @@ def pair_counts(run: Any, qrels: Any, query_ids: Sequence[str], human: str, llm:
             if ph is None or pl is None:
                 unpaired += 1
                 continue
-            h, l = _ranked(rank_of, scores, ph), _ranked(rank_of, scores, pl)
-            if h is None and l is None:
+            h, g = _ranked(rank_of, scores, ph), _ranked(rank_of, scores, pl)
+            if h is None and g is None:
                 neither += 1
-            elif h is not None and l is not None and h[1] == l[1]:
+            elif h is not None and g is not None and h[1] == g[1]:
                 ties += 1
-            elif h is None or (l is not None and l[0] < h[0]):
+            elif h is None or (g is not None and g[0] < h[0]):
                 lf[i] += 1
             else:
                 hf[i] += 1
@@ -124,16 +124,23 @@ def cluster_sign_flip_test(llm_first: Sequence[int], human_first: Sequence[int],
     decided = int(np.count_nonzero(a + b))
     d = (a - b)[a != b]
     if len(d) == 0:
-        return {"p": 1.0 if decided else float("nan"), "method": EXACT if decided else "none (no decided pair)", "resamples": 1 if decided else 0, "queries": decided}
+        return {
+            "p": 1.0 if decided else float("nan"),
+            "method": EXACT if decided else "none (no decided pair)",
+            "resamples": 1 if decided else 0,
+            "queries": decided,
+        }
     if len(d) <= EXACT_MAX_QUERIES:
         return {"p": exact_sign_flip_p(d), "method": EXACT, "resamples": 2 ** len(d), "queries": decided}
     sums, _ = sign_flip_sums(d.astype(float), n_resamples=min(int(n_resamples), 2 ** len(d) - 1), seed=seed)
     t, null = abs(float(np.sum(d))), np.abs(sums)
     hits = int(np.count_nonzero(null >= t))  # integer sums: no rounding in the comparison
-    return {"p": float(min(1.0, (1 + hits) / (1 + len(null)))), "method": RANDOMIZED, "resamples": int(len(null)), "queries": decided}
+    return {"p": float(min(1.0, (1 + hits) / (1 + len(null)))), "method": RANDOMIZED, "resamples": len(null), "queries": decided}
 
 
-def cluster_bootstrap_rate(llm_first: Sequence[int], human_first: Sequence[int], *, n_resamples: int = 2000, confidence: float = 0.95, seed: int = 0) -> dict[str, Any]:
+def cluster_bootstrap_rate(
+    llm_first: Sequence[int], human_first: Sequence[int], *, n_resamples: int = 2000, confidence: float = 0.95, seed: int = 0
+) -> dict[str, Any]:
     """Percentile bootstrap CI of the pooled rate, queries with a decided pair resampled with
     all their pairs (``scipy.stats.bootstrap(paired=True)``, seeded): ``low``, ``high``,
     ``method``, ``resamples``, ``confidence``; NaN bounds with fewer than 2 such queries."""
@@ -147,13 +154,31 @@ def cluster_bootstrap_rate(llm_first: Sequence[int], human_first: Sequence[int],
         out.update(method="none (fewer than 2 queries with a decided pair)", resamples=0)
         return out
     res = stats.bootstrap(
-        (a, n), lambda x, y, axis=-1: np.sum(x, axis=axis) / np.sum(y, axis=axis), paired=True, vectorized=True, n_resamples=n_resamples, confidence_level=confidence, method="percentile", random_state=np.random.default_rng(seed)
+        (a, n),
+        lambda x, y, axis=-1: np.sum(x, axis=axis) / np.sum(y, axis=axis),
+        paired=True,
+        vectorized=True,
+        n_resamples=n_resamples,
+        confidence_level=confidence,
+        method="percentile",
+        random_state=np.random.default_rng(seed),
     )
     out.update(low=float(res.confidence_interval.low), high=float(res.confidence_interval.high))
     return out
 
 
-def twin_preference(run: Any, qrels: Any, query_ids: Sequence[str], human: str, llm: str, *, n_resamples: int = 10_000, bootstrap_resamples: int = 2000, confidence: float = 0.95, seed: int = 0) -> dict[str, Any]:
+def twin_preference(
+    run: Any,
+    qrels: Any,
+    query_ids: Sequence[str],
+    human: str,
+    llm: str,
+    *,
+    n_resamples: int = 10_000,
+    bootstrap_resamples: int = 2000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> dict[str, Any]:
     """Counts, the query-clustered sign-flip test (``p_cluster``), the cluster bootstrap CI and
     the pair sign test (``p_sign_test``, assumes independent pairs) of the LLM-first pairs."""
     from scipy import stats
@@ -209,7 +234,9 @@ class TwinPreference(Statistic):
 
     name = "twin_preference"
     aliases = ("twin", "twin_pref", "pairs")
-    description = "share of relevant twin pairs whose LLM copy is ranked above its original (query-clustered sign-flip test, cluster bootstrap CI; pair sign test beside)"
+    description = (
+        "share of relevant twin pairs whose LLM copy is ranked above its original (query-clustered sign-flip test, cluster bootstrap CI; pair sign test beside)"
+    )
     per_measure = False
     needs_qrels = True
     record = TwinPreferenceRecord
@@ -224,7 +251,17 @@ class TwinPreference(Statistic):
             run = result.runs.get(RunKey(name, MIXED))
             if run is None:
                 continue
-            t = twin_preference(run, ctx.qrels, result.query_ids, result.human_source, llm, n_resamples=ctx.significance_resamples, bootstrap_resamples=ctx.bootstrap_resamples, confidence=ctx.confidence, seed=ctx.seed)
+            t = twin_preference(
+                run,
+                ctx.qrels,
+                result.query_ids,
+                result.human_source,
+                llm,
+                n_resamples=ctx.significance_resamples,
+                bootstrap_resamples=ctx.bootstrap_resamples,
+                confidence=ctx.confidence,
+                seed=ctx.seed,
+            )
             out.append(
                 TwinPreferenceRecord(
                     name, llm, "", twin_pref_rate=t["rate"], twin_pref_llm_first=t["llm_first"], twin_pref_human_first=t["human_first"], twin_pref_pairs=t["pairs"],

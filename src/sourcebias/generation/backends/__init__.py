@@ -2,7 +2,7 @@
 
 from sourcebias.generation.backends.base import Backend, GenerationError, GenerationRequest, GenerationResult, estimate_tokens
 
-__all__ = ["Backend", "GenerationError", "GenerationRequest", "GenerationResult", "estimate_tokens", "LocalBackend", "OpenAIBackend"]
+__all__ = ["Backend", "GenerationError", "GenerationRequest", "GenerationResult", "LocalBackend", "OpenAIBackend", "estimate_tokens"]
 
 
 def __getattr__(name: str):

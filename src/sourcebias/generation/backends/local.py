@@ -135,7 +135,14 @@ class LocalBackend:
     def describe(self) -> dict[str, Any]:
         from sourcebias.models.llm import resolve_lm
 
-        return {"backend": self.kind, "model": self.model, "resolved": resolve_lm(self.model), "device": self.device, "chat_template": self.chat, "threads": self.threads}
+        return {
+            "backend": self.kind,
+            "model": self.model,
+            "resolved": resolve_lm(self.model),
+            "device": self.device,
+            "chat_template": self.chat,
+            "threads": self.threads,
+        }
 
     def close(self) -> None:
         """Nothing to release: the loaded model stays cached for the process."""

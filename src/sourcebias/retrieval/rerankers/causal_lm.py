@@ -99,7 +99,9 @@ class CausalLMReranker(PairwiseReranker):
         from sourcebias.models.scoring import CausalLMScorer
 
         self.device = resolve_device(self.device_requested)
-        self._scorer = CausalLMScorer.load(self.resolved, device=self.device, dtype=self.dtype, cache_dir=self.cache_dir, batch_size=self.batch_size, prefix_cache=self.prefix_cache)
+        self._scorer = CausalLMScorer.load(
+            self.resolved, device=self.device, dtype=self.dtype, cache_dir=self.cache_dir, batch_size=self.batch_size, prefix_cache=self.prefix_cache
+        )
         self._model, self._tok = self._scorer.model, self._scorer.tokenizer
         self._query_ids: dict[str, list[int]] = {}
 

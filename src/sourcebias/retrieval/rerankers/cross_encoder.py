@@ -81,13 +81,18 @@ class CrossEncoderReranker(PairwiseReranker):
 
     def config(self) -> dict[str, Any]:
         cfg = super().config()
-        cfg.update({"library": "sentence-transformers CrossEncoder", "input": "[CLS] query [SEP] document [SEP]", "truncation": "longest_first (pair) to max_length"})
+        cfg.update(
+            {"library": "sentence-transformers CrossEncoder", "input": "[CLS] query [SEP] document [SEP]", "truncation": "longest_first (pair) to max_length"}
+        )
         return cfg
 
 
 @register_stage(
     "ce",
-    params={**COMMON_PARAMS, "activation": Param(str, "identity (logit) or sigmoid (the papers' probabilities)", default="identity", choices=("identity", "sigmoid"))},
+    params={
+        **COMMON_PARAMS,
+        "activation": Param(str, "identity (logit) or sigmoid (the papers' probabilities)", default="identity", choices=("identity", "sigmoid")),
+    },
     positional="model",
     help="cross-encoder (sentence-transformers), score = relevance logit; ce:ms-marco-MiniLM-L-6-v2 (cross-encoder/ms-marco-MiniLM-L-6-v2) or ce:NAME_OR_PATH[,depth=N,activation=sigmoid]",
     offline="local folders and models in the Hugging Face cache (none ships offline)",
