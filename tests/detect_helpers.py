@@ -5,7 +5,30 @@ from __future__ import annotations
 
 from pathlib import Path
 
-WORDS = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa", "the", "a", "of", "and", "is", "in", "on", "to", "news", "study", "cells", "patients"]
+WORDS = [
+    "alpha",
+    "beta",
+    "gamma",
+    "delta",
+    "epsilon",
+    "zeta",
+    "eta",
+    "theta",
+    "iota",
+    "kappa",
+    "the",
+    "a",
+    "of",
+    "and",
+    "is",
+    "in",
+    "on",
+    "to",
+    "news",
+    "study",
+    "cells",
+    "patients",
+]
 SENTENCES = [" ".join(WORDS[(i * 7 + j) % len(WORDS)] for j in range(12)) for i in range(40)]
 
 

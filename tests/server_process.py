@@ -27,7 +27,16 @@ class ServerProcess:
     output goes to ``log_path`` (default: discarded).
     """
 
-    def __init__(self, model: str = "smollm2", *, host: str = "127.0.0.1", port: int | None = None, extra_args: list[str] | None = None, log_path: str | Path | None = None, env: dict[str, str] | None = None):
+    def __init__(
+        self,
+        model: str = "smollm2",
+        *,
+        host: str = "127.0.0.1",
+        port: int | None = None,
+        extra_args: list[str] | None = None,
+        log_path: str | Path | None = None,
+        env: dict[str, str] | None = None,
+    ):
         self.model = model
         self.host = host
         self.port = port or free_port(host)
@@ -94,4 +103,3 @@ class ServerProcess:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
-

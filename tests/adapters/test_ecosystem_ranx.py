@@ -6,8 +6,6 @@ tie-resolved scores, so they must reproduce our per-target values to 1e-9, ties 
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pytest
 
@@ -15,9 +13,9 @@ ranx = pytest.importorskip("ranx")
 ir_measures = pytest.importorskip("ir_measures")
 
 import pytrec_eval  # noqa: E402
+from conftest import hand_ndcg, hand_rank  # noqa: E402
 
 import sourcebias as sb  # noqa: E402
-from conftest import hand_ndcg, hand_rank  # noqa: E402
 from sourcebias.evaluation.export import masked_qrels, ranx_metric  # noqa: E402
 from sourcebias.evaluation.protocol import target_qrels  # noqa: E402
 from sourcebias.retrieval.formats import tie_resolved_scores  # noqa: E402
@@ -37,7 +35,7 @@ def nq_export(nq_result):
 
 
 def test_ranx_compare_on_to_ranx_reproduces_per_target_ndcg_on_nq_utd(nq_result, nq_export):
-    ds, result = nq_result
+    _ds, result = nq_result
     export = nq_export
     assert set(export.qrels) == {"human", "llama-2-7b-chat-tmp0.2", "all"}
     for setting, targets in export.settings.items():
@@ -69,7 +67,7 @@ def test_masked_qrels_are_the_protocols_target_qrels(nq_result, nq_export):
 def test_to_ranx_of_a_reloaded_folder_loads_the_dataset_again(nq_result, tmp_path):
     from sourcebias.evaluation.artifact import write_result
 
-    ds, result = nq_result
+    _ds, result = nq_result
     folder = write_result(result, tmp_path / "out")
     export = sb.load_result(folder).to_ranx()
     report = ranx.compare(export.qrels["llama-2-7b-chat-tmp0.2"], export.runs_of("mixed"), ["ndcg@3"], make_comparable=True)
@@ -77,7 +75,7 @@ def test_to_ranx_of_a_reloaded_folder_loads_the_dataset_again(nq_result, tmp_pat
 
 
 def test_ir_measures_records_match_ir_measures_own_computation(nq_result, nq_export):
-    ds, result = nq_result
+    _ds, result = nq_result
     export = nq_export
     records = result.to_ir_measures("bm25", "mixed", "human")
     assert {type(r) for r in records} == {ir_measures.Metric}
@@ -126,13 +124,16 @@ def test_exported_ties_keep_our_order_in_trec_eval_and_ranx(cocktail_dir, tmp_pa
         exported = export.runs[("flat", "mixed")].to_dict()
         raw = {q: dict.fromkeys(e, 5.0) for q, e in exported.items()}
         for k in (1, 2):
-            hand = [hand_ndcg(hand_rank(q, dict.fromkeys(((d, s) for d in ("d1", "d2", "d3") for s in ("human", "llm")), 5.0)), labels[q], target, 2, k) for q in result.query_ids]
+            hand = [
+                hand_ndcg(hand_rank(q, dict.fromkeys(((d, s) for d in ("d1", "d2", "d3") for s in ("human", "llm")), 5.0)), labels[q], target, 2, k)
+                for q in result.query_ids
+            ]
             ours = result.values("flat", "mixed", target, f"NDCG@{k}")
             np.testing.assert_allclose(ours, hand, atol=1e-12)
             trec = pytrec_eval.RelevanceEvaluator(qrels, {f"ndcg_cut.{k}"}).evaluate(exported)
             np.testing.assert_allclose([trec[q][f"ndcg_cut_{k}"] for q in result.query_ids], hand, atol=1e-12)
             by_ranx = ranx.evaluate(export.qrels[target], export.runs[("flat", "mixed")], f"ndcg@{k}", return_mean=False, make_comparable=True)
-            np.testing.assert_allclose(by_ranx, [hand[result.query_ids.index(q)] for q in export.qrels[target].keys()], atol=1e-12)
+            np.testing.assert_allclose(by_ranx, [hand[result.query_ids.index(q)] for q in export.qrels[target]], atol=1e-12)
             raw_trec = pytrec_eval.RelevanceEvaluator(qrels, {f"ndcg_cut.{k}"}).evaluate(raw)
             differs |= any(abs(raw_trec[q][f"ndcg_cut_{k}"] - h) > 1e-9 for q, h in zip(result.query_ids, hand))
     assert differs, "the raw tied scores should let trec_eval reorder at least one list (else this test shows nothing)"

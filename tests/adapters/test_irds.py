@@ -137,7 +137,12 @@ def tiny_irds(tmp_path, monkeypatch):
     (home / "queries.tsv").write_text("q1\tapples\nq2\tpears\n")
     (home / "qrels").write_text("q1 0 d1 1\nq2 0 d2 2\nq2 0 d3 0\n")
     ds_id = f"sbtest/tiny-{tmp_path.name}"
-    ir_datasets.registry.register(ds_id, ir_datasets.Dataset(TsvDocs(LocalDownload(home / "docs.tsv")), TsvQueries(LocalDownload(home / "queries.tsv")), TrecQrels(LocalDownload(home / "qrels"), {})))
+    ir_datasets.registry.register(
+        ds_id,
+        ir_datasets.Dataset(
+            TsvDocs(LocalDownload(home / "docs.tsv")), TsvQueries(LocalDownload(home / "queries.tsv")), TrecQrels(LocalDownload(home / "qrels"), {})
+        ),
+    )
     twins = tmp_path / "twins"
     write_jsonl(twins / "llm.jsonl", [{"_id": "d1", "text": "apples, red, on trees"}, {"_id": "d2", "text": "sweet green pears"}])
     return ds_id, twins
@@ -190,7 +195,9 @@ def test_a_download_that_does_not_answer_is_abandoned(tmp_path, monkeypatch):
     ds_id = f"sbtest/far-{tmp_path.name}"
     url = f"http://127.0.0.1:{silent.getsockname()[1]}/docs.tsv"
     docs = TsvDocs(Cache(RequestsDownload(url), tmp_path / "home" / "docs.tsv"))
-    ir_datasets.registry.register(ds_id, ir_datasets.Dataset(docs, TsvQueries(LocalDownload(tmp_path / "q.tsv")), TrecQrels(LocalDownload(tmp_path / "qrels"), {})))
+    ir_datasets.registry.register(
+        ds_id, ir_datasets.Dataset(docs, TsvQueries(LocalDownload(tmp_path / "q.tsv")), TrecQrels(LocalDownload(tmp_path / "qrels"), {}))
+    )
     t = time.time()
     try:
         with pytest.raises(ConfigError) as info:
@@ -257,7 +264,9 @@ def test_a_grid_runs_an_irds_dataset_like_its_folder(nfcorpus, tmp_path):
     home = placed_nfcorpus(nfcorpus, tmp_path / "irds-home")
     head = '[grid]\nname = "g"\nmeasures = ["NDCG"]\ncutoffs = [3]\nsole = false\ndepth = 100\nsignificance_resamples = 100\nbootstrap_resamples = 200\n'
     irds = tmp_path / "irds.toml"
-    irds.write_text(head + f'[[datasets]]\npath = "irds:beir/nfcorpus/dev"\nname = "nf"\ntwins = "{nfcorpus.as_posix()}"\nsplit = "dev"\n[[retrievers]]\nspec = "bm25"\n')
+    irds.write_text(
+        head + f'[[datasets]]\npath = "irds:beir/nfcorpus/dev"\nname = "nf"\ntwins = "{nfcorpus.as_posix()}"\nsplit = "dev"\n[[retrievers]]\nspec = "bm25"\n'
+    )
     folder = tmp_path / "folder.toml"
     folder.write_text(head + f'[[datasets]]\npath = "{nfcorpus.as_posix()}"\nname = "nf"\nsplit = "dev"\n[[retrievers]]\nspec = "bm25"\n')
     code = "import sys; from sourcebias.cli.main import main; sys.exit(main(sys.argv[1:]))"

@@ -25,7 +25,21 @@ from sourcebias.models import hub  # noqa: E402
 pytestmark = pytest.mark.slow  # MiniLM encodes nq-utd twice (once per side), about a minute per side on one core
 
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
-STAT_FIELDS = ("rel_delta", "rel_delta_ci_low", "rel_delta_ci_high", "p_ttest", "p_randomization", "p_adjusted", "p_sign", "twin_pref_rate", "twin_pref_ci_low", "twin_pref_ci_high", "twin_pref_p_cluster", "delta_ndsr", "delta_ndsr_p")
+STAT_FIELDS = (
+    "rel_delta",
+    "rel_delta_ci_low",
+    "rel_delta_ci_high",
+    "p_ttest",
+    "p_randomization",
+    "p_adjusted",
+    "p_sign",
+    "twin_pref_rate",
+    "twin_pref_ci_low",
+    "twin_pref_ci_high",
+    "twin_pref_p_cluster",
+    "delta_ndsr",
+    "delta_ndsr_p",
+)
 
 
 def close(a, b, tol=1e-6):

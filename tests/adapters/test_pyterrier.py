@@ -23,10 +23,10 @@ from sourcebias.data.corpus import Corpus  # noqa: E402
 from sourcebias.evaluation import evaluate  # noqa: E402
 from sourcebias.evaluation.measures import measure_grid  # noqa: E402
 from sourcebias.pyterrier import SourceBias, qrels_frame, topics_frame  # noqa: E402
-from sourcebias.retrieval.ties import tie_resolved_scores  # noqa: E402
 from sourcebias.retrieval.pyterrier_stage import PyTerrierStage  # noqa: E402
 from sourcebias.retrieval.registry import build_retriever  # noqa: E402
 from sourcebias.retrieval.run import Run  # noqa: E402
+from sourcebias.retrieval.ties import tie_resolved_scores  # noqa: E402
 
 MEASURES = measure_grid(["NDCG"], [1, 3, 10])
 TOKEN = re.compile(r"\w+")
@@ -118,7 +118,9 @@ def test_pyterrier_pipeline_on_nq_utd_relative_delta_equals_trec_file(ds, tmp_pa
         a, b = live.relative_delta("pt-bm25like", f"NDCG@{k}"), from_file.relative_delta("pt-bm25like", f"NDCG@{k}")
         assert a == b and not math.isnan(a)
         for target in ds.sources:
-            np.testing.assert_array_equal(live.values("pt-bm25like", "mixed", target, f"NDCG@{k}"), from_file.values("pt-bm25like", "mixed", target, f"NDCG@{k}"))
+            np.testing.assert_array_equal(
+                live.values("pt-bm25like", "mixed", target, f"NDCG@{k}"), from_file.values("pt-bm25like", "mixed", target, f"NDCG@{k}")
+            )
     assert live.mean("pt-bm25like", "mixed", "human", "NDCG@10") > 0.3  # a real retriever, not noise
 
 
@@ -155,13 +157,13 @@ def test_bad_pt_specs_say_what_is_wrong():
         build_retriever("bm25>>pt:nomodule")
     with pytest.raises(ConfigError, match="cannot import module 'no_such_mod'"):
         build_retriever("bm25>>pt:no_such_mod:f")
-    with pytest.raises(ConfigError, match="is not a pt.Transformer"):
+    with pytest.raises(ConfigError, match=r"is not a pt\.Transformer"):
         build_retriever(f"bm25>>pt:{__name__}:TOKEN")
 
 
 def test_unknown_docno_names_the_rule(ds):
     bad = pt.apply.generic(lambda df: pd.DataFrame({"qid": df["qid"], "docno": "nope", "score": 1.0}))
-    with pytest.raises(ConfigError, match="docno 'nope'.*<source>/<doc_id>"):
+    with pytest.raises(ConfigError, match=r"docno 'nope'.*<source>/<doc_id>"):
         PyTerrierStage(bad).retrieve(ds.corpus, {"q": "x"}, 10)
 
 

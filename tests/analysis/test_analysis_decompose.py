@@ -177,11 +177,12 @@ def test_a_long_title_stays_inside_the_figure(tmp_path):
 def test_command_end_to_end_on_a_small_dataset(tmp_path):
     pytest.importorskip("torch")
     from conftest import write_jsonl, write_qrels
+
     from sourcebias.analysis.result import AnalysisResult
     from sourcebias.cli.main import main
 
     rng = np.random.default_rng(0)
-    words = "river bridge cat dog solar bread museum rain valley mayor school panel paint century bake".split()
+    words = ["river", "bridge", "cat", "dog", "solar", "bread", "museum", "rain", "valley", "mayor", "school", "panel", "paint", "century", "bake"]
     root = tmp_path / "ds"
     human = [" ".join(rng.choice(words, size=rng.integers(6, 14))) for _ in range(40)]
     llm = [t + " " + " ".join(rng.choice(words, size=rng.integers(0, 6))) for t in human]
@@ -210,7 +211,9 @@ def test_command_end_to_end_on_a_small_dataset(tmp_path):
     q = st.encode([f"{words[int(k[1:])]} {words[int(k[1:]) + 1]}" for k in pairs["query_id"]], normalize_embeddings=True)
     gap = np.sum(q * (st.encode([llm[i] for i in idx], normalize_embeddings=True) - st.encode([human[i] for i in idx], normalize_embeddings=True)), axis=1)
     np.testing.assert_allclose(pairs["gap"], gap, atol=2e-5)
-    direct = sm.OLS(pairs["gap"], sm.add_constant(pairs[["delta_length", "delta_median_idf", "delta_direction"]])).fit(cov_type="cluster", cov_kwds={"groups": pd.factorize(pairs["query_id"])[0]}, use_t=True)
+    direct = sm.OLS(pairs["gap"], sm.add_constant(pairs[["delta_length", "delta_median_idf", "delta_direction"]])).fit(
+        cov_type="cluster", cov_kwds={"groups": pd.factorize(pairs["query_id"])[0]}, use_t=True
+    )
     t = r.tables["decompose_terms"]
     np.testing.assert_allclose(t["coef"], direct.params.to_numpy(), rtol=1e-6)
     np.testing.assert_allclose(t["se"], direct.bse.to_numpy(), rtol=1e-6)
@@ -220,13 +223,28 @@ def test_command_end_to_end_on_a_small_dataset(tmp_path):
 @pytest.mark.slow
 def test_perplexity_factor_with_smollm2_on_a_tiny_dataset(tmp_path):
     pytest.importorskip("torch")
-    import sourcebias as sb
     from conftest import write_jsonl, write_qrels
     from lm_helpers import plain_nll, store_sharing_models
+
+    import sourcebias as sb
     from sourcebias.models.llm import load_causal_lm
 
-    human = ["The river flooded the valley after rain.", "A new bridge opened on Monday.", "Fresh bread is baked every morning.", "The museum shows old paintings.", "Solar panels power the school.", "Dogs bark at night."]
-    llm = ["After the rain, the river flooded the valley.", "On Monday a new bridge was opened.", "Every morning fresh bread gets baked.", "Old paintings are shown at the museum.", "The school is powered by solar panels.", "At night, dogs bark."]
+    human = [
+        "The river flooded the valley after rain.",
+        "A new bridge opened on Monday.",
+        "Fresh bread is baked every morning.",
+        "The museum shows old paintings.",
+        "Solar panels power the school.",
+        "Dogs bark at night.",
+    ]
+    llm = [
+        "After the rain, the river flooded the valley.",
+        "On Monday a new bridge was opened.",
+        "Every morning fresh bread gets baked.",
+        "Old paintings are shown at the museum.",
+        "The school is powered by solar panels.",
+        "At night, dogs bark.",
+    ]
     root = tmp_path / "ds"
     write_jsonl(root / "corpus" / "human.jsonl", [{"_id": f"d{i}", "title": "", "text": t} for i, t in enumerate(human)])
     write_jsonl(root / "corpus" / "llm.jsonl", [{"_id": f"d{i}", "title": "", "text": t} for i, t in enumerate(llm)])

@@ -164,7 +164,7 @@ def test_command_end_to_end_on_two_small_datasets(tmp_path):
     from sourcebias.models.hub import resolve_model
 
     rng = np.random.default_rng(0)
-    words = "river bridge cat dog solar bread museum rain valley mayor school panel paint century bake".split()
+    words = ["river", "bridge", "cat", "dog", "solar", "bread", "museum", "rain", "valley", "mayor", "school", "panel", "paint", "century", "bake"]
     roots, texts = [], {}
     for name, with_negatives in (("a", True), ("b", False)):
         root = tmp_path / name
@@ -179,7 +179,23 @@ def test_command_end_to_end_on_two_small_datasets(tmp_path):
         texts[name] = (human, llm)
     out = tmp_path / "out"
     with pytest.raises(SystemExit) as exit_:
-        main(["analyze", "compare-directions", str(roots[0]), "--with", f"{roots[1]}:test", "-o", str(out), "--permutations", "99", "--joint-permutations", "199", "--cache-dir", str(tmp_path / "cache")])
+        main(
+            [
+                "analyze",
+                "compare-directions",
+                str(roots[0]),
+                "--with",
+                f"{roots[1]}:test",
+                "-o",
+                str(out),
+                "--permutations",
+                "99",
+                "--joint-permutations",
+                "199",
+                "--cache-dir",
+                str(tmp_path / "cache"),
+            ]
+        )
     assert exit_.value.code == 0
     r = AnalysisResult.load(out)
     counts = {c["dataset"]: c for c in r.summary["pn_queries"]}

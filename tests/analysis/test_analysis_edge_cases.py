@@ -9,10 +9,10 @@ import math
 
 import numpy as np
 import pytest
+from conftest import write_jsonl, write_qrels
 from scipy import stats
 
 import sourcebias as sb
-from conftest import write_jsonl, write_qrels
 
 NO_TERMS = "To be or not to be"  # every word a stop word: no analyzer term
 HUMAN = ["The cat sat on the mat in the warm sun.", NO_TERMS, "The river flooded the valley after heavy rain."]

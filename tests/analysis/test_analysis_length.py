@@ -9,10 +9,10 @@ import math
 
 import numpy as np
 import pytest
+from conftest import write_jsonl, write_qrels
 from scipy import stats
 
 import sourcebias as sb
-from conftest import write_jsonl, write_qrels
 from sourcebias.analysis import length as ln
 from sourcebias.analysis.result import AnalysisResult
 from sourcebias.cli.main import main
@@ -139,5 +139,5 @@ def test_a_local_tokenizer_folder_gives_the_same_counts():
     folder = packaged_model("sentence-transformers/all-MiniLM-L6-v2")
     if folder is None:
         pytest.skip("the packaged MiniLM is not installed")
-    tok, config = ln.load_tokenizer(folder)
+    tok, _config = ln.load_tokenizer(folder)
     assert ln.token_lengths([x for _, _, x in DOCS], tok).tolist() == TOKENS_L

@@ -114,7 +114,7 @@ def test_packing_covers_every_position_once():
 
 
 def test_literal_special_token_text_is_not_a_mask(tiny):
-    model, tokenizer = tiny
+    _model, tokenizer = tiny
     ids, _ = pp.encode(["the [MASK] cat"], tokenizer)
     assert tokenizer.mask_token_id not in ids[0]
 
@@ -137,8 +137,14 @@ def test_roberta_family_model(tiny):
     _, tokenizer = tiny
     torch.manual_seed(1)
     cfg = RobertaConfig(
-        vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
-        max_position_embeddings=40, pad_token_id=tokenizer.pad_token_id, type_vocab_size=1,
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=40,
+        pad_token_id=tokenizer.pad_token_id,
+        type_vocab_size=1,
     )
     model = RobertaForMaskedLM(cfg).eval()
     assert pp._last_layer_parts(model) is not None

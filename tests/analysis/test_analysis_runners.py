@@ -8,10 +8,10 @@ import json
 
 import numpy as np
 import pytest
+from conftest import write_jsonl, write_qrels
 from scipy import stats
 
 import sourcebias as sb
-from conftest import write_jsonl, write_qrels
 from sourcebias.cli.main import main
 
 pytest.importorskip("torch")
@@ -43,7 +43,10 @@ def small(tmp_path_factory):
     root = tmp_path_factory.mktemp("small")
     write_jsonl(root / "corpus" / "human.jsonl", [{"_id": f"d{i}", "title": "", "text": t} for i, t in enumerate(HUMAN)])
     write_jsonl(root / "corpus" / "llm.jsonl", [{"_id": f"d{i}", "title": "", "text": t} for i, t in enumerate(LLM)])
-    write_jsonl(root / "queries.jsonl", [{"_id": "q1", "text": "cat on the mat"}, {"_id": "q2", "text": "river flood"}, {"_id": "q3", "text": "solar electricity school"}])
+    write_jsonl(
+        root / "queries.jsonl",
+        [{"_id": "q1", "text": "cat on the mat"}, {"_id": "q2", "text": "river flood"}, {"_id": "q3", "text": "solar electricity school"}],
+    )
     write_qrels(root / "qrels" / "test.tsv", [("q1", "d0", 1), ("q2", "d3", 2), ("q2", "d4", 1), ("q3", "d7", 1)])
     return root
 
@@ -191,7 +194,7 @@ def test_cli_writes_a_loadable_folder_with_figures(small, tmp_path, capsys):
     from sourcebias.analysis.result import AnalysisResult
 
     again = AnalysisResult.load(out)
-    assert again == loaded and (out / again.figures["tsne"]).is_file() or again.figures["tsne"].is_file()
+    assert (again == loaded and (out / again.figures["tsne"]).is_file()) or again.figures["tsne"].is_file()
     # the same folder again: refused without --overwrite
     with pytest.raises(SystemExit) as info:
         main(["analyze", "quality", str(small), "-o", str(out)])
@@ -215,7 +218,9 @@ def test_masked_lm_perplexity_through_the_store(small, tmp_path):
     import torch
 
     torch.manual_seed(0)
-    model = BertForMaskedLM(BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64, max_position_embeddings=64))
+    model = BertForMaskedLM(
+        BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64, max_position_embeddings=64)
+    )
     folder = tmp_path / "tiny-bert"
     model.save_pretrained(folder)
     tokenizer.save_pretrained(folder)

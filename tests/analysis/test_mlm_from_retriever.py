@@ -12,14 +12,24 @@ import re
 
 import numpy as np
 import pytest
-
 from conftest import write_jsonl, write_qrels
+
 from sourcebias.core.errors import ConfigError
 
 torch = pytest.importorskip("torch")
 
-HUMAN = ["The cat sat on the mat all day.", "Dogs bark at night near the old house.", "The river flooded the valley after the rain.", "Fresh bread is baked every morning here."]
-LLM = ["A cat was sitting on the mat all day long.", "At night, dogs bark near the old house.", "After the rain, the river flooded the valley.", "Every morning, fresh bread is baked here."]
+HUMAN = [
+    "The cat sat on the mat all day.",
+    "Dogs bark at night near the old house.",
+    "The river flooded the valley after the rain.",
+    "Fresh bread is baked every morning here.",
+]
+LLM = [
+    "A cat was sitting on the mat all day long.",
+    "At night, dogs bark near the old house.",
+    "After the rain, the river flooded the valley.",
+    "Every morning, fresh bread is baked here.",
+]
 QUERIES = ["cat on a mat", "barking dogs", "river flood", "bread bakery"]
 
 
@@ -126,7 +136,7 @@ def test_the_minilm_preset_is_refused_plainly():
 
     folder = resolve_model("sentence-transformers/all-MiniLM-L6-v2")
     with safe_open(f"{folder}/model.safetensors", "pt") as f:
-        assert not [k for k in f.keys() if k.startswith(("cls.", "lm_head."))]
+        assert not [k for k in f if k.startswith(("cls.", "lm_head."))]
     with pytest.raises(ConfigError, match="has no masked-LM head"):
         build_lm_scorer("mlm:from-retriever:minilm")
     with pytest.raises(ConfigError, match="not a dense retriever"):
@@ -150,7 +160,28 @@ def test_cdc_fit_takes_the_spec_and_records_the_head(checkpoints, tmp_path, caps
     out = tmp_path / "cdc"
     lm = f"mlm:from-retriever:st:{with_head},max_tokens=64"
     with pytest.raises(SystemExit) as info:
-        main(["cdc", "fit", str(root), "-r", f"st:{with_head}", "--lm", lm, "--sample", "4", "--split", "dev", "--no-eval", "-o", str(out), "--cache-dir", str(tmp_path / "cache"), "--device", "cpu"])
+        main(
+            [
+                "cdc",
+                "fit",
+                str(root),
+                "-r",
+                f"st:{with_head}",
+                "--lm",
+                lm,
+                "--sample",
+                "4",
+                "--split",
+                "dev",
+                "--no-eval",
+                "-o",
+                str(out),
+                "--cache-dir",
+                str(tmp_path / "cache"),
+                "--device",
+                "cpu",
+            ]
+        )
     assert info.value.code in (0, None), capsys.readouterr().err
     sample = pd.read_csv(out / "sample.csv")
     plain = dict(zip(HUMAN + LLM, plain_pseudo_perplexity(with_head, HUMAN + LLM)))

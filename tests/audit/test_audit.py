@@ -46,7 +46,7 @@ def simulated(seed: int, *, queries: int = 80, k: int = 10, pairs: int = 400, se
             "source": ["human", "llm"] * pairs,
             "is_llm": [False, True] * pairs,
             "score": np.column_stack([cal[:, 0] < 1 - sp, cal[:, 1] < se]).ravel().astype(float),
-        }  # fmt: skip
+        }
     )
     table["flagged"] = table["score"] >= 0.5
     detector = CalibratedDetector(score=lambda _c, pos: flagged[np.asarray(pos)], threshold=0.5, calibration_table=table, info={"kind": "simulated"})
@@ -81,7 +81,7 @@ def test_a_chance_detector_refuses_the_correction(se, sp):
 
 
 def test_calibration_se_sp_are_the_counts():
-    run, det, _, _ = simulated(1)
+    _run, det, _, _ = simulated(1)
     t = det.calibration_table
     se_direct = (t["flagged"] & t["is_llm"]).sum() / t["is_llm"].sum()
     sp_direct = (~t["flagged"] & ~t["is_llm"]).sum() / (~t["is_llm"]).sum()
@@ -212,7 +212,7 @@ def write_jsonl(path: Path, rows) -> None:
 
 
 def tiny_dataset(root: Path, n: int, prefix: str) -> Path:
-    words = "alpha beta gamma delta epsilon zeta eta theta iota kappa".split()
+    words = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa"]
     human = [{"_id": f"{prefix}{i}", "title": "", "text": " ".join(words[(i + j) % 10] for j in range(5 + i % 4))} for i in range(n)]
     llm = [{"_id": f"{prefix}{i}", "title": "", "text": " ".join(words[(i + 2 * j) % 10] for j in range(6 + i % 3))} for i in range(n)]
     write_jsonl(root / "corpus" / "human.jsonl", human)
@@ -354,7 +354,7 @@ def test_misuse_stops_before_work_with_one_message(audit_inputs, tmp_path, capsy
 
 
 def test_audit_without_source_labels_reports_no_truth():
-    run, det, _, flagged = simulated(6, queries=20)
+    run, det, _, _flagged = simulated(6, queries=20)
     unlabelled = Corpus.keys_only(run.corpus.doc_ids, ["web"] * len(run.corpus), source_order=["web"])
     blind = Run(unlabelled, "blind", run.positions, run.scores)
     res = audit({"blind": blind}, det, AuditSettings(resamples=200), human_source="human")

@@ -50,9 +50,19 @@ def test_the_check_passes_where_the_calibration_holds_and_fails_where_it_does_no
 def test_a_feature_that_does_not_transfer_is_caught_by_min_p():
     rng = np.random.default_rng(1)
     a, h, l = world(rng)
-    length = {"audited": rng.normal(0, 2.0, len(a)), "human": rng.normal(0, 1.0, len(h)), "llm": rng.normal(0, 1.0, len(l))}  # twice the spread on the audited domain
+    length = {
+        "audited": rng.normal(0, 2.0, len(a)),
+        "human": rng.normal(0, 1.0, len(h)),
+        "llm": rng.normal(0, 1.0, len(l)),
+    }  # twice the spread on the audited domain
     ok = transfer_check(a, h, l, 0.75, resamples=100)
-    bad = transfer_check({"score": a, "feature:log_words": length["audited"]}, {"score": h, "feature:log_words": length["human"]}, {"score": l, "feature:log_words": length["llm"]}, 0.75, resamples=100)
+    bad = transfer_check(
+        {"score": a, "feature:log_words": length["audited"]},
+        {"score": h, "feature:log_words": length["human"]},
+        {"score": l, "feature:log_words": length["llm"]},
+        0.75,
+        resamples=100,
+    )
     assert ok.passed and not bad.passed and "log_words" in bad.reason() and len(bad.p_values) == 4
 
 
@@ -85,8 +95,23 @@ def test_a_failed_check_marks_every_output_and_strict_exits_3(tmp_path, capsys):
     evaluate(load_dataset(target), [build_retriever("bm25")], measures=[parse_measure("NDCG@3")]).save(tmp_path / "eval")
     shifted = tmp_path / "t.tsv"
     lines = score_file(tmp_path / "t0.tsv", target, 1).read_text().splitlines()
-    shifted.write_text("\n".join([lines[0]] + [f"{d}\t{s}\t{float(v) * 0.1 + 5:.6f}" for d, s, v in (x.split("\t") for x in lines[1:])]) + "\n")  # another scale
-    args = ["audit", str(tmp_path / "eval"), "--scores", str(shifted), "--calibrate", str(calib), "--calibration-scores", str(score_file(tmp_path / "c.tsv", calib, 2)), "--k", "5", "--resamples", "200"]
+    shifted.write_text(
+        "\n".join([lines[0]] + [f"{d}\t{s}\t{float(v) * 0.1 + 5:.6f}" for d, s, v in (x.split("\t") for x in lines[1:])]) + "\n"
+    )  # another scale
+    args = [
+        "audit",
+        str(tmp_path / "eval"),
+        "--scores",
+        str(shifted),
+        "--calibrate",
+        str(calib),
+        "--calibration-scores",
+        str(score_file(tmp_path / "c.tsv", calib, 2)),
+        "--k",
+        "5",
+        "--resamples",
+        "200",
+    ]
     code, stdout, _ = run_cli([*args, "--strict", "-o", str(tmp_path / "a")], capsys)
     assert code == 3 and "UNRELIABLE" in stdout and "--strict" in stdout
     res = load_audit(tmp_path / "a")

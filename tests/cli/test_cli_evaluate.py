@@ -4,11 +4,12 @@ import csv
 import hashlib
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import LLAMA
+
 from sourcebias.cli.main import expand_greedy_options, main
 
 # Cocktail (Dai et al., 2024), BM25 on NQ-UTD, mixed corpus (Elasticsearch).
@@ -23,9 +24,7 @@ def run_cli(args, capsys):
 
 
 def test_greedy_k_option():
-    assert expand_greedy_options(["evaluate", "d", "--k", "1", "3", "5", "-o", "x"]) == [
-        "evaluate", "d", "--k", "1", "--k", "3", "--k", "5", "-o", "x"
-    ]
+    assert expand_greedy_options(["evaluate", "d", "--k", "1", "3", "5", "-o", "x"]) == ["evaluate", "d", "--k", "1", "--k", "3", "--k", "5", "-o", "x"]
     assert expand_greedy_options(["--metric", "NDCG", "MAP@3", "data"]) == ["--metric", "NDCG", "--metric", "MAP@3", "data"]
 
 
@@ -33,10 +32,26 @@ def test_greedy_k_option():
 def nq_out(nq_utd, tmp_path_factory):
     out = tmp_path_factory.mktemp("nq") / "out"
     with pytest.raises(SystemExit) as info:
-        main([
-            "evaluate", str(nq_utd), "--retriever", "bm25", "--retriever", "tfidf", "--split", "test",
-            "--k", "1", "3", "5", "--output", str(out), "--resamples", "1000",
-        ])
+        main(
+            [
+                "evaluate",
+                str(nq_utd),
+                "--retriever",
+                "bm25",
+                "--retriever",
+                "tfidf",
+                "--split",
+                "test",
+                "--k",
+                "1",
+                "3",
+                "5",
+                "--output",
+                str(out),
+                "--resamples",
+                "1000",
+            ]
+        )
     assert info.value.code in (0, None)
     return out
 
@@ -46,7 +61,7 @@ def read_trec(path, docnos_path):
     with open(docnos_path, newline="") as fh:
         table = {r["docno"]: (r["doc_id"], r["source"]) for r in csv.DictReader(fh, delimiter="\t")}
     out = {}
-    for line in open(path):
+    for line in Path(path).read_text().splitlines():
         q, _, docno, rank, score, _tag = line.split()
         d, s = table[docno]
         out.setdefault(q, []).append((d, s, int(rank), float(score)))
@@ -55,7 +70,7 @@ def read_trec(path, docnos_path):
 
 def read_qrels(path):
     out = {}
-    for line in open(path).read().splitlines()[1:]:
+    for line in Path(path).read_text().splitlines()[1:]:
         q, d, g = line.split("\t")
         out.setdefault(q, {})[d] = int(g)
     return out
@@ -148,8 +163,11 @@ def test_paired_tests_match_an_independent_computation(nq_out):
         sig = {(r["retriever"], r["measure"]): r for r in csv.DictReader(fh)}
     assert not (nq_out / "significance.csv").exists()  # the second, uncorrected path is gone
     rng = np.random.default_rng(123)
-    for (retriever, metric) in [("bm25", "NDCG@1"), ("bm25", "NDCG@5"), ("tfidf", "NDCG@3")]:
-        vals = {t: {r["query_id"]: float(r["value"]) for r in pq if (r["retriever"], r["corpus"], r["target"], r["metric"]) == (retriever, "mixed", t, metric)} for t in ("human", LLAMA)}
+    for retriever, metric in [("bm25", "NDCG@1"), ("bm25", "NDCG@5"), ("tfidf", "NDCG@3")]:
+        vals = {
+            t: {r["query_id"]: float(r["value"]) for r in pq if (r["retriever"], r["corpus"], r["target"], r["metric"]) == (retriever, "mixed", t, metric)}
+            for t in ("human", LLAMA)
+        }
         qs = sorted(vals["human"])
         h = np.array([vals["human"][q] for q in qs])
         g = np.array([vals[LLAMA][q] for q in qs])
@@ -231,7 +249,7 @@ def test_evaluate_other_layouts(tmp_path, capsys, layout):
         write_jsonl(root / "corpus.jsonl", HUMAN_DOCS)
     write_jsonl(root / "queries.jsonl", QUERIES)
     write_qrels(root / "qrels" / "test.tsv", QRELS)
-    code, out, err = run_cli(["evaluate", str(root), "-r", "bm25", "-r", "tfidf", "--k", "1", "3", "-o", str(tmp_path / "o")], capsys)
+    code, _out, err = run_cli(["evaluate", str(root), "-r", "bm25", "-r", "tfidf", "--k", "1", "3", "-o", str(tmp_path / "o")], capsys)
     assert code in (0, None), err
     m, rows = read_metrics(tmp_path / "o")
     if layout == "kdd":
@@ -252,11 +270,22 @@ def test_summary_shows_relative_delta_ci_twin_preference_and_delta_ndsr(nq_out, 
     summary = (nq_out / "summary.md").read_text()
     with (nq_out / "per_query.csv").open() as fh:
         pq = list(csv.DictReader(fh))
-    vals = {t: {r["query_id"]: float(r["value"]) for r in pq if (r["retriever"], r["corpus"], r["target"], r["metric"]) == ("bm25", "mixed", t, "NDCG@3")} for t in ("human", LLAMA)}
+    vals = {
+        t: {r["query_id"]: float(r["value"]) for r in pq if (r["retriever"], r["corpus"], r["target"], r["metric"]) == ("bm25", "mixed", t, "NDCG@3")}
+        for t in ("human", LLAMA)
+    }
     qs = list(vals["human"])
     h, g = np.array([vals["human"][q] for q in qs]), np.array([vals[LLAMA][q] for q in qs])
     rel = (h.mean() - g.mean()) / ((h.mean() + g.mean()) / 2) * 100
-    boot = stats.bootstrap((h, g), lambda x, y, axis=-1: (x.mean(axis) - y.mean(axis)) / ((x.mean(axis) + y.mean(axis)) / 2) * 100, paired=True, vectorized=True, n_resamples=2000, method="BCa", random_state=np.random.default_rng(0))
+    boot = stats.bootstrap(
+        (h, g),
+        lambda x, y, axis=-1: (x.mean(axis) - y.mean(axis)) / ((x.mean(axis) + y.mean(axis)) / 2) * 100,
+        paired=True,
+        vectorized=True,
+        n_resamples=2000,
+        method="BCa",
+        random_state=np.random.default_rng(0),
+    )
     row = rows[("bm25", "NDCG@3")]
     assert float(row["rel_delta"]) == pytest.approx(rel) and row["ci_method"] == "BCa" and float(row["ci_level"]) == 0.95
     lo, hi = boot.confidence_interval
@@ -299,7 +328,9 @@ def test_the_summary_prints_the_orphan_policy_and_counts(cocktail_dir, tmp_path,
     llm = cocktail_dir / "corpus" / "llm.jsonl"
     llm.write_text("".join(line + "\n" for line in llm.read_text().splitlines() if '"d1"' not in line))
     out = tmp_path / f"out-{policy}"
-    code, stdout, _ = run_cli(["evaluate", str(cocktail_dir), "--k", "1", "--orphans", policy, "--bootstrap-resamples", "200", "--resamples", "200", "-o", str(out)], capsys)
+    code, stdout, _ = run_cli(
+        ["evaluate", str(cocktail_dir), "--k", "1", "--orphans", policy, "--bootstrap-resamples", "200", "--resamples", "200", "-o", str(out)], capsys
+    )
     assert code in (0, None)
     summary = (out / "summary.md").read_text()
     if policy == "drop":
@@ -316,7 +347,10 @@ def test_significance_option_only_says_what_replaced_it(cocktail_dir, tmp_path, 
     """--significance (old scripts) computes nothing: it names the paired_tests statistic in
     statistics.csv and the summary, and no significance.csv is written."""
     out = tmp_path / "o"
-    code, stdout, _ = run_cli(["evaluate", str(cocktail_dir), "--k", "1", "--metric", "NDCG", "--significance", "--resamples", "200", "--bootstrap-resamples", "200", "-o", str(out)], capsys)
+    code, stdout, _ = run_cli(
+        ["evaluate", str(cocktail_dir), "--k", "1", "--metric", "NDCG", "--significance", "--resamples", "200", "--bootstrap-resamples", "200", "-o", str(out)],
+        capsys,
+    )
     assert code in (0, None)
     text = " ".join(stdout.split())
     assert "--significance is no longer needed and computes nothing" in text and "paired_tests statistic" in text
@@ -359,11 +393,27 @@ def test_no_number_is_cut_in_an_80_column_terminal(nq_out, nq_utd):
         stats_rows = list(csv.DictReader(fh))
     assert len(stats_rows) == 6
     for r in stats_rows:
-        f = {k: float(v) for k, v in r.items() if k not in ("retriever", "llm_source", "measure") and v not in ("",) and v.replace(".", "", 1).replace("-", "", 1).replace("e", "", 1).isdigit()}
+        f = {
+            k: float(v)
+            for k, v in r.items()
+            if k not in ("retriever", "llm_source", "measure") and v not in ("",) and v.replace(".", "", 1).replace("-", "", 1).replace("e", "", 1).isdigit()
+        }
         expected |= {f"{f['rel_delta']:.1f}", f"[{f['rel_delta_ci_low']:.1f},", f"{f['rel_delta_ci_high']:.1f}]", f"{f['mean_difference']:.3f}"}
         expected |= {_p_text(f[k]) for k in ("p_ttest", "p_sign", "p_randomization", "p_adjusted")}
-        expected |= {f"{f['twin_pref_rate'] * 100:.1f}", f"{int(f['twin_pref_pairs']):,}", f"{int(f['twin_pref_queries']):,}", f"{f['twin_pref_ci_low'] * 100:.1f}", f"{f['twin_pref_ci_high'] * 100:.1f}"}
-        expected |= {_p_text(f["twin_pref_p_cluster"]), _p_text(f["twin_pref_p"]), f"{f['delta_ndsr']:.3f}", _p_text(f["delta_ndsr_p"]), _p_text(f["delta_ndsr_p_sign"])}
+        expected |= {
+            f"{f['twin_pref_rate'] * 100:.1f}",
+            f"{int(f['twin_pref_pairs']):,}",
+            f"{int(f['twin_pref_queries']):,}",
+            f"{f['twin_pref_ci_low'] * 100:.1f}",
+            f"{f['twin_pref_ci_high'] * 100:.1f}",
+        }
+        expected |= {
+            _p_text(f["twin_pref_p_cluster"]),
+            _p_text(f["twin_pref_p"]),
+            f"{f['delta_ndsr']:.3f}",
+            _p_text(f["delta_ndsr_p"]),
+            _p_text(f["delta_ndsr_p_sign"]),
+        }
     missing = sorted(expected - tokens)
     assert not missing, f"not shown whole at 80 columns: {missing}\n{screen}"
 
@@ -380,7 +430,13 @@ def test_a_split_table_keeps_its_caption_and_title_readable_at_the_terminal_widt
 
     columns = [Column("name", "retriever", "text")] + [Column(f"c{i}", f"column number {i}", "num", 3) for i in range(4)]
     caption = "A caption of several sentences that explains the method used. " * 4
-    table = Table("wide", "A long title of a table that is split into parts", columns, [{"name": "bm25", **{f"c{i}": 123456.0 + i for i in range(4)}}], caption=caption.strip())
+    table = Table(
+        "wide",
+        "A long title of a table that is split into parts",
+        columns,
+        [{"name": "bm25", **{f"c{i}": 123456.0 + i for i in range(4)}}],
+        caption=caption.strip(),
+    )
     console = Console(width=60, record=True, color_system=None)
     console.print(to_rich(Report("report", [table])))
     lines = [line.rstrip() for line in console.export_text().splitlines()]
@@ -402,7 +458,7 @@ def test_leading_integer_keys_are_repeated_in_every_part_of_a_split_table():
     rows = [{"name": "bm25", "round": r, **{f"c{i}": 123456.0 + r for i in range(6)}} for r in range(3)]
     console = Console(width=60, record=True, color_system=None)
     console.print(to_rich(Report("report", [Table("loop", "Loop", columns, rows)])))
-    parts = [block for block in console.export_text().split("┏")[1:]]
+    parts = list(console.export_text().split("┏")[1:])
     assert len(parts) > 1
     for block in parts:
         header = block.split("┡")[0]

@@ -14,8 +14,8 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import LLAMA, write_jsonl
+
 from sourcebias.cli.main import main
 from sourcebias.core.errors import ConfigError, DataError
 
@@ -178,7 +178,9 @@ def test_ctrl_c_during_encoding_keeps_finished_batches(nq_utd, tmp_path):
     cmd = [sys.executable, "-m", "sourcebias", "evaluate", str(data), "-r", "minilm", "--k", "1", "--batch-size", "8", "--no-sole"]
     # a shell's background job (CI started with `... &`) inherits SIGINT ignored, and Python then
     # keeps it ignored; the child gets the default disposition, as in a terminal
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    proc = subprocess.Popen(
+        cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)
+    )
     err_lines: list[str] = []
     reader = threading.Thread(target=lambda: err_lines.extend(iter(proc.stderr.readline, "")), daemon=True)
     reader.start()
@@ -204,7 +206,7 @@ def test_ctrl_c_during_encoding_keeps_finished_batches(nq_utd, tmp_path):
         time.sleep(0.02)
     assert proc.poll() is None, f"the command ended before the interruption (status {proc.returncode}): {''.join(err_lines)[-3000:]}"
     proc.send_signal(signal.SIGINT)
-    out, _ = proc.communicate(timeout=120)
+    _out, _ = proc.communicate(timeout=120)
     reader.join(timeout=10)
     err = "".join(err_lines)
     assert proc.returncode == 130, err

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 import sourcebias as sb
+from sourcebias.cli.main import main
 from sourcebias.core.artifacts import OutputFolder
 from sourcebias.core.errors import ConfigError, DataError, OutputError
-from sourcebias.cli.main import main
 from sourcebias.evaluation import Key, RunKey, measure_grid
 from sourcebias.retrieval import BM25, Run, TfIdf
 
@@ -59,7 +59,7 @@ def test_repr_is_one_short_line(result):
 def test_loaded_runs_have_keys_only_unless_bound_to_the_dataset(result, tmp_path, cocktail_dir):
     path = sb.write_evaluation(result, tmp_path / "out")
     run = sb.load_result(path).runs[RunKey("bm25", "mixed")]
-    with pytest.raises(DataError, match="run.bind"):
+    with pytest.raises(DataError, match=r"run\.bind"):
         run.corpus.texts  # noqa: B018
     ds = sb.load_dataset(cocktail_dir)
     bound = run.bind(ds.corpus)
@@ -175,9 +175,8 @@ def test_no_lock_file_is_left_after_a_command_succeeds_or_fails(cocktail_dir, tm
     assert code == 2 and "holds the results of another run" in err and not (tmp_path / ".out.lock").exists()
     folder = OutputFolder.claim(tmp_path / "lib", kind="evaluate")
     assert (tmp_path / ".lib.lock").is_file()
-    with pytest.raises(RuntimeError):
-        with folder:
-            raise RuntimeError("failed mid-work")
+    with pytest.raises(RuntimeError), folder:
+        raise RuntimeError("failed mid-work")
     assert not (tmp_path / ".lib.lock").exists() and not list(tmp_path.glob(".lib.*"))
 
 
@@ -211,7 +210,10 @@ CLAIM_LOOP = textwrap.dedent(
 def test_claimers_racing_on_a_deleted_lock_file_never_both_hold_the_folder(tmp_path):
     """Each release deletes the lock file; a claimer that opened the old file just before must
     not go on holding it while another locks the new file at the same path."""
-    procs = [subprocess.Popen([sys.executable, "-c", CLAIM_LOOP, str(tmp_path / "out"), str(tmp_path / "inside"), "150"], stdout=subprocess.PIPE, text=True) for _ in range(3)]
+    procs = [
+        subprocess.Popen([sys.executable, "-c", CLAIM_LOOP, str(tmp_path / "out"), str(tmp_path / "inside"), "150"], stdout=subprocess.PIPE, text=True)
+        for _ in range(3)
+    ]
     clashes = [int(p.communicate(timeout=300)[0].strip() or -1) for p in procs]
     assert all(p.returncode == 0 for p in procs)
     assert clashes == [0, 0, 0]
@@ -318,6 +320,6 @@ def test_read_artifact_json_says_what_is_wrong(tmp_path):
 
 
 def test_a_misspelt_write_option_is_refused_before_anything_is_left(result, tmp_path):
-    with pytest.raises(TypeError, match="unexpected keyword argument.*formt"):
+    with pytest.raises(TypeError, match=r"unexpected keyword argument.*formt"):
         sb.write_evaluation(result, tmp_path / "out", formt="parquet")
     assert not list(tmp_path.glob("*out*"))  # not even a lock file: refused before the claim

@@ -20,11 +20,10 @@ ANSI = re.compile(r"\x1b\[")
 
 def test_plain_progress_writes_periodic_lines_and_an_end_line():
     stream = io.StringIO()
-    with progress.PlainProgress(stream=stream, interval=0.01) as reporter, progress.use(reporter):
-        with progress.task("encoding", total=4, unit="docs") as t:
-            t.advance(1)
-            time.sleep(0.2)  # twenty intervals
-            t.advance(3)
+    with progress.PlainProgress(stream=stream, interval=0.01) as reporter, progress.use(reporter), progress.task("encoding", total=4, unit="docs") as t:
+        t.advance(1)
+        time.sleep(0.2)  # twenty intervals
+        t.advance(3)
     lines = stream.getvalue().splitlines()
     assert lines[-1].startswith("encoding: 4/4 docs, 100%") and lines[-1].endswith("(done)")
     periodic = lines[:-1]
@@ -34,9 +33,8 @@ def test_plain_progress_writes_periodic_lines_and_an_end_line():
 
 def test_a_step_shorter_than_the_interval_prints_nothing():
     stream = io.StringIO()
-    with progress.PlainProgress(stream=stream, interval=60) as reporter, progress.use(reporter):
-        with progress.task("quick", total=1) as t:
-            t.advance()
+    with progress.PlainProgress(stream=stream, interval=60) as reporter, progress.use(reporter), progress.task("quick", total=1) as t:
+        t.advance()
     assert stream.getvalue() == ""
 
 

@@ -33,5 +33,9 @@ def test_every_default_cache_path_of_the_library_goes_through_default_cache_dir(
     """The home folder's cache is named in one place only (core/cache.py); every other default
     reads default_cache_dir(), which the session variable redirects."""
     src = Path(__file__).resolve().parents[2] / "src" / "sourcebias"
-    naming_home = [p.relative_to(src).as_posix() for p in src.rglob("*.py") if '".cache"' in p.read_text(encoding="utf-8") or "Path.home()" in p.read_text(encoding="utf-8")]
+    naming_home = [
+        p.relative_to(src).as_posix()
+        for p in src.rglob("*.py")
+        if '".cache"' in p.read_text(encoding="utf-8") or "Path.home()" in p.read_text(encoding="utf-8")
+    ]
     assert naming_home == ["core/cache.py"]

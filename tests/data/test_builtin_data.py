@@ -189,7 +189,14 @@ def test_a_checksum_mismatch_is_refused_and_the_file_removed(server, tmp_path):
 def test_download_unpacks_checks_and_then_loads_by_name(server, tmp_path, cocktail_dir, monkeypatch, top):
     archive = tiny_archive(cocktail_dir, top)
     server.files["tiny.zip"] = archive
-    entry = KnownDataset("tiny", "a tiny test dataset", "test", "none", server.url, files=(RemoteFile(f"{server.url}/tiny.zip", "tiny.zip", md5=hashlib.md5(archive).hexdigest()),))
+    entry = KnownDataset(
+        "tiny",
+        "a tiny test dataset",
+        "test",
+        "none",
+        server.url,
+        files=(RemoteFile(f"{server.url}/tiny.zip", "tiny.zip", md5=hashlib.md5(archive).hexdigest()),),
+    )
     info = download_dataset(entry, tmp_path / "data", timeout=5)
     folder = tmp_path / "data" / "tiny"
     assert info["folder"] == str(folder) and info["layout"] == "cocktail" and info["sources"] == ["human", "llm"] and info["splits"] == ["test"]
@@ -207,7 +214,7 @@ def test_an_archive_without_qrels_is_refused(server, tmp_path, cocktail_dir):
     archive = tiny_archive(cocktail_dir)
     server.files["tiny.zip"] = archive
     entry = KnownDataset("tiny", "d", "l", "c", server.url, files=(RemoteFile(f"{server.url}/tiny.zip", "tiny.zip"),))
-    with pytest.raises(DataError, match="no qrels/<split>.tsv"):
+    with pytest.raises(DataError, match=r"no qrels/<split>\.tsv"):
         download_dataset(entry, tmp_path, timeout=5)
 
 
@@ -244,7 +251,9 @@ def test_downloading_again_checks_what_is_there_and_fetches_nothing(server, tmp_
 
     archive = tiny_archive(cocktail_dir)
     server.files["scifact.zip"] = archive
-    entry = KnownDataset("scifact", "d", "l", "c", server.url, files=(RemoteFile(f"{server.url}/scifact.zip", "scifact.zip", md5=hashlib.md5(archive).hexdigest()),))
+    entry = KnownDataset(
+        "scifact", "d", "l", "c", server.url, files=(RemoteFile(f"{server.url}/scifact.zip", "scifact.zip", md5=hashlib.md5(archive).hexdigest()),)
+    )
     monkeypatch.setitem(registry.KNOWN, "scifact", entry)
     download_dataset(entry, tmp_path, timeout=5)
     n = len(server.requests)

@@ -1,11 +1,10 @@
 """Loading the three layouts, choosing sources and splits, and a clear error for each bad input."""
 
-
 import pytest
-
 from conftest import HUMAN_DOCS, LLM_DOCS, QRELS, QUERIES, write_jsonl, write_qrels
-from sourcebias.data import load_dataset
+
 from sourcebias.core.errors import ConfigError, DataError
+from sourcebias.data import load_dataset
 
 
 def test_cocktail_layout(cocktail_dir):

@@ -116,7 +116,10 @@ def test_a_result_without_saved_options_loads_with_defaults_and_says_so(with_emp
     assert options == DatasetOptions(split="test", sources=("human", "llm")) and note == NOT_RECORDED
     with pytest.raises(DataError, match="empty text"):  # the defaults cannot read this folder: said, not guessed
         result.to_ranx()
-    assert recorded_options({"split": "", "human_source": "h"}, {"orphans": "keep"}) == (DatasetOptions(split=None, human_source="h", orphans="keep"), NOT_RECORDED)
+    assert recorded_options({"split": "", "human_source": "h"}, {"orphans": "keep"}) == (
+        DatasetOptions(split=None, human_source="h", orphans="keep"),
+        NOT_RECORDED,
+    )
 
 
 def test_all_zero_judgements_are_an_error_naming_the_qrels_file(cocktail_dir, tmp_path, capsys):

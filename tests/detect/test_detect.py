@@ -15,13 +15,23 @@ from detect_helpers import tiny_causal_lm
 
 from sourcebias.core.errors import ConfigError
 
-TEXTS = ["alpha beta gamma delta the study of cells", "news on patients and cells in the a of", "kappa", "iota theta eta zeta epsilon delta gamma beta alpha the a of and is in on"]
+TEXTS = [
+    "alpha beta gamma delta the study of cells",
+    "news on patients and cells in the a of",
+    "kappa",
+    "iota theta eta zeta epsilon delta gamma beta alpha the a of and is in on",
+]
 
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
     root = tmp_path_factory.mktemp("tiny-lm")
-    return {"a": tiny_causal_lm(root / "a", seed=0), "b": tiny_causal_lm(root / "b", seed=1), "other": tiny_causal_lm(root / "other", seed=2, extra_token="zzz"), "cache": root / "cache"}
+    return {
+        "a": tiny_causal_lm(root / "a", seed=0),
+        "b": tiny_causal_lm(root / "b", seed=1),
+        "other": tiny_causal_lm(root / "other", seed=2, extra_token="zzz"),
+        "cache": root / "cache",
+    }
 
 
 def by_hand(score_folder: Path, ref_folder: Path, text: str, max_tokens: int) -> tuple[int, float, float, float]:
@@ -118,7 +128,9 @@ def test_detect_command_writes_a_folder_the_audit_reads(tiny, tmp_path, capsys):
 
     data = tiny_dataset(tmp_path / "data", 12, "d")
     out = tmp_path / "det"
-    code, _, err = run_cli(["detect", str(data), "--detector", f"fast-detectgpt:lm:{tiny['a']},max_tokens=8", "--cache-dir", str(tiny["cache"]), "-o", str(out)], capsys)
+    code, _, err = run_cli(
+        ["detect", str(data), "--detector", f"fast-detectgpt:lm:{tiny['a']},max_tokens=8", "--cache-dir", str(tiny["cache"]), "-o", str(out)], capsys
+    )
     assert code in (0, None), err
     res = load_detection(out)
     assert load_artifact(out) == res and len(res.scores) == 24 and res.detector["kind"] == "fast-detectgpt"
@@ -128,7 +140,21 @@ def test_detect_command_writes_a_folder_the_audit_reads(tiny, tmp_path, capsys):
 
     assert res.summary["labelled"]["auroc"] == pytest.approx(roc_auc_score(res.scores["source"] != "human", res.scores["score"]))
     assert read_scores(out) == read_scores(out / "scores.tsv") == res.score_map()
-    code, _, err = run_cli(["detect", str(data), "--detector", f"fast-detectgpt:lm:{tiny['a']},max_tokens=8", "--max-pairs", "3", "--cache-dir", str(tiny["cache"]), "-o", str(tmp_path / "d3")], capsys)
+    code, _, err = run_cli(
+        [
+            "detect",
+            str(data),
+            "--detector",
+            f"fast-detectgpt:lm:{tiny['a']},max_tokens=8",
+            "--max-pairs",
+            "3",
+            "--cache-dir",
+            str(tiny["cache"]),
+            "-o",
+            str(tmp_path / "d3"),
+        ],
+        capsys,
+    )
     assert code in (0, None), err
     assert len(load_detection(tmp_path / "d3").scores) == 6
 
@@ -171,7 +197,16 @@ def test_detect_killed_mid_way_resumes_where_it_stopped(tiny, tmp_path, monkeypa
     monkeypatch.setenv("SOURCEBIAS_FLUSH_SECONDS", "0.001")  # every finished batch is written at once
     data = tiny_dataset(tmp_path / "data", 10, "k")
     cache = tmp_path / "cache"
-    args = ["detect", str(data), "--detector", f"fast-detectgpt:lm:{tiny['a']},max_tokens=8,batch_size=4", "--cache-dir", str(cache), "-o", str(tmp_path / "out")]
+    args = [
+        "detect",
+        str(data),
+        "--detector",
+        f"fast-detectgpt:lm:{tiny['a']},max_tokens=8,batch_size=4",
+        "--cache-dir",
+        str(cache),
+        "-o",
+        str(tmp_path / "out"),
+    ]
     encoded: list[int] = []
     real = LMCriterion.encode_documents
 
@@ -206,8 +241,25 @@ def test_audit_with_a_zero_shot_detector_calibrated_on_twins(tiny, tmp_path, cap
     target, calib = tiny_dataset(tmp_path / "t", 30, "t"), tiny_dataset(tmp_path / "c", 40, "c")
     evaluate(load_dataset(target), [build_retriever("bm25")], measures=[parse_measure("NDCG@3")]).save(tmp_path / "eval")
     spec = f"fast-detectgpt:lm:{tiny['a']},max_tokens=8"
-    args = ["audit", str(tmp_path / "eval"), "--detector", spec, "--calibrate", str(calib), "--max-pairs", "12", "--k", "3", "--resamples", "200", "--check-resamples", "50", "-o", str(tmp_path / "a")]
-    code, stdout, err = run_cli(args, capsys)
+    args = [
+        "audit",
+        str(tmp_path / "eval"),
+        "--detector",
+        spec,
+        "--calibrate",
+        str(calib),
+        "--max-pairs",
+        "12",
+        "--k",
+        "3",
+        "--resamples",
+        "200",
+        "--check-resamples",
+        "50",
+        "-o",
+        str(tmp_path / "a"),
+    ]
+    code, _stdout, err = run_cli(args, capsys)
     assert code in (0, None), err
     res = load_audit(tmp_path / "a")
     assert res.detector["spec"] == spec and res.detector["kind"] == "zero-shot" and res.detector["pairs"] == 12 and len(res.calibration) == 24

@@ -50,6 +50,10 @@ def test_the_plan_is_the_library_check():
     EvaluationPlan(measures=("NDCG",), cutoffs=(1, 3), statistics_measures=("ndcg@3",), statistics=("means", "paired_tests")).check()
     with pytest.raises(ConfigError, match="not computed"):
         EvaluationPlan(measures=("NDCG",), cutoffs=(1, 3), statistics_measures=("MAP@3",)).check()
-    assert parse_statistics(None) is None and parse_statistics(["none"]) == () and parse_statistics(["means,paired_tests", "twin_preference"]) == ("means", "paired_tests", "twin_preference")
+    assert (
+        parse_statistics(None) is None
+        and parse_statistics(["none"]) == ()
+        and parse_statistics(["means,paired_tests", "twin_preference"]) == ("means", "paired_tests", "twin_preference")
+    )
     assert EvaluationPlan().specs == ["bm25"] and EvaluationPlan(runs=((None, Path("r.trec")),)).specs == []
     assert EvaluationPlan(retrievers=("bm25", "tfidf", "bm25")).specs == ["bm25", "tfidf"]

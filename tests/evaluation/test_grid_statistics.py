@@ -101,7 +101,6 @@ def test_holm_and_bh_against_hand_values():
     assert math.isnan(out[1]) and out[0] == pytest.approx(0.02)  # NaN is not a test
 
 
-
 def test_holm_runs_no_full_garbage_collection():
     """statsmodels' Holm branch ends with ``gc.collect()``: a full collection on every call, about a
     second in a process holding torch models (every evaluate corrects its tests with Holm, and the
@@ -127,6 +126,7 @@ def test_holm_runs_no_full_garbage_collection():
     np.testing.assert_allclose(adjusted, [0.03, 0.06, 0.06, 0.02])  # the hand values above
     assert gc.collect is collect  # left as it was
 
+
 # -- undefined statistics are reported as undefined (issue 15, items 6 and 7) ------------------
 def test_t_test_of_a_constant_shift_is_undefined_with_the_sign_test_beside():
     from sourcebias.evaluation.stats.paired_tests import paired_t_test, paired_tests
@@ -138,7 +138,14 @@ def test_t_test_of_a_constant_shift_is_undefined_with_the_sign_test_beside():
     assert math.isnan(t["p_ttest"]) and t["ttest_note"].startswith("undefined")
     assert t["p_sign"] == pytest.approx(stats.binomtest(8, 8, 0.5).pvalue) == pytest.approx(2 / 2**8)
     # the randomization test honours its resamples: same p as SciPy called directly
-    direct = stats.permutation_test((h, g), lambda x, y, axis: np.mean(x - y, axis=axis), permutation_type="samples", vectorized=True, n_resamples=500, random_state=np.random.default_rng(0))
+    direct = stats.permutation_test(
+        (h, g),
+        lambda x, y, axis: np.mean(x - y, axis=axis),
+        permutation_type="samples",
+        vectorized=True,
+        n_resamples=500,
+        random_state=np.random.default_rng(0),
+    )
     assert t["p_randomization"] == pytest.approx(direct.pvalue) and t["randomization_resamples"] == 500
 
 
@@ -158,7 +165,15 @@ def test_delta_ndsr_of_identical_differences_is_undefined_not_p_zero():
 def test_bootstrap_with_undefined_resamples_is_not_labelled_bca():
     h, g = [1.0, 0, 0, 0, 0], [0, 0, 0, 0, 1.0]  # a resample without query 1 and 5 has both means 0
     res = bootstrap_relative_delta(h, g, n_resamples=2000, seed=4)
-    direct = stats.bootstrap((np.array(h), np.array(g)), lambda x, y, axis=-1: relative_delta_values(x, y, axis=axis), paired=True, vectorized=True, n_resamples=2000, method="percentile", random_state=np.random.default_rng(4))
+    direct = stats.bootstrap(
+        (np.array(h), np.array(g)),
+        lambda x, y, axis=-1: relative_delta_values(x, y, axis=axis),
+        paired=True,
+        vectorized=True,
+        n_resamples=2000,
+        method="percentile",
+        random_state=np.random.default_rng(4),
+    )
     dist = direct.bootstrap_distribution
     finite = dist[np.isfinite(dist)]
     assert res["method"] == "percentile over the finite resamples" and res["undefined_resamples"] == len(dist) - len(finite)

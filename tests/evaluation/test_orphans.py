@@ -12,8 +12,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import write_jsonl, write_qrels
+
 from sourcebias.core.errors import ConfigError, DataError
 from sourcebias.data import load_dataset
 from sourcebias.data.corpus import Corpus, unpaired_positions
@@ -219,7 +219,9 @@ def test_the_grid_orphan_setting_reaches_its_cells(tmp_path, policy):
 
     root = _orphan_dataset(tmp_path)
     cfg = tmp_path / "g.toml"
-    cfg.write_text(f'[grid]\nname = "o"\nmeasures = ["NDCG"]\ncutoffs = [1]\nsole = false\norphans = "{policy}"\n[[datasets]]\npath = "{root.as_posix()}"\n[[retrievers]]\nspec = "bm25"\n')
+    cfg.write_text(
+        f'[grid]\nname = "o"\nmeasures = ["NDCG"]\ncutoffs = [1]\nsole = false\norphans = "{policy}"\n[[datasets]]\npath = "{root.as_posix()}"\n[[retrievers]]\nspec = "bm25"\n'
+    )
     run_grid(load_grid_config(cfg), tmp_path / "out")
     result = load_result(tmp_path / "out" / "cells" / "orph" / "bm25")
     assert result.parameters["orphans"] == policy

@@ -35,7 +35,7 @@ def test_parquet_folder_loads_back_equal(tiny_result, tmp_path):
     theirs = pd.read_parquet(folder / "per_query.parquet")
     ours = tiny_result.to_pandas(per_query=True)
     assert list(theirs.columns) == list(ours.columns)
-    pd.testing.assert_frame_equal(theirs.astype({c: str for c in theirs.columns[:5]}), ours, check_dtype=False)
+    pd.testing.assert_frame_equal(theirs.astype(dict.fromkeys(theirs.columns[:5], str)), ours, check_dtype=False)
 
 
 def test_csv_and_parquet_folders_hold_the_same_values(tiny_result, tmp_path):
@@ -71,7 +71,24 @@ def test_unknown_format_is_refused(tiny_result, tmp_path):
 
 def test_cli_format_parquet(cocktail_dir, tmp_path):
     out = tmp_path / "out"
-    cmd = [sys.executable, "-m", "sourcebias", "evaluate", str(cocktail_dir), "-r", "bm25", "--metric", "NDCG", "--k", "1", "3", "--format", "parquet", "-o", str(out)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "sourcebias",
+        "evaluate",
+        str(cocktail_dir),
+        "-r",
+        "bm25",
+        "--metric",
+        "NDCG",
+        "--k",
+        "1",
+        "3",
+        "--format",
+        "parquet",
+        "-o",
+        str(out),
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert (out / "per_query.parquet").is_file() and not (out / "per_query.csv").exists()
@@ -87,7 +104,7 @@ def test_cli_format_parquet(cocktail_dir, tmp_path):
 def _as_pandas_holds(path):
     """The per-query vectors as the file holds them, read by pyarrow and pandas alone."""
     df = pq.read_table(path).to_pandas()
-    df = df.astype({c: str for c in ("retriever", "corpus", "target", "query_id", "metric")})
+    df = df.astype(dict.fromkeys(("retriever", "corpus", "target", "query_id", "metric"), str))
     return {k: g.set_index("query_id")["value"] for k, g in df.groupby(["retriever", "corpus", "target", "metric"], sort=False)}
 
 

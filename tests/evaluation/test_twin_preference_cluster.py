@@ -17,9 +17,9 @@ import itertools
 
 import numpy as np
 import pytest
+from conftest import LLAMA
 from scipy import stats
 
-from conftest import LLAMA
 from sourcebias.cli.main import main
 from sourcebias.evaluation.stats.twin_preference import cluster_bootstrap_rate, cluster_sign_flip_test
 

@@ -114,7 +114,7 @@ def test_a_failing_cell_is_recorded_and_the_others_go_on(tmp_path, cocktail_dir)
             [[runs]]
             name = "broken"
             dataset = "tiny"
-            path = "{tmp_path / 'broken.trec'}"
+            path = "{tmp_path / "broken.trec"}"
             """,
         )
     )
@@ -129,10 +129,20 @@ def test_an_external_run_cell_equals_the_own_run_when_rankings_are_the_same(tmp_
     """A run written by another tool (here: the rows of sourcebias' own BM25 run, re-written by
     hand) evaluates in a grid cell to the same metrics as the bm25 cell."""
     first = tmp_path / "first"
-    run_grid(load_grid_config(write_config(tmp_path / "a.toml", f'[grid]\nname = "x"\nmeasures = ["NDCG", "MAP"]\ncutoffs = [1, 3]\nsole = false\n[[datasets]]\npath = "{cocktail_dir}"\n[[retrievers]]\nspec = "bm25"\n')), first)
+    run_grid(
+        load_grid_config(
+            write_config(
+                tmp_path / "a.toml",
+                f'[grid]\nname = "x"\nmeasures = ["NDCG", "MAP"]\ncutoffs = [1, 3]\nsole = false\n[[datasets]]\npath = "{cocktail_dir}"\n[[retrievers]]\nspec = "bm25"\n',
+            )
+        ),
+        first,
+    )
     own = first / "cells" / "tiny" / "bm25" / "runs" / "bm25.mixed.trec"
     ext = tmp_path / "other-tool.trec"
-    ext.write_text("".join(f"{q} Q0 {d.split('/')[1]}::{d.split('/')[0]} {r} {s} other\n" for q, _, d, r, s, _ in (line.split() for line in own.read_text().splitlines())))
+    ext.write_text(
+        "".join(f"{q} Q0 {d.split('/')[1]}::{d.split('/')[0]} {r} {s} other\n" for q, _, d, r, s, _ in (line.split() for line in own.read_text().splitlines()))
+    )
     cfg = load_grid_config(
         write_config(
             tmp_path / "b.toml",
@@ -320,7 +330,12 @@ def test_a_cell_that_turns_ok_keeps_no_old_error(tmp_path, cocktail_dir):
     its folder still holds H, so it is reused as ok, without the failure's error."""
     run = tmp_path / "ext.trec"
     good = "q1 Q0 human/d1 1 2.0 x\nq2 Q0 llm/d2 1 1.0 x\n"
-    cfg = load_grid_config(write_config(tmp_path / "g.toml", f'[grid]\nname = "e"\nmeasures = ["NDCG"]\ncutoffs = [1]\n[[datasets]]\npath = "{cocktail_dir}"\n[[runs]]\nname = "ext"\ndataset = "tiny"\npath = "{run}"\n'))
+    cfg = load_grid_config(
+        write_config(
+            tmp_path / "g.toml",
+            f'[grid]\nname = "e"\nmeasures = ["NDCG"]\ncutoffs = [1]\n[[datasets]]\npath = "{cocktail_dir}"\n[[runs]]\nname = "ext"\ndataset = "tiny"\npath = "{run}"\n',
+        )
+    )
     run.write_text(good)
     assert run_grid(cfg, tmp_path / "out").records["tiny/ext"]["status"] == "ok"
     run.write_text("q1 Q0 human/nope 1 2.0 x\n")

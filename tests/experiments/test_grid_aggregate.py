@@ -3,7 +3,6 @@ cells of an earlier configuration are marked stale and left out, the orphan poli
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 
@@ -29,7 +28,7 @@ def test_primary_in_any_spelling_reports_every_finished_cell(tmp_path, cocktail_
     assert list(table["status"]) == ["ok", "ok"] and set(table["measure"]) == {"NDCG@3"}
     for _, row in table.iterrows():  # the means, against the per-query values averaged here
         r = sb.load_result(out / "cells" / "tiny" / row["retriever"])
-        h = r.per_query[("%s" % row["retriever"], "mixed", "human", "NDCG@3")]
+        h = r.per_query[("{}".format(row["retriever"]), "mixed", "human", "NDCG@3")]
         g = r.per_query[(row["retriever"], "mixed", "llm", "NDCG@3")]
         assert row["human"] == pytest.approx(np.mean(h)) and row["llm"] == pytest.approx(np.mean(g))
         assert row["rel_delta"] == pytest.approx((np.mean(h) - np.mean(g)) / ((np.mean(h) + np.mean(g)) / 2) * 100)

@@ -140,7 +140,9 @@ def test_a_rerun_skips_finished_cell_seed_pairs(tmp_path, cocktail_dir):
     out, log = tmp_path / "out", []
     run_grid(load_grid_config(config(tmp_path, cocktail_dir, "seeds = [42, 100]", retrievers=("bm25",))), out)
     stamp = (out / "cells" / "tiny" / "bm25.seed-42" / "manifest.json").stat().st_mtime_ns
-    run = run_grid(load_grid_config(config(tmp_path, cocktail_dir, "seeds = [42, 100, 2026]", retrievers=("bm25",))), out, on_event=lambda k, r: log.append((k, r["cell"])))
+    run = run_grid(
+        load_grid_config(config(tmp_path, cocktail_dir, "seeds = [42, 100, 2026]", retrievers=("bm25",))), out, on_event=lambda k, r: log.append((k, r["cell"]))
+    )
     assert sorted(log) == [("cached", "tiny/bm25@seed=100"), ("cached", "tiny/bm25@seed=42"), ("ok", "tiny/bm25@seed=2026"), ("start", "tiny/bm25@seed=2026")]
     assert run.counts() == {"ok": 3}
     assert (out / "cells" / "tiny" / "bm25.seed-42" / "manifest.json").stat().st_mtime_ns == stamp
@@ -152,7 +154,28 @@ def test_a_rerun_skips_finished_cell_seed_pairs(tmp_path, cocktail_dir):
 def test_ties_make_the_seed_matter(tmp_path):
     """Every LLM copy is the human text itself: BM25 ties each pair, only the seeded tie rule
     orders them, so Relative Δ differs across seeds (spread > 0)."""
-    words = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma tau upsilon".split()
+    words = [
+        "alpha",
+        "beta",
+        "gamma",
+        "delta",
+        "epsilon",
+        "zeta",
+        "eta",
+        "theta",
+        "iota",
+        "kappa",
+        "lambda",
+        "mu",
+        "nu",
+        "xi",
+        "omicron",
+        "pi",
+        "rho",
+        "sigma",
+        "tau",
+        "upsilon",
+    ]
     docs = [{"_id": f"d{i}", "title": "", "text": f"{w} {words[(i + 3) % len(words)]} common text"} for i, w in enumerate(words)]
     data = tmp_path / "ties"
     write_jsonl(data / "corpus" / "human.jsonl", docs)

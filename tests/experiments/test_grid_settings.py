@@ -36,7 +36,10 @@ def grid_with(tmp_path: Path, data: Path, line: str) -> Path:
 # cocktail_dir fixture, tiny_grid_toml with the extra lines below, sourcebias.__version__ set to
 # "0.2.0", expected_hash(cfg, cell) for every cell of plan_cells(cfg).
 RECORDED = {
-    "": {"tiny/bm25": "40f4f7030516a3a57de5c7cfad452e7aa3c15b82438b93496afdd86cf4df05df", "tiny/tfidf": "964b12ab016961e5c6261ac5bcc92cdbdf27e3ef9189839380d9ec1aa4d95fd7"},
+    "": {
+        "tiny/bm25": "40f4f7030516a3a57de5c7cfad452e7aa3c15b82438b93496afdd86cf4df05df",
+        "tiny/tfidf": "964b12ab016961e5c6261ac5bcc92cdbdf27e3ef9189839380d9ec1aa4d95fd7",
+    },
     'seeds = [42, 100]\ndepth = 50\nsole = false\norphans = "keep"\nconfidence = 0.9\ncorrection = "fdr_bh"\n': {
         "tiny/bm25@seed=42": "644fe883baa63b92a86a93bb32a91e37612b8137a75fdd876128c9eaa6612af7",
         "tiny/bm25@seed=100": "c547db42935932eed688a0f6386218eaa1b9220fe0e4db63b811fe6e849cd429",
@@ -61,8 +64,16 @@ def test_cell_hash_is_the_documented_formula(tmp_path, cocktail_dir, monkeypatch
     path.write_text(f'[options]\nbatch_size = 8\n[[datasets]]\npath = "{cocktail_dir}"\n[[retrievers]]\nspec = "bm25"\n')
     cfg = load_grid_config(path)
     (cell,) = plan_cells(cfg)
-    settings = {"measures": ["NDCG", "MAP", "Recall", "P", "Share"], "cutoffs": [1, 3, 5, 10], "depth": 1000, "seed": 0, "sole": True,
-                "significance_resamples": 10000, "orphans": "drop", "options": {"batch_size": 8}}
+    settings = {
+        "measures": ["NDCG", "MAP", "Recall", "P", "Share"],
+        "cutoffs": [1, 3, 5, 10],
+        "depth": 1000,
+        "seed": 0,
+        "sole": True,
+        "significance_resamples": 10000,
+        "orphans": "drop",
+        "options": {"batch_size": 8},
+    }
     body = {"settings": settings, "dataset": dataset_fingerprint(cell.dataset), "system": {"spec": "bm25", "name": "bm25"}, "sourcebias": "9.9.9"}
     assert expected_hash(cfg, cell) == hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()
 

@@ -4,6 +4,7 @@ the driver; the worker node is killed mid-grid and the grid still finishes, equa
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -53,7 +54,9 @@ class LoopbackCluster:
 
     def start_node(self, name: str, *args: str) -> None:
         common = ["--node-ip-address=127.0.0.1", "--num-cpus=1", "--num-gpus=0", f"--temp-dir={self.temp}", "--disable-usage-stats"]
-        proc = subprocess.Popen([RAY, "start", *args, *common], env=self.env, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        proc = subprocess.Popen(
+            [RAY, "start", *args, *common], env=self.env, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
         self.groups[name] = proc.pid  # the daemons stay in the group of the (exited) ray start
         out, _ = proc.communicate(timeout=120)
         if proc.returncode != 0:
@@ -67,10 +70,8 @@ class LoopbackCluster:
         group = [p for p in psutil.process_iter() if _group_of(p.pid) == self.groups[name]]
         found = {p.pid: p for p in group}
         for p in group:
-            try:
+            with contextlib.suppress(psutil.NoSuchProcess):
                 found.update({c.pid: c for c in p.children(recursive=True)})
-            except psutil.NoSuchProcess:
-                pass
         return [p for p in found.values() if _running(p)]
 
     def node_id(self, name: str) -> str:
@@ -83,10 +84,8 @@ class LoopbackCluster:
 
     def kill(self, name: str, sig: int = signal.SIGKILL) -> None:
         for p in self.processes(name):
-            try:
+            with contextlib.suppress(Exception):
                 p.send_signal(sig)
-            except Exception:  # noqa: BLE001 - gone already
-                pass
 
     def alive(self, name: str) -> bool:
         return bool(self.processes(name))
@@ -175,7 +174,13 @@ def test_a_simulation_on_a_ray_start_cluster_equals_the_in_process_one(loopback_
     cluster = loopback_cluster
     on_ray = tmp_path / "ray.toml"
     on_ray.write_text(textwrap.dedent(SIMULATION.format(name="on-ray", data=nq_utd)), encoding="utf-8")
-    run = subprocess.run([sys.executable, "-m", "sourcebias", "simulate", str(on_ray), "-o", str(tmp_path / "ray-out"), "--ray", cluster.address], env=cluster.env, capture_output=True, text=True, timeout=600)
+    run = subprocess.run(
+        [sys.executable, "-m", "sourcebias", "simulate", str(on_ray), "-o", str(tmp_path / "ray-out"), "--ray", cluster.address],
+        env=cluster.env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     here = tmp_path / "here.toml"
     here.write_text(textwrap.dedent(SIMULATION.format(name="here", data=nq_utd)), encoding="utf-8")
@@ -185,9 +190,12 @@ def test_a_simulation_on_a_ray_start_cluster_equals_the_in_process_one(loopback_
     remote = load_simulation(tmp_path / "ray-out")
     strip = lambda rows: json.dumps([{k: v for k, v in r.items() if k != "seconds"} for r in rows])  # noqa: E731
     assert strip(remote.rows) == strip(local.rows)
+
+    def texts(root: Path, name: str) -> list[str]:
+        return [json.loads(x)["text"] for x in (root / "loops" / name / "round-001" / "documents.jsonl").read_text().splitlines()]
+
     for name in ("bm25", "tfidf"):
-        texts = lambda root: [json.loads(x)["text"] for x in (root / "loops" / name / "round-001" / "documents.jsonl").read_text().splitlines()]  # noqa: E731
-        assert texts(tmp_path / "ray-out") == texts(tmp_path / "here-out")
+        assert texts(tmp_path / "ray-out", name) == texts(tmp_path / "here-out", name)
     assert json.loads((tmp_path / "ray-out" / "simulation.json").read_text())["ray"] == cluster.address
 
 
@@ -285,4 +293,6 @@ def test_a_grid_on_a_ray_start_cluster_survives_losing_its_worker_node(loopback_
         assert a.per_query.keys() == b.per_query.keys()
         assert all(np.array_equal(v, b.per_query[k], equal_nan=True) for k, v in a.per_query.items()), cell.key
         assert a.runs == b.runs
-    print(f"\n{len(before)} cells finished before the kill ({len(on_worker)} on the worker node); {in_flight} in flight on it, killed; {len(cells) - len(before)} finished after on the head, {finished_at - killed_at:.1f} s after the kill")
+    print(
+        f"\n{len(before)} cells finished before the kill ({len(on_worker)} on the worker node); {in_flight} in flight on it, killed; {len(cells) - len(before)} finished after on the head, {finished_at - killed_at:.1f} s after the kill"
+    )

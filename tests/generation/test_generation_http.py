@@ -19,13 +19,13 @@ import time
 
 import httpx
 import pytest
-
 from generation_helpers import copy_nq_subset, human_ids, read_twin
+from server_process import ServerProcess, free_port
+
 from sourcebias.cli.main import main
 from sourcebias.generation.backends.openai import OpenAIBackend
 from sourcebias.generation.prompts import load_prompt
 from sourcebias.generation.rewrite import RewriteSettings, resolve_target, rewrite_corpus
-from server_process import ServerProcess, free_port
 
 TINY = {"min_new_tokens": 6, "max_new_tokens": 6}
 
@@ -52,7 +52,13 @@ def _backend(urls, **kw) -> OpenAIBackend:
 
 def test_server_speaks_the_openai_format(server):
     url = server.url
-    body = {"model": "smollm2", "messages": [{"role": "user", "content": "Please rewrite the following text: The cat sat on the mat."}], "max_tokens": 4, "temperature": 0.7, "seed": 11}
+    body = {
+        "model": "smollm2",
+        "messages": [{"role": "user", "content": "Please rewrite the following text: The cat sat on the mat."}],
+        "max_tokens": 4,
+        "temperature": 0.7,
+        "seed": 11,
+    }
     a = httpx.post(f"{url}/chat/completions", json=body, timeout=120).json()
     assert a["object"] == "chat.completion"
     assert a["choices"][0]["finish_reason"] == "length"  # 4 tokens cannot finish the answer
@@ -85,7 +91,9 @@ def test_server_killed_and_restarted_mid_run_loses_and_duplicates_nothing(server
     # which takes more than the other tests' ~45 s of retries on a loaded machine
     backend = _backend([server.url], concurrency=2, max_retries=400, backoff_max=1.0)
     result = {}
-    worker = threading.Thread(target=lambda: result.setdefault("summary", rewrite_corpus(resolve_target(ds, "smol"), backend, _settings(max_new_tokens=8, min_new_tokens=8))))
+    worker = threading.Thread(
+        target=lambda: result.setdefault("summary", rewrite_corpus(resolve_target(ds, "smol"), backend, _settings(max_new_tokens=8, min_new_tokens=8)))
+    )
     worker.start()
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and (not out.exists() or len(read_twin(out)) < 1):
@@ -133,8 +141,25 @@ def test_failures_are_recorded_then_retried_through_a_pool(server, nq_utd, tmp_p
 def test_generate_process_killed_mid_run_resumes_exactly_once(server, nq_utd, tmp_path, capsys):
     ds = copy_nq_subset(nq_utd, tmp_path / "ds", 4)
     out = ds / "corpus" / "smol.jsonl"
-    args = ["generate", str(ds), "--name", "smol", "--model", "smollm2", "--base-url", server.url, "--concurrency", "1", "--min-new-tokens", "6", "--max-new-tokens", "6"]
-    child = subprocess.Popen([sys.executable, "-m", "sourcebias", *args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, "COLUMNS": "120"})
+    args = [
+        "generate",
+        str(ds),
+        "--name",
+        "smol",
+        "--model",
+        "smollm2",
+        "--base-url",
+        server.url,
+        "--concurrency",
+        "1",
+        "--min-new-tokens",
+        "6",
+        "--max-new-tokens",
+        "6",
+    ]
+    child = subprocess.Popen(
+        [sys.executable, "-m", "sourcebias", *args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, "COLUMNS": "120"}
+    )
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and (not out.exists() or len(read_twin(out)) < 2):
         time.sleep(0.05)

@@ -15,10 +15,10 @@ import threading
 import time
 
 import pytest
-
 from conftest import write_jsonl, write_qrels
 from generation_helpers import human_ids, read_twin
 from server_process import free_port
+
 from sourcebias.cli.main import main
 from sourcebias.core.errors import ConfigError
 from sourcebias.generation import LENGTH_INSTRUCTION, LengthControl, attempt_seed, document_seed
@@ -177,7 +177,12 @@ def test_killed_mid_run_resumes_without_redoing_finished_documents(dataset, caps
     threading.Thread(target=server.serve_forever, daemon=True).start()
     out = dataset / "corpus" / "twin.jsonl"
     try:
-        child = subprocess.Popen([sys.executable, "-m", "sourcebias", *generate(dataset, server.url)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, "COLUMNS": "120"})
+        child = subprocess.Popen(
+            [sys.executable, "-m", "sourcebias", *generate(dataset, server.url)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env={**os.environ, "COLUMNS": "120"},
+        )
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and (not out.exists() or len(read_twin(out)) < 2):
             time.sleep(0.05)
@@ -207,7 +212,23 @@ def test_smollm2_with_length_control(tmp_path, capsys):
     write_jsonl(ds / "corpus" / "human.jsonl", [{"_id": "d1", "title": "", "text": "The old cat sat on the warm mat all day."}])
     write_jsonl(ds / "queries.jsonl", [{"_id": "q1", "text": "cat on a mat"}])
     write_qrels(ds / "qrels" / "test.tsv", [("q1", "d1", 1)])
-    args = ["generate", str(ds), "--name", "smol", "--model", "smollm2", "--threads", "1", "--min-new-tokens", "32", "--max-new-tokens", "32", "--keep-raw", "--length-control", "ratio=1.0,tolerance=0.25,max_retries=1"]
+    args = [
+        "generate",
+        str(ds),
+        "--name",
+        "smol",
+        "--model",
+        "smollm2",
+        "--threads",
+        "1",
+        "--min-new-tokens",
+        "32",
+        "--max-new-tokens",
+        "32",
+        "--keep-raw",
+        "--length-control",
+        "ratio=1.0,tolerance=0.25,max_retries=1",
+    ]
     run_cli(args, capsys)
     (r,) = read_twin(ds / "corpus" / "smol.jsonl")
     meta = r["metadata"]

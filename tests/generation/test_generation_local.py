@@ -8,8 +8,8 @@ import json
 import shutil
 
 import pytest
-
 from generation_helpers import copy_nq_subset, human_ids, read_twin
+
 from sourcebias.cli.main import main
 from sourcebias.data import load_dataset
 from sourcebias.generation.backends import GenerationRequest
@@ -95,7 +95,7 @@ def test_rerun_with_other_settings_is_refused(twin_dataset, tmp_path, capsys):
 def test_length_filter_flags_without_calling_the_model(twin_dataset, tmp_path, capsys):
     ds = _copy(twin_dataset, tmp_path)
     # Both documents have fewer than 40 words: all are filtered, none is sent to the model.
-    code, out, err = run_cli(["generate", str(ds), "--name", "filtered", "--model", "smollm2", "--length-filter", "--min-words", "40", *BUDGET], capsys)
+    code, _out, err = run_cli(["generate", str(ds), "--name", "filtered", "--model", "smollm2", "--length-filter", "--min-words", "40", *BUDGET], capsys)
     assert code == 0, err
     twin = read_twin(ds / "corpus" / "filtered.jsonl")
     human = {r["_id"]: r["text"] for r in read_twin(ds / "corpus" / "human.jsonl")}
@@ -107,7 +107,9 @@ def test_local_backend_honours_seed_and_budget(twin_dataset):
     from sourcebias.generation.backends.local import LocalBackend
 
     backend = LocalBackend("smollm2", threads=1)  # the model loaded by the module's run, from the process cache
-    req = GenerationRequest("k", [{"role": "user", "content": "Please rewrite the following text: Dogs bark at night."}], "", max_tokens=5, temperature=1.0, seed=7)
+    req = GenerationRequest(
+        "k", [{"role": "user", "content": "Please rewrite the following text: Dogs bark at night."}], "", max_tokens=5, temperature=1.0, seed=7
+    )
     a, b = backend.generate(req), backend.generate(req)
     assert a.text == b.text and a.completion_tokens == 5 and a.finish_reason == "length"
     assert backend.count_tokens("Dogs bark at night.") > 3
@@ -119,7 +121,10 @@ def test_local_backend_honours_seed_and_budget(twin_dataset):
         (["generate", "{missing}", "--name", "x", "--model", "smollm2"], "dataset folder not found"),
         (["generate", "{ds}", "--name", "x", "--model", "smollm2", "--prompt", "nope.txt"], "neither a built-in prompt"),
         (["generate", "{ds}", "--name", "x", "--model", "m", "--base-url", "localhost:8000"], "must look like http://HOST:PORT/v1"),
-        (["generate", "{ds}", "--name", "x", "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--api-key-env", "SB_SURELY_UNSET_KEY"], "SB_SURELY_UNSET_KEY (named by --api-key-env) is not set"),
+        (
+            ["generate", "{ds}", "--name", "x", "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--api-key-env", "SB_SURELY_UNSET_KEY"],
+            "SB_SURELY_UNSET_KEY (named by --api-key-env) is not set",
+        ),
         (["generate", "{ds}", "--name", "x", "--model", "m", "--base-url", "http://127.0.0.1:9/v1"], "no server is usable: http://127.0.0.1:9/v1: unreachable"),
         (["generate", "{ds}", "--name", "x", "--model", "m", "--backend", "openai"], "needs --base-url"),
         (["generate", "{ds}", "--name", "human", "--model", "smollm2"], "human source's name"),

@@ -31,7 +31,13 @@ def test_every_recorded_output_is_labelled():
 def test_recorded_smollm2_output(rec):
     label = LABELS[rec["case"]]
     prompt = _prompt(rec["prompt"])
-    got = clean_output(rec["raw"], finish_reason=rec["finish_reason"], source_text=rec["input_text"], template=prompt.template, answer_marker=prompt.answer_marker or "Rewritten Text:")
+    got = clean_output(
+        rec["raw"],
+        finish_reason=rec["finish_reason"],
+        source_text=rec["input_text"],
+        template=prompt.template,
+        answer_marker=prompt.answer_marker or "Rewritten Text:",
+    )
     assert got.status == label["status"], (got.reason, got.text[:200])
     expected = label["text"] if "text" in label else rec["raw"].strip()
     assert got.text == expected
@@ -44,7 +50,7 @@ def test_recorded_smollm2_output(rec):
     ("raw", "text"),
     [
         ("Sure, here's a possible rewrite of the text:\n\nThe cat sat on the mat.", "The cat sat on the mat."),  # KDD paper, §3.1
-        ("Sure! Here is the rewritten text:\n\n\"The cat sat on the mat.\"", "The cat sat on the mat."),
+        ('Sure! Here is the rewritten text:\n\n"The cat sat on the mat."', "The cat sat on the mat."),
         ("Rewritten Text: The cat sat on the mat.", "The cat sat on the mat."),  # Cocktail's format
         ("**Rewritten Text:** The cat sat on the mat.", "The cat sat on the mat."),
         ("Certainly! The cat sat on the mat.\n\nNote: I kept the meaning but changed the wording.", "The cat sat on the mat."),
@@ -95,7 +101,9 @@ def test_empty_truncated_and_text_the_document_contains():
     src = "Here is the text of the speech:\nWe shall fight on the beaches."
     assert clean_output(src, finish_reason="stop", source_text=src).text == src
     # The Cocktail prompt's own sentence echoed at the end is dropped.
-    got = clean_output("Original Text: Dogs bark. Please rewrite the above given text.", finish_reason="stop", source_text="Dogs bark.", template=COCKTAIL_PROMPT)
+    got = clean_output(
+        "Original Text: Dogs bark. Please rewrite the above given text.", finish_reason="stop", source_text="Dogs bark.", template=COCKTAIL_PROMPT
+    )
     assert got.text == "Dogs bark." and got.status == "ok"
 
 

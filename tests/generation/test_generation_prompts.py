@@ -1,8 +1,10 @@
 """Rewriting prompts: the papers' exact wording, user templates, chat messages."""
 
-import pytest
+from pathlib import Path
 
+import pytest
 from conftest import DATA
+
 from sourcebias.core.errors import ConfigError
 from sourcebias.generation.prompts import BUILTIN_PROMPTS, TABLE7_INSTRUCTIONS, load_prompt
 
@@ -18,8 +20,7 @@ def test_kdd_prompt_is_the_papers():
 def test_cocktail_prompt_is_the_papers():
     p = load_prompt("cocktail")
     assert p.render("X.") == (
-        "Original Text: X. Please rewrite the above given text. Your answer must be formatted as follows: "
-        "Rewritten Text: <your rewritten text>."
+        "Original Text: X. Please rewrite the above given text. Your answer must be formatted as follows: Rewritten Text: <your rewritten text>."
     )
     assert p.answer_marker == "Rewritten Text:"
 
@@ -30,7 +31,7 @@ def test_table7_has_nine_prompts_in_the_papers_wording():
     assert TABLE7_INSTRUCTIONS["summarize"] == "Summarize the following passage in a concise manner:"
     assert load_prompt("express").render("T") == "Express the following text in a different way while keeping its intent: T"
     try:  # when the paper's text is at hand, check every instruction against Table 7's rows verbatim
-        table = open(PAPERS, encoding="utf-8").read().split("Table 7.", 1)[1][:2000]
+        table = Path(PAPERS).read_text(encoding="utf-8").split("Table 7.", 1)[1][:2000]
     except (OSError, IndexError):
         pytest.skip("paper text not available")
     for instruction in TABLE7_INSTRUCTIONS.values():
@@ -57,5 +58,5 @@ def test_bad_templates_are_clear_errors(tmp_path):
         load_prompt(str(f))
     g = tmp_path / "none.txt"
     g.write_text("Rewrite this.", encoding="utf-8")
-    with pytest.raises(ConfigError, match="no {text}"):
+    with pytest.raises(ConfigError, match=r"no \{text\}"):
         load_prompt(str(g))

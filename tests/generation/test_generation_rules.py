@@ -4,8 +4,8 @@ and large-corpus sample, output paths, retry-after parsing, base URLs."""
 import json
 
 import pytest
-
 from conftest import write_jsonl, write_qrels
+
 from sourcebias.core.errors import ConfigError, DataError
 from sourcebias.generation.backends.openai import normalize_base_url, parse_retry_after
 from sourcebias.generation.prompts import load_prompt
@@ -120,8 +120,8 @@ def test_retry_after_and_base_urls():
 
 
 def test_labelled_ids_come_from_every_qrels_split(tmp_path):
-    from sourcebias.generation.rewrite import select_documents
     from sourcebias.data import read_corpus
+    from sourcebias.generation.rewrite import select_documents
 
     root = tmp_path / "big"
     write_jsonl(root / "corpus" / "human.jsonl", [{"_id": f"d{i}", "title": "", "text": "a b"} for i in range(30)])

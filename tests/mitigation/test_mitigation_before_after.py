@@ -9,10 +9,10 @@ import shutil
 import numpy as np
 import pandas as pd
 import pytest
-
-import sourcebias as sb
 from conftest import write_jsonl, write_qrels
 from lm_helpers import store_sharing_models
+
+import sourcebias as sb
 from sourcebias.cli.main import main
 from sourcebias.core.errors import ConfigError
 from sourcebias.mitigation.before_after import evaluation_target
@@ -55,8 +55,26 @@ def test_project_fit_refuses_a_copy_of_a_calibration_dataset(cocktail_dir, tmp_p
 
 @pytest.fixture
 def eight_pairs(tmp_path):
-    human = ["cat on the mat", "dogs bark at night", "river flood valley", "fresh bread bakery", "solar panels school", "museum paintings", "bridge over river", "rain in the valley"]
-    llm = ["a cat sits on a mat", "at night dogs bark", "the valley flooded by the river", "bakery with fresh bread", "school solar panels", "paintings in a museum", "a river bridge", "valley rain"]
+    human = [
+        "cat on the mat",
+        "dogs bark at night",
+        "river flood valley",
+        "fresh bread bakery",
+        "solar panels school",
+        "museum paintings",
+        "bridge over river",
+        "rain in the valley",
+    ]
+    llm = [
+        "a cat sits on a mat",
+        "at night dogs bark",
+        "the valley flooded by the river",
+        "bakery with fresh bread",
+        "school solar panels",
+        "paintings in a museum",
+        "a river bridge",
+        "valley rain",
+    ]
     root = tmp_path / "eight"
     write_jsonl(root / "corpus" / "human.jsonl", [{"_id": f"d{i}", "title": "", "text": t} for i, t in enumerate(human)])
     write_jsonl(root / "corpus" / "llm.jsonl", [{"_id": f"d{i}", "title": "", "text": t} for i, t in enumerate(llm)])
@@ -85,7 +103,11 @@ def test_cdc_fit_seed_reaches_the_sample_and_the_evaluation(eight_pairs, tmp_pat
     sample = pd.read_csv(out / "sample.csv")
     assert sorted(set(zip(sample["query_id"], sample["doc_id"]))) == [pool[i] for i in pick]
     fit = json.loads((out / "cdc.json").read_text())
-    assert fit["seed"] == 7 and fit["split"] == "train" and fit["details"]["evaluation"] == {"dataset": str(eight_pairs), "split": "dev", "label": "held-out split", "in_sample": False}
+    assert (
+        fit["seed"] == 7
+        and fit["split"] == "train"
+        and fit["details"]["evaluation"] == {"dataset": str(eight_pairs), "split": "dev", "label": "held-out split", "in_sample": False}
+    )
     ev = sb.load_result(out / "evaluation")
     assert ev.parameters["seed"] == 7 and ev.dataset["split"] == "dev"
     assert "held-out split" in printed.out

@@ -7,9 +7,9 @@ import math
 
 import numpy as np
 import pytest
+from conftest import hand_rank
 
 import sourcebias as sb
-from conftest import hand_rank
 from sourcebias.evaluation.measures import measure_grid
 from sourcebias.mitigation.fair import ExposureParity, interleave
 from sourcebias.retrieval import build_retriever

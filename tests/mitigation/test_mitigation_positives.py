@@ -10,9 +10,9 @@ import math
 
 import numpy as np
 import pytest
+from conftest import write_jsonl, write_qrels
 
 import sourcebias as sb
-from conftest import write_jsonl, write_qrels
 
 torch = pytest.importorskip("torch")
 
@@ -191,7 +191,7 @@ def test_mix_trains_through_the_label_column_and_another_pool_cannot_resume(tiny
     assert info["positives"] == "mix:0.5" and info["plan"]["digest"] == plan.digest() and info["steps"] == len(sizes)
     assert info["loss"]["positives"] == "per tuple (labels)"
     other = build_plan(tiny, batch_size=2, seed=4, positives="human")
-    with pytest.raises(ConfigError, match="positives mix:0.5 \\(now human\\)"):
+    with pytest.raises(ConfigError, match=r"positives mix:0\.5 \(now human\)"):
         train(tiny, other, "minilm", out, alpha=1.0, max_seq_length=16)
     # an unfinished run (checkpoints only) refuses too
     import shutil
@@ -215,7 +215,7 @@ def test_cli_sweep_has_the_positives_column_and_refuses_another_pool(tmp_path, c
     assert info.value.code in (0, None), capsys.readouterr().err
     with open(out / "sweep.csv", newline="") as fh:
         rows = list(csv.DictReader(fh))
-    assert list(rows[0])[0] == "positives" and [(r["model"], r["positives"]) for r in rows] == [("base", ""), ("alpha=0", "human")]
+    assert next(iter(rows[0])) == "positives" and [(r["model"], r["positives"]) for r in rows] == [("base", ""), ("alpha=0", "human")]
     assert "positives" in capsys.readouterr().out  # the printed table's column
     assert TrainingPlan.load(out / "plan.jsonl").positives == "human"
     with pytest.raises(SystemExit) as info:

@@ -7,10 +7,10 @@ import json
 
 import numpy as np
 import pytest
-
-import sourcebias as sb
 from conftest import hand_rank
 from lm_helpers import plain_nll, store_sharing_models
+
+import sourcebias as sb
 
 pytest.importorskip("torch")
 pytest.importorskip("gguf")
@@ -89,16 +89,26 @@ def test_cdc_fit_cli_then_the_stage(tmp_path, capsys):
     """`sourcebias cdc fit`: the sample's scores are MiniLM's cosines, its perplexities SmolLM2's,
     β̂₂ equals the Wald estimator computed here from them; the before/after evaluation and the
     fit load back; `minilm>>cdc:OUT/cdc.json` evaluates like any pipeline."""
+    from conftest import write_jsonl, write_qrels
     from sentence_transformers import SentenceTransformer
 
-    from conftest import write_jsonl, write_qrels
     from sourcebias.cli.main import main
     from sourcebias.mitigation.cdc import CDCFit
     from sourcebias.models.hub import resolve_model
     from sourcebias.models.llm import load_causal_lm
 
-    human = ["The cat sat on the mat all day.", "Dogs bark at night near the old house.", "The river flooded the valley after the rain.", "Fresh bread is baked every morning here."]
-    llm = ["A cat was sitting on the mat all day long.", "At night, dogs bark near the old house.", "After the rain, the river flooded the valley.", "Every morning, fresh bread is baked here."]
+    human = [
+        "The cat sat on the mat all day.",
+        "Dogs bark at night near the old house.",
+        "The river flooded the valley after the rain.",
+        "Fresh bread is baked every morning here.",
+    ]
+    llm = [
+        "A cat was sitting on the mat all day long.",
+        "At night, dogs bark near the old house.",
+        "After the rain, the river flooded the valley.",
+        "Every morning, fresh bread is baked here.",
+    ]
     root = tmp_path / "d"
     write_jsonl(root / "corpus" / "human.jsonl", [{"_id": f"d{i}", "title": "", "text": t} for i, t in enumerate(human)])
     write_jsonl(root / "corpus" / "llm.jsonl", [{"_id": f"d{i}", "title": "", "text": t} for i, t in enumerate(llm)])
@@ -107,7 +117,26 @@ def test_cdc_fit_cli_then_the_stage(tmp_path, capsys):
     out = tmp_path / "cdc"
     store_sharing_models(tmp_path / "cache")
     with pytest.raises(SystemExit) as info:
-        main(["cdc", "fit", str(root), "-r", "minilm", "--lm", "lm:smollm2", "--sample", "4", "--split", "dev", "--in-sample", "-o", str(out), "--cache-dir", str(tmp_path / "cache")])
+        main(
+            [
+                "cdc",
+                "fit",
+                str(root),
+                "-r",
+                "minilm",
+                "--lm",
+                "lm:smollm2",
+                "--sample",
+                "4",
+                "--split",
+                "dev",
+                "--in-sample",
+                "-o",
+                str(out),
+                "--cache-dir",
+                str(tmp_path / "cache"),
+            ]
+        )
     printed = capsys.readouterr()
     assert info.value.code in (0, None), printed.err
     assert "in-sample" in printed.out  # the table says the fit has seen its evaluation data
@@ -130,7 +159,9 @@ def test_cdc_fit_cli_then_the_stage(tmp_path, capsys):
     from sourcebias.retrieval import build_retriever
 
     ds = sb.load_dataset(root, split="dev")
-    run = build_retriever(f"minilm>>cdc:{out / 'cdc.json'}", cache_dir=tmp_path / "cache").retrieve(ds.corpus, {q: ds.queries[q] for q in ds.evaluation_queries()}, 8)
+    run = build_retriever(f"minilm>>cdc:{out / 'cdc.json'}", cache_dir=tmp_path / "cache").retrieve(
+        ds.corpus, {q: ds.queries[q] for q in ds.evaluation_queries()}, 8
+    )
     for q in run.query_ids:
         assert run.keys(q) == ev.runs[("minilm>>cdc", "mixed")].keys(q)
 

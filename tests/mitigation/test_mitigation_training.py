@@ -13,11 +13,12 @@ import sourcebias as sb
 torch = pytest.importorskip("torch")
 
 from sourcebias.mitigation.losses import TwinPositivesRankingLoss  # noqa: E402
-from sourcebias.mitigation.plan import TrainingPlan, build_plan, pack, Tuple  # noqa: E402
+from sourcebias.mitigation.plan import TrainingPlan, Tuple, build_plan, pack  # noqa: E402
 
 
 def hand_loss(q, h, l, alpha, scale, negs=(), in_batch=True):
     """Written out: cosine similarities, the two masked softmax cross-entropies, the hinge."""
+
     def cos(a, b):
         return float(np.dot(a, b) / (np.linalg.norm(a) * np.linalg.norm(b)))
 

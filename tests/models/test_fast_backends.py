@@ -17,14 +17,14 @@ pytest.importorskip("sentence_transformers")
 pytest.importorskip("onnxruntime")
 pytest.importorskip("openvino")
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-from sourcebias.cli.main import main  # noqa: E402
-from sourcebias.core.errors import ConfigError  # noqa: E402
-from sourcebias.data import load_dataset  # noqa: E402
-from sourcebias.models import hub  # noqa: E402
-from sourcebias.models.backends import cosine_rows  # noqa: E402
-from sourcebias.retrieval.registry import build_retriever  # noqa: E402
+from sourcebias.cli.main import main
+from sourcebias.core.errors import ConfigError
+from sourcebias.data import load_dataset
+from sourcebias.models import hub
+from sourcebias.models.backends import cosine_rows
+from sourcebias.retrieval.registry import build_retriever
 
 pytestmark = pytest.mark.slow  # exports MiniLM (a few seconds per backend)
 
@@ -54,7 +54,15 @@ def torch_vectors(env, texts):
     return r.embed(texts[0]), r.embed(texts[1], "query")
 
 
-@pytest.mark.parametrize("spec", ["minilm,backend=onnx", "minilm,backend=openvino", "st:sentence-transformers/all-MiniLM-L6-v2,backend=onnx", "mteb:sentence-transformers/all-MiniLM-L6-v2,backend=openvino"])
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "minilm,backend=onnx",
+        "minilm,backend=openvino",
+        "st:sentence-transformers/all-MiniLM-L6-v2,backend=onnx",
+        "mteb:sentence-transformers/all-MiniLM-L6-v2,backend=openvino",
+    ],
+)
 def test_fp32_backends_match_pytorch(env, texts, torch_vectors, spec):
     if spec.startswith("mteb:"):
         pytest.importorskip("mteb")

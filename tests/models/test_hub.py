@@ -4,8 +4,8 @@ import time
 
 import pytest
 
-from sourcebias.models import hub
 from sourcebias.core.errors import ModelUnavailableError
+from sourcebias.models import hub
 
 
 def test_local_path_and_missing_path(tmp_path):

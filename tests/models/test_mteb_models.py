@@ -16,13 +16,13 @@ import pytest
 pytest.importorskip("mteb")
 pytest.importorskip("sentence_transformers")
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-from sourcebias.core.errors import ConfigError, ModelUnavailableError  # noqa: E402
-from sourcebias.data import load_dataset  # noqa: E402
-from sourcebias.models import hub  # noqa: E402
-from sourcebias.models.encoders import PRESETS  # noqa: E402
-from sourcebias.retrieval.registry import build_retriever  # noqa: E402
+from sourcebias.core.errors import ConfigError, ModelUnavailableError
+from sourcebias.data import load_dataset
+from sourcebias.models import hub
+from sourcebias.models.encoders import PRESETS
+from sourcebias.retrieval.registry import build_retriever
 
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 
@@ -101,7 +101,15 @@ def test_unknown_models_and_revisions_are_refused_before_any_work(offline):
         build_retriever(f"mteb:{MINILM},task=NoSuchTask")
 
 
-@pytest.mark.parametrize("preset", [k for k, p in PRESETS.items() if p.model in {"sentence-transformers/all-MiniLM-L6-v2", "thenlper/gte-base", "intfloat/e5-base-v2", "intfloat/multilingual-e5-base"} or p.model.startswith("BAAI/bge-")])
+@pytest.mark.parametrize(
+    "preset",
+    [
+        k
+        for k, p in PRESETS.items()
+        if p.model in {"sentence-transformers/all-MiniLM-L6-v2", "thenlper/gte-base", "intfloat/e5-base-v2", "intfloat/multilingual-e5-base"}
+        or p.model.startswith("BAAI/bge-")
+    ],
+)
 def test_presets_agree_with_mtebs_registry(preset):
     """What MTEB gives the model for a retrieval task (its prompt resolution on its registry entry)
     is what the preset prepends; similarity and length agree too."""

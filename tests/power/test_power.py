@@ -3,14 +3,15 @@ statsmodels and SciPy, undefined pilots, the output folder and the command."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 
 import numpy as np
 import pytest
+from conftest import write_jsonl, write_qrels
 from scipy import stats
 
-from conftest import write_jsonl, write_qrels
 from sourcebias.power import ANALYTIC, RESAMPLING, PairedPower, PowerSettings, TwinPower, load_power, power_analysis
 from sourcebias.power.twin import FlipTable, clustered_z_power, d_moments
 
@@ -154,7 +155,7 @@ def test_resampled_twin_power_is_monotone_in_the_rate():
     model = TwinPower(a, b, alpha=ALPHA, resamples=4000, seed=5, key="mono")
     up = [model.power(RESAMPLING, 60, r) for r in np.linspace(model.rate, 0.8, 12)]
     down = [model.power(RESAMPLING, 60, r) for r in np.linspace(model.rate, 0.2, 12)]
-    assert all(x <= y for x, y in zip(up[2:], up[3:])) and all(x <= y for x, y in zip(down[2:], down[3:]))
+    assert all(x <= y for x, y in itertools.pairwise(up)) and all(x <= y for x, y in itertools.pairwise(down))
 
 
 # -- closed forms -----------------------------------------------------------------------------------
@@ -291,7 +292,24 @@ def test_power_command_writes_a_loadable_folder(pilot_dir, tmp_path, capsys):
     from sourcebias.core.artifacts import load_artifact
 
     out = tmp_path / "power"
-    args = ["power", str(pilot_dir), "--n", "20", "40", "--effect", "rel_delta=30", "twin=0.7", "--resamples", "300", "--seed", "3", "--max-n", "3000", "-o", str(out)]
+    args = [
+        "power",
+        str(pilot_dir),
+        "--n",
+        "20",
+        "40",
+        "--effect",
+        "rel_delta=30",
+        "twin=0.7",
+        "--resamples",
+        "300",
+        "--seed",
+        "3",
+        "--max-n",
+        "3000",
+        "-o",
+        str(out),
+    ]
     code, stdout, err = run_cli(args, capsys)
     assert code in (0, None), err
     assert "MDE" in stdout and "twin" in stdout and "resampling / analytic" in " ".join(stdout.split()) and "marks *" in stdout
@@ -312,7 +330,9 @@ def test_power_command_writes_a_loadable_folder(pilot_dir, tmp_path, capsys):
 def test_relative_delta_is_the_difference_on_the_pilots_scale(pilot_dir):
     from sourcebias.evaluation import load_result
 
-    res = power_analysis(load_result(pilot_dir), settings=PowerSettings(ns=(30,), resamples=300, max_n=2000), statistics=["rel_delta", "difference"], measures=["NDCG@3"])
+    res = power_analysis(
+        load_result(pilot_dir), settings=PowerSettings(ns=(30,), resamples=300, max_n=2000), statistics=["rel_delta", "difference"], measures=["NDCG@3"]
+    )
     rd = next(p for p in res.pilots if p["statistic"] == "relative_delta_ci")
     level = rd["level"]
     for method in (RESAMPLING, ANALYTIC):

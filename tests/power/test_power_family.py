@@ -86,7 +86,9 @@ def star_share(pilot, n: int, studies: int, seed: int, target: tuple[str, str]) 
         x = d[:, rng.integers(0, d.shape[1], n)]
         flips = rng.integers(0, 2, size=(1000, n)).astype(float) * 2 - 1
         null = np.abs(flips @ x.T)  # the same sign patterns for the six tests, as sign_flip_p applies them
-        p = np.array([1.0 if np.allclose(row, 0) else (1 + np.count_nonzero(null[:, j] >= abs(row.sum()) - 1e-12)) / (1 + len(flips)) for j, row in enumerate(x)])
+        p = np.array(
+            [1.0 if np.allclose(row, 0) else (1 + np.count_nonzero(null[:, j] >= abs(row.sum()) - 1e-12)) / (1 + len(flips)) for j, row in enumerate(x)]
+        )
         order = list(np.argsort(p, kind="stable"))
         rank = order.index(keys.index(target))
         hits += all(p[order[i]] * (len(p) - i) < ALPHA for i in range(rank + 1))
@@ -129,7 +131,9 @@ def test_advised_n_gives_the_claimed_chance_of_a_star(nq_pilot):
 def test_labels_say_what_is_computed(nq_pilot):
     """The analytic method names the clustered z-test of twin preference, not an exact binomial
     sign test over independent pairs; the paired rows name the corrected randomization test."""
-    res = sb.power.power_analysis(nq_pilot, settings=PowerSettings(ns=(50,), resamples=200, max_n=400), statistics=["difference"], measures=["NDCG@3"], retrievers=["bm25"])
+    res = sb.power.power_analysis(
+        nq_pilot, settings=PowerSettings(ns=(50,), resamples=200, max_n=400), statistics=["difference"], measures=["NDCG@3"], retrievers=["bm25"]
+    )
     assert "exact binomial" not in res.methods[ANALYTIC] and "query-clustered z-test" in res.methods[ANALYTIC]
     star = res.pilots[0]["test"]
     assert "randomization" in star and "Holm-corrected across 1 tests" not in star
@@ -154,7 +158,9 @@ def test_a_pilot_without_an_evaluable_query_is_refused_naming_the_qrels(tmp_path
     write_qrels(qrels, [("q0", "d0", 0), ("q1", "d1", 0)])  # every judgement grade 0
     ds = sb.load_dataset(root)
     # the folder an earlier evaluate wrote for it: no query evaluated
-    result = EvaluationResult(dataset=json_safe(ds.describe()), human_source="human", sources=["human", "llm"], measures=[parse_measure("NDCG@3")], query_ids=[])
+    result = EvaluationResult(
+        dataset=json_safe(ds.describe()), human_source="human", sources=["human", "llm"], measures=[parse_measure("NDCG@3")], query_ids=[]
+    )
     write_evaluation(result, tmp_path / "pilot")
     with pytest.raises(SystemExit) as info:
         main(["power", str(tmp_path / "pilot"), "--statistic", "difference"])

@@ -27,8 +27,32 @@ ALLOWED = {
     "reporting": {"core", "data", "models", "retrieval", "evaluation", "analysis", "mitigation", "experiments", "reporting"},
     "power": {"core", "data", "evaluation", "reporting", "power"},  # sample sizes from a pilot (its tables through the one Report); nothing below imports it
     "detect": {"core", "data", "models", "generation", "analysis", "detect"},  # zero-shot detectors of LLM text; audit and simulate use them
-    "audit": {"core", "data", "models", "retrieval", "evaluation", "analysis", "reporting", "detect", "audit"},  # source bias without labels; nothing below imports it
-    "simulate": {"core", "data", "models", "retrieval", "evaluation", "analysis", "mitigation", "experiments", "reporting", "generation", "detect", "audit", "simulate"},  # the feedback loop; nothing below imports it
+    "audit": {
+        "core",
+        "data",
+        "models",
+        "retrieval",
+        "evaluation",
+        "analysis",
+        "reporting",
+        "detect",
+        "audit",
+    },  # source bias without labels; nothing below imports it
+    "simulate": {
+        "core",
+        "data",
+        "models",
+        "retrieval",
+        "evaluation",
+        "analysis",
+        "mitigation",
+        "experiments",
+        "reporting",
+        "generation",
+        "detect",
+        "audit",
+        "simulate",
+    },  # the feedback loop; nothing below imports it
     # adapters to other tools (top-level modules: sourcebias.irds, sourcebias.pyterrier, sourcebias.mteb)
     "irds": {"core", "data", "irds"},
     "pyterrier": {"core", "data", "models", "retrieval", "pyterrier"},

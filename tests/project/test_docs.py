@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+
 try:
     import tomllib
 except ModuleNotFoundError:  # Python 3.10
@@ -13,7 +14,6 @@ except ModuleNotFoundError:  # Python 3.10
 from pathlib import Path
 
 import pytest
-
 from conftest import REPO
 from docs_blocks import DOCS, Block, page_blocks, pages, shell_commands
 
@@ -161,7 +161,14 @@ def _page_path(page: str) -> Path:
     return REPO / page if page == "README.md" else DOCS / page
 
 
-@pytest.mark.parametrize("page", [p.name if p.name == "README.md" else p.relative_to(DOCS).as_posix() for p in pages() if any(b.mode in ("run", "file", "parse-only") for b in page_blocks(p))])
+@pytest.mark.parametrize(
+    "page",
+    [
+        p.name if p.name == "README.md" else p.relative_to(DOCS).as_posix()
+        for p in pages()
+        if any(b.mode in ("run", "file", "parse-only") for b in page_blocks(p))
+    ],
+)
 def test_the_page_runs_as_printed(page, tmp_path, docs_cache, docs_datasets, docs_irds_home):
     env = _env(docs_cache, docs_datasets, docs_irds_home)
     if page == "README.md":  # the quick start runs after the set-up, beside its .venv
@@ -189,6 +196,7 @@ def docs_datasets(tmp_path_factory) -> Path:
     """The dataset cache the pages see: nfcorpus as if `sourcebias download nfcorpus` had run,
     made of the development copy in ../shared/data (linked, with the download's marker file)."""
     from conftest import data_dir
+
     from sourcebias.data.registry import MARKER
 
     root = tmp_path_factory.mktemp("docs-datasets")

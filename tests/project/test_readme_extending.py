@@ -12,7 +12,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import HUMAN_DOCS, LLM_DOCS, QRELS, QUERIES, REPO, hand_ndcg, hand_rank
 
 
@@ -37,9 +36,33 @@ def test_the_docs_show_four_one_file_extensions():
 def test_the_extensions_work_from_the_command_line(cocktail_dir, tmp_path):
     for name, code in readme_files().items():
         (tmp_path / name).write_text(code, encoding="utf-8")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]), "SOURCEBIAS_PLUGINS": "my_retrievers,my_rerankers,my_measures,my_statistics"}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]),
+        "SOURCEBIAS_PLUGINS": "my_retrievers,my_rerankers,my_measures,my_statistics",
+    }
     out = tmp_path / "out"
-    cmd = [sys.executable, "-m", "sourcebias", "evaluate", str(cocktail_dir), "-r", "overlap", "-r", "bm25>>jaccard,depth=10", "--metric", "NDCG", "Success", "--k", "1", "3", "--statistics", "relative_delta_ci,human_wins", "-o", str(out)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "sourcebias",
+        "evaluate",
+        str(cocktail_dir),
+        "-r",
+        "overlap",
+        "-r",
+        "bm25>>jaccard,depth=10",
+        "--metric",
+        "NDCG",
+        "Success",
+        "--k",
+        "1",
+        "3",
+        "--statistics",
+        "relative_delta_ci,human_wins",
+        "-o",
+        str(out),
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
     assert proc.returncode == 0, proc.stderr
     with (out / "metrics.csv").open() as fh:

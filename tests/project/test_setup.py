@@ -44,7 +44,10 @@ def test_install_script_names_what_it_cannot_install(tmp_path):
     env.update(PATH=str(bin_dir), VIRTUAL_ENV=sys.prefix)
     done = subprocess.run(
         ["bash", str(REPO / "scripts" / "install.sh"), "--dry-run", "--quiet"],
-        env=env, capture_output=True, text=True, timeout=300,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert done.returncode == 1, done.stdout + done.stderr
     assert f"installing the locked Python packages into {sys.prefix}" in done.stdout

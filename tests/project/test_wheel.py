@@ -50,14 +50,20 @@ def test_the_quick_start_runs_from_the_installed_wheel(wheel, tmp_path):
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     python = venv / "bin" / "python"
-    installed = subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "-q", str(wheel)], capture_output=True, text=True, check=False)
+    installed = subprocess.run(
+        [sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "-q", str(wheel)], capture_output=True, text=True, check=False
+    )
     assert installed.returncode == 0, installed.stdout + installed.stderr
-    site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], capture_output=True, text=True, check=True).stdout.strip()
+    site = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], capture_output=True, text=True, check=True
+    ).stdout.strip()
     deps = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
     Path(site, "test-dependencies.pth").write_text("\n".join(sorted(deps)) + "\n", encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     env.update(COLUMNS="100", OMP_NUM_THREADS="1")
-    where = subprocess.run([str(python), "-c", "import sourcebias; print(sourcebias.__file__)"], capture_output=True, text=True, cwd=tmp_path, env=env, check=False)
+    where = subprocess.run(
+        [str(python), "-c", "import sourcebias; print(sourcebias.__file__)"], capture_output=True, text=True, cwd=tmp_path, env=env, check=False
+    )
     assert where.returncode == 0, where.stderr
     assert where.stdout.strip().startswith(site), where.stdout  # the wheel's copy, not the source tree
     cmd = [str(venv / "bin" / "sourcebias"), "evaluate", "nq-utd", "-r", "bm25", "--k", "3", "--metric", "NDCG", "--statistics", "none", "-o", "out"]

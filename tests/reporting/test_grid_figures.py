@@ -19,7 +19,13 @@ def spread_row(values, key="all"):
     """A seed_summary row of hand-made values (mean, sample SD, min, max by numpy here)."""
     v = np.asarray(values, dtype=float)
     sd = float(v.std(ddof=1)) if len(v) > 1 else float("nan")
-    return {"n_seeds": len(v), f"{key}_mean": float(v.mean()), f"{key}_sd": 0.0 if len(v) > 1 and v.min() == v.max() else sd, f"{key}_min": float(v.min()), f"{key}_max": float(v.max())}
+    return {
+        "n_seeds": len(v),
+        f"{key}_mean": float(v.mean()),
+        f"{key}_sd": 0.0 if len(v) > 1 and v.min() == v.max() else sd,
+        f"{key}_min": float(v.min()),
+        f"{key}_max": float(v.max()),
+    }
 
 
 @pytest.mark.parametrize(
@@ -71,8 +77,18 @@ def test_the_simulation_curves_take_the_honest_axes(tmp_path):
     from sourcebias.simulate.report import curve_panels, plot_curves
     from sourcebias.simulate.result import SimulationResult
 
-    rows = [{"retriever": "bm25", "round": r, "share_generated": 0.01 * r, "ndsr_generated": 0.02 * r, "ndcg": 0.79 - 0.01 * r,
-             "silenced_share": math.nan if r == 0 else 0.01 * r, "self_bleu": 0.1383 + 0.0001 * r} for r in range(4)]
+    rows = [
+        {
+            "retriever": "bm25",
+            "round": r,
+            "share_generated": 0.01 * r,
+            "ndsr_generated": 0.02 * r,
+            "ndcg": 0.79 - 0.01 * r,
+            "silenced_share": math.nan if r == 0 else 0.01 * r,
+            "self_bleu": 0.1383 + 0.0001 * r,
+        }
+        for r in range(4)
+    ]
     result = SimulationResult("t", {"k": 10}, rows)
     panels = {title: limits for title, _, limits in curve_panels(result)}
     lo, hi = panels["self-BLEU@10 of the top k (%)"]
@@ -100,7 +116,9 @@ def test_figure_one_of_several_seeds_states_the_count_rule(tmp_path, monkeypatch
 
     from sourcebias.reporting.grid_report import figure_accuracy_vs_bias
 
-    cells = seeds_cells().assign(dataset="d", measure="NDCG@3", rel_delta_ci_low=lambda t: t["rel_delta"] - 5, rel_delta_ci_high=lambda t: t["rel_delta"] + 5, ci_level=0.95)
+    cells = seeds_cells().assign(
+        dataset="d", measure="NDCG@3", rel_delta_ci_low=lambda t: t["rel_delta"] - 5, rel_delta_ci_high=lambda t: t["rel_delta"] + 5, ci_level=0.95
+    )
     titles: list[str] = []
     real = matplotlib.figure.Figure.legend
     monkeypatch.setattr(matplotlib.figure.Figure, "legend", lambda self, *a, **k: titles.append(k.get("title", "")) or real(self, *a, **k))

@@ -23,7 +23,16 @@ def synthetic_cells() -> pd.DataFrame:
     for ds, split in (("nq-utd", "test"), ("nfcorpus", "dev")):
         for r, delta in zip(RETRIEVERS, (12.6, 5.9, -9.2, -18.0)):
             if ds == "nfcorpus" and r.startswith("bm25>>"):
-                rows.append({"dataset": ds, "split": split, "retriever": r, "measure": "NDCG@3", "status": "failed", "error": "ModelUnavailableError: <b>model</b> missing & offline"})
+                rows.append(
+                    {
+                        "dataset": ds,
+                        "split": split,
+                        "retriever": r,
+                        "measure": "NDCG@3",
+                        "status": "failed",
+                        "error": "ModelUnavailableError: <b>model</b> missing & offline",
+                    }
+                )
                 continue
             h = rng.uniform(0.3, 0.5)
             rows.append(

@@ -2,19 +2,19 @@
 settings, reruns and interrupted runs), and the real all-MiniLM-L6-v2 encoder."""
 
 import hashlib
+import itertools
 import re
 
 import numpy as np
 import pytest
 
-from sourcebias.data import Corpus, load_dataset
 from sourcebias.core.errors import ModelUnavailableError
+from sourcebias.data import Corpus, load_dataset
 from sourcebias.evaluation import evaluate, measure_grid
-from sourcebias.models.hub import packaged_model
-from sourcebias.retrieval import build_retriever, rank_rows
-from sourcebias.retrieval import RunBuilder
-from sourcebias.retrieval.dense import DenseRetriever, exact_blocks
 from sourcebias.models.encoders import Encoder
+from sourcebias.models.hub import packaged_model
+from sourcebias.retrieval import RunBuilder, build_retriever, rank_rows
+from sourcebias.retrieval.dense import DenseRetriever, exact_blocks
 
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 
@@ -101,7 +101,7 @@ def test_faiss_flat_matches_exact():
         assert np.allclose(flat.scores[q], exact.scores[q], atol=1e-5)
         es = {int(p): s for p, s in zip(exact.positions[q], exact.scores[q])}
         fl = [int(p) for p in flat.positions[q]]
-        for a, b in zip(fl, fl[1:]):
+        for a, b in itertools.pairwise(fl):
             if a in es and b in es:
                 assert es[a] >= es[b] - 1e-5
 
@@ -190,14 +190,14 @@ def nq_subset(nq_utd, tmp_path_factory):
     from conftest import write_jsonl, write_qrels
 
     root = tmp_path_factory.mktemp("nqsub")
-    rows = [l.rstrip("\n").split("\t") for l in (nq_utd / "qrels" / "test.tsv").read_text().splitlines()[1:]]
+    rows = [line.rstrip("\n").split("\t") for line in (nq_utd / "qrels" / "test.tsv").read_text().splitlines()[1:]]
     qids = list(dict.fromkeys(r[0] for r in rows))[:12]
     rows = [r for r in rows if r[0] in qids]
     docs = {r[1] for r in rows}
     for src in ("human", "llama-2-7b-chat-tmp0.2"):
-        lines = [json.loads(l) for l in (nq_utd / "corpus" / f"{src}.jsonl").read_text().splitlines()]
+        lines = [json.loads(line) for line in (nq_utd / "corpus" / f"{src}.jsonl").read_text().splitlines()]
         write_jsonl(root / "corpus" / f"{src}.jsonl", [d for d in lines if d["_id"] in docs])
-    write_jsonl(root / "queries.jsonl", [json.loads(l) for l in (nq_utd / "queries.jsonl").read_text().splitlines() if json.loads(l)["_id"] in qids])
+    write_jsonl(root / "queries.jsonl", [json.loads(line) for line in (nq_utd / "queries.jsonl").read_text().splitlines() if json.loads(line)["_id"] in qids])
     write_qrels(root / "qrels" / "test.tsv", rows)
     return root
 

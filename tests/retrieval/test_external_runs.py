@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import csv
 import gzip
+from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import LLAMA, hand_ndcg, tie_key
+
 from sourcebias.cli.main import main
 from sourcebias.core.errors import ConfigError, DataError
 
@@ -52,7 +53,7 @@ def hand_evaluation(run_path, nq_utd, *, seed=0):
     """Per target and k, mean NDCG over the split's queries with a relevant document: the run's
     documents sorted by score, ties by the documented tie rule, all computed here."""
     per_query = {}
-    for line in open(run_path):
+    for line in Path(run_path).read_text().splitlines():
         q, _, docno, _, score, _ = line.split()
         source, _, doc_id = docno.partition("/")
         per_query.setdefault(q, []).append((-float(score), tie_key(q, doc_id, source, seed), doc_id, source))
@@ -208,6 +209,7 @@ def test_a_docnos_table_beside_the_run_reads_the_same_through_evaluate_and_a_gri
     """One rule (sourcebias.retrieval.run.resolve_docnos): a docnos.tsv beside the run names its
     documents, for `evaluate --run` and for a grid's [[runs]] alike."""
     from conftest import QRELS
+
     from sourcebias.experiments.config import load_grid_config
     from sourcebias.experiments.grid import run_grid
 
@@ -221,7 +223,11 @@ def test_a_docnos_table_beside_the_run_reads_the_same_through_evaluate_and_a_gri
     labels: dict = {}
     for q, d, g in QRELS:
         labels.setdefault(q, {})[d] = g
-    expected = {(t, k): float(np.mean([ndcg([key for key, _ in ranking[q]], labels[q], t, 2, k) for q in ("q1", "q2")])) for t in ("human", "llm", "all") for k in (1, 3)}
+    expected = {
+        (t, k): float(np.mean([ndcg([key for key, _ in ranking[q]], labels[q], t, 2, k) for q in ("q1", "q2")]))
+        for t in ("human", "llm", "all")
+        for k in (1, 3)
+    }
     assert expected[("human", 1)] == 0.5 and expected[("all", 1)] == 1.0  # q1: the LLM copy first; q2: the human one
 
     out = tmp_path / "out"
@@ -231,7 +237,9 @@ def test_a_docnos_table_beside_the_run_reads_the_same_through_evaluate_and_a_gri
     via_evaluate = read_metrics(out)
 
     cfg = tmp_path / "g.toml"
-    cfg.write_text(f'[grid]\nname = "g"\nmeasures = ["NDCG"]\ncutoffs = [1, 3]\n[[datasets]]\npath = "{cocktail_dir}"\n[[runs]]\nname = "other"\ndataset = "tiny"\npath = "{run}"\n')
+    cfg.write_text(
+        f'[grid]\nname = "g"\nmeasures = ["NDCG"]\ncutoffs = [1, 3]\n[[datasets]]\npath = "{cocktail_dir}"\n[[runs]]\nname = "other"\ndataset = "tiny"\npath = "{run}"\n'
+    )
     res = run_grid(load_grid_config(cfg), tmp_path / "grid")
     assert res.records["tiny/other"]["status"] == "ok", res.records["tiny/other"].get("error")
     import sourcebias as sb

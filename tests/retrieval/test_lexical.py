@@ -5,8 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from sourcebias.data import Corpus
 from sourcebias.core.errors import ConfigError
+from sourcebias.data import Corpus
 from sourcebias.retrieval import BM25, EnglishAnalyzer, SelfMatchFilter, TfIdf, build_retriever
 
 
@@ -67,7 +67,25 @@ LUCENE_ANALYSIS = [
     # URLs and e-mail addresses are split as UAX #29 splits them
     ("see https://example.com/a-b?x=1 or mail foo@bar.com", ["see", "http", "example.com", "b", "x", "1", "mail", "foo", "bar.com"]),
     # emoji: modifiers, flags (two per token), ZWJ and keycap sequences; lone '#' and '*' are not
-    ("great \U0001f64f\U0001f3fc news \U0001f1e8\U0001f1f3\U0001f1ea\U0001f1fa family \U0001f468\u200d\U0001f469\u200d\U0001f467 #\ufe0f\u20e3 # * \u2764\ufe0f\u200d\U0001f525 \U0001f642\U0001f642 a\U0001f642 1\U0001f642", ["great", "\U0001f64f\U0001f3fc", "new", "\U0001f1e8\U0001f1f3", "\U0001f1ea\U0001f1fa", "famili", "\U0001f468\u200d\U0001f469\u200d\U0001f467", "#\ufe0f\u20e3", "\u2764\ufe0f\u200d\U0001f525", "\U0001f642", "\U0001f642", "\U0001f642", "1", "\U0001f642"]),
+    (
+        "great \U0001f64f\U0001f3fc news \U0001f1e8\U0001f1f3\U0001f1ea\U0001f1fa family \U0001f468\u200d\U0001f469\u200d\U0001f467 #\ufe0f\u20e3 # * \u2764\ufe0f\u200d\U0001f525 \U0001f642\U0001f642 a\U0001f642 1\U0001f642",
+        [
+            "great",
+            "\U0001f64f\U0001f3fc",
+            "new",
+            "\U0001f1e8\U0001f1f3",
+            "\U0001f1ea\U0001f1fa",
+            "famili",
+            "\U0001f468\u200d\U0001f469\u200d\U0001f467",
+            "#\ufe0f\u20e3",
+            "\u2764\ufe0f\u200d\U0001f525",
+            "\U0001f642",
+            "\U0001f642",
+            "\U0001f642",
+            "1",
+            "\U0001f642",
+        ],
+    ),
     # format characters (word joiner, soft hyphen) and combining marks
     ("\u2060event e\u2060vent \u00adsoft a\u0301b \u2019tis '90s", ["event", "e\u2060vent", "soft", "a\u0301b", "ti", "90"]),
     # lower case code point by code point (no final sigma; dotted I -> i)

@@ -17,17 +17,48 @@ import sys
 import numpy as np
 import pytest
 
-from sourcebias.data import Corpus
 from sourcebias.core.errors import ConfigError, ModelUnavailableError
+from sourcebias.data import Corpus
 from sourcebias.retrieval import BM25, Run, build_retriever, tie_keys
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-T5_WORDS = (
-    "Query: Document: Relevant: true false the a an cat cats dog dogs sat on mat sun in at night bark barks "
-    "loudly and can live together where did why do is what who"
-).split()
+T5_WORDS = [
+    "Query:",
+    "Document:",
+    "Relevant:",
+    "true",
+    "false",
+    "the",
+    "a",
+    "an",
+    "cat",
+    "cats",
+    "dog",
+    "dogs",
+    "sat",
+    "on",
+    "mat",
+    "sun",
+    "in",
+    "at",
+    "night",
+    "bark",
+    "barks",
+    "loudly",
+    "and",
+    "can",
+    "live",
+    "together",
+    "where",
+    "did",
+    "why",
+    "do",
+    "is",
+    "what",
+    "who",
+]
 
 DOCS = [
     ("d1", "The cat sat on the mat in the sun."),
@@ -47,8 +78,16 @@ def tiny_ce_dir(tmp_path_factory):
     root = tmp_path_factory.mktemp("tiny-ce")
     torch.manual_seed(0)
     # initializer_range 0.5: random logits that differ clearly between pairs
-    cfg = BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
-                     max_position_embeddings=512, num_labels=1, initializer_range=0.5)
+    cfg = BertConfig(
+        vocab_size=30522,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=512,
+        num_labels=1,
+        initializer_range=0.5,
+    )
     BertForSequenceClassification(cfg).save_pretrained(root)
     AutoTokenizer.from_pretrained(gt.get_model_path()).save_pretrained(root)
     return root
@@ -70,8 +109,18 @@ def tiny_t5_dir(tmp_path_factory):
     tk.post_processor = processors.TemplateProcessing(single="$A </s>", special_tokens=[("</s>", 1)])
     PreTrainedTokenizerFast(tokenizer_object=tk, pad_token="<pad>", eos_token="</s>", unk_token="<unk>").save_pretrained(root)
     torch.manual_seed(0)
-    cfg = T5Config(vocab_size=len(vocab), d_model=32, d_kv=8, num_heads=4, d_ff=64, num_layers=2, num_decoder_layers=2,
-                   decoder_start_token_id=0, pad_token_id=0, eos_token_id=1)
+    cfg = T5Config(
+        vocab_size=len(vocab),
+        d_model=32,
+        d_kv=8,
+        num_heads=4,
+        d_ff=64,
+        num_layers=2,
+        num_decoder_layers=2,
+        decoder_start_token_id=0,
+        pad_token_id=0,
+        eos_token_id=1,
+    )
     T5ForConditionalGeneration(cfg).save_pretrained(root)
     return root
 
@@ -315,6 +364,7 @@ def test_bm25_lm_end_to_end_on_nq_utd(nq_utd, smollm2):
     # The registry builds the same re-ranker (without loading it: loading is on first use) ...
     built = build_retriever("bm25>>lm:smollm2", rerank_depth=4, batch_size=8, device="cpu")
     assert built.name == "bm25>>lm:smollm2" and not built.stages[0]._loaded
+
     def strip(cfg):
         return {k: v for k, v in cfg.items() if k not in ("depth", "batch_size")}
 

@@ -12,7 +12,7 @@ import pytest
 from sourcebias.core.errors import ConfigError, DataError
 from sourcebias.data import load_dataset
 from sourcebias.retrieval.lexical import BM25, EnglishAnalyzer
-from sourcebias.retrieval.lucene import LuceneBM25, int_to_byte4, byte4_to_int
+from sourcebias.retrieval.lucene import LuceneBM25, byte4_to_int, int_to_byte4
 from sourcebias.retrieval.segments import SegmentedBM25
 
 f32 = np.float32
@@ -132,7 +132,7 @@ def test_automatic_merges_keep_scores(nq):
     for a in range(0, len(texts), 100):  # 16 rounds
         index.add(texts[a : a + 100])
         assert len(index.segments) <= 3
-    assert [s.base for s in index.segments][0] == 0
+    assert next(s.base for s in index.segments) == 0
     assert same_bits(index.score_batch(queries), eager(texts, queries, "lucene")[0])
 
 
@@ -161,7 +161,7 @@ def test_save_load_then_add(nq, norms, tmp_path):
 def test_errors(tmp_path):
     with pytest.raises(ConfigError, match="norms"):
         SegmentedBM25(norms="bm25s")
-    with pytest.raises(DataError, match="segments.json"):
+    with pytest.raises(DataError, match=r"segments\.json"):
         SegmentedBM25.load(tmp_path)
     index = SegmentedBM25()
     index.add(SMALL)

@@ -94,7 +94,7 @@ def round_corpus(nq_utd: Path, root: Path, r: int):
 def test_each_round_equals_a_plain_bm25_reindex_and_hand_counted_measures(local_run, nq_utd):
     from sourcebias.retrieval import build_retriever
 
-    cfg, result, root, _ = local_run
+    _cfg, result, root, _ = local_run
     rows = result.rounds("bm25")
     assert [r["round"] for r in rows] == list(range(ROUNDS + 1))
     qids = json.loads((root / "loops" / "bm25" / "round-000" / "metrics.json").read_text())["top_human"].keys()
@@ -120,7 +120,7 @@ def hand_ndcg(ranking: list[str], qrels, q: str, k: int = 10) -> float:
 
 
 def test_documents_carry_their_provenance_and_new_sources(local_run):
-    cfg, result, root, _ = local_run
+    _cfg, result, root, _ = local_run
     for r in range(1, ROUNDS + 1):
         folder = root / "loops" / "bm25" / f"round-{r:03d}"
         records = [json.loads(x) for x in (folder / "documents.jsonl").read_text().splitlines()]
@@ -139,7 +139,7 @@ def test_documents_carry_their_provenance_and_new_sources(local_run):
 def test_a_lost_round_is_run_again_and_the_rest_reused(local_run, nq_utd, tmp_path):
     import shutil
 
-    from sourcebias.simulate import load_simulation_config, run_simulation
+    from sourcebias.simulate import run_simulation
 
     cfg, result, root, _ = local_run
     copy = tmp_path / "copy"
@@ -151,7 +151,11 @@ def test_a_lost_round_is_run_again_and_the_rest_reused(local_run, nq_utd, tmp_pa
     assert [r["round"] for k, r in events if k == "ok"] == [ROUNDS]
     strip = lambda rows: json.dumps([{k: v for k, v in r.items() if k != "seconds"} for r in rows])  # noqa: E731 - NaN equal to NaN
     assert strip(again.rows) == strip(result.rows)
-    docs = lambda folder: [{**d, "metadata": {k: v for k, v in d["metadata"].items() if k != "seconds"}} for d in map(json.loads, (folder / "loops" / "bm25" / f"round-{ROUNDS:03d}" / "documents.jsonl").read_text().splitlines())]  # noqa: E731
+
+    def docs(folder: Path) -> list[dict]:
+        lines = (folder / "loops" / "bm25" / f"round-{ROUNDS:03d}" / "documents.jsonl").read_text().splitlines()
+        return [{**d, "metadata": {k: v for k, v in d["metadata"].items() if k != "seconds"}} for d in map(json.loads, lines)]
+
     assert docs(copy) == docs(root)  # the same documents written again (timings aside)
 
 
@@ -159,7 +163,7 @@ def test_the_folder_is_an_artifact_and_refuses_another_simulation(local_run, nq_
     from sourcebias.core.artifacts import load_artifact
     from sourcebias.simulate import SimulationResult, load_simulation_config, run_simulation
 
-    cfg, result, root, _ = local_run
+    _cfg, result, root, _ = local_run
     loaded = load_artifact(root)
     assert isinstance(loaded, SimulationResult) and json.dumps(loaded.rows) == json.dumps(result.rows)
     for name in ("simulation.csv", "sources.csv", "report.md", "report.html", "curves.png"):
@@ -185,7 +189,7 @@ def test_through_the_openai_compatible_server_every_round_equals_the_local_model
     from sourcebias.generation.server import make_server
     from sourcebias.simulate import load_simulation_config, run_simulation
 
-    cfg, result, root, _ = local_run
+    _cfg, result, root, _ = local_run
     server = make_server(LocalBackend("smollm2", threads=1), port=free_port(), model_names=["smollm2"], quiet=True)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
@@ -193,9 +197,12 @@ def test_through_the_openai_compatible_server_every_round_equals_the_local_model
         served, out = run_simulation(load_simulation_config(write_config(tmp_path, text)), tmp_path / "served")
     finally:
         server.shutdown()
+
+    def read(folder: Path, r: int) -> list[dict]:
+        return [json.loads(x) for x in (folder / "loops" / "bm25" / f"round-{r:03d}" / "documents.jsonl").read_text().splitlines()]
+
     for r in range(1, ROUNDS + 1):
-        read = lambda folder: [json.loads(x) for x in (folder / "loops" / "bm25" / f"round-{r:03d}" / "documents.jsonl").read_text().splitlines()]  # noqa: E731
-        assert [d["text"] for d in read(out)] == [d["text"] for d in read(root)]  # greedy: the same answers over HTTP
+        assert [d["text"] for d in read(out, r)] == [d["text"] for d in read(root, r)]  # greedy: the same answers over HTTP
         assert all(d["metadata"]["model"] == "smollm2" for d in read(out))
     strip = lambda rows: json.dumps([{k: v for k, v in r.items() if k != "seconds"} for r in rows])  # noqa: E731
     assert strip(served.rows) == strip(result.rows)
@@ -233,11 +240,11 @@ def test_self_bleu_equals_sacrebleu_sentence_scores():
 @pytest.mark.parametrize(
     ("patch", "message", "line"),
     [
-        (("write = \"answer\"", "write = \"summary\""), "'summary' is not one of answer, rewrite", "write"),
+        (('write = "answer"', 'write = "summary"'), "'summary' is not one of answer, rewrite", "write"),
         (("depth = 30", "depth = 5"), "must be at least k", "depth"),
         (("seed = 7", "seed = 7\nspeed = 1"), "unknown key(s) speed (did you mean seed?)", "speed"),
-        (("temperature = 0", "temperature = 0\n[intervention]\nkind = \"detector\""), "needs detector", "kind"),
-        (("spec = \"bm25\"", "spec = \"nosuch\""), "unknown retriever 'nosuch'", "spec"),
+        (("temperature = 0", 'temperature = 0\n[intervention]\nkind = "detector"'), "needs detector", "kind"),
+        (('spec = "bm25"', 'spec = "nosuch"'), "unknown retriever 'nosuch'", "spec"),
     ],
 )
 def test_configuration_errors_name_the_file_and_line(nq_utd, tmp_path, patch, message, line):

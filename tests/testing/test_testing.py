@@ -3,6 +3,7 @@ statistics and measures, and they fail for a retriever that breaks a contract.""
 
 from __future__ import annotations
 
+import os
 import unittest
 
 import numpy as np
@@ -72,7 +73,8 @@ def test_a_retriever_that_orders_ties_by_corpus_position_fails_the_case():
         def make_retriever(self):
             return CorpusOrderTies()
 
-    outcome = unittest.TextTestRunner(stream=open("/dev/null", "w"), verbosity=0).run(unittest.defaultTestLoader.loadTestsFromTestCase(Case))
+    with open(os.devnull, "w") as quiet:
+        outcome = unittest.TextTestRunner(stream=quiet, verbosity=0).run(unittest.defaultTestLoader.loadTestsFromTestCase(Case))
     failed = {t.id().rsplit(".", 1)[-1] for t, _ in outcome.failures}
     assert failed == {"test_equal_scores_follow_the_tie_rule"}
 
