@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Annotated
 
 import typer
 
@@ -177,23 +176,10 @@ def _cdc_before_after(fit, where, target, system, retriever: str, options: dict,
 
 @project_app.command("fit")
 def project_fit(
-    calibration: Annotated[
-        list[Path], typer.Argument(help="Calibration dataset folders (leave the target out).", show_default=False, metavar="DATASET_DIR...")
-    ],
-    output: Annotated[
-        Path, typer.Option("--output", "-o", metavar="DIR", help="Folder for projection.json, the evaluation and a manifest.", show_default=False)
-    ],
-    model: Annotated[str, typer.Option(metavar="SPEC", help="The dense retriever whose document vectors are projected.")] = "minilm",
-    pairs: Annotated[int, typer.Option(help="Twin pairs sampled per calibration dataset.", min=1)] = 100,
-    seed: Annotated[int, typer.Option(help="Seed of the samples, of the ties and of the tests.")] = 42,
-    target: Annotated[Path | None, typer.Option(metavar="DIR", help="Evaluate before/after on this dataset.")] = None,
-    split: Annotated[str, typer.Option(help="Split of the evaluation.")] = "test",
-    k: Annotated[int, typer.Option("--k", help="Cut-off of the before/after table (NDCG@k).", min=1)] = 3,
-    device: Annotated[str | None, typer.Option(help="cpu, cuda, cuda:1.")] = None,
-    batch_size: Annotated[int | None, typer.Option(help="Batch size of the encoder.", min=1)] = None,
-    cache_dir: Annotated[Path | None, typer.Option(metavar="DIR", help="Embedding store.")] = None,
-    overwrite: Annotated[bool, typer.Option(help="Replace an earlier run's results in --output.")] = False,
-) -> None:
+    calibration: m.CalibrationDatasets, output: m.ProjectionOutput, model: m.ProjectedModel = "minilm", pairs: m.Pairs = 100, seed: m.ProjectionSeed = 42,
+    target: m.ProjectionTarget = None, split: m.ProjectionSplit = "test", k: m.BeforeAfterK = 3, device: m.CdcDevice = None,
+    batch_size: m.EncoderBatchSize = None, cache_dir: m.EmbeddingStore = None, overwrite: m.CdcOverwrite = False,
+) -> None:  # fmt: skip
     """Fit the LLM − human direction on calibration datasets (seeded pairs per dataset).
 
     Then evaluate with --retriever "MODEL:project=OUT/projection.json" (document vectors only; queries unchanged).
