@@ -219,6 +219,18 @@ class CDCCalibration:
     table: Any
     dropped: int
 
+    def save(self, folder: Path, evaluation: dict[str, Any] | None = None) -> None:
+        """Write the fit (``cdc.json``) and the calibration sample (``sample.csv``) into ``folder``.
+
+        Args:
+            folder: an existing folder (an output folder's staging folder).
+            evaluation: where the fit is evaluated (recorded in the fit's details), or None.
+        """
+        if evaluation is not None:
+            self.fit.details["evaluation"] = evaluation
+        self.fit.save(folder / "cdc.json")
+        self.table.to_csv(folder / "sample.csv", index=False, lineterminator="\n")
+
 
 def calibration_table(
     dataset: Any, retriever: Any, scorer: Any, pairs: Sequence[CalibrationPair], *, llm_source: str, seed: int = 0, cache_dir: Any = None
