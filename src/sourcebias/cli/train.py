@@ -14,6 +14,8 @@ from sourcebias.cli import options_mitigate as o
 from sourcebias.cli.common import console, fail
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from sourcebias.evaluation.stats.paired_tests import PairedTestsRecord
 
 STATE = "train.json"
@@ -75,7 +77,7 @@ def _train_sweep(out: Path, dataset_dir: Path, settings: dict, alphas: list[floa
     plan_settings = {name: settings[name] for name in ("batch_size", "epochs", "seed", "max_tuples", "positives")}
     plan = _plan(out / "plan.jsonl", ds, strategy=settings["negatives"], **plan_settings)
     target = _evaluation_target(target_dir, eval_split) if evaluation is not None else None
-    evaluate = None if target is None or evaluation is None else functools.partial(_evaluate_model, target=target, k=k, **evaluation)
+    evaluate: Callable[..., dict] | None = None if target is None else functools.partial(_evaluate_model, target=target, k=k, **(evaluation or {}))
     base = settings["base"]
     rows = [] if evaluate is None else [{"positives": None, **evaluate(base, "base", None, folder=out / "base-evaluation")}]
     rows += _sweep(ds, plan, base, out, alphas, training, evaluate)
