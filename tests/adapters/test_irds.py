@@ -171,7 +171,7 @@ def test_bad_arguments_say_what_is_wrong(tiny_irds, cocktail_dir, tmp_path):
         load_dataset(f"irds:{ds_id}", twins=twins, sources=["gpt"])
     with pytest.raises(ConfigError, match="twins= is for irds"):
         load_dataset(cocktail_dir, twins=twins)
-    with pytest.raises(ConfigError, match="does not exist"):
+    with pytest.raises(DataError, match="nowhere: dataset folder not found"):
         load_dataset(f"irds:{ds_id}", twins=tmp_path / "nowhere")
 
 

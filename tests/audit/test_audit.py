@@ -41,8 +41,12 @@ def simulated(seed: int, *, queries: int = 80, k: int = 10, pairs: int = 400, se
     flagged = np.where(is_llm.ravel(), flips < se, flips < 1 - sp).astype(float)
     cal = rng.random((pairs, 2))
     table = pd.DataFrame(
-        {"doc_id": np.repeat([f"p{i}" for i in range(pairs)], 2), "source": ["human", "llm"] * pairs, "is_llm": [False, True] * pairs,
-         "score": np.column_stack([cal[:, 0] < 1 - sp, cal[:, 1] < se]).ravel().astype(float)}  # fmt: skip
+        {
+            "doc_id": np.repeat([f"p{i}" for i in range(pairs)], 2),
+            "source": ["human", "llm"] * pairs,
+            "is_llm": [False, True] * pairs,
+            "score": np.column_stack([cal[:, 0] < 1 - sp, cal[:, 1] < se]).ravel().astype(float),
+        }  # fmt: skip
     )
     table["flagged"] = table["score"] >= 0.5
     detector = CalibratedDetector(score=lambda _c, pos: flagged[np.asarray(pos)], threshold=0.5, calibration_table=table, info={"kind": "simulated"})
@@ -194,7 +198,9 @@ def test_score_file_errors_name_file_and_line(tmp_path, name, text, message):
 
 def test_score_files_read_both_formats_with_ids_as_given(tmp_path):
     (tmp_path / "a.tsv").write_text("score\tsource\tdoc_id\textra\n0.25\tllm\thuman-1\tx\n0.5\thuman\thuman-1\ty\n", encoding="utf-8")
-    (tmp_path / "b.jsonl").write_text('{"doc_id": "human-1", "source": "llm", "score": 0.25}\n{"doc_id": "human-1", "source": "human", "score": 0.5}\n', encoding="utf-8")
+    (tmp_path / "b.jsonl").write_text(
+        '{"doc_id": "human-1", "source": "llm", "score": 0.25}\n{"doc_id": "human-1", "source": "human", "score": 0.5}\n', encoding="utf-8"
+    )
     expected = {("human-1", "llm"): 0.25, ("human-1", "human"): 0.5}  # the id is never taken apart
     assert read_scores(tmp_path / "a.tsv") == expected == read_scores(tmp_path / "b.jsonl")
 
@@ -248,7 +254,13 @@ def audit_inputs(tmp_path):
 
     result = evaluate(load_dataset(target), [build_retriever("bm25")], measures=[parse_measure("NDCG@3")])
     result.save(tmp_path / "eval")  # an evaluate folder (its result.json and runs)
-    return {"eval": tmp_path / "eval", "target": target, "calib": calib, "scores": score_file(tmp_path / "t.tsv", target, 1), "cal_scores": score_file(tmp_path / "c.tsv", calib, 2)}
+    return {
+        "eval": tmp_path / "eval",
+        "target": target,
+        "calib": calib,
+        "scores": score_file(tmp_path / "t.tsv", target, 1),
+        "cal_scores": score_file(tmp_path / "c.tsv", calib, 2),
+    }
 
 
 def test_audit_command_writes_a_loadable_folder(audit_inputs, tmp_path, capsys):
@@ -256,7 +268,25 @@ def test_audit_command_writes_a_loadable_folder(audit_inputs, tmp_path, capsys):
 
     out = tmp_path / "audit"
     i = audit_inputs
-    args = ["audit", str(i["eval"]), "--scores", str(i["scores"]), "--calibrate", str(i["calib"]), "--calibration-scores", str(i["cal_scores"]), "--k", "3", "5", "--resamples", "300", "--seed", "7", "-o", str(out)]
+    args = [
+        "audit",
+        str(i["eval"]),
+        "--scores",
+        str(i["scores"]),
+        "--calibrate",
+        str(i["calib"]),
+        "--calibration-scores",
+        str(i["cal_scores"]),
+        "--k",
+        "3",
+        "5",
+        "--resamples",
+        "300",
+        "--seed",
+        "7",
+        "-o",
+        str(out),
+    ]
     code, stdout, err = run_cli(args, capsys)
     assert code in (0, None), err
     assert "corrected" in stdout and "Share@3" in stdout and "ΔNDSR@5" in stdout
@@ -303,7 +333,18 @@ def test_misuse_stops_before_work_with_one_message(audit_inputs, tmp_path, capsy
     assert code == 2 and "--calibrate" in err
     (tmp_path / "x").mkdir()
     (tmp_path / "x" / "mine.txt").write_text("not ours")
-    args = ["audit", str(i["eval"]), "--scores", str(i["scores"]), "--calibrate", str(i["calib"]), "--calibration-scores", str(i["cal_scores"]), "-o", str(tmp_path / "x")]
+    args = [
+        "audit",
+        str(i["eval"]),
+        "--scores",
+        str(i["scores"]),
+        "--calibrate",
+        str(i["calib"]),
+        "--calibration-scores",
+        str(i["cal_scores"]),
+        "-o",
+        str(tmp_path / "x"),
+    ]
     code, _, err = run_cli(args, capsys)
     assert code == 2 and "Error" in err
     partial = tmp_path / "partial.tsv"
@@ -320,3 +361,43 @@ def test_audit_without_source_labels_reports_no_truth():
     assert not res.has_truth and all(r["true"] is None and r["corrected_covers"] is None for r in res.rows)
     labelled = audit({"sim": run}, det, AuditSettings(resamples=200), human_source="human")
     assert [r["naive"] for r in res.rows] == [r["naive"] for r in labelled.rows]  # the audit never reads the sources
+
+
+def test_a_corrected_figure_whose_interval_cannot_pin_it_down_is_marked_imprecise(audit_inputs, tmp_path, capsys):
+    """A corrected CI wider than ± max_half_width (0.10 on the share scale, 0.20 for ΔNDSR, whose
+    scale is twice the share's) is marked IMPRECISE with its width, in the rows, the table and
+    audit.csv, whatever the transfer check says; a narrow one is not."""
+    from sourcebias.audit.analysis import AuditSettings, precision_columns
+
+    assert precision_columns({"corrected_low": 0.40, "corrected_high": 0.58}, 0.10) == {"precise": True, "imprecise_reason": ""}
+    wide = precision_columns({"corrected_low": 0.054, "corrected_high": 1.0}, 0.10)
+    assert wide["precise"] is False and "±0.473 wide" in wide["imprecise_reason"]  # (1.0 - 0.054) / 2
+    assert precision_columns({"corrected_low": None, "corrected_high": None}, 0.10)["precise"] is False
+    with pytest.raises(ConfigError):
+        AuditSettings(max_half_width=0)
+    out = tmp_path / "audit"
+    i = audit_inputs
+    args = [
+        "audit",
+        str(i["eval"]),
+        "--scores",
+        str(i["scores"]),
+        "--calibrate",
+        str(i["calib"]),
+        "--calibration-scores",
+        str(i["cal_scores"]),
+        "--k",
+        "3",
+        "--resamples",
+        "300",
+        "-o",
+        str(out),
+    ]
+    code, stdout, err = run_cli(args, capsys)
+    assert code in (0, None), err
+    result = load_audit(out)
+    for r in result.rows:  # the rule, recomputed here from each row's own interval and scale
+        half = (r["corrected_high"] - r["corrected_low"]) / 2
+        assert r["precise"] is (half <= (0.10 if r["quantity"] == "Share" else 0.20))
+    assert ("IMPRECISE" in stdout) == any(r["precise"] is False and r["reliable"] for r in result.rows)  # UNRELIABLE is shown first
+    assert "precise" in (out / "audit.csv").read_text().splitlines()[0]

@@ -47,6 +47,7 @@ class AuditSettings:
     seed: int = 0
     check_alpha: float = 0.05
     check_resamples: int = 200
+    max_half_width: float = 0.10  # a corrected CI wider than ± this (on the share scale) is marked imprecise
 
     def __post_init__(self) -> None:
         if not self.ks or any(int(k) < 1 for k in self.ks):
@@ -55,6 +56,8 @@ class AuditSettings:
             raise ConfigError(f"resamples must be at least 100, got {self.resamples}")
         if not 0.5 <= self.level < 1:
             raise ConfigError(f"level must be in [0.5, 1), got {self.level}")
+        if not 0 < self.max_half_width <= 1:
+            raise ConfigError(f"the widest corrected CI read as an estimate must be a half-width in (0, 1], got {self.max_half_width}")
         if not 0 < self.check_alpha < 1 or self.check_resamples < 20:
             raise ConfigError(f"the transfer check needs 0 < alpha < 1 and at least 20 resamples, got {self.check_alpha}, {self.check_resamples}")
 
@@ -65,6 +68,7 @@ class AuditSettings:
             "level": self.level,
             "seed": self.seed,
             "check_alpha": self.check_alpha,
+            "max_half_width": self.max_half_width,
             "check_resamples": self.check_resamples,
         }
 
@@ -188,9 +192,33 @@ def audit_run(
                 "specificity": sp,
                 **_ci_columns(boot[q]),
             }
+            row.update(precision_columns(row, settings.max_half_width * abs(b)))
             row.update(_truth_columns(row, None if true is None else float(np.nanmean(a + b * true[q]))))
             rows.append(row)
     return rows
+
+
+def precision_columns(row: dict[str, Any], max_half_width: float) -> dict[str, Any]:
+    """Whether the corrected figure's CI is narrow enough to read as an estimate.
+
+    A corrected CI that is valid but wide says the audit cannot tell the value: a share whose 95%
+    CI is [0.05, 1.00] is not an estimate of 0.64. The row is then marked imprecise, with the width,
+    whatever the transfer check says.
+
+    Args:
+        row: An audit row with ``corrected_low`` and ``corrected_high``.
+        max_half_width: The widest half-width read as an estimate, on the row's own scale.
+
+    Returns:
+        ``{"precise": bool, "imprecise_reason": str}`` (the reason empty when precise).
+    """
+    lo, hi = row.get("corrected_low"), row.get("corrected_high")
+    if lo is None or hi is None:
+        return {"precise": False, "imprecise_reason": "the corrected figure has no CI"}
+    half = (hi - lo) / 2
+    if half > max_half_width:
+        return {"precise": False, "imprecise_reason": f"the corrected CI is ±{half:.3f} wide, more than ±{max_half_width:.3g}: it does not pin the value down"}
+    return {"precise": True, "imprecise_reason": ""}
 
 
 def _ci_columns(b: dict[str, Any]) -> dict[str, Any]:

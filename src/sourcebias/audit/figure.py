@@ -70,7 +70,8 @@ def _point(ax, x: float, r: dict, kind: str, *, first: bool) -> None:
         linestyle="none",
         alpha=0.6 if unreliable else 1.0,
     )
-    marks = [m for m in (r.get("flag") if kind == "corrected" else "", "UNRELIABLE" if unreliable else "") if m]
+    imprecise = kind == "corrected" and not unreliable and r.get("precise") is False
+    marks = [m for m in (r.get("flag") if kind == "corrected" else "", "UNRELIABLE" if unreliable else "", "IMPRECISE" if imprecise else "") if m]
     if marks:
         ax.annotate(
             ", ".join(marks),

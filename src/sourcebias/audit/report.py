@@ -30,7 +30,11 @@ def display_rows(result: AuditResult, measure: str) -> list[dict[str, Any]]:
         if r["measure"] != measure:
             continue
         quantity = r["quantity"]
-        status = ("UNRELIABLE" if not r.get("reliable", True) else "ok", r["flag"], f"{r['undefined_resamples']:,} undef." if r["undefined_resamples"] else "")
+        status = (
+            "UNRELIABLE" if not r.get("reliable", True) else "IMPRECISE" if r.get("precise") is False else "ok",
+            r["flag"],
+            f"{r['undefined_resamples']:,} undef." if r["undefined_resamples"] else "",
+        )
         flag = ", ".join(x for x in status if x)
         signed = quantity != "Share"
         out.append({**r, "naive_text": f"{_value(r['naive'], signed)} {_ci(r['naive_low'], r['naive_high'])}", "corrected_text": f"{_value(r['corrected'], signed)} {_ci(r['corrected_low'], r['corrected_high'])}", "flag_text": flag,
@@ -66,6 +70,9 @@ def caption(result: AuditResult) -> str:
         parts.append(
             f"Transfer check (the audited documents against the calibration's mixture at share {c['share']:.3f}; score KS D = {c['statistic']:.3f}; min-p over {len(c.get('p_values') or {})} statistics): p = {c['p_value']:.3g}, {verdict}."
         )
+    half = s.get("max_half_width")
+    if half is not None:
+        parts.append(f"IMPRECISE: a corrected CI wider than ±{half:g} (Share; ±{2 * half:g} for ΔNDSR) does not pin the value down, whatever the check says.")
     if result.has_truth:
         parts.append("true: from the corpus's source labels, never read by the audit.")
     return " ".join(parts)

@@ -33,7 +33,7 @@ from sourcebias.core.artifacts import json_plain
 
 FORMAT_VERSION = 1
 ROW_COLUMNS = (
-    "run", "measure", "quantity", "k", "queries", "naive", "naive_low", "naive_high", "corrected", "corrected_low", "corrected_high", "flag", "note", "reliable", "unreliable_reason",
+    "run", "measure", "quantity", "k", "queries", "naive", "naive_low", "naive_high", "corrected", "corrected_low", "corrected_high", "flag", "note", "reliable", "unreliable_reason", "precise", "imprecise_reason",
     "sensitivity", "specificity", "undefined_resamples", "clipped_resamples", "true", "naive_error", "corrected_error", "naive_covers", "corrected_covers",
 )  # fmt: skip
 
