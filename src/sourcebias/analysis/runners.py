@@ -98,9 +98,7 @@ def quality(
     count left out is reported."""
     import pandas as pd
 
-    from sourcebias.analysis import quality as q
     from sourcebias.analysis.perplexity import field_texts
-    from sourcebias.core import progress
     from sourcebias.retrieval.lexical import EnglishAnalyzer
 
     retriever = dense_model(model, options)
@@ -112,20 +110,7 @@ def quality(
     for llm in _llm_sources(dataset, sources):
         pair_rows, summary["sources"][llm], maps[llm] = _quality_pairs(corpus, texts, human, llm, retriever, analyzer, seed=seed, random_pairs=random_pairs)
         rows += pair_rows
-    # t-SNE of a seeded sample of every source's documents
-    rng = np.random.default_rng(seed)
-    emb = {}
-    for s in [human, *_llm_sources(dataset, sources)]:
-        pos = corpus.positions_of_source(s)
-        if len(pos) > tsne_sample:
-            pos = np.sort(rng.choice(pos, size=tsne_sample, replace=False))
-        emb[s] = retriever.embed([texts[i] for i in pos], "document")
-    n_map = sum(len(e) for e in emb.values())
-    perp = float(min(30.0, max(1.0, (n_map - 1) / 3)))  # scikit-learn's default, below N for tiny corpora
-    with progress.task(f"t-SNE of {n_map:,} documents", total=1, unit="map") as t:  # long (tens of seconds), one call
-        coords, labels = q.tsne_map(emb, seed=seed, perplexity=perp)
-        t.advance()
-    tsne = pd.DataFrame({"source": labels, "x": coords[:, 0], "y": coords[:, 1]})
+    tsne, perp = _tsne_table(corpus, texts, [human, *_llm_sources(dataset, sources)], retriever, sample=tsne_sample, seed=seed)
     result = _result(
         "quality",
         dataset,
@@ -144,6 +129,29 @@ def quality(
     )
     result.arrays["cosines"] = maps  # matched and random-pair cosines, for the figure
     return result
+
+
+def _tsne_table(corpus, texts: Sequence[str], sources: Sequence[str], retriever, *, sample: int, seed: int) -> tuple[Any, float]:
+    """The t-SNE map of a seeded sample of ``sample`` documents of every source (all of a smaller
+    source), embedded by ``retriever``: its table (source, x, y) and the perplexity used."""
+    import pandas as pd
+
+    from sourcebias.analysis import quality as q
+    from sourcebias.core import progress
+
+    rng = np.random.default_rng(seed)
+    emb = {}
+    for s in sources:
+        pos = corpus.positions_of_source(s)
+        if len(pos) > sample:
+            pos = np.sort(rng.choice(pos, size=sample, replace=False))
+        emb[s] = retriever.embed([texts[i] for i in pos], "document")
+    n_map = sum(len(e) for e in emb.values())
+    perp = float(min(30.0, max(1.0, (n_map - 1) / 3)))  # scikit-learn's default, below N for tiny corpora
+    with progress.task(f"t-SNE of {n_map:,} documents", total=1, unit="map") as t:  # long (tens of seconds), one call
+        coords, labels = q.tsne_map(emb, seed=seed, perplexity=perp)
+        t.advance()
+    return pd.DataFrame({"source": labels, "x": coords[:, 0], "y": coords[:, 1]}), perp
 
 
 def finite_mean(values: Any) -> tuple[float, int]:

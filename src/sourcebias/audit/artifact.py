@@ -185,8 +185,6 @@ def audit(runs: dict[str, Any], detector: CalibratedDetector, settings: AuditSet
         ConfigError: runs over different corpora, a document the detector cannot score, a bad
             reference set.
     """
-    import pandas as pd
-
     from sourcebias.audit.calibrate import document_dimensions, in_domain_calibration
     from sourcebias.audit.diagnostic import transfer_check
 
@@ -208,23 +206,44 @@ def audit(runs: dict[str, Any], detector: CalibratedDetector, settings: AuditSet
         for name, run in runs.items()
         for row in audit_run(name, run, flags, detector, settings, human_source, unreliable=check.reason(), calibration=calibration)
     ]
-    documents = pd.DataFrame(
+    notes = _audit_notes(rows, check, in_domain if reference else None)
+    det = {**detector.info, **detector.summary(), "models": detector.models}
+    return AuditResult(settings=settings.describe(), detector=det, runs=run_info or {}, rows=rows, calibration=detector.calibration_table.reset_index(drop=True),
+                       documents=_documents_table(corpus, positions, scores, detector.threshold), notes=notes, method=_audit_method(settings, rows),
+                       diagnostic=check.describe(), in_domain=in_domain)  # fmt: skip
+
+
+def _documents_table(corpus: Any, positions: Any, scores: Any, threshold: float) -> Any:
+    """The audited documents (the top-k of every run): id, source, detector score, flagged."""
+    import pandas as pd
+
+    return pd.DataFrame(
         {
             "doc_id": [corpus.doc_ids[p] for p in positions],
             "source": [corpus.source_of(int(p)) for p in positions],
             "score": scores,
-            "flagged": scores >= detector.threshold,
+            "flagged": scores >= threshold,
         }
     )
+
+
+def _audit_notes(rows: list[dict[str, Any]], check: Any, in_domain: dict[str, Any] | None) -> list[str]:
+    """The audit's notes: the assumption, a failed transfer check, each row's note and, with a
+    human reference set (``in_domain``), its note."""
     notes = (
         [ASSUMPTION]
         + ([f"UNRELIABLE corrected figures: {check.reason()}."] if not check.passed else [])
         + [f"{r['run']} {r['measure']}: {r['note']}" for r in rows if r["note"]]
     )
-    if reference:
+    if in_domain is not None:
         notes.append(f"In domain: {in_domain['note']}.")
+    return notes
+
+
+def _audit_method(settings: AuditSettings, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """How the audit's intervals and corrections were computed (recorded with the result)."""
     truth = "source labels of the run's corpus (never read by the audit itself)" if any(r["true"] is not None for r in rows) else None
-    method = {
+    return {
         "ci": METHOD,
         "level": settings.level,
         "resamples": settings.resamples,
@@ -232,9 +251,6 @@ def audit(runs: dict[str, Any], detector: CalibratedDetector, settings: AuditSet
         "correction": "Rogan & Gladen (1978): p = (p̂ + Sp − 1) / (Se + Sp − 1), clipped to [0, 1] with a flag",
         "truth": truth,
     }
-    det = {**detector.info, **detector.summary(), "models": detector.models}
-    return AuditResult(settings=settings.describe(), detector=det, runs=run_info or {}, rows=rows, calibration=detector.calibration_table.reset_index(drop=True), documents=documents, notes=notes, method=method,
-                       diagnostic=check.describe(), in_domain=in_domain)  # fmt: skip
 
 
 def sample_queries(runs: dict[str, Any], max_queries: int | None, seed: int) -> dict[str, Any]:

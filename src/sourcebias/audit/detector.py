@@ -171,16 +171,50 @@ def train_detector(
 ) -> CalibratedDetector:
     """The built-in detector, trained and calibrated on ``dataset``'s twin pairs (see the module
     docs); the LLM − human direction is estimated on the training pairs only."""
-    from sklearn.impute import SimpleImputer
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.pipeline import make_pipeline
-    from sklearn.preprocessing import StandardScaler
-
     say = emit or (lambda _m: None)
     ids, groups = twin_groups(dataset)
     train_ids, calib_ids = split_pairs(ids, calibration_share=calibration_share, max_pairs=max_pairs, seed=seed)
     corpus = dataset.corpus
     extractor = FeatureExtractor(spec, cache_dir=cache_dir, batch_size=batch_size, device=device)
+    model, tr_pos = _fit_classifier(extractor, corpus, groups, train_ids, spec, say)
+    cal_pos, cal_llm, cal_ids = _positions(groups, calib_ids)
+    say("features of the calibration documents")
+    cal_features = extractor.compute(corpus, cal_pos, reference=tr_pos)  # the training collection's scale
+    cal_scores = model.predict_proba(_matrix(cal_features, spec))[:, 1]
+    thr = choose_threshold(cal_llm, cal_scores, threshold)
+    table = calibration_table(cal_ids, [corpus.source_of(int(p)) for p in cal_pos], cal_llm, cal_scores, thr)
+    for name in spec.names:
+        table[f"feature:{name}"] = cal_features[name]
+    training = {
+        "train_pairs": len(train_ids),
+        "calibration_pairs": len(calib_ids),
+        "calibration_share": calibration_share,
+        "max_pairs": max_pairs,
+        "seed": seed,
+        "threshold_rule": threshold if isinstance(threshold, str) else "fixed",
+        "auc": _auc(cal_llm, cal_scores),
+    }
+    info = _built_in_info(dataset, spec, training, extractor, model[-1])
+
+    def features(target_corpus, positions: Sequence[int] | np.ndarray) -> dict[str, np.ndarray]:
+        return extractor.compute(target_corpus, positions, seed=seed)
+
+    def score(target_corpus, positions: Sequence[int] | np.ndarray) -> np.ndarray:
+        return model.predict_proba(_matrix(features(target_corpus, positions), spec))[:, 1]
+
+    return CalibratedDetector(score=score, threshold=thr, calibration_table=table, info=info, models=extractor.models(), features=features)
+
+
+def _fit_classifier(
+    extractor: FeatureExtractor, corpus, groups: dict[str, list[tuple[int, bool]]], train_ids: Sequence[str], spec: FeatureSpec, say
+) -> tuple[Any, np.ndarray]:
+    """Estimate the LLM − human direction on the training pairs, then fit the classifier on their
+    documents' features; returns it and the training documents' positions (the features' scale)."""
+    from sklearn.impute import SimpleImputer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
     tr_pos, tr_llm, tr_ids = _positions(groups, train_ids)
     human_of = {d: p for p, llm, d in zip(tr_pos, tr_llm, tr_ids) if not llm}
     llm_rows = [(p, human_of[d]) for p, llm, d in zip(tr_pos, tr_llm, tr_ids) if llm]
@@ -190,40 +224,23 @@ def train_detector(
     x_tr = _matrix(extractor.compute(corpus, tr_pos, reference=tr_pos), spec)
     model = make_pipeline(SimpleImputer(strategy="median"), StandardScaler(), LogisticRegression(max_iter=1000))
     model.fit(x_tr, tr_llm)
-    cal_pos, cal_llm, cal_ids = _positions(groups, calib_ids)
-    say("features of the calibration documents")
-    cal_features = extractor.compute(corpus, cal_pos, reference=tr_pos)  # the training collection's scale
-    cal_scores = model.predict_proba(_matrix(cal_features, spec))[:, 1]
-    thr = choose_threshold(cal_llm, cal_scores, threshold)
-    table = calibration_table(cal_ids, [corpus.source_of(int(p)) for p in cal_pos], cal_llm, cal_scores, thr)
-    for name in spec.names:
-        table[f"feature:{name}"] = cal_features[name]
-    lr = model[-1]
-    info = {
+    return model, tr_pos
+
+
+def _built_in_info(dataset, spec: FeatureSpec, training: dict[str, Any], extractor: FeatureExtractor, lr: Any) -> dict[str, Any]:
+    """What the built-in detector is: its dataset, features, training and calibration (``training``),
+    direction, normalisation and the fitted logistic regression ``lr``."""
+    return {
         "kind": "built-in",
         "dataset": dataset.describe().get("name") if hasattr(dataset, "describe") else None,
         **spec.describe(),
-        "train_pairs": len(train_ids),
-        "calibration_pairs": len(calib_ids),
-        "calibration_share": calibration_share,
-        "max_pairs": max_pairs,
-        "seed": seed,
-        "threshold_rule": threshold if isinstance(threshold, str) else "fixed",
-        "auc": _auc(cal_llm, cal_scores),
+        **training,
         "direction": extractor.direction_summary,
         "normalization": extractor.reference_stats,
         "classifier": "sklearn LogisticRegression (lbfgs, C=1) after SimpleImputer(median) and StandardScaler",
         "coefficients": dict(zip(spec.names, map(float, lr.coef_[0]))),
         "intercept": float(lr.intercept_[0]),
     }
-
-    def features(target_corpus, positions: Sequence[int] | np.ndarray) -> dict[str, np.ndarray]:
-        return extractor.compute(target_corpus, positions, seed=seed)
-
-    def score(target_corpus, positions: Sequence[int] | np.ndarray) -> np.ndarray:
-        return model.predict_proba(_matrix(features(target_corpus, positions), spec))[:, 1]
-
-    return CalibratedDetector(score=score, threshold=thr, calibration_table=table, info=info, models=extractor.models(), features=features)
 
 
 def _matrix(features: dict[str, np.ndarray], spec: FeatureSpec) -> np.ndarray:

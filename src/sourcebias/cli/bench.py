@@ -5,45 +5,18 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Annotated
 
 import typer
 from rich.markup import escape
 
+from sourcebias.cli import options_bench as b
 from sourcebias.cli.common import console, err_console
 
 
 def bench(
-    config: Annotated[
-        Path,
-        typer.Argument(
-            help=r"Grid configuration (TOML): [\[datasets]], [\[retrievers]], optional [\[runs]], \[grid] settings, \[options].",
-            show_default=False,
-            metavar="CONFIG",
-        ),
-    ],
-    output: Annotated[
-        Path,
-        typer.Option(
-            "--output",
-            "-o",
-            metavar="DIR",
-            help="Grid folder: one result folder per cell, grid.json, the report. Rerunning into it resumes.",
-            show_default=False,
-        ),
-    ],
-    ray: Annotated[
-        str | None,
-        typer.Option(
-            "--ray",
-            metavar="[ADDRESS]",
-            help="Run cells as Ray tasks: --ray alone starts a local cluster; --ray ADDRESS joins one (e.g. ray://head:10001 or auto).",
-        ),
-    ] = None,
-    only: Annotated[list[str] | None, typer.Option("--only", metavar="DATASET/SYSTEM", help="Run only these cells (repeat).")] = None,
-    overwrite: Annotated[bool, typer.Option(help="Replace a folder that holds another grid's results.")] = False,
-    report: Annotated[bool, typer.Option("--report/--no-report", help="Write the report (tables, figures, HTML) after the cells.")] = True,
-) -> None:
+    config: b.GridConfig, output: b.GridOutput, ray: b.GridRay = None, only: b.Only = None, overwrite: b.GridOverwrite = False,
+    report: b.WriteReport = True,
+) -> None:  # fmt: skip
     """Run every cell of an experiment grid into its own result folder, resumably.
 
     A finished cell is never run again; a cell whose dataset files, retriever or settings changed

@@ -2,46 +2,18 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Annotated
-
 import typer
 
+from sourcebias.cli import options as o
+from sourcebias.cli import options_audit as a
 from sourcebias.cli.common import console
 
 
 def detect(
-    dataset: Annotated[
-        str,
-        typer.Argument(
-            help="Dataset folder (DIR or DIR,split) whose corpus is scored: every document of every source.", show_default=False, metavar="DATASET_DIR"
-        ),
-    ],
-    detector: Annotated[
-        str,
-        typer.Option(
-            "--detector",
-            metavar="SPEC",
-            help="fast-detectgpt:lm:NAME[,max_tokens=N], binoculars:lm:PERFORMER+lm:OBSERVER, raidar:MODEL[,base_url=URL,max_words=N].",
-        ),
-    ],
-    output: Annotated[
-        Path, typer.Option("--output", "-o", metavar="DIR", help="Folder for the scores (scores.tsv, detect.json, manifest.json); checked before any work.")
-    ],
-    field: Annotated[str, typer.Option(help="Document field scored: text or title+text.")] = "text",
-    max_pairs: Annotated[
-        int | None,
-        typer.Option(min=1, help="Score only both copies of a seeded sample of this many twin pairs (a labelled twin corpus). \\[default: every document]"),
-    ] = None,
-    seed: Annotated[int, typer.Option(help="Seed of the pair sample.")] = 0,
-    device: Annotated[str | None, typer.Option(help="Device of the models: cpu, cuda (default: cuda if available).")] = None,
-    batch_size: Annotated[int | None, typer.Option(min=1, help="Texts per forward pass of the LM criteria (default 8).")] = None,
-    threads: Annotated[int | None, typer.Option(min=1, help="PyTorch CPU threads while a local model rewrites (raidar).")] = None,
-    cache_dir: Annotated[
-        Path | None, typer.Option(metavar="DIR", help="Cache of model values and rewrites (default: $SOURCEBIAS_CACHE or ~/.cache/sourcebias).")
-    ] = None,
-    overwrite: Annotated[bool, typer.Option(help="Replace the results of an earlier run in --output.")] = False,
-) -> None:
+    dataset: a.DetectDataset, detector: a.ZeroShotDetector, output: a.DetectOutput, field: a.DetectField = "text", max_pairs: a.DetectMaxPairs = None,
+    seed: a.DetectSeed = 0, device: a.DetectDevice = None, batch_size: a.DetectBatchSize = None, threads: a.Threads = None,
+    cache_dir: a.DetectCacheDir = None, overwrite: o.ReplaceResults = False,
+) -> None:  # fmt: skip
     """Score every document of a corpus with a zero-shot detector of LLM text (higher: more
     likely LLM-written; raw scores, calibrated by `sourcebias audit`).
 

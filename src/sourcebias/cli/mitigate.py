@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Annotated
 
 import typer
 
@@ -77,89 +76,82 @@ def cdc_fit(
 
     Writes OUT/cdc.json; then evaluate with --retriever "SPEC>>cdc:OUT/cdc.json" (on any dataset: the fit transfers).
     """
-    from sourcebias.analysis.perplexity import build_lm_scorer, check_field
-    from sourcebias.core import progress
+    from sourcebias.analysis.perplexity import check_field
     from sourcebias.core.artifacts import OutputFolder
-    from sourcebias.core.manifest import build_manifest
-    from sourcebias.data import load_dataset
-    from sourcebias.evaluation.protocol import json_safe
     from sourcebias.mitigation.before_after import evaluation_target
-    from sourcebias.mitigation.cdc import calibrate
-    from sourcebias.retrieval import build_retriever
 
     t0 = time.perf_counter()
     check_field(field)  # both refuse before any folder or model: a ConfigError ends the command with its message
     where = evaluation_target(dataset_dir, split, eval_dataset=eval_dataset, eval_split=eval_split, in_sample=in_sample) if evaluation else None
     folder = OutputFolder.claim(output, kind="cdc", overwrite=overwrite)
     try:
-        # the data first: a typo in a folder stops here, before any model loads
-        ds = load_dataset(dataset_dir, split=split)
-        target = load_dataset(where.dataset, split=where.split) if where is not None else None
         options = {"device": device, "batch_size": batch_size, "cache_dir": cache_dir}
-        system = build_retriever(retriever, **options)
-        scorer = build_lm_scorer(lm, batch_size=batch_size, device=device, cache_dir=cache_dir, field=field)
-        llm = ds.other_sources[0] if len(ds.other_sources) == 1 else fail(f"{ds.name} has several LLM sources; keep one with a dataset of two sources")
+        ds, target, system, scorer, llm = _cdc_inputs(dataset_dir, split, where, retriever, lm, field, options)
         console.print(f"Calibration: {sample} relevant pairs of {ds.name} ({split}), seed {seed}, each with its twin; perplexity of the {field}")
-        with progress.RichProgress(console=console, transient=True) as reporter, progress.use(reporter):
-            cal = calibrate(
-                ds,
-                system,
-                scorer,
-                sample=sample,
-                seed=seed,
-                llm_source=llm,
-                cov_type=cov,
-                query_effects=query_effects,
-                cache_dir=cache_dir,
-                lm=lm,
-                retriever_spec=retriever,
-            )
-        fit = cal.fit
-        if where is not None:
-            fit.details["evaluation"] = where.to_dict()
-        fit.save(folder.staging / "cdc.json")
-        cal.table.to_csv(folder.staging / "sample.csv", index=False, lineterminator="\n")
-        console.print(f"[bold]{fit.summary()}[/bold]")
-        if cal.dropped:
-            console.print(
-                f"[yellow]Note:[/yellow] {cal.dropped} documents of the sample were not scored by the retriever (below its depth); their pairs were left out"
-            )
+        cal = _calibrate(ds, system, scorer, sample=sample, seed=seed, llm_source=llm, cov_type=cov, query_effects=query_effects, cache_dir=cache_dir, lm=lm,
+                         retriever_spec=retriever)  # fmt: skip
+        cal.save(folder.staging, where.to_dict() if where is not None else None)
+        _print_fit(cal)
         if target is not None:
-            stage = {
-                "lm": lm,
-                "field": field,
-                "depth": depth,
-                "fit_path": str(Path(output) / "cdc.json"),
-                "batch_size": batch_size,
-                "device": device,
-                "cache_dir": cache_dir,
-            }
-            _cdc_before_after(fit, where, target, system, retriever, options, stage, folder.staging / "evaluation", seed, k)
-        parameters = {
-            "retriever": retriever,
-            "lm": lm,
-            "field": field,
-            "split": split,
-            "sample": sample,
-            "seed": seed,
-            "cov": cov,
-            "query_effects": query_effects,
-            "depth": depth,
-            "evaluation": where.to_dict() if where else None,
-        }
-        manifest = build_manifest(
-            command="cdc fit",
-            inputs={"dataset": json_safe(ds.describe())},
-            parameters=parameters,
-            models={"retriever": json_safe(system.config()), "lm": json_safe(scorer.config())},
-            timings={"total_s": round(time.perf_counter() - t0, 3)},
-        )
-        path = folder.commit(manifest)
+            stage = {"lm": lm, "field": field, "depth": depth, "fit_path": str(Path(output) / "cdc.json"), "batch_size": batch_size, "device": device,
+                     "cache_dir": cache_dir}  # fmt: skip
+            _cdc_before_after(cal.fit, where, target, system, retriever, options, stage, folder.staging / "evaluation", seed, k)
+        parameters = {"retriever": retriever, "lm": lm, "field": field, "split": split, "sample": sample, "seed": seed, "cov": cov, "query_effects": query_effects,
+                      "depth": depth, "evaluation": where.to_dict() if where else None}  # fmt: skip
+        path = folder.commit(_cdc_manifest(ds, system, scorer, parameters, t0))
         console.print(
             f'Wrote cdc.json, sample.csv{" and the before/after evaluation" if evaluation else ""} to [bold]{path}[/bold]; use --retriever "{retriever}>>cdc:{path / "cdc.json"}"'
         )
     finally:
         folder.abort()
+
+
+def _cdc_inputs(dataset_dir: Path, split: str, where, retriever: str, lm: str, field: str, options: dict):
+    """The calibration dataset, the evaluation target (None without ``where``), the retriever, the
+    LM scorer and the one LLM source; the data first: a typo in a folder stops here, before any
+    model loads."""
+    from sourcebias.analysis.perplexity import build_lm_scorer
+    from sourcebias.data import load_dataset
+    from sourcebias.retrieval import build_retriever
+
+    ds = load_dataset(dataset_dir, split=split)
+    target = load_dataset(where.dataset, split=where.split) if where is not None else None
+    system = build_retriever(retriever, **options)
+    scorer = build_lm_scorer(lm, batch_size=options["batch_size"], device=options["device"], cache_dir=options["cache_dir"], field=field)
+    llm = ds.other_sources[0] if len(ds.other_sources) == 1 else fail(f"{ds.name} has several LLM sources; keep one with a dataset of two sources")
+    return ds, target, system, scorer, llm
+
+
+def _calibrate(ds, system, scorer, **kwargs):
+    """:func:`sourcebias.mitigation.cdc.calibrate` with progress bars."""
+    from sourcebias.core import progress
+    from sourcebias.mitigation.cdc import calibrate
+
+    with progress.RichProgress(console=console, transient=True) as reporter, progress.use(reporter):
+        return calibrate(ds, system, scorer, **kwargs)
+
+
+def _print_fit(cal) -> None:
+    """The fit's summary line and, when the retriever left documents of the sample unscored, a note."""
+    console.print(f"[bold]{cal.fit.summary()}[/bold]")
+    if cal.dropped:
+        console.print(
+            f"[yellow]Note:[/yellow] {cal.dropped} documents of the sample were not scored by the retriever (below its depth); their pairs were left out"
+        )
+
+
+def _cdc_manifest(ds, system, scorer, parameters: dict, t0: float) -> dict:
+    """The manifest of a ``cdc fit`` run (timed from ``t0``)."""
+    from sourcebias.core.manifest import build_manifest
+    from sourcebias.evaluation.protocol import json_safe
+
+    return build_manifest(
+        command="cdc fit",
+        inputs={"dataset": json_safe(ds.describe())},
+        parameters=parameters,
+        models={"retriever": json_safe(system.config()), "lm": json_safe(scorer.config())},
+        timings={"total_s": round(time.perf_counter() - t0, 3)},
+    )
 
 
 def _cdc_before_after(fit, where, target, system, retriever: str, options: dict, stage: dict, folder: Path, seed: int, k: int) -> None:
@@ -177,23 +169,10 @@ def _cdc_before_after(fit, where, target, system, retriever: str, options: dict,
 
 @project_app.command("fit")
 def project_fit(
-    calibration: Annotated[
-        list[Path], typer.Argument(help="Calibration dataset folders (leave the target out).", show_default=False, metavar="DATASET_DIR...")
-    ],
-    output: Annotated[
-        Path, typer.Option("--output", "-o", metavar="DIR", help="Folder for projection.json, the evaluation and a manifest.", show_default=False)
-    ],
-    model: Annotated[str, typer.Option(metavar="SPEC", help="The dense retriever whose document vectors are projected.")] = "minilm",
-    pairs: Annotated[int, typer.Option(help="Twin pairs sampled per calibration dataset.", min=1)] = 100,
-    seed: Annotated[int, typer.Option(help="Seed of the samples, of the ties and of the tests.")] = 42,
-    target: Annotated[Path | None, typer.Option(metavar="DIR", help="Evaluate before/after on this dataset.")] = None,
-    split: Annotated[str, typer.Option(help="Split of the evaluation.")] = "test",
-    k: Annotated[int, typer.Option("--k", help="Cut-off of the before/after table (NDCG@k).", min=1)] = 3,
-    device: Annotated[str | None, typer.Option(help="cpu, cuda, cuda:1.")] = None,
-    batch_size: Annotated[int | None, typer.Option(help="Batch size of the encoder.", min=1)] = None,
-    cache_dir: Annotated[Path | None, typer.Option(metavar="DIR", help="Embedding store.")] = None,
-    overwrite: Annotated[bool, typer.Option(help="Replace an earlier run's results in --output.")] = False,
-) -> None:
+    calibration: m.CalibrationDatasets, output: m.ProjectionOutput, model: m.ProjectedModel = "minilm", pairs: m.Pairs = 100, seed: m.ProjectionSeed = 42,
+    target: m.ProjectionTarget = None, split: m.ProjectionSplit = "test", k: m.BeforeAfterK = 3, device: m.CdcDevice = None,
+    batch_size: m.EncoderBatchSize = None, cache_dir: m.EmbeddingStore = None, overwrite: m.CdcOverwrite = False,
+) -> None:  # fmt: skip
     """Fit the LLM − human direction on calibration datasets (seeded pairs per dataset).
 
     Then evaluate with --retriever "MODEL:project=OUT/projection.json" (document vectors only; queries unchanged).

@@ -144,3 +144,4 @@ BootstrapResamples = Annotated[int, typer.Option(**option_kwargs("bootstrap_resa
 Confidence = Annotated[float, typer.Option(**option_kwargs("confidence"))]
 Correction = Annotated[str, typer.Option(**option_kwargs("correction"))]
 NdsrK = Annotated[int, typer.Option("--ndsr-k", **option_kwargs("ndsr_k"))]
+ReplaceResults = Annotated[bool, typer.Option(help="Replace the results of an earlier run in --output.")]  # audit, detect, power

@@ -86,3 +86,18 @@ CdcDevice = Annotated[str | None, typer.Option(help="cpu, cuda, cuda:1.")]
 ModelBatchSize = Annotated[int | None, typer.Option(help="Batch size of the models.", min=1)]
 CdcCacheDir = Annotated[Path | None, typer.Option(metavar="DIR", help="Embedding/perplexity store.")]
 CdcOverwrite = Annotated[bool, typer.Option(help="Replace an earlier run's results in --output.")]
+
+# -- project fit --------------------------------------------------------------------------------
+CalibrationDatasets = Annotated[
+    list[Path], typer.Argument(help="Calibration dataset folders (leave the target out).", show_default=False, metavar="DATASET_DIR...")
+]
+ProjectionOutput = Annotated[
+    Path, typer.Option("--output", "-o", metavar="DIR", help="Folder for projection.json, the evaluation and a manifest.", show_default=False)
+]
+ProjectedModel = Annotated[str, typer.Option(metavar="SPEC", help="The dense retriever whose document vectors are projected.")]
+Pairs = Annotated[int, typer.Option(help="Twin pairs sampled per calibration dataset.", min=1)]
+ProjectionSeed = Annotated[int, typer.Option(help="Seed of the samples, of the ties and of the tests.")]
+ProjectionTarget = Annotated[Path | None, typer.Option(metavar="DIR", help="Evaluate before/after on this dataset.")]
+ProjectionSplit = Annotated[str, typer.Option(help="Split of the evaluation.")]
+EncoderBatchSize = Annotated[int | None, typer.Option(help="Batch size of the encoder.", min=1)]
+EmbeddingStore = Annotated[Path | None, typer.Option(metavar="DIR", help="Embedding store.")]

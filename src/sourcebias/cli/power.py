@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import typer
 
+from sourcebias.cli import options as o
+from sourcebias.cli import options_power as p
 from sourcebias.cli.common import console, fail  # --n and --effect take several values: cli.common.GREEDY
 
 
@@ -27,76 +28,11 @@ def _parse_effects(items: list[str] | None) -> dict[str, float]:
 
 
 def power(
-    pilot: Annotated[
-        Path,
-        typer.Argument(
-            help="An `evaluate` output folder, or a grid cell (DIR/cells/<dataset>/<retriever>): the pilot whose per-query values are resampled.",
-            show_default=False,
-            metavar="PILOT",
-        ),
-    ],
-    alpha: Annotated[float, typer.Option(help="Level of the tests.")] = 0.05,
-    power_: Annotated[float, typer.Option("--power", help="Target power.")] = 0.8,
-    n: Annotated[
-        list[int] | None,
-        typer.Option(
-            "--n", metavar="N...", help="Study sizes (queries) for the minimum detectable effects, e.g. --n 50 100 200. \\[default: 50 100 200 500 1000]"
-        ),
-    ] = None,
-    effect: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--effect",
-            metavar="STAT=VALUE...",
-            help="Target effects for the power and the n needed: rel_delta=10 (percent), difference=0.05 (human − LLM), twin=0.55 (share of pairs, LLM copy first), ndsr=0.02; any --statistics name or alias of evaluate. \\[default: each pilot's own estimate]",
-        ),
-    ] = None,
-    statistic: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--statistic",
-            metavar="NAME",
-            help="Statistics to analyse (repeat), as evaluate's --statistics names them: relative_delta_ci (rel_delta), paired_tests (difference), twin_preference (twin), delta_ndsr (ndsr). \\[default: all]",
-        ),
-    ] = None,
-    measure: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--measure", "-m", metavar="MEASURE", help="Measures of Relative Δ and the difference (repeat), e.g. NDCG@3. \\[default: every NDCG@k of the pilot]"
-        ),
-    ] = None,
-    retriever: Annotated[
-        list[str] | None, typer.Option("--retriever", "-r", metavar="NAME", help="Retrievers of the pilot to analyse (repeat). \\[default: all]")
-    ] = None,
-    resamples: Annotated[int, typer.Option(help="Simulated studies per study size (resampling method).", min=100)] = 2000,
-    seed: Annotated[int, typer.Option(help="Seed of the resampling.")] = 0,
-    max_n: Annotated[int, typer.Option(help="Largest number of queries searched for the n needed.", min=2)] = 20_000,
-    ndsr_k: Annotated[int, typer.Option(help="Cut-off of ΔNDSR@k.", min=1)] = 10,
-    correction: Annotated[
-        str,
-        typer.Option(
-            metavar="holm|fdr_bh|bonferroni|none",
-            help="The correction evaluate applies to the paired tests across the report (evaluate's --correction): the power of * is that of the corrected test.",
-        ),
-    ] = "holm",
-    dataset: Annotated[
-        Path | None,
-        typer.Option(
-            metavar="DIR",
-            help="The pilot's dataset folder, for the judgements twin preference needs (default: the path the pilot recorded; its qrels are checked against the pilot's manifest).",
-        ),
-    ] = None,
-    output: Annotated[
-        Path | None,
-        typer.Option(
-            "--output",
-            "-o",
-            metavar="DIR",
-            help="Folder for the results (power.json, power.csv, pilots.csv, curves.csv, summary.md, summary.tex, power_curves.png, manifest.json); checked before any work.",
-        ),
-    ] = None,
-    overwrite: Annotated[bool, typer.Option(help="Replace the results of an earlier run in --output.")] = False,
-) -> None:
+    pilot: p.Pilot, alpha: p.Alpha = 0.05, power_: p.Power = 0.8, n: p.StudySizes = None, effect: p.Effects = None, statistic: p.PowerStatistics = None,
+    measure: p.PowerMeasures = None, retriever: p.PilotRetrievers = None, resamples: p.PowerResamples = 2000, seed: p.PowerSeed = 0,
+    max_n: p.MaxN = 20_000, ndsr_k: p.PowerNdsrK = 10, correction: p.PowerCorrection = "holm", dataset: p.PilotDataset = None,
+    output: p.PowerOutput = None, overwrite: o.ReplaceResults = False,
+) -> None:  # fmt: skip
     """How many queries a claim needs: minimum detectable effects and sample sizes from a pilot.
 
     For Relative Δ, the per-target NDCG difference (human − LLM), twin preference and ΔNDSR@k:

@@ -2,43 +2,15 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Annotated
-
 import typer
 
+from sourcebias.cli import options_bench as b
 from sourcebias.cli.common import console
 
 
 def simulate(
-    config: Annotated[
-        Path,
-        typer.Argument(
-            help=r"Simulation configuration (TOML): \[simulation], \[dataset], [\[retrievers]], \[generator], optional \[intervention].",
-            show_default=False,
-            metavar="CONFIG",
-        ),
-    ],
-    output: Annotated[
-        Path,
-        typer.Option(
-            "--output",
-            "-o",
-            metavar="DIR",
-            help="Simulation folder: a folder per retriever and round, the report. Rerunning into it resumes; more rounds continue it.",
-            show_default=False,
-        ),
-    ],
-    overwrite: Annotated[bool, typer.Option(help="Replace a folder of another simulation, or rounds made with other settings.")] = False,
-    ray: Annotated[
-        str | None,
-        typer.Option(
-            "--ray",
-            metavar="ADDRESS",
-            help="Run each retriever's loop as a Ray task: local starts a cluster here; an address (auto, head:6379) joins one. The folder, config and dataset must be on storage every node sees.",
-        ),
-    ] = None,
-) -> None:
+    config: b.SimulationConfig, output: b.SimulationOutput, overwrite: b.SimulationOverwrite = False, ray: b.SimulationRay = None,
+) -> None:  # fmt: skip
     """Simulate LLM text feeding back into a corpus: rank, let a generator write from the top k,
     add what it wrote as a source of its own ('<generator>-round<r>'), repeat.
 

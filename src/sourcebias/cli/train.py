@@ -14,6 +14,8 @@ from sourcebias.cli import options_mitigate as o
 from sourcebias.cli.common import console, fail
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from sourcebias.evaluation.stats.paired_tests import PairedTestsRecord
 
 STATE = "train.json"
@@ -39,61 +41,59 @@ def train(
 
     Example:  sourcebias train data/nfcorpus --base minilm --alpha 0 1 10 --max-tuples 2000 -o out/debias
     """
-    import pandas as pd
-
     from sourcebias.core.artifacts import hold_lock, release_lock
-    from sourcebias.core.atomic import atomic_write_json
-    from sourcebias.core.manifest import build_manifest
-    from sourcebias.data import load_dataset
     from sourcebias.evaluation.protocol import json_safe
 
     pool = _positive_pool(negatives, positives)
-    alphas = list(dict.fromkeys(alpha))
-    settings = {
-        "dataset": str(Path(dataset_dir).resolve()),
-        "split": split,
-        "base": base,
-        "negatives": negatives,
-        "positives": pool,
-        "batch_size": batch_size,
-        "epochs": epochs,
-        "max_tuples": max_tuples,
-        "lr": lr,
-        "warmup": warmup,
-        "max_seq_length": max_seq_length,
-        "seed": seed,
-    }
+    settings = {"dataset": str(Path(dataset_dir).resolve()), "split": split, "base": base, "negatives": negatives, "positives": pool, "batch_size": batch_size,
+                "epochs": epochs, "max_tuples": max_tuples, "lr": lr, "warmup": warmup, "max_seq_length": max_seq_length, "seed": seed}  # fmt: skip
     out = Path(output)
     _prepare_output(out, json_safe(settings), overwrite)
     lock = hold_lock(out.parent / f".{out.name}.lock", out)
     t0 = time.perf_counter()
     try:
-        atomic_write_json(out / STATE, {"kind": "train", "settings": json_safe(settings)})
-        ds = load_dataset(dataset_dir, split=split)
-        plan = _plan(out / "plan.jsonl", ds, batch_size=batch_size, epochs=epochs, seed=seed, strategy=negatives, max_tuples=max_tuples, positives=pool)
-        target_dir = eval_dataset or dataset_dir
-        target = _evaluation_target(target_dir, eval_split) if evaluation else None
-        evaluate = (
-            None if target is None else functools.partial(_evaluate_model, target=target, k=k, device=device, cache_dir=cache_dir, max_length=max_seq_length)
-        )
-        rows = [] if evaluate is None else [{"positives": None, **evaluate(base, "base", None, folder=out / "base-evaluation")}]
         training = {"learning_rate": lr, "warmup_ratio": warmup, "max_seq_length": max_seq_length, "save_steps": save_steps, "seed": seed, "device": device}
-        rows += _sweep(ds, plan, base, out, alphas, training, evaluate)
-        if rows:
-            table = pd.DataFrame(rows)  # positives first, then the evaluation's columns
-            table.to_csv(out / "sweep.csv", index=False, lineterminator="\n")
-            _print_sweep(table, k)
-        manifest = build_manifest(
-            command="train",
-            inputs={"dataset": json_safe(ds.describe()), "eval_dataset": str(target_dir)},
-            parameters={**settings, "alphas": alphas, "plan_digest": plan.digest()},
-            timings={"total_s": round(time.perf_counter() - t0, 3)},
-        )
-        manifest["kind"] = "train"
-        atomic_write_json(out / "manifest.json", manifest)
-        console.print(f"Wrote the models and sweep.csv to [bold]{out}[/bold]")
+        evaluation_options = {"device": device, "cache_dir": cache_dir, "max_length": max_seq_length} if evaluation else None
+        _train_sweep(out, dataset_dir, settings, list(dict.fromkeys(alpha)), training, target_dir=eval_dataset or dataset_dir, eval_split=eval_split, k=k,
+                     evaluation=evaluation_options, t0=t0)  # fmt: skip
     finally:
         release_lock(lock)
+
+
+def _train_sweep(out: Path, dataset_dir: Path, settings: dict, alphas: list[float], training: dict, *, target_dir: Path, eval_split: str | None, k: int,
+                 evaluation: dict | None, t0: float) -> None:  # fmt: skip
+    """The sweep in its (locked) folder: the plan, the base model's evaluation, one model per α
+    (each evaluated on ``target_dir`` with the options ``evaluation``, unless it is None),
+    sweep.csv and the manifest (timed from ``t0``)."""
+    import pandas as pd
+
+    from sourcebias.core.atomic import atomic_write_json
+    from sourcebias.core.manifest import build_manifest
+    from sourcebias.data import load_dataset
+    from sourcebias.evaluation.protocol import json_safe
+
+    atomic_write_json(out / STATE, {"kind": "train", "settings": json_safe(settings)})
+    ds = load_dataset(dataset_dir, split=settings["split"])
+    plan_settings = {name: settings[name] for name in ("batch_size", "epochs", "seed", "max_tuples", "positives")}
+    plan = _plan(out / "plan.jsonl", ds, strategy=settings["negatives"], **plan_settings)
+    target = _evaluation_target(target_dir, eval_split) if evaluation is not None else None
+    evaluate: Callable[..., dict] | None = None if target is None else functools.partial(_evaluate_model, target=target, k=k, **(evaluation or {}))
+    base = settings["base"]
+    rows = [] if evaluate is None else [{"positives": None, **evaluate(base, "base", None, folder=out / "base-evaluation")}]
+    rows += _sweep(ds, plan, base, out, alphas, training, evaluate)
+    if rows:
+        table = pd.DataFrame(rows)  # positives first, then the evaluation's columns
+        table.to_csv(out / "sweep.csv", index=False, lineterminator="\n")
+        _print_sweep(table, k)
+    manifest = build_manifest(
+        command="train",
+        inputs={"dataset": json_safe(ds.describe()), "eval_dataset": str(target_dir)},
+        parameters={**settings, "alphas": alphas, "plan_digest": plan.digest()},
+        timings={"total_s": round(time.perf_counter() - t0, 3)},
+    )
+    manifest["kind"] = "train"
+    atomic_write_json(out / "manifest.json", manifest)
+    console.print(f"Wrote the models and sweep.csv to [bold]{out}[/bold]")
 
 
 def _positive_pool(negatives: str, positives: str) -> str:

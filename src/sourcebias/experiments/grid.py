@@ -203,71 +203,50 @@ def run_cell(cell_json: str, settings_json: str, root: str, cache_dir: str | Non
     key = cell_spec.get("key") or f"{cell_spec['dataset']['name']}/{cell_spec['system']['name']}"
     folder_path = Path(cell_spec["folder"])
     try:
-        from sourcebias.evaluation import evaluate
-        from sourcebias.evaluation.artifact import write_result
-        from sourcebias.evaluation.measures import measure_grid
-        from sourcebias.experiments.config import load_grid_dataset
-
-        folder = OutputFolder.claim(folder_path, kind="evaluate", overwrite=True)
-        if finished_hash(folder_path) == expected:  # a retry after its node died past the commit
-            folder.abort()
-            return {
-                "cell": key,
-                "status": "ok",
-                "hash": expected,
-                "seconds": round(time.perf_counter() - t0, 3),
-                "started": started,
-                "finished": time.time(),
-                "pid": os.getpid(),
-                **_node(),
-            }
-        try:
-            d = cell_spec["dataset"]
-            ds = load_grid_dataset(d, settings.get("orphans", "drop"))
-            systems, runs = _cell_system(cell_spec, ds, settings, cache_dir)
-            result = evaluate(
-                ds,
-                systems,
-                runs=runs,
-                measures=measure_grid(settings["measures"], settings["cutoffs"]),
-                depth=settings["depth"],
-                seed=settings["seed"],
-                sole=settings["sole"],
-            )
-            write_result(
-                result,
-                folder,
-                timings={"cell_s": round(time.perf_counter() - t0, 3)},
-                command="bench",
-                manifest_extra={"grid": {"cell_hash": expected, "cell": key}},
-            )
-        finally:
-            folder.abort()  # no-op after the commit
-        return {
-            "cell": key,
-            "status": "ok",
-            "hash": expected,
-            "seconds": round(time.perf_counter() - t0, 3),
-            "started": started,
-            "finished": time.time(),
-            "pid": os.getpid(),
-            **_node(),
-        }
+        _evaluate_cell(cell_spec, folder_path, settings, cache_dir, expected, key, t0)
+        return _cell_record(key, "ok", expected, t0, started)
     except BaseException as exc:
         if isinstance(exc, KeyboardInterrupt):
             raise
-        return {
-            "cell": key,
-            "status": "failed",
-            "hash": expected,
-            "seconds": round(time.perf_counter() - t0, 3),
-            "error": f"{type(exc).__name__}: {exc}",
-            "traceback": traceback.format_exc(),
-            "started": started,
-            "finished": time.time(),
-            "pid": os.getpid(),
-            **_node(),
-        }
+        return _cell_record(key, "failed", expected, t0, started, error=f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc())
+
+
+def _evaluate_cell(cell_spec: dict[str, Any], folder_path: Path, settings: dict[str, Any], cache_dir: str | None, expected: str, key: str, t0: float) -> None:
+    """Evaluate the cell and commit its result folder, unless the folder holds this cell's finished
+    result already."""
+    from sourcebias.evaluation import evaluate
+    from sourcebias.evaluation.artifact import write_result
+    from sourcebias.evaluation.measures import measure_grid
+    from sourcebias.experiments.config import load_grid_dataset
+
+    folder = OutputFolder.claim(folder_path, kind="evaluate", overwrite=True)
+    if finished_hash(folder_path) == expected:  # a retry after its node died past the commit
+        folder.abort()
+        return
+    try:
+        ds = load_grid_dataset(cell_spec["dataset"], settings.get("orphans", "drop"))
+        systems, runs = _cell_system(cell_spec, ds, settings, cache_dir)
+        measures = measure_grid(settings["measures"], settings["cutoffs"])
+        result = evaluate(ds, systems, runs=runs, measures=measures, depth=settings["depth"], seed=settings["seed"], sole=settings["sole"])
+        extra = {"grid": {"cell_hash": expected, "cell": key}}
+        write_result(result, folder, timings={"cell_s": round(time.perf_counter() - t0, 3)}, command="bench", manifest_extra=extra)
+    finally:
+        folder.abort()  # no-op after the commit
+
+
+def _cell_record(key: str, status: str, expected: str, t0: float, started: float, **failure: str) -> dict[str, Any]:
+    """A cell's status record for ``grid.json`` (``failure``: its error and traceback)."""
+    return {
+        "cell": key,
+        "status": status,
+        "hash": expected,
+        "seconds": round(time.perf_counter() - t0, 3),
+        **failure,
+        "started": started,
+        "finished": time.time(),
+        "pid": os.getpid(),
+        **_node(),
+    }
 
 
 def _node() -> dict[str, str]:

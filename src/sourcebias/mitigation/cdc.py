@@ -162,17 +162,7 @@ def fit_iv(
         raise ConfigError("2SLS needs documents of both sources (at least 4 observations)")
     if not np.all(np.isfinite(df[["score", "ppl"]].to_numpy())):
         raise ConfigError("scores and perplexities must be finite")
-    wald = None
-    if query_effects:
-        for c in ("score", "ppl", "llm"):
-            df[c] = df[c] - df.groupby("q")[c].transform("mean")
-        exog = None
-    else:
-        df["const"] = 1.0
-        exog = df[["const"]]
-        m = df.groupby("llm")[["score", "ppl"]].mean()
-        dp = m.loc[1.0, "ppl"] - m.loc[0.0, "ppl"]
-        wald = float((m.loc[1.0, "score"] - m.loc[0.0, "score"]) / dp) if dp != 0 else float("nan")
+    exog, wald = _within(df) if query_effects else _with_constant(df)
     fit_kw: dict[str, Any] = {"cov_type": cov_type}
     if cov_type == "clustered":
         fit_kw["clusters"] = pd.Categorical(df["q"]).codes
@@ -197,6 +187,23 @@ def fit_iv(
     }
 
 
+def _within(df: Any) -> tuple[None, None]:
+    """Query fixed effects: subtract each query's mean from score, perplexity and instrument (in
+    place); no exogenous regressors and no Wald estimator."""
+    for c in ("score", "ppl", "llm"):
+        df[c] = df[c] - df.groupby("q")[c].transform("mean")
+    return None, None
+
+
+def _with_constant(df: Any) -> tuple[Any, float]:
+    """A constant as the exogenous regressor (added to ``df``) and the Wald estimator: the
+    difference of the sources' mean scores over that of their mean perplexities (NaN when equal)."""
+    df["const"] = 1.0
+    m = df.groupby("llm")[["score", "ppl"]].mean()
+    dp = m.loc[1.0, "ppl"] - m.loc[0.0, "ppl"]
+    return df[["const"]], float((m.loc[1.0, "score"] - m.loc[0.0, "score"]) / dp) if dp != 0 else float("nan")
+
+
 def correct(scores: np.ndarray, perplexity: np.ndarray, beta: float) -> np.ndarray:
     """R̃ = R̂ − β̂₂ · P."""
     return np.asarray(scores, dtype=np.float64) - float(beta) * np.asarray(perplexity, dtype=np.float64)
@@ -211,6 +218,18 @@ class CDCCalibration:
     fit: CDCFit
     table: Any
     dropped: int
+
+    def save(self, folder: Path, evaluation: dict[str, Any] | None = None) -> None:
+        """Write the fit (``cdc.json``) and the calibration sample (``sample.csv``) into ``folder``.
+
+        Args:
+            folder: an existing folder (an output folder's staging folder).
+            evaluation: where the fit is evaluated (recorded in the fit's details), or None.
+        """
+        if evaluation is not None:
+            self.fit.details["evaluation"] = evaluation
+        self.fit.save(folder / "cdc.json")
+        self.table.to_csv(folder / "sample.csv", index=False, lineterminator="\n")
 
 
 def calibration_table(

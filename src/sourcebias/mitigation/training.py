@@ -197,6 +197,18 @@ def train(
     t0 = time.perf_counter()
     trainer.train(resume_from_checkpoint=bool(resume))
     info = {
+        **_model_record(base, name, alpha, plan, loss, model, args, learning_rate=learning_rate, warmup_ratio=warmup_ratio, seed=seed),
+        **_run_record(trainer, len(data), bool(resume), time.perf_counter() - t0, device),
+    }
+    return save_model(model, info, final)
+
+
+def _model_record(
+    base: str, name: str, alpha: float, plan: TrainingPlan, loss: Any, model: Any, args: Any, *, learning_rate: float, warmup_ratio: float, seed: int
+) -> dict[str, Any]:
+    """What a trained model is (saved beside it): its base, α, positive pool, loss, plan and
+    hyperparameters."""
+    return {
         "kind": "debiased-training",
         "base": base,
         "resolved": name,
@@ -212,9 +224,7 @@ def train(
             "seed": seed,
             "fp16": args.fp16,
         },
-        **_run_record(trainer, len(data), bool(resume), time.perf_counter() - t0, device),
     }
-    return save_model(model, info, final)
 
 
 def _base_model(base: str, device: str | None, max_seq_length: int | None) -> tuple[Any, str, str]:

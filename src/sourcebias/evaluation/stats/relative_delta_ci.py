@@ -41,8 +41,6 @@ def bootstrap_relative_delta(
     ``n_resamples``, ``undefined_resamples``, ``seed`` and ``queries``. Degenerate cases: both
     means 0 -> NaN everywhere; every query with the same values -> the estimate as both bounds.
     """
-    from scipy import stats
-
     a = np.asarray(h, dtype=float)
     b = np.asarray(llm, dtype=float)
     if a.shape != b.shape or a.ndim != 1:
@@ -67,6 +65,26 @@ def bootstrap_relative_delta(
     if np.ptp(a) == 0 and np.ptp(b) == 0:
         out.update(low=est, high=est, method="none (no variability)")
         return out
+    dist, lo, hi = _bootstrap(a, b, n_resamples=n_resamples, confidence=confidence, seed=seed, method=method)
+    finite = dist[np.isfinite(dist)]
+    out["undefined_resamples"] = int(len(dist) - len(finite))
+    if out["undefined_resamples"] == 0 and math.isfinite(lo) and math.isfinite(hi):
+        out.update(low=lo, high=hi, method=method)
+        return out
+    if len(finite) < 2:
+        out["method"] = "none (every resample undefined)"
+        return out
+    alpha = (1 - confidence) / 2
+    lo, hi = np.percentile(finite, [100 * alpha, 100 * (1 - alpha)])
+    used = FINITE_PERCENTILE if out["undefined_resamples"] else "percentile"  # BCa itself undefined (e.g. a constant jackknife)
+    out.update(low=float(lo), high=float(hi), method=used)
+    return out
+
+
+def _bootstrap(a: np.ndarray, b: np.ndarray, *, n_resamples: int, confidence: float, seed: int, method: str) -> tuple[np.ndarray, float, float]:
+    """``scipy.stats.bootstrap`` of Relative Δ over the paired queries (warnings silenced: undefined
+    resamples are counted by the caller): the bootstrap distribution and the interval's bounds."""
+    from scipy import stats
 
     def stat(x, y, axis=-1):
         return relative_delta_values(x, y, axis=axis)
@@ -83,21 +101,7 @@ def bootstrap_relative_delta(
             method=method,
             random_state=np.random.default_rng(seed),
         )
-    dist = np.asarray(res.bootstrap_distribution, dtype=float)
-    finite = dist[np.isfinite(dist)]
-    out["undefined_resamples"] = int(len(dist) - len(finite))
-    lo, hi = float(res.confidence_interval.low), float(res.confidence_interval.high)
-    if out["undefined_resamples"] == 0 and math.isfinite(lo) and math.isfinite(hi):
-        out.update(low=lo, high=hi, method=method)
-        return out
-    if len(finite) < 2:
-        out["method"] = "none (every resample undefined)"
-        return out
-    alpha = (1 - confidence) / 2
-    lo, hi = np.percentile(finite, [100 * alpha, 100 * (1 - alpha)])
-    used = FINITE_PERCENTILE if out["undefined_resamples"] else "percentile"  # BCa itself undefined (e.g. a constant jackknife)
-    out.update(low=float(lo), high=float(hi), method=used)
-    return out
+    return np.asarray(res.bootstrap_distribution, dtype=float), float(res.confidence_interval.low), float(res.confidence_interval.high)
 
 
 @dataclass
