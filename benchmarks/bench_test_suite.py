@@ -1,6 +1,6 @@
 """Time the README's test command (``python -m pytest``) on this machine, and list its slowest tests.
 
-    python benchmarks/bench_test_suite.py [--repo DIR] [--durations 30] [-- extra pytest options]
+    python benchmarks/bench_test_suite.py [--repo DIR] [--durations 30] [--log FILE] [-- extra pytest options]
 
 Runs the suite once in a subprocess (exactly the README's step 2, from the repository root given by
 ``--repo``, default this checkout) with ``--durations`` added, and prints the wall time, the
@@ -38,6 +38,7 @@ def main() -> int:
     parser.add_argument("--repo", type=Path, default=Path(__file__).resolve().parents[1])
     parser.add_argument("--python", default=None, help="interpreter to run pytest with (default: REPO/.venv/bin/python, else this one)")
     parser.add_argument("--durations", type=int, default=30)
+    parser.add_argument("--log", type=Path, default=None, help="write pytest's whole output here (failures in full)")
     parser.add_argument("pytest_args", nargs="*")
     args = parser.parse_args()
     repo = args.repo.resolve()
@@ -55,7 +56,10 @@ def main() -> int:
         print("\n".join(lines[first : first + args.durations + 1]))
     except StopIteration:
         pass
-    print("\n".join(lines[-3:]))
+    summary = next((i for i, line in enumerate(lines) if "short test summary info" in line), len(lines) - 1)
+    print("\n".join(lines[summary:]))  # every FAILED and ERROR line, then pytest's count
+    if args.log is not None:
+        args.log.write_text(proc.stdout + proc.stderr, encoding="utf-8")
     print(f"after: {machine()}")
     print(f"wall time: {wall:.0f} s ({wall / 60:.1f} min), exit status {proc.returncode}")
     return proc.returncode

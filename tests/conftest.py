@@ -16,15 +16,29 @@ LLAMA = "llama-2-7b-chat-tmp0.2"
 _SESSION_CACHE: list[str] = []  # the temporary SOURCEBIAS_CACHE this process made (removed at the end)
 
 
+_OWNER = "SOURCEBIAS_TEST_SESSION_CACHE"  # set by the process that made the session cache
+
+
 def pytest_configure(config):
-    """One temporary sourcebias cache per test session, for this process and every subprocess it
+    """One temporary sourcebias cache per test session, for this process and every process it
     starts (they inherit the variable): model outputs are computed once per session and nothing
     is written under ~/.cache/sourcebias. The Hugging Face/torch caches (the offline models) are
-    left alone."""
+    left alone.
+
+    With pytest-xdist (the default: ``-n 2`` in pyproject.toml) the workers inherit the cache the
+    controller made, so the session computes each model output once, not once per worker: every
+    store under it is written by whole files renamed into place, made for several processes at
+    once (:mod:`sourcebias.models.embedding_store`)."""
     import tempfile
 
+    if os.environ.get("PYTEST_XDIST_WORKER") and os.environ.get(_OWNER) == os.environ.get("SOURCEBIAS_CACHE"):
+        return  # an xdist worker: the controller's cache, removed by the controller
+    # One thread for torch and BLAS in every test process (two workers share the 2-core machine);
+    # set before any test module imports torch, inherited by the workers and their subprocesses.
+    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(name, "1")
     _SESSION_CACHE.append(tempfile.mkdtemp(prefix="sourcebias-test-cache-"))
-    os.environ["SOURCEBIAS_CACHE"] = _SESSION_CACHE[-1]
+    os.environ["SOURCEBIAS_CACHE"] = os.environ[_OWNER] = _SESSION_CACHE[-1]
 
 
 def pytest_unconfigure(config):
@@ -32,6 +46,45 @@ def pytest_unconfigure(config):
 
     while _SESSION_CACHE:
         shutil.rmtree(_SESSION_CACHE.pop(), ignore_errors=True)
+
+
+# Modules that must not run beside each other on two workers: both start Ray on this machine.
+_SHARED_SCOPES = {"tests/experiments/test_grid.py": "ray", "tests/experiments/test_ray_cluster.py": "ray"}
+
+
+def _scope(nodeid: str) -> str:
+    """A test's unit of work under pytest-xdist: its module (module fixtures are computed once),
+    the Ray modules together, and each documentation page on its own (pages share only session
+    fixtures)."""
+    module = nodeid.split("::", 1)[0]
+    if module == "tests/project/test_docs.py" and "[" in nodeid:
+        return nodeid
+    return _SHARED_SCOPES.get(module, module)
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """pytest-xdist's scope scheduling with the scopes of :func:`_scope` (``--dist loadgroup`` does
+    not group under pytest 9, whose test ids no longer take xdist's ``@group`` suffix)."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ModuleScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return _scope(nodeid)
+
+    return ModuleScheduling(config, log)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist, the scopes (see :func:`_scope`) holding a test marked ``slow`` come
+    first, so that the last minutes are not one long module on one worker while the other
+    waits; tests keep their order within a scope."""
+    if not config.pluginmanager.hasplugin("xdist"):
+        return
+    scopes: dict[str, list] = {}
+    for item in items:
+        scopes.setdefault(_scope(item.nodeid), []).append(item)
+    slow = {s for s, members in scopes.items() if any(m.get_closest_marker("slow") for m in members)}
+    items[:] = [item for s in sorted(scopes, key=lambda s: s not in slow) for item in scopes[s]]
 
 
 def data_dir(name: str) -> Path:

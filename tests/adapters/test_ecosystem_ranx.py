@@ -133,7 +133,7 @@ def test_exported_ties_keep_our_order_in_trec_eval_and_ranx(cocktail_dir, tmp_pa
             trec = pytrec_eval.RelevanceEvaluator(qrels, {f"ndcg_cut.{k}"}).evaluate(exported)
             np.testing.assert_allclose([trec[q][f"ndcg_cut_{k}"] for q in result.query_ids], hand, atol=1e-12)
             by_ranx = ranx.evaluate(export.qrels[target], export.runs[("flat", "mixed")], f"ndcg@{k}", return_mean=False, make_comparable=True)
-            np.testing.assert_allclose(by_ranx, [hand[result.query_ids.index(q)] for q in export.qrels[target]], atol=1e-12)
+            np.testing.assert_allclose(by_ranx, [hand[result.query_ids.index(q)] for q in export.qrels[target].keys()], atol=1e-12)  # noqa: SIM118 - ranx.Qrels iterates otherwise
             raw_trec = pytrec_eval.RelevanceEvaluator(qrels, {f"ndcg_cut.{k}"}).evaluate(raw)
             differs |= any(abs(raw_trec[q][f"ndcg_cut_{k}"] - h) > 1e-9 for q, h in zip(result.query_ids, hand))
     assert differs, "the raw tied scores should let trec_eval reorder at least one list (else this test shows nothing)"

@@ -1,6 +1,6 @@
 """Source bias as MTEB tasks: ``mteb.evaluate(model, tasks=sourcebias.mteb.tasks(DIR))``.
 
-Run offline with all-MiniLM-L6-v2 on nq-utd, the task's scores in MTEB's result file must equal
+Run offline with all-MiniLM-L6-v2 on nq-utd (its first 24 test queries and their judged documents), the task's scores in MTEB's result file must equal
 what ``sourcebias evaluate -r minilm`` writes (metrics.csv, statistics.csv) to 1e-6, and MTEB's own
 ``ndcg_at_10`` (MTEB's code over the mixed corpus, every copy relevant) must equal sourcebias'
 NDCG@10 of target ``all``. A model that is not an encoder (MTEB's BM25 baseline) ranks through
@@ -22,7 +22,7 @@ import sourcebias.mteb as sbm  # noqa: E402
 from sourcebias.cli.main import main  # noqa: E402
 from sourcebias.models import hub  # noqa: E402
 
-pytestmark = pytest.mark.slow  # MiniLM encodes nq-utd twice (once per side), about a minute per side on one core
+pytestmark = pytest.mark.slow  # MiniLM encodes about 300 nq-utd documents on each side
 
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 STAT_FIELDS = (
@@ -58,18 +58,42 @@ def offline_env():
     hub.hub_reachable.cache_clear()
 
 
+QUERIES = 24  # the first test queries of nq-utd, with the documents judged for them (both sources)
+
+
 @pytest.fixture(scope="module")
-def both_runs(nq_utd, tmp_path_factory, offline_env):
-    """``sourcebias evaluate -r minilm`` and the MTEB run of the same model on the same data, each with
-    its own embedding cache (so each encodes for itself)."""
+def nq_part(nq_utd, tmp_path_factory):
+    """A folder named nq-utd (the task's name) holding the first ``QUERIES`` test queries of
+    nq-utd and the documents judged for them, both sources: each side encodes about 300
+    documents instead of 1,600."""
+    from conftest import write_jsonl, write_qrels
+
+    root = tmp_path_factory.mktemp("mteb-data") / "nq-utd"
+    rows = [line.split("\t") for line in (nq_utd / "qrels" / "test.tsv").read_text().splitlines()[1:]]
+    qids = list(dict.fromkeys(r[0] for r in rows))[:QUERIES]
+    rows = [r for r in rows if r[0] in qids]
+    judged = {r[1] for r in rows}
+    for corpus in sorted((nq_utd / "corpus").glob("*.jsonl")):
+        docs = [json.loads(line) for line in corpus.read_text().splitlines()]
+        write_jsonl(root / "corpus" / corpus.name, [d for d in docs if d["_id"] in judged])
+    queries = [json.loads(line) for line in (nq_utd / "queries.jsonl").read_text().splitlines()]
+    write_jsonl(root / "queries.jsonl", [q for q in queries if q["_id"] in qids])
+    write_qrels(root / "qrels" / "test.tsv", rows)
+    return root
+
+
+@pytest.fixture(scope="module")
+def both_runs(nq_part, tmp_path_factory, offline_env):
+    """``sourcebias evaluate -r minilm`` and the MTEB run of the same model on the same data; the
+    MTEB side has an embedding cache of its own (so its model encodes for itself, not reading the
+    vectors sourcebias' MiniLM left in the session's store)."""
     root = tmp_path_factory.mktemp("mteb-equality")
-    offline_env.setenv("SOURCEBIAS_CACHE", str(root / "cli-cache"))
     with pytest.raises(SystemExit) as info:
-        main(["evaluate", str(nq_utd), "-r", "minilm", "-o", str(root / "cli"), "--resamples", "2000", "--bootstrap-resamples", "1000"])
+        main(["evaluate", str(nq_part), "-r", "minilm", "-o", str(root / "cli"), "--resamples", "2000", "--bootstrap-resamples", "1000"])
     assert info.value.code in (0, None)
     offline_env.setenv("SOURCEBIAS_CACHE", str(root / "mteb-cache"))
     model = sbm.get_model(MINILM)
-    tasks = sbm.tasks(nq_utd, significance_resamples=2000, bootstrap_resamples=1000)
+    tasks = sbm.tasks(nq_part, significance_resamples=2000, bootstrap_resamples=1000)
     res = mteb.evaluate(model, tasks=tasks, cache=mteb.ResultCache(root / "mteb"), show_progress_bar=False)
     files = list((root / "mteb").rglob("SourceBias-nq-utd.json"))
     assert len(files) == 1, files
@@ -123,7 +147,7 @@ def test_the_retriever_behind_the_task_is_the_mteb_model(both_runs):
     _, result_file, res, task = both_runs
     sb = result_file["scores"]["test"][0]["sourcebias"]
     assert sb["retriever"]["encoder"]["class"] == "MTEBEncoder" and sb["retriever"]["encoder"]["task"] == "SourceBias-nq-utd"
-    assert sb["parameters"]["orphans"] == "drop" and sb["parameters"]["queries"] == 80
+    assert sb["parameters"]["orphans"] == "drop" and sb["parameters"]["queries"] == QUERIES
     assert res.task_results[0].task_name == "SourceBias-nq-utd"
     assert MINILM in task.sb_results
 

@@ -124,7 +124,7 @@ def test_a_failed_check_marks_every_output_and_strict_exits_3(tmp_path, capsys):
 
 
 @pytest.mark.slow
-def test_nfcorpus_calibration_on_nq_utd_is_flagged(tmp_path, monkeypatch):
+def test_nfcorpus_calibration_on_nq_utd_is_flagged():
     """The issue's case: the built-in detector (no LM) trained and calibrated on 300 nfcorpus
     pairs audits BM25 on nq-utd; its corrected ΔNDSR@10 interval excludes the true value."""
     from sourcebias.audit import AuditSettings, DetectorOptions, audit, build_detector
@@ -132,10 +132,9 @@ def test_nfcorpus_calibration_on_nq_utd_is_flagged(tmp_path, monkeypatch):
     from sourcebias.evaluation import evaluate, parse_measure
     from sourcebias.retrieval import build_retriever
 
-    monkeypatch.setenv("SOURCEBIAS_CACHE", str(tmp_path / "cache"))
-    ds = load_dataset(DATA / "nq-utd")
+    ds = load_dataset(DATA / "nq-utd")  # MiniLM's vectors from the session's store (computed once)
     runs = {k.retriever: r for k, r in evaluate(ds, [build_retriever("bm25")], measures=[parse_measure("NDCG@10")]).runs.items() if k.setting == "mixed"}
-    det = build_detector(DetectorOptions(train=str(DATA / "nfcorpus"), max_pairs=300), cache_dir=tmp_path / "cache")
+    det = build_detector(DetectorOptions(train=str(DATA / "nfcorpus"), max_pairs=300))
     res = audit(runs, det, AuditSettings(resamples=500), human_source=ds.human_source)
     row = res.row("bm25", "ΔNDSR@10")
     assert row["corrected_covers"] is False  # the corrected interval misses the truth ...

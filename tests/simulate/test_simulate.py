@@ -203,7 +203,7 @@ def test_through_the_openai_compatible_server_every_round_equals_the_local_model
 
     for r in range(1, ROUNDS + 1):
         assert [d["text"] for d in read(out, r)] == [d["text"] for d in read(root, r)]  # greedy: the same answers over HTTP
-        assert all(d["metadata"]["model"] == "smollm2" for d in read(out))
+        assert all(d["metadata"]["model"] == "smollm2" for d in read(out, r))
     strip = lambda rows: json.dumps([{k: v for k, v in r.items() if k != "seconds"} for r in rows])  # noqa: E731
     assert strip(served.rows) == strip(result.rows)
 
