@@ -195,7 +195,8 @@ class NDSR(RankWeightedShare):
 
     def rank_weights(self, cutoff: int) -> np.ndarray:
         """Rank r weighs 1 / log2(1 + r), as in DCG."""
-        return 1.0 / np.log2(1.0 + np.arange(1, cutoff + 1))
+        weights: np.ndarray = 1.0 / np.log2(1.0 + np.arange(1, cutoff + 1))
+        return weights
 
 
 _KINDS: dict[str, MeasureKind] = {}
