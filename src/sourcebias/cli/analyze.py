@@ -25,6 +25,7 @@ Device = Annotated[str | None, typer.Option(help="cpu, cuda, cuda:1 (default: cu
 BatchSize = Annotated[int | None, typer.Option(help="Batch size of the model.", min=1)]
 CacheDir = Annotated[Path | None, typer.Option(metavar="DIR", help="Embedding/perplexity store (default: $SOURCEBIAS_CACHE or ~/.cache/sourcebias).")]
 Seed = Annotated[int, typer.Option(help="Seed of random pairs, samples and permutations.")]
+Encoder = Annotated[str, typer.Option(help="Encoder: minilm, st:NAME_OR_PATH or a preset.")]
 Field = Annotated[
     str,
     typer.Option(
@@ -76,6 +77,11 @@ def _run(what: str, dataset_dir: Path, output: Path, overwrite: bool, split: str
     console.print(
         f"Wrote {', '.join(f'{k}.csv' for k in result.tables)}, summary.json and {len(result.figures)} figure{'s' if len(result.figures) != 1 else ''} to [bold]{path}[/bold]"
     )
+
+
+def _model_options(device: str | None, batch_size: int | None, cache_dir: Path | None) -> dict:
+    """The options every model-backed analysis takes (``options=`` of :mod:`sourcebias.analysis.runners`)."""
+    return {"device": device, "batch_size": batch_size, "cache_dir": cache_dir}
 
 
 def _fmt(v) -> str:
@@ -185,7 +191,7 @@ def _print_artifacts(result) -> None:
 def quality(
     dataset_dir: Dataset,
     output: Output,
-    model: Annotated[str, typer.Option(help="Encoder: minilm, st:NAME_OR_PATH or a preset.")] = "minilm",
+    model: Encoder = "minilm",
     source: Source = None,
     random_pairs: Annotated[int | None, typer.Option(help="Random pairs for the baseline (default: as many as twin pairs).")] = None,
     tsne_sample: Annotated[int, typer.Option(help="Documents per source in the t-SNE map.")] = 2000,
@@ -200,7 +206,7 @@ def quality(
     """Twin quality (Dai et al., KDD 2024, §2.3): term Jaccard/overlap, lengths, matched vs random-pair cosine, t-SNE map."""
     from sourcebias.analysis import runners
 
-    opts = {"device": device, "batch_size": batch_size, "cache_dir": cache_dir}
+    opts = _model_options(device, batch_size, cache_dir)
     _run(
         "quality",
         dataset_dir,
@@ -215,7 +221,7 @@ def quality(
 def spectrum(
     dataset_dir: Dataset,
     output: Output,
-    model: Annotated[str, typer.Option(help="Encoder: minilm, st:NAME_OR_PATH or a preset.")] = "minilm",
+    model: Encoder = "minilm",
     source: Source = None,
     center: Annotated[bool, typer.Option(help="Centre each matrix first (the papers do not).")] = False,
     split: Split = None,
@@ -227,7 +233,7 @@ def spectrum(
     """Singular values of each source's embeddings and the LLM/human ratio (Dai et al., KDD 2024, §4.1)."""
     from sourcebias.analysis import runners
 
-    opts = {"device": device, "batch_size": batch_size, "cache_dir": cache_dir}
+    opts = _model_options(device, batch_size, cache_dir)
     _run("spectrum", dataset_dir, output, overwrite, split, lambda ds: runners.spectrum(ds, model, sources=source, center=center, options=opts))
 
 
@@ -304,7 +310,7 @@ def artifacts(
 def direction(
     dataset_dir: Dataset,
     output: Output,
-    model: Annotated[str, typer.Option(help="Encoder: minilm, st:NAME_OR_PATH or a preset.")] = "minilm",
+    model: Encoder = "minilm",
     split: Annotated[str, typer.Option(help="Qrels split whose relevant pairs give the score gaps.")] = "test",
     source: Source = None,
     permutations: Annotated[int, typer.Option(help="Sign-flip permutations.", min=0)] = 1000,
@@ -317,7 +323,7 @@ def direction(
     """The LLM − human embedding direction: consistency, sign-flip tests, share of score gaps along it."""
     from sourcebias.analysis import runners
 
-    opts = {"device": device, "batch_size": batch_size, "cache_dir": cache_dir}
+    opts = _model_options(device, batch_size, cache_dir)
     _run(
         "direction",
         dataset_dir,
@@ -372,7 +378,7 @@ def decompose(
     """One joint account of the twin gap: s(q, LLM) − s(q, human) regressed on Δ perplexity (--lm), Δ words, Δ median IDF and the cross-fitted direction projection, SEs clustered by query, shares of the mean gap, a held-out half."""
     from sourcebias.analysis import decompose as dc
 
-    opts = {"device": device, "batch_size": batch_size, "cache_dir": cache_dir}
+    opts = _model_options(device, batch_size, cache_dir)
     _run(
         "decompose",
         dataset_dir,
@@ -399,7 +405,7 @@ def decompose(
 def compare_directions(
     dataset_dir: Dataset,
     output: Output,
-    model: Annotated[str, typer.Option(help="Encoder: minilm, st:NAME_OR_PATH or a preset.")] = "minilm",
+    model: Encoder = "minilm",
     also: Annotated[
         list[str] | None,
         typer.Option(
@@ -426,7 +432,7 @@ def compare_directions(
     from sourcebias.analysis import directions_compare as dcmp
     from sourcebias.data import load_dataset
 
-    opts = {"device": device, "batch_size": batch_size, "cache_dir": cache_dir}
+    opts = _model_options(device, batch_size, cache_dir)
 
     def build(ds):
         others = []

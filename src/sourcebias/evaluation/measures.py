@@ -139,7 +139,26 @@ def weighted_source_shares(run: Run, query_ids: Sequence[str], weights: np.ndarr
     return mat
 
 
-class Share(SourceMeasureKind):
+class RankWeightedShare(SourceMeasureKind):
+    """A source's share of the rank weights in the top k (Share@k, NDSR@k).
+
+    One computation, :func:`weighted_source_shares`, with each measure's :meth:`rank_weights`.
+    """
+
+    @abstractmethod
+    def rank_weights(self, cutoff: int) -> np.ndarray:
+        """The weight of ranks 1..``cutoff``."""
+
+    def per_query(self, run: Run, query_ids: Sequence[str], cutoff: int) -> np.ndarray:
+        """The share of the rank weights each source's documents take in each query's top ``cutoff``.
+
+        NaN for a query with an empty ranking; with fewer than k documents ranked, the weights of
+        the ranked ones.
+        """
+        return weighted_source_shares(run, query_ids, self.rank_weights(cutoff))
+
+
+class Share(RankWeightedShare):
     """``Share@k``: the fraction of each source among the top k of a query's ranking.
 
     Cocktail's "human rate@k" (Dai et al., Findings of ACL 2024). The denominator is the number of documents in the top k (fewer than k if fewer were retrieved); a
@@ -151,21 +170,12 @@ class Share(SourceMeasureKind):
     description = "fraction of each source in the top k (Cocktail's human rate@k)"
     reference = "Cocktail's human rate@k: Dai et al., Cocktail, Findings of ACL 2024"
 
-    def per_query(self, run: Run, query_ids: Sequence[str], cutoff: int) -> np.ndarray:
-        """The fraction of each source among the top ``cutoff`` of each query's ranking.
-
-        Args:
-            run: A tie-broken run.
-            query_ids: The queries, in the order of the rows.
-            cutoff: The cut-off k.
-
-        Returns:
-            ``(queries, sources)`` shares (NaN for an empty ranking).
-        """
-        return weighted_source_shares(run, query_ids, np.ones(cutoff))
+    def rank_weights(self, cutoff: int) -> np.ndarray:
+        """Every rank of the top ``cutoff`` counts the same (the plain fraction)."""
+        return np.ones(cutoff)
 
 
-class NDSR(SourceMeasureKind):
+class NDSR(RankWeightedShare):
     """``NDSR@k``, normalized discounted source ratio (Huang et al., 2026): the share of each source in the top k, each rank r weighted 1 / log2(1 + r).
 
     Label-free, so it works on any query set. With fewer than k documents ranked, the weights of the
@@ -183,18 +193,10 @@ class NDSR(SourceMeasureKind):
     description = "discounted share of each source in the top k (label-free; Huang et al. 2026)"
     reference = "Huang et al., Relevance Supervision Can Teach Neural Retrievers to Prefer LLM-Generated Text, 2026, arXiv 2604.06163"
 
-    def per_query(self, run: Run, query_ids: Sequence[str], cutoff: int) -> np.ndarray:
-        """The discounted share of each source in the top ``cutoff`` of each query's ranking.
-
-        Args:
-            run: A tie-broken run.
-            query_ids: The queries, in the order of the rows.
-            cutoff: The cut-off k.
-
-        Returns:
-            ``(queries, sources)`` NDSR values (NaN for an empty ranking).
-        """
-        return weighted_source_shares(run, query_ids, 1.0 / np.log2(1.0 + np.arange(1, cutoff + 1)))
+    def rank_weights(self, cutoff: int) -> np.ndarray:
+        """Rank r weighs 1 / log2(1 + r), as in DCG."""
+        weights: np.ndarray = 1.0 / np.log2(1.0 + np.arange(1, cutoff + 1))
+        return weights
 
 
 _KINDS: dict[str, MeasureKind] = {}

@@ -21,7 +21,7 @@ References
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -56,6 +56,25 @@ def preset_name(name: str, presets: Mapping[str, str]) -> tuple[str, str | None]
     if key in presets:
         return presets[key], name.strip()
     return name.strip(), None
+
+
+def score_longest_first(
+    lengths: Sequence[int], batch_size: int, score_batch: Callable[[list[int]], np.ndarray], task: progress.TaskHandle | None = None
+) -> np.ndarray:
+    """Scores of ``len(lengths)`` inputs, computed in batches of ``batch_size``, longest first.
+
+    Each batch then holds inputs of similar length (less padding); ``score_batch(idx)`` scores the
+    inputs at positions ``idx``, and the scores land at those positions. ``task`` advances by
+    each batch.
+    """
+    out = np.empty(len(lengths), dtype=np.float64)
+    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
+    for start in range(0, len(order), batch_size):
+        idx = order[start : start + batch_size]
+        out[idx] = score_batch(idx)
+        if task is not None:
+            task.advance(len(idx))
+    return out
 
 
 def truncate_to_tokens(tokenizer: Any, text: str, n_tokens: int) -> tuple[str, bool]:

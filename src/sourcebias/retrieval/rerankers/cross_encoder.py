@@ -8,7 +8,7 @@ import numpy as np
 
 from sourcebias.core.errors import ConfigError
 from sourcebias.models.hub import resolve_device, resolve_model
-from sourcebias.retrieval.rerankers.base import COMMON_PARAMS, PairwiseReranker
+from sourcebias.retrieval.rerankers.base import COMMON_PARAMS, PairwiseReranker, score_longest_first
 from sourcebias.retrieval.specs import Param, register_stage
 
 #: ``ce:`` presets -> Hugging Face names
@@ -65,19 +65,14 @@ class CrossEncoderReranker(PairwiseReranker):
     def score_pairs(self, queries, documents, task=None) -> np.ndarray:
         import torch
 
-        n = len(queries)
-        out = np.empty(n, dtype=np.float64)
-        # Longest pairs first, so each batch holds texts of similar length (less padding).
-        order = sorted(range(n), key=lambda i: -(len(queries[i]) + len(documents[i])))
         bs = self.batch_size
+
+        def score(idx: list[int]) -> np.ndarray:
+            pairs = [(queries[i], documents[i]) for i in idx]
+            return self._model.predict(pairs, batch_size=bs, show_progress_bar=False, convert_to_numpy=True).astype(np.float64).reshape(-1)
+
         with torch.inference_mode():
-            for start in range(0, n, bs):
-                idx = order[start : start + bs]
-                pairs = [(queries[i], documents[i]) for i in idx]
-                out[idx] = self._model.predict(pairs, batch_size=bs, show_progress_bar=False, convert_to_numpy=True).astype(np.float64).reshape(-1)
-                if task is not None:
-                    task.advance(len(idx))
-        return out
+            return score_longest_first([len(q) + len(d) for q, d in zip(queries, documents)], bs, score, task)
 
     def config(self) -> dict[str, Any]:
         cfg = super().config()

@@ -8,7 +8,7 @@ import numpy as np
 
 from sourcebias.core.errors import ConfigError
 from sourcebias.models.hub import resolve_device, resolve_model
-from sourcebias.retrieval.rerankers.base import COMMON_PARAMS, PairwiseReranker, truncate_to_tokens
+from sourcebias.retrieval.rerankers.base import COMMON_PARAMS, PairwiseReranker, score_longest_first, truncate_to_tokens
 from sourcebias.retrieval.specs import Param, register_stage
 
 #: ``monot5:`` presets -> Hugging Face names
@@ -115,23 +115,18 @@ class MonoT5Reranker(PairwiseReranker):
 
     def score_pairs(self, queries, documents, task=None) -> np.ndarray:
         torch = self._torch
-        n = len(queries)
-        out = np.empty(n, dtype=np.float64)
         texts = [self.input_text(q, d) for q, d in zip(queries, documents)]
-        order = sorted(range(n), key=lambda i: -len(texts[i]))
-        bs = self.batch_size
         pick = torch.tensor([self._false_id, self._true_id], device=self.device)
+
+        def score(idx: list[int]) -> np.ndarray:
+            enc = self._tok([texts[i] for i in idx], padding=True, truncation=True, max_length=self.max_length, return_tensors="pt").to(self.device)
+            dec = torch.full((len(idx), 1), self._start_id, dtype=torch.long, device=self.device)
+            logits = self._model(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"], decoder_input_ids=dec).logits[:, 0, :]
+            two = logits.index_select(1, pick).double()
+            return torch.log_softmax(two, dim=-1)[:, 1].cpu().numpy()
+
         with torch.inference_mode():
-            for start in range(0, n, bs):
-                idx = order[start : start + bs]
-                enc = self._tok([texts[i] for i in idx], padding=True, truncation=True, max_length=self.max_length, return_tensors="pt").to(self.device)
-                dec = torch.full((len(idx), 1), self._start_id, dtype=torch.long, device=self.device)
-                logits = self._model(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"], decoder_input_ids=dec).logits[:, 0, :]
-                two = logits.index_select(1, pick).double()
-                out[idx] = torch.log_softmax(two, dim=-1)[:, 1].cpu().numpy()
-                if task is not None:
-                    task.advance(len(idx))
-        return out
+            return score_longest_first([len(t) for t in texts], self.batch_size, score, task)
 
     def config(self) -> dict[str, Any]:
         cfg = super().config()
