@@ -76,15 +76,22 @@ def pytest_xdist_make_scheduler(config, log):
 
 def pytest_collection_modifyitems(config, items):
     """Under pytest-xdist, the scopes (see :func:`_scope`) holding a test marked ``slow`` come
-    first, so that the last minutes are not one long module on one worker while the other
-    waits; tests keep their order within a scope."""
+    first, then the documentation pages (each runs commands for seconds to a minute), then the
+    rest, so that the last minutes are short modules on both workers, not one long one while the
+    other waits (``--no-loadscope-reorder`` in pyproject.toml keeps this order). Tests keep their
+    order within a scope."""
     if not config.pluginmanager.hasplugin("xdist"):
         return
     scopes: dict[str, list] = {}
     for item in items:
         scopes.setdefault(_scope(item.nodeid), []).append(item)
-    slow = {s for s, members in scopes.items() if any(m.get_closest_marker("slow") for m in members)}
-    items[:] = [item for s in sorted(scopes, key=lambda s: s not in slow) for item in scopes[s]]
+
+    def rank(scope: str) -> int:
+        if any(m.get_closest_marker("slow") for m in scopes[scope]):
+            return 0
+        return 1 if scope.startswith("tests/project/test_docs.py::") else 2
+
+    items[:] = [item for s in sorted(scopes, key=rank) for item in scopes[s]]
 
 
 def data_dir(name: str) -> Path:
