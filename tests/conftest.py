@@ -64,7 +64,9 @@ def _scope(nodeid: str) -> str:
 
 def pytest_xdist_make_scheduler(config, log):
     """pytest-xdist's scope scheduling with the scopes of :func:`_scope` (``--dist loadgroup`` does
-    not group under pytest 9, whose test ids no longer take xdist's ``@group`` suffix)."""
+    not group under pytest 9, whose test ids no longer take xdist's ``@group`` suffix). The units
+    with the most tests go out first (xdist's default order); measured from a fresh clone, this
+    beat sending the slow-marked modules first (493 s against 547 s)."""
     from xdist.scheduler import LoadScopeScheduling
 
     class ModuleScheduling(LoadScopeScheduling):
@@ -72,26 +74,6 @@ def pytest_xdist_make_scheduler(config, log):
             return _scope(nodeid)
 
     return ModuleScheduling(config, log)
-
-
-def pytest_collection_modifyitems(config, items):
-    """Under pytest-xdist, the scopes (see :func:`_scope`) holding a test marked ``slow`` come
-    first, then the documentation pages (each runs commands for seconds to a minute), then the
-    rest, so that the last minutes are short modules on both workers, not one long one while the
-    other waits (``--no-loadscope-reorder`` in pyproject.toml keeps this order). Tests keep their
-    order within a scope."""
-    if not config.pluginmanager.hasplugin("xdist"):
-        return
-    scopes: dict[str, list] = {}
-    for item in items:
-        scopes.setdefault(_scope(item.nodeid), []).append(item)
-
-    def rank(scope: str) -> int:
-        if any(m.get_closest_marker("slow") for m in scopes[scope]):
-            return 0
-        return 1 if scope.startswith("tests/project/test_docs.py::") else 2
-
-    items[:] = [item for s in sorted(scopes, key=rank) for item in scopes[s]]
 
 
 def data_dir(name: str) -> Path:
