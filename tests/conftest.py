@@ -62,6 +62,7 @@ def _scope(nodeid: str) -> str:
     return _SHARED_SCOPES.get(module, module)
 
 
+@pytest.hookimpl(optionalhook=True)  # an xdist hook: no error where xdist is not loaded
 def pytest_xdist_make_scheduler(config, log):
     """pytest-xdist's scope scheduling with the scopes of :func:`_scope` (``--dist loadgroup`` does
     not group under pytest 9, whose test ids no longer take xdist's ``@group`` suffix). The units
