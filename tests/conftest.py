@@ -109,6 +109,21 @@ def write_qrels(path: Path, rows, header: bool = True) -> Path:
     return path
 
 
+# Four short twin pairs and a query for each: the language-model tests' smallest real text.
+TWIN_HUMAN = [
+    "The cat sat on the mat all day.",
+    "Dogs bark at night near the old house.",
+    "The river flooded the valley after the rain.",
+    "Fresh bread is baked every morning here.",
+]
+TWIN_LLM = [
+    "A cat was sitting on the mat all day long.",
+    "At night, dogs bark near the old house.",
+    "After the rain, the river flooded the valley.",
+    "Every morning, fresh bread is baked here.",
+]
+TWIN_QUERIES = ["cat on a mat", "barking dogs", "river flood", "bread bakery"]
+
 HUMAN_DOCS = [
     {"_id": "d1", "title": "", "text": "The cat sat on the mat in the sun."},
     {"_id": "d2", "title": "Dogs", "text": "Dogs bark loudly at night."},

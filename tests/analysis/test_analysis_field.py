@@ -10,7 +10,7 @@ import json
 import lm_helpers
 import numpy as np
 import pytest
-from conftest import write_jsonl, write_qrels
+from conftest import TWIN_HUMAN, TWIN_LLM, TWIN_QUERIES, write_jsonl, write_qrels
 from lm_helpers import store_sharing_models
 
 import sourcebias as sb
@@ -21,19 +21,7 @@ pytest.importorskip("gguf")
 
 # twins keep the human title, as nfcorpus's do
 TITLES = ["Cats at home", "Dogs at night", "Rivers and rain", "Bread"]
-HUMAN = [
-    "The cat sat on the mat all day.",
-    "Dogs bark at night near the old house.",
-    "The river flooded the valley after the rain.",
-    "Fresh bread is baked every morning here.",
-]
-LLM = [
-    "A cat was sitting on the mat all day long.",
-    "At night, dogs bark near the old house.",
-    "After the rain, the river flooded the valley.",
-    "Every morning, fresh bread is baked here.",
-]
-QUERIES = ["cat on a mat", "barking dogs", "river flood", "bread bakery"]
+HUMAN, LLM, QUERIES = TWIN_HUMAN, TWIN_LLM, TWIN_QUERIES
 
 
 @pytest.fixture(scope="module")

@@ -263,30 +263,17 @@ def audit_inputs(tmp_path):
     }
 
 
+def score_args(inputs, scores=None) -> list[str]:
+    """The command-line options of an audit by a score file calibrated on labelled twins."""
+    return ["--scores", str(scores or inputs["scores"]), "--calibrate", str(inputs["calib"]), "--calibration-scores", str(inputs["cal_scores"])]
+
+
 def test_audit_command_writes_a_loadable_folder(audit_inputs, tmp_path, capsys):
     from sourcebias.core.artifacts import load_artifact
 
     out = tmp_path / "audit"
     i = audit_inputs
-    args = [
-        "audit",
-        str(i["eval"]),
-        "--scores",
-        str(i["scores"]),
-        "--calibrate",
-        str(i["calib"]),
-        "--calibration-scores",
-        str(i["cal_scores"]),
-        "--k",
-        "3",
-        "5",
-        "--resamples",
-        "300",
-        "--seed",
-        "7",
-        "-o",
-        str(out),
-    ]
+    args = ["audit", str(i["eval"]), *score_args(i), "--k", "3", "5", "--resamples", "300", "--seed", "7", "-o", str(out)]
     code, stdout, err = run_cli(args, capsys)
     assert code in (0, None), err
     assert "corrected" in stdout and "Share@3" in stdout and "ΔNDSR@5" in stdout
@@ -315,7 +302,7 @@ def test_a_trec_run_is_audited_with_the_docno_rule(audit_inputs, tmp_path, capsy
     res = load_result(i["eval"])
     run = res.runs[next(k for k in res.runs if k.setting == "mixed")]
     run.write_trec(tmp_path / "bm25.trec")  # <source>/<doc_id> names
-    common = ["--scores", str(i["scores"]), "--calibrate", str(i["calib"]), "--calibration-scores", str(i["cal_scores"]), "--k", "3", "--resamples", "300"]
+    common = [*score_args(i), "--k", "3", "--resamples", "300"]
     code, _, err = run_cli(["audit", str(tmp_path / "bm25.trec"), "--dataset", str(i["target"]), *common, "-o", str(tmp_path / "a1")], capsys)
     assert code in (0, None), err
     code, _, err = run_cli(["audit", str(i["eval"]), *common, "-o", str(tmp_path / "a2")], capsys)
@@ -333,23 +320,12 @@ def test_misuse_stops_before_work_with_one_message(audit_inputs, tmp_path, capsy
     assert code == 2 and "--calibrate" in err
     (tmp_path / "x").mkdir()
     (tmp_path / "x" / "mine.txt").write_text("not ours")
-    args = [
-        "audit",
-        str(i["eval"]),
-        "--scores",
-        str(i["scores"]),
-        "--calibrate",
-        str(i["calib"]),
-        "--calibration-scores",
-        str(i["cal_scores"]),
-        "-o",
-        str(tmp_path / "x"),
-    ]
+    args = ["audit", str(i["eval"]), *score_args(i), "-o", str(tmp_path / "x")]
     code, _, err = run_cli(args, capsys)
     assert code == 2 and "Error" in err
     partial = tmp_path / "partial.tsv"
     partial.write_text("\n".join(i["scores"].read_text().splitlines()[:5]) + "\n")
-    code, _, err = run_cli([*args[:3], str(partial), *args[4:-1], str(tmp_path / "y")], capsys)
+    code, _, err = run_cli(["audit", str(i["eval"]), *score_args(i, scores=partial), "-o", str(tmp_path / "y")], capsys)
     assert code == 2 and "have no score in the score file" in err
 
 
@@ -377,22 +353,7 @@ def test_a_corrected_figure_whose_interval_cannot_pin_it_down_is_marked_imprecis
         AuditSettings(max_half_width=0)
     out = tmp_path / "audit"
     i = audit_inputs
-    args = [
-        "audit",
-        str(i["eval"]),
-        "--scores",
-        str(i["scores"]),
-        "--calibrate",
-        str(i["calib"]),
-        "--calibration-scores",
-        str(i["cal_scores"]),
-        "--k",
-        "3",
-        "--resamples",
-        "300",
-        "-o",
-        str(out),
-    ]
+    args = ["audit", str(i["eval"]), *score_args(i), "--k", "3", "--resamples", "300", "-o", str(out)]
     code, stdout, err = run_cli(args, capsys)
     assert code in (0, None), err
     result = load_audit(out)

@@ -36,19 +36,19 @@ def plot_source_bias(result: EvaluationResult, path: str | Path) -> Path | None:
     Returns:
         The path written, or ``None`` when there is nothing to draw.
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     measures = headline_measures(result)
     if not result.has_mixed or not measures:
         return None
+    # The object API, not pyplot: no global figure state and no pyplot import on evaluate's path
+    # (savefig renders a PNG with Agg).
+    from matplotlib.figure import Figure
+
     names = result.retriever_names
     targets = [result.human_source, *result.other_sources]
     values = [100 * result.mean(n, MIXED, t, m) for n in names for t in targets for m in measures]
     top = max([1.0, *[v for v in values if math.isfinite(v)]])
-    fig, axes = plt.subplots(1, len(names), figsize=(max(4.0, 3.2 * len(names)), 3.8), sharey=True, squeeze=False)
+    fig = Figure(figsize=(max(4.0, 3.2 * len(names)), 3.8))
+    axes = fig.subplots(1, len(names), sharey=True, squeeze=False)
     for ax, name in zip(axes[0], names):
         _panel(ax, result, name, measures, top)
     axes[0][0].set_ylabel(f"{measures[0].name} on the mixed corpus (%)")
@@ -62,7 +62,6 @@ def plot_source_bias(result: EvaluationResult, path: str | Path) -> Path | None:
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=150)
-    plt.close(fig)
     return out
 
 
