@@ -150,29 +150,52 @@ def _porter_without_nltk_package() -> type:
         sys.modules.update(saved)
 
 
+# Words that Snowball's Porter (PyStemmer, compiled C) may stem otherwise than Lucene's Porter:
+# Lucene's PorterStemmer is Martin Porter's reference implementation, whose step 2 rewrites
+# "bli" (not only "abli") and "logi", and whose step 1b undoubles every double consonant but
+# l, s, z, where Snowball's undoubles only bb dd ff gg mm nn pp rr tt (so "trekked", "yy"); and
+# any word with a character outside a-z and 0-9 (the two implementations class such characters
+# as they may). Such a word can only reach those rules if it holds "bl", "log" or one of those
+# doubles, so every other word of a-z and 0-9 gets the same stem from either (checked on every
+# word of the development corpora and on a million generated words; the suite checks 300,000,
+# tests/retrieval/test_lexical_fast_analysis.py); the others, about 6% of nfcorpus's distinct
+# words, go to NLTK's pure-Python reference stemmer.
+_NEEDS_REFERENCE_PORTER = r"[^a-z0-9]|bl|log|([^aeioubdfgmnprtlsz])\1"
+
+
 @functools.cache
 def _stemmer(name: str) -> Callable[[str], str]:
-    """A word -> stem function: ``"porter"`` is Lucene's Porter stemmer (NLTK's
-    ``MARTIN_EXTENSIONS`` mode, the reference C implementation), memoised per word and shared by
-    every analyzer of the process (NLTK's stemmer is pure Python); other names are PyStemmer's."""
-    if name == "porter":
-        import re
-
-        porter = _porter_stemmer_class()
-        stem_word = porter(mode=porter.MARTIN_EXTENSIONS).stem
-        has_letter = re.compile("[a-z]").search
-
-        # Every Porter rule strips or rewrites a suffix of the letters a-z (the one rule with an
-        # empty suffix, step 1b's "(m=1 and *o) -> e", runs only after "ed" or "ing" was
-        # stripped), so a word without such a letter (a number: 15% of nfcorpus's distinct
-        # words) is its own stem; tests/retrieval/test_lexical_fast_analysis.py checks every word.
-        def stem(word: str) -> str:
-            return stem_word(word, to_lowercase=False) if has_letter(word) else word
-
-        return functools.lru_cache(maxsize=1 << 20)(stem)
+    """A word -> stem function: ``"porter"`` is Lucene's Porter stemmer (the reference C
+    implementation: NLTK's ``MARTIN_EXTENSIONS`` mode, with PyStemmer's compiled Snowball Porter
+    for the words on which the two cannot differ), memoised per word and shared by every analyzer
+    of the process; other names are PyStemmer's."""
     import Stemmer
 
-    return Stemmer.Stemmer(name).stemWord
+    if name != "porter":
+        return Stemmer.Stemmer(name).stemWord
+    import re
+
+    compiled = Stemmer.Stemmer("porter").stemWord
+    needs_reference = re.compile(_NEEDS_REFERENCE_PORTER).search
+    has_letter = re.compile("[a-z]").search
+
+    @functools.cache
+    def reference() -> Callable[..., str]:  # NLTK's stemmer, imported at its first word
+        porter = _porter_stemmer_class()
+        return porter(mode=porter.MARTIN_EXTENSIONS).stem
+
+    # Every Porter rule strips or rewrites a suffix of the letters a-z (the one rule with an
+    # empty suffix, step 1b's "(m=1 and *o) -> e", runs only after "ed" or "ing" was
+    # stripped), so a word without such a letter (a number: 15% of nfcorpus's distinct
+    # words) is its own stem; tests/retrieval/test_lexical_fast_analysis.py checks every word.
+    def stem(word: str) -> str:
+        if not has_letter(word):
+            return word
+        if needs_reference(word):
+            return reference()(word, to_lowercase=False)
+        return compiled(word)
+
+    return functools.lru_cache(maxsize=1 << 20)(stem)
 
 
 def _stemmer_library(name: str | None) -> str | None:
@@ -181,7 +204,7 @@ def _stemmer_library(name: str | None) -> str | None:
     if not name:
         return None
     if name == "porter":
-        return f"nltk {version('nltk')} PorterStemmer(MARTIN_EXTENSIONS), as Lucene's PorterStemmer"
+        return f"nltk {version('nltk')} PorterStemmer(MARTIN_EXTENSIONS) and PyStemmer {version('PyStemmer')} porter where they agree, as Lucene's PorterStemmer"
     return f"PyStemmer {version('PyStemmer')}"
 
 
