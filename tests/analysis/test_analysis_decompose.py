@@ -252,7 +252,7 @@ def test_perplexity_factor_with_smollm2_on_a_tiny_dataset(tmp_path):
     write_qrels(root / "qrels" / "test.tsv", [("q0", "d0", 1), ("q0", "d1", 1), ("q1", "d2", 1), ("q1", "d3", 1), ("q2", "d4", 1), ("q2", "d5", 1)])
     ds = sb.load_dataset(root)
     cache = store_sharing_models(tmp_path / "cache")
-    r = dc.decompose(ds, "minilm", lm="lm:smollm2", options={"cache_dir": cache}, cache_dir=cache)
+    r = dc.decompose(ds, "minilm", lm="lm:smollm2", options={"cache_dir": cache})
     e = r.summary["sources"]["llm"]
     assert "perplexity" in r.summary["factors_requested"] and "not_included" not in r.summary
     pairs = r.tables["decompose_pairs"]

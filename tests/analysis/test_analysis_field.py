@@ -61,9 +61,9 @@ def test_perplexity_scores_the_field_asked_for_and_the_store_keeps_them_apart(ti
 
     ds = sb.load_dataset(titled, split=None)
     cache = lm_cache / "fresh"  # its own store: the cache counts below start from nothing
-    text = runners.perplexity(ds, "lm:smollm2", cache_dir=cache)  # default: the text
-    joined = runners.perplexity(ds, "lm:smollm2", field="title+text", cache_dir=cache)
-    again = runners.perplexity(ds, "lm:smollm2", cache_dir=cache)
+    text = runners.perplexity(ds, "lm:smollm2", options={"cache_dir": cache})  # default: the text
+    joined = runners.perplexity(ds, "lm:smollm2", field="title+text", options={"cache_dir": cache})
+    again = runners.perplexity(ds, "lm:smollm2", options={"cache_dir": cache})
     for res, field, texts in ((text, "text", HUMAN), (joined, "title+text", [f"{t} {x}" for t, x in zip(TITLES, HUMAN)]), (again, "text", HUMAN)):
         t = res.tables["perplexity"]
         got = t[t["source"] == "human"].set_index("doc_id")["value"]

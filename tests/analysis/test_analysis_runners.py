@@ -121,7 +121,7 @@ def test_perplexity_against_a_plain_forward_pass(small, smollm2, lm_cache):
     from sourcebias.analysis import runners
 
     ds = sb.load_dataset(small)
-    res = runners.perplexity(ds, "lm:smollm2", cache_dir=lm_cache)
+    res = runners.perplexity(ds, "lm:smollm2", options={"cache_dir": lm_cache})
     t = res.tables["perplexity"]
     model, tok = smollm2
     ctx = tok.bos_token_id if tok.bos_token_id is not None else tok.eos_token_id
@@ -138,7 +138,7 @@ def test_perplexity_against_a_plain_forward_pass(small, smollm2, lm_cache):
     assert pair["paired_p"] == pytest.approx(stats.ttest_rel(g, h).pvalue)
     assert pair["wilcoxon_p"] == pytest.approx(stats.wilcoxon(g, h).pvalue)
     # a rerun reads every value from the store
-    again = runners.perplexity(ds, "lm:smollm2", cache_dir=lm_cache)
+    again = runners.perplexity(ds, "lm:smollm2", options={"cache_dir": lm_cache})
     assert again.summary["cache"]["encoded"] == 0 and again.tables["perplexity"].equals(t)
 
 
@@ -148,7 +148,7 @@ def test_artifacts_with_a_run(small, smollm2, lm_cache, tmp_path):
 
     ds = sb.load_dataset(small, split="test")
     out = sb.write_evaluation(sb.evaluate(ds, [BM25()], measures=sb.measure_grid(["NDCG"], [1])), tmp_path / "eval")
-    res = runners.artifacts(ds, "lm:smollm2", run_result=out, top=20, cache_dir=lm_cache)
+    res = runners.artifacts(ds, "lm:smollm2", run_result=out, top=20, options={"cache_dir": lm_cache})
     t = res.tables["artifacts"]
     # median term IDF of one document, by hand: Lucene's idf over the 16 documents
     from sourcebias.retrieval.lexical import EnglishAnalyzer
@@ -225,11 +225,11 @@ def test_masked_lm_perplexity_through_the_store(small, tmp_path):
     model.save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     ds = sb.load_dataset(small)
-    res = runners.perplexity(ds, f"mlm:{folder},max_tokens=32", cache_dir=tmp_path / "cache", device="cpu")
+    res = runners.perplexity(ds, f"mlm:{folder},max_tokens=32", options={"cache_dir": tmp_path / "cache", "device": "cpu"})
     t = res.tables["perplexity"]
     naive = pseudo_log_perplexity_naive(HUMAN[:2], model.eval(), tokenizer, max_length=32)
     got = t[t["source"] == "human"].set_index("doc_id")
     assert got.loc["d0", "value"] == pytest.approx(naive[0].value, abs=1e-5) and got.loc["d0", "tokens"] == naive[0].tokens
     assert got.loc["d1", "value"] == pytest.approx(naive[1].value, abs=1e-5)
-    again = runners.perplexity(ds, f"mlm:{folder},max_tokens=32", cache_dir=tmp_path / "cache", device="cpu")
+    again = runners.perplexity(ds, f"mlm:{folder},max_tokens=32", options={"cache_dir": tmp_path / "cache", "device": "cpu"})
     assert again.summary["cache"]["encoded"] == 0

@@ -219,19 +219,18 @@ def decompose(
     seed: int = 0,
     confidence: float = 0.95,
     options: Mapping[str, Any] | None = None,
-    batch_size: int | None = None,
-    device: str | None = None,
-    cache_dir: Any = None,
 ):
     """The joint regression of the twin score gaps of ``model`` (see the module docs), per LLM
     source; Δ log-perplexity only with ``lm``. Differences of words, median IDF and perplexity are
-    of ``field``; the embeddings (and so the gap) of title and text, as the retriever sees them."""
+    of ``field``; the embeddings (and so the gap) of title and text, as the retriever sees them.
+    ``options`` are the model options of every analysis (``device``, ``batch_size``,
+    ``cache_dir``; :mod:`sourcebias.analysis.runners`), for the retriever and the LM alike."""
     import pandas as pd
 
     from sourcebias.analysis.runners import _artifact_table, _llm_sources, _result, dense_model
 
     retriever = dense_model(model, options)
-    table, models = _artifact_table(dataset, lm, field=field, batch_size=batch_size, device=device, cache_dir=cache_dir)
+    table, models = _artifact_table(dataset, lm, field=field, options=options)
     summary: dict[str, Any] = {"model": retriever.name, "field": field, "factors_requested": [f for f in FACTORS if f != "perplexity" or lm], "sources": {}}
     if not lm:
         summary["not_included"] = {"perplexity": "no --lm given (perplexity is slow to compute)"}

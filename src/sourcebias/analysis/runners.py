@@ -11,7 +11,10 @@ run) into an :class:`~sourcebias.analysis.result.AnalysisResult` of tables, a su
   gaps (Huang et al. 2026).
 
 Every model value (embeddings, perplexities) goes through the embedding store, so reruns and
-other analyses reuse it.
+other analyses reuse it. Every model-backed analysis takes the same ``options`` mapping, the
+model options: ``device``, ``batch_size`` and ``cache_dir`` (the store's folder); for the encoder
+these are :func:`~sourcebias.retrieval.build_retriever`'s command-wide settings, and the LM scorer
+of :func:`perplexity` and :func:`artifacts` is built with the same three (:func:`lm_values`).
 """
 
 from __future__ import annotations
@@ -53,6 +56,19 @@ def dense_model(spec: str, options: Mapping[str, Any] | None = None):
     if getattr(first, "embedder", None) is None:
         raise ConfigError(f"'{spec}' is not a dense retriever (embedding analyses need an encoder: minilm, st:NAME, a preset)")
     return first
+
+
+def lm_values(corpus, lm: str, *, field: str = "text", options: Mapping[str, Any] | None = None):
+    """The LM scorer of ``lm`` (``lm:NAME``, ``mlm:NAME``, ``mlm:from-retriever:SPEC``) built with
+    the model options (``device``, ``batch_size``, ``cache_dir``; any other key is the encoder's,
+    and left out here), and per document of ``corpus`` its ``field``'s ``(tokens, values)`` with
+    the store's statistics, through the store in ``cache_dir``: ``(scorer, tokens, values, stats)``."""
+    from sourcebias.analysis.perplexity import build_lm_scorer, document_values
+
+    opts = dict(options or {})
+    scorer = build_lm_scorer(lm, batch_size=opts.get("batch_size"), device=opts.get("device"), cache_dir=opts.get("cache_dir"), field=field)
+    tokens, values, stats = document_values(corpus, scorer, cache_dir=opts.get("cache_dir"))
+    return scorer, tokens, values, stats
 
 
 def _llm_sources(dataset, sources: Sequence[str] | None) -> list[str]:
@@ -259,23 +275,20 @@ def perplexity(
     *,
     sources: Sequence[str] | None = None,
     field: str = "text",
-    batch_size: int | None = None,
-    device: str | None = None,
-    cache_dir: Any = None,
+    options: Mapping[str, Any] | None = None,
 ) -> AnalysisResult:
     """Log-perplexity of every document's ``field`` (``text``, the default, as the papers' code;
-    or ``title+text``) (``lm:`` causal, ``mlm:`` masked pseudo-perplexity); per source mean and
+    or ``title+text``) (``lm:`` causal, ``mlm:`` masked pseudo-perplexity) under the LM built with
+    the model ``options`` (``device``, ``batch_size``, ``cache_dir``); per source mean and
     spread; over twin pairs the mean difference (LLM − human) with a paired t-test, a Wilcoxon
     signed-rank test and the paired effect size. A document without a value (an empty field)
     is left out, and counted (``left_out``)."""
     import pandas as pd
 
     from sourcebias.analysis.effects import compare_paired, describe_finite
-    from sourcebias.analysis.perplexity import build_lm_scorer, document_values
 
-    scorer = build_lm_scorer(lm, batch_size=batch_size, device=device, cache_dir=cache_dir, field=field)
     corpus = dataset.corpus
-    tokens, values, stats = document_values(corpus, scorer, cache_dir=cache_dir)
+    scorer, tokens, values, stats = lm_values(corpus, lm, field=field, options=options)
     table = pd.DataFrame({"doc_id": corpus.doc_ids, "source": corpus.source_list(), "tokens": tokens, "value": values})
     summary: dict[str, Any] = {
         "model": lm,
@@ -330,12 +343,11 @@ def artifacts(
     top: int = 200,
     sources: Sequence[str] | None = None,
     field: str = "text",
-    batch_size: int | None = None,
-    device: str | None = None,
-    cache_dir: Any = None,
+    options: Mapping[str, Any] | None = None,
 ) -> AnalysisResult:
     """Per document, of its ``field`` (``text``, the default, as the papers' code; or
-    ``title+text``): log-perplexity (with ``lm``), length in words and in analyzer terms, and the
+    ``title+text``): log-perplexity (with ``lm``, built with the model ``options``: ``device``,
+    ``batch_size``, ``cache_dir``), length in words and in analyzer terms, and the
     median term IDF (Lucene's BM25 idf over the whole loaded collection, the BM25 analyzer's
     terms, with repetitions). Per source: descriptive statistics; per LLM source vs human:
     Cohen's d, Hedges' g, Welch t and Mann-Whitney U (independent) and the paired versions over
@@ -349,7 +361,7 @@ def artifacts(
 
     from sourcebias.analysis.effects import describe_finite
 
-    table, models = _artifact_table(dataset, lm, field=field, batch_size=batch_size, device=device, cache_dir=cache_dir)
+    table, models = _artifact_table(dataset, lm, field=field, options=options)
     features = [c for c in ("perplexity", "words", "terms", "median_idf") if c in table]
     summary: dict[str, Any] = {
         "features": features,
@@ -373,9 +385,10 @@ def artifacts(
     return _result("artifacts", dataset, parameters, models, tables, summary)
 
 
-def _artifact_table(dataset, lm, *, field, batch_size, device, cache_dir):
+def _artifact_table(dataset, lm, *, field, options=None):
     """One row per document: words, analyzer terms, median term IDF (NaN without terms) and,
-    with ``lm``, log-perplexity, all of ``field``; and the models used."""
+    with ``lm`` (built with the model ``options``), log-perplexity, all of ``field``; and the
+    models used."""
     import pandas as pd
 
     from sourcebias.analysis.perplexity import field_texts
@@ -398,10 +411,7 @@ def _artifact_table(dataset, lm, *, field, batch_size, device, cache_dir):
     )
     models: dict[str, Any] = {"analyzer": analyzer.config()}
     if lm:
-        from sourcebias.analysis.perplexity import build_lm_scorer, document_values
-
-        scorer = build_lm_scorer(lm, batch_size=batch_size, device=device, cache_dir=cache_dir, field=field)
-        _, ppl, _ = document_values(corpus, scorer, cache_dir=cache_dir)
+        scorer, _, ppl, _ = lm_values(corpus, lm, field=field, options=options)
         table["perplexity"] = ppl
         models["lm"] = scorer.config()
     return table, models

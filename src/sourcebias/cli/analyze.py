@@ -3,9 +3,14 @@ perplexity, text artifacts, the LLM-minus-human direction."""
 
 from __future__ import annotations
 
+import functools
+import inspect
 import time
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -32,6 +37,50 @@ Field = Annotated[
         metavar="text|title+text", help="Which field of a document is measured: its text (the papers' code) or title and text joined (what a retriever sees)."
     ),
 ]
+
+
+#: the options of every model-backed command, in the order they end its options (before --overwrite)
+_MODEL_OPTIONS = {"device": Device, "batch_size": BatchSize, "cache_dir": CacheDir}
+
+
+@dataclass(frozen=True)
+class Shared:
+    """What the options every analyze command ends with give it: the model options (``options=``
+    of :mod:`sourcebias.analysis.runners`: device, batch_size, cache_dir; empty for a command
+    without a model) and whether to replace the results of an earlier run in --output."""
+
+    options: dict[str, Any]
+    overwrite: bool
+
+
+def shared_options(*, model: bool = True) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """Under ``@analyze_app.command()``: the command's options end with the shared ones, declared
+    here once (--device, --batch-size and --cache-dir with ``model``; --overwrite), and the command
+    gets them in one :class:`Shared`, its ``shared`` parameter. typer reads a command's options off
+    its signature and type hints: the wrapper's are the command's own (resolved, ``shared`` left
+    out) followed by the shared ones."""
+    models = _MODEL_OPTIONS if model else {}
+    keyword = inspect.Parameter.KEYWORD_ONLY
+    added = [
+        *(inspect.Parameter(n, keyword, annotation=a, default=None) for n, a in models.items()),
+        inspect.Parameter("overwrite", keyword, annotation=Overwrite, default=False),
+    ]
+
+    def decorate(command: Callable[..., None]) -> Callable[..., None]:
+        hints = typing.get_type_hints(command, include_extras=True)
+        own = [p.replace(annotation=hints[p.name]) for p in inspect.signature(command).parameters.values() if p.name != "shared"]
+
+        @functools.wraps(command)
+        def run(**kwargs: Any) -> None:
+            shared = Shared(options={n: kwargs.pop(n) for n in models}, overwrite=kwargs.pop("overwrite"))
+            command(**kwargs, shared=shared)
+
+        params = [*own, *added]
+        run.__signature__ = inspect.Signature(params, return_annotation=None)  # type: ignore[attr-defined]
+        run.__annotations__ = {p.name: p.annotation for p in params} | {"return": None}
+        return run
+
+    return decorate
 
 
 def _run(what: str, dataset_dir: Path, output: Path, overwrite: bool, split: str | None, build) -> None:
@@ -77,11 +126,6 @@ def _run(what: str, dataset_dir: Path, output: Path, overwrite: bool, split: str
     console.print(
         f"Wrote {', '.join(f'{k}.csv' for k in result.tables)}, summary.json and {len(result.figures)} figure{'s' if len(result.figures) != 1 else ''} to [bold]{path}[/bold]"
     )
-
-
-def _model_options(device: str | None, batch_size: int | None, cache_dir: Path | None) -> dict:
-    """The options every model-backed analysis takes (``options=`` of :mod:`sourcebias.analysis.runners`)."""
-    return {"device": device, "batch_size": batch_size, "cache_dir": cache_dir}
 
 
 def _fmt(v) -> str:
@@ -188,6 +232,7 @@ def _print_artifacts(result) -> None:
 
 
 @analyze_app.command()
+@shared_options()
 def quality(
     dataset_dir: Dataset,
     output: Output,
@@ -198,26 +243,26 @@ def quality(
     field: Field = "text",
     seed: Seed = 0,
     split: Split = None,
-    device: Device = None,
-    batch_size: BatchSize = None,
-    cache_dir: CacheDir = None,
-    overwrite: Overwrite = False,
+    *,
+    shared: Shared,
 ) -> None:
     """Twin quality (Dai et al., KDD 2024, §2.3): term Jaccard/overlap, lengths, matched vs random-pair cosine, t-SNE map."""
     from sourcebias.analysis import runners
 
-    opts = _model_options(device, batch_size, cache_dir)
     _run(
         "quality",
         dataset_dir,
         output,
-        overwrite,
+        shared.overwrite,
         split,
-        lambda ds: runners.quality(ds, model, sources=source, seed=seed, random_pairs=random_pairs, tsne_sample=tsne_sample, field=field, options=opts),
+        lambda ds: runners.quality(
+            ds, model, sources=source, seed=seed, random_pairs=random_pairs, tsne_sample=tsne_sample, field=field, options=shared.options
+        ),
     )
 
 
 @analyze_app.command()
+@shared_options()
 def spectrum(
     dataset_dir: Dataset,
     output: Output,
@@ -225,19 +270,19 @@ def spectrum(
     source: Source = None,
     center: Annotated[bool, typer.Option(help="Centre each matrix first (the papers do not).")] = False,
     split: Split = None,
-    device: Device = None,
-    batch_size: BatchSize = None,
-    cache_dir: CacheDir = None,
-    overwrite: Overwrite = False,
+    *,
+    shared: Shared,
 ) -> None:
     """Singular values of each source's embeddings and the LLM/human ratio (Dai et al., KDD 2024, §4.1)."""
     from sourcebias.analysis import runners
 
-    opts = _model_options(device, batch_size, cache_dir)
-    _run("spectrum", dataset_dir, output, overwrite, split, lambda ds: runners.spectrum(ds, model, sources=source, center=center, options=opts))
+    _run(
+        "spectrum", dataset_dir, output, shared.overwrite, split, lambda ds: runners.spectrum(ds, model, sources=source, center=center, options=shared.options)
+    )
 
 
 @analyze_app.command()
+@shared_options()
 def perplexity(
     dataset_dir: Dataset,
     output: Output,
@@ -250,10 +295,8 @@ def perplexity(
     field: Field = "text",
     source: Source = None,
     split: Split = None,
-    device: Device = None,
-    batch_size: BatchSize = None,
-    cache_dir: CacheDir = None,
-    overwrite: Overwrite = False,
+    *,
+    shared: Shared,
 ) -> None:
     """Log-perplexity of every document and the paired LLM − human difference (Dai et al., KDD 2024, §4.2)."""
     from sourcebias.analysis import runners
@@ -262,13 +305,14 @@ def perplexity(
         "perplexity",
         dataset_dir,
         output,
-        overwrite,
+        shared.overwrite,
         split,
-        lambda ds: runners.perplexity(ds, model, sources=source, field=field, batch_size=batch_size, device=device, cache_dir=cache_dir),
+        lambda ds: runners.perplexity(ds, model, sources=source, field=field, options=shared.options),
     )
 
 
 @analyze_app.command()
+@shared_options()
 def artifacts(
     dataset_dir: Dataset,
     output: Output,
@@ -284,10 +328,8 @@ def artifacts(
     field: Field = "text",
     source: Source = None,
     split: Split = None,
-    device: Device = None,
-    batch_size: BatchSize = None,
-    cache_dir: CacheDir = None,
-    overwrite: Overwrite = False,
+    *,
+    shared: Shared,
 ) -> None:
     """Perplexity, length and median term IDF per document: effect sizes and tests across sources,
     and their correlation with a retriever's scores (Huang et al. 2026)."""
@@ -298,15 +340,14 @@ def artifacts(
         "artifacts",
         dataset_dir,
         output,
-        overwrite,
+        shared.overwrite,
         split,
-        lambda ds: runners.artifacts(
-            ds, lm_spec, run_result=run, retriever=retriever, top=top, sources=source, field=field, batch_size=batch_size, device=device, cache_dir=cache_dir
-        ),
+        lambda ds: runners.artifacts(ds, lm_spec, run_result=run, retriever=retriever, top=top, sources=source, field=field, options=shared.options),
     )
 
 
 @analyze_app.command()
+@shared_options()
 def direction(
     dataset_dir: Dataset,
     output: Output,
@@ -315,26 +356,24 @@ def direction(
     source: Source = None,
     permutations: Annotated[int, typer.Option(help="Sign-flip permutations.", min=0)] = 1000,
     seed: Seed = 0,
-    device: Device = None,
-    batch_size: BatchSize = None,
-    cache_dir: CacheDir = None,
-    overwrite: Overwrite = False,
+    *,
+    shared: Shared,
 ) -> None:
     """The LLM − human embedding direction: consistency, sign-flip tests, share of score gaps along it."""
     from sourcebias.analysis import runners
 
-    opts = _model_options(device, batch_size, cache_dir)
     _run(
         "direction",
         dataset_dir,
         output,
-        overwrite,
+        shared.overwrite,
         split,
-        lambda ds: runners.direction(ds, model, sources=source, permutations=permutations, seed=seed, options=opts),
+        lambda ds: runners.direction(ds, model, sources=source, permutations=permutations, seed=seed, options=shared.options),
     )
 
 
 @analyze_app.command()
+@shared_options(model=False)
 def length(
     dataset_dir: Dataset,
     output: Output,
@@ -348,15 +387,17 @@ def length(
     field: Field = "text",
     source: Source = None,
     split: Annotated[str | None, typer.Option(help="Qrels split whose judged pairs give the per-query table (none: no per-query table).")] = None,
-    overwrite: Overwrite = False,
+    *,
+    shared: Shared,
 ) -> None:
     """Words and model tokens per source, per twin pair (ratio LLM / human) and per query, with g_z and Wilcoxon tests."""
     from sourcebias.analysis import length as ln
 
-    _run("length", dataset_dir, output, overwrite, split, lambda ds: ln.length(ds, tokenizer, sources=source, field=field, tolerance=tolerance))
+    _run("length", dataset_dir, output, shared.overwrite, split, lambda ds: ln.length(ds, tokenizer, sources=source, field=field, tolerance=tolerance))
 
 
 @analyze_app.command()
+@shared_options()
 def decompose(
     dataset_dir: Dataset,
     output: Output,
@@ -370,20 +411,17 @@ def decompose(
     field: Field = "text",
     source: Source = None,
     seed: Seed = 0,
-    device: Device = None,
-    batch_size: BatchSize = None,
-    cache_dir: CacheDir = None,
-    overwrite: Overwrite = False,
+    *,
+    shared: Shared,
 ) -> None:
     """One joint account of the twin gap: s(q, LLM) − s(q, human) regressed on Δ perplexity (--lm), Δ words, Δ median IDF and the cross-fitted direction projection, SEs clustered by query, shares of the mean gap, a held-out half."""
     from sourcebias.analysis import decompose as dc
 
-    opts = _model_options(device, batch_size, cache_dir)
     _run(
         "decompose",
         dataset_dir,
         output,
-        overwrite,
+        shared.overwrite,
         split,
         lambda ds: dc.decompose(
             ds,
@@ -393,15 +431,13 @@ def decompose(
             field=field,
             seed=seed,
             confidence=confidence,
-            options=opts,
-            batch_size=batch_size,
-            device=device,
-            cache_dir=cache_dir,
+            options=shared.options,
         ),
     )
 
 
 @analyze_app.command("compare-directions")
+@shared_options()
 def compare_directions(
     dataset_dir: Dataset,
     output: Output,
@@ -423,16 +459,12 @@ def compare_directions(
         ),
     ] = 0,
     seed: Seed = 0,
-    device: Device = None,
-    batch_size: BatchSize = None,
-    cache_dir: CacheDir = None,
-    overwrite: Overwrite = False,
+    *,
+    shared: Shared,
 ) -> None:
     """LLM − human vs positive − negative directions: angle, sign-flip tests, random reference; with --with, the joint cross-dataset sign-flip test."""
     from sourcebias.analysis import directions_compare as dcmp
     from sourcebias.data import load_dataset
-
-    opts = _model_options(device, batch_size, cache_dir)
 
     def build(ds):
         others = []
@@ -447,10 +479,10 @@ def compare_directions(
             joint_permutations=joint_permutations,
             unjudged_negatives=unjudged_negatives,
             seed=seed,
-            options=opts,
+            options=shared.options,
         )
 
-    _run("compare-directions", dataset_dir, output, overwrite, split, build)
+    _run("compare-directions", dataset_dir, output, shared.overwrite, split, build)
 
 
 def register(app: typer.Typer) -> None:
