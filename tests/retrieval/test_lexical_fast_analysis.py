@@ -167,14 +167,14 @@ def _generated_words(n: int, seed: int) -> list[str]:
     import random
 
     rng = random.Random(seed)
-    suffixes = (
+    suffixes = (  # noqa: SIM905 (a list of suffixes reads best as one text)
         "|s|es|ies|sses|ss|ed|eed|ing|y|ly|ational|tional|enci|anci|izer|bli|abli|alli|entli|eli|ousli|ization|ation|ator|alism|iveness"
         "|fulness|ousness|aliti|iviti|biliti|logi|icate|ative|alize|iciti|ical|ful|ness|al|ance|ence|er|ic|able|ible|ant|ement|ment|ent"
         "|ion|sion|tion|ou|ism|ate|iti|ous|ive|ize|e|ll|at|bl|iz|ied|ying|yed|ys|ings|edly|ingly|ably|ibly|ology|ologies|logy|bly|blies"
         "|yy|ey|ay|oy|kked|cced|hhing|vving|zzed"
     ).split("|")
-    onsets = "b c d f g h j k l m n p r s t v w y z st tr pl bl ch sh th qu x".split()
-    vowels = "a e i o u y ee oa ai ou ie ea".split()
+    onsets = "b c d f g h j k l m n p r s t v w y z st tr pl bl ch sh th qu x".split()  # noqa: SIM905
+    vowels = "a e i o u y ee oa ai ou ie ea".split()  # noqa: SIM905
     words = []
     for _ in range(n):
         if rng.random() < 0.5:

@@ -21,16 +21,32 @@ def masked_qrels(
 ) -> dict[str, dict[str, int]]:
     """Qrels for one target: ``{query_id: {name: grade}}`` where ``name`` is ``names[position]``
     (the position as a string when ``names`` is not given)."""
-    if target != all_target and target not in corpus.sources:
-        raise ConfigError(f"target '{target}' is not a source of this corpus ({', '.join(corpus.sources)})")
+    return masked_qrels_by_target(corpus, qrels, [target], query_ids, all_target=all_target, names=names)[target]
+
+
+def masked_qrels_by_target(
+    corpus: Corpus,
+    qrels: Mapping[str, Mapping[str, int]],
+    targets: Sequence[str],
+    query_ids: Sequence[str],
+    *,
+    all_target: str,
+    names: Sequence[str] | None = None,
+) -> dict[str, dict[str, dict[str, int]]]:
+    """:func:`masked_qrels` of several targets, ``{target: qrels}``; the judged copies are looked
+    up in the corpus once for all of them."""
+    for target in targets:
+        if target != all_target and target not in corpus.sources:
+            raise ConfigError(f"target '{target}' is not a source of this corpus ({', '.join(corpus.sources)})")
     sources = corpus.sources
-    out: dict[str, dict[str, int]] = {}
+    # (query, [(name, source, grade)]) of every copy of a judged document, in the qrels' order
+    copies = []
     for q in query_ids:
-        entry: dict[str, int] = {}
+        entry = []
         for doc_id, grade in qrels.get(q, {}).items():
             for s in sources:
                 pos = corpus.position(doc_id, s)
                 if pos is not None:
-                    entry[names[pos] if names is not None else str(pos)] = int(grade) if (target == all_target or s == target) else 0
-        out[q] = entry
-    return out
+                    entry.append((names[pos] if names is not None else str(pos), s, int(grade)))
+        copies.append((q, entry))
+    return {target: {q: {name: grade if (target == all_target or s == target) else 0 for name, s, grade in entry} for q, entry in copies} for target in targets}

@@ -35,7 +35,7 @@ from sourcebias.core.errors import ConfigError
 from sourcebias.data.corpus import Corpus
 from sourcebias.data.dataset import Dataset, require_evaluable
 from sourcebias.data.qrels import Qrels
-from sourcebias.evaluation.masking import masked_qrels
+from sourcebias.evaluation.masking import masked_qrels, masked_qrels_by_target
 from sourcebias.evaluation.measures import DEFAULT_CUTOFFS, DEFAULT_MEASURES, Measure, SourceMeasureKind, measure_grid, trec_measure_spec
 from sourcebias.evaluation.results import ALL, MIXED, EvaluationResult, Key, RunKey
 from sourcebias.retrieval.base import Retriever, with_stage_after_first
@@ -115,9 +115,9 @@ def score_run(
     if target_ms:
         spec = trec_measure_spec(target_ms)
         trun = trec_run(run, query_ids)
+        by_target = masked_qrels_by_target(run.corpus, qrels, targets, query_ids, all_target=ALL)  # as target_qrels, each target
         for target in targets:
-            tq = target_qrels(run.corpus, qrels, target, query_ids)
-            res = pytrec_eval.RelevanceEvaluator(tq, spec).evaluate(trun)
+            res = pytrec_eval.RelevanceEvaluator(by_target[target], spec).evaluate(trun)
             for m in target_ms:
                 key = m.trec_key
                 out[(target, str(m))] = np.array([res.get(q, {}).get(key, 0.0) for q in query_ids], dtype=np.float64)

@@ -68,13 +68,16 @@ def run_evaluation_job(
     emit = emit or (lambda _kind, _text: None)
     plan.check()
     folder = OutputFolder.claim(output, kind="evaluate", overwrite=overwrite) if output is not None else None
+    figure = None
     try:
         systems = plan.build_systems()
         ds, t_load = _load(dataset, options, emit)
         runs = plan.load_runs(ds, systems)
         for run in runs.values():
             emit("detail", f"{run.name}: {run.info['lines']:,} lines from {run.info['source_file']} (documents named by {run.info['docnos']})")
+        figure = _figure_helper(ds, folder)
         result = _evaluate(ds, systems, runs, plan, keep_runs=(folder is not None and plan.write_runs) or plan.statistics != ())
+        _submit_figure(figure, result, folder)
         for kind, text in run_notes(result):
             emit(kind, text)
         report = _report(result, ds, plan)
@@ -83,9 +86,11 @@ def run_evaluation_job(
             from sourcebias.reporting.outputs import write_evaluation
 
             timings = {"load_s": round(t_load, 3), "total_s": round(time.perf_counter() - t_start, 3)}
-            path = write_evaluation(result, folder, report=report, write_runs=plan.write_runs, timings=timings, format=plan.format)
+            path = write_evaluation(result, folder, report=report, figure=figure, write_runs=plan.write_runs, timings=timings, format=plan.format)
         return EvaluationJob(ds, result, report, path)
     finally:
+        if figure is not None:
+            figure.close()
         if folder is not None:
             folder.abort()  # no-op after a commit; otherwise releases the lock, keeps nothing half-written
 
@@ -106,6 +111,29 @@ def _load(dataset: str | Path, options: DatasetOptions, emit: Emit) -> tuple[Any
         emit("note", note)
     require_evaluable(ds)
     return ds, seconds
+
+
+def _figure_helper(ds: Any, folder: Any) -> Any:
+    """A process that imports matplotlib while the retrievers rank, to draw the figure of an
+    output folder (:mod:`sourcebias.reporting.figure_process`); ``None`` where it would not pay."""
+    if folder is None:
+        return None
+    from sourcebias.reporting import figure_process
+
+    return figure_process.start(len(ds.corpus))
+
+
+def _submit_figure(helper: Any, result: Any, folder: Any) -> None:
+    """Send the figure's values to the helper, which draws while the statistics are computed."""
+    if helper is None:
+        return
+    from sourcebias.reporting.evaluation_figure import FIGURE_FILE, figure_data
+
+    data = figure_data(result)
+    if data is None:  # nothing to draw: the helper ends
+        helper.close()
+    else:
+        helper.submit(data, folder.staging / FIGURE_FILE)
 
 
 def _evaluate(ds: Any, systems: list[Any], runs: dict[str, Any], plan: EvaluationPlan, *, keep_runs: bool) -> Any:

@@ -34,6 +34,8 @@ from sourcebias.reporting.report import Report, result_report
 if TYPE_CHECKING:  # typing.Unpack is Python 3.11+; the annotations are never evaluated at run time
     from typing_extensions import Unpack
 
+    from sourcebias.reporting.figure_process import FigureProcess
+
 __all__ = ["evaluation_manifest", "write_evaluation", "write_summaries"]
 
 
@@ -62,7 +64,7 @@ def write_summaries(result: EvaluationResult, folder: str | Path, report: Report
     return out | to_csv(report, folder)
 
 
-def write_figure(result: EvaluationResult, folder: str | Path) -> dict[str, Path]:
+def write_figure(result: EvaluationResult, folder: str | Path, helper: FigureProcess | None = None) -> dict[str, Path]:
     """Write ``figures/source_bias.png`` into ``folder``.
 
     See :func:`~sourcebias.reporting.evaluation_figure.plot_source_bias`; nothing is drawn when the
@@ -72,10 +74,22 @@ def write_figure(result: EvaluationResult, folder: str | Path) -> dict[str, Path
     Args:
         result: The evaluation.
         folder: The output folder.
+        helper: A :class:`~sourcebias.reporting.figure_process.FigureProcess` that was sent this
+            figure: its file is waited for instead of drawn here.
 
     Returns:
         ``{"figure": path}``, ``{"figure_note": path}`` or ``{}``.
     """
+    from sourcebias.reporting.evaluation_figure import FIGURE_FILE
+
+    target = Path(folder) / FIGURE_FILE
+    if helper is not None and helper.path == target:  # matplotlib is not imported here
+        from sourcebias.core.errors import SourceBiasError
+
+        try:
+            return {"figure": helper.wait()}
+        except SourceBiasError:  # the helper could not draw it: drawn here instead (a fault of the drawing is raised here)
+            pass
     try:
         import matplotlib  # noqa: F401
     except ModuleNotFoundError:
@@ -86,12 +100,18 @@ def write_figure(result: EvaluationResult, folder: str | Path) -> dict[str, Path
         return {"figure_note": atomic_write_text(Path(folder) / "figures" / "not-drawn.txt", note)}
     from sourcebias.reporting.evaluation_figure import plot_source_bias
 
-    path = plot_source_bias(result, Path(folder) / "figures" / "source_bias.png")
+    path = plot_source_bias(result, target)
     return {"figure": path} if path is not None else {}
 
 
 def write_evaluation(
-    result: EvaluationResult, out: str | Path | OutputFolder, *, overwrite: bool = False, report: Report | None = None, **options: Unpack[WriteOptions]
+    result: EvaluationResult,
+    out: str | Path | OutputFolder,
+    *,
+    overwrite: bool = False,
+    report: Report | None = None,
+    figure: FigureProcess | None = None,
+    **options: Unpack[WriteOptions],
 ) -> Path:
     """Write ``result`` and its report as an output folder (see :func:`sourcebias.evaluation.artifact.write_result`).
 
@@ -102,6 +122,7 @@ def write_evaluation(
         report: the report rendered into ``summary.md``/``summary.tex``/``statistics.csv``, e.g.
             :func:`~sourcebias.reporting.report.result_report` with the dataset's qrels; by
             default the result's own.
+        figure: a helper process already drawing the figure (see :func:`write_figure`).
         **options: see :class:`~sourcebias.evaluation.artifact.WriteOptions`.
 
     Returns:
@@ -109,6 +130,6 @@ def write_evaluation(
     """
 
     def render(res: EvaluationResult, folder: Path) -> dict[str, Path]:
-        return write_summaries(res, folder, report) | write_figure(res, folder)
+        return write_summaries(res, folder, report) | write_figure(res, folder, figure)
 
     return write_result(result, out, overwrite=overwrite, render=render, **options)
