@@ -37,6 +37,17 @@ def test_float32_text_is_numpys_scalar_str_and_reads_back():
     assert np.array_equal(np.array(texts, dtype=np.float32), x)
 
 
+def test_float32_text_of_repeated_values_and_every_kind_of_bit_pattern():
+    """Each distinct value is formatted once (BM25's scores repeat): repeated values, -0.0 next
+    to 0.0, NaNs with different payloads and infinities still get their own scalar text."""
+    x = _float32_values()
+    repeated = np.concatenate([x, x[::-1], np.repeat(x[:500], 7), np.array([-0.0, 0.0, -0.0, np.nan, -np.nan], dtype=np.float32)])
+    texts = _score_formatter(np.dtype(np.float32))(repeated)
+    assert texts == [str(np.float32(s)) for s in repeated.tolist()]
+    assert texts[-5:] == ["-0.0", "0.0", "-0.0", "nan", "nan"]
+    assert _score_formatter(np.dtype(np.float32))(np.array([], dtype=np.float32)) == []
+
+
 def test_float64_text_is_repr():
     x = np.random.default_rng(1).standard_normal(1000) * 1e3
     assert _score_formatter(np.dtype(np.float64))(x) == [repr(s) for s in x.tolist()]

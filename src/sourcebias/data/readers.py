@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from sourcebias.core import collector
 from sourcebias.core.errors import DataError
 from sourcebias.data.corpus import Corpus
 from sourcebias.data.io import iter_lines
@@ -79,6 +80,26 @@ def read_corpus(
     texts: list[str] = []
     metadata: list[dict | None] = []
     line_of: dict[str, int] = {}
+    with collector.paused():  # JSON records: no reference cycle
+        _read_records(path, ids, titles, texts, metadata, line_of, empty_text, report)
+    if not ids:
+        raise DataError(path, "empty corpus: the file holds no documents")
+    report.files[str(path)] = len(ids)
+    has_meta = any(m is not None for m in metadata)
+    return Corpus(ids, [source] * len(ids), titles, texts, metadata if has_meta else None), line_of
+
+
+def _read_records(
+    path: Path,
+    ids: list[str],
+    titles: list[str],
+    texts: list[str],
+    metadata: list[dict | None],
+    line_of: dict[str, int],
+    empty_text: OnProblem,
+    report: LoadReport,
+) -> None:
+    """The documents of a corpus file, appended to the given lists (see :func:`read_corpus`)."""
     for lineno, rec in iter_jsonl(path):
         doc_id = require_id(rec, "_id", path, lineno, "document")
         text = require_str(rec, "text", path, lineno, allow_empty=True)
@@ -97,11 +118,6 @@ def read_corpus(
         texts.append(text)
         meta = rec.get("metadata")
         metadata.append(meta if isinstance(meta, dict) else None)
-    if not ids:
-        raise DataError(path, "empty corpus: the file holds no documents")
-    report.files[str(path)] = len(ids)
-    has_meta = any(m is not None for m in metadata)
-    return Corpus(ids, [source] * len(ids), titles, texts, metadata if has_meta else None), line_of
 
 
 def read_queries(path: str | Path, *, report: LoadReport | None = None) -> dict[str, str]:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sourcebias.core import collector
 from sourcebias.data.options import DatasetOptions
 from sourcebias.evaluation.plan import EvaluationPlan
 
@@ -69,30 +70,28 @@ def run_evaluation_job(
     plan.check()
     folder = OutputFolder.claim(output, kind="evaluate", overwrite=overwrite) if output is not None else None
     figure = None
-    try:
-        systems = plan.build_systems()
-        ds, t_load = _load(dataset, options, emit)
-        runs = plan.load_runs(ds, systems)
-        for run in runs.values():
-            emit("detail", f"{run.name}: {run.info['lines']:,} lines from {run.info['source_file']} (documents named by {run.info['docnos']})")
-        figure = _figure_helper(ds, folder)
-        result = _evaluate(ds, systems, runs, plan, keep_runs=(folder is not None and plan.write_runs) or plan.statistics != ())
-        _submit_figure(figure, result, folder)
-        for kind, text in run_notes(result):
-            emit(kind, text)
-        report = _report(result, ds, plan)
-        path = None
-        if folder is not None:
-            from sourcebias.reporting.outputs import write_evaluation
-
+    with collector.Freezer() as frozen:  # later collections do not re-scan the corpus and runs
+        try:
+            systems = plan.build_systems()
+            with collector.paused():  # reading records creates no reference cycle; frozen at its end
+                ds, t_load = _load(dataset, options, emit)
+            runs = plan.load_runs(ds, systems)
+            for run in runs.values():
+                emit("detail", f"{run.name}: {run.info['lines']:,} lines from {run.info['source_file']} (documents named by {run.info['docnos']})")
+            figure = _figure_helper(ds, folder)
+            result = _evaluate(ds, systems, runs, plan, keep_runs=(folder is not None and plan.write_runs) or plan.statistics != ())
+            frozen.now()
+            _submit_figure(figure, result, folder)
+            for kind, text in run_notes(result):
+                emit(kind, text)
+            report = _report(result, ds, plan)
             timings = {"load_s": round(t_load, 3), "total_s": round(time.perf_counter() - t_start, 3)}
-            path = write_evaluation(result, folder, report=report, figure=figure, write_runs=plan.write_runs, timings=timings, format=plan.format)
-        return EvaluationJob(ds, result, report, path)
-    finally:
-        if figure is not None:
-            figure.close()
-        if folder is not None:
-            folder.abort()  # no-op after a commit; otherwise releases the lock, keeps nothing half-written
+            return EvaluationJob(ds, result, report, _write(result, report, folder, figure, plan, timings))
+        finally:
+            if figure is not None:
+                figure.close()
+            if folder is not None:
+                folder.abort()  # no-op after a commit; otherwise releases the lock, keeps nothing half-written
 
 
 def _load(dataset: str | Path, options: DatasetOptions, emit: Emit) -> tuple[Any, float]:
@@ -111,6 +110,15 @@ def _load(dataset: str | Path, options: DatasetOptions, emit: Emit) -> tuple[Any
         emit("note", note)
     require_evaluable(ds)
     return ds, seconds
+
+
+def _write(result: Any, report: Any, folder: Any, figure: Any, plan: EvaluationPlan, timings: dict[str, float]) -> Path | None:
+    """Write the output folder (``None`` without one)."""
+    if folder is None:
+        return None
+    from sourcebias.reporting.outputs import write_evaluation
+
+    return write_evaluation(result, folder, report=report, figure=figure, write_runs=plan.write_runs, timings=timings, format=plan.format)
 
 
 def _figure_helper(ds: Any, folder: Any) -> Any:
