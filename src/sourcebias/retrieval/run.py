@@ -397,7 +397,8 @@ def _float32_texts(scores: Any) -> list[str]:
     """``str(np.float32(s))`` of each score (see :func:`_score_formatter`)."""
     bits = np.ascontiguousarray(scores, dtype=np.float32).view(np.uint32)
     distinct, index = np.unique(bits, return_inverse=True)
-    return distinct.view(np.float32).astype(str)[index.reshape(-1)].tolist()
+    texts: list[str] = distinct.view(np.float32).astype(str)[index.reshape(-1)].tolist()
+    return texts
 
 
 def _position_lookup(corpus: Corpus) -> Callable[[str, str], int | None]:
