@@ -14,9 +14,9 @@ sourcebias additionally validates the input, applies the tie rule, writes per-qu
 the statistics (bootstrap CI, paired tests with Holm's correction, twin preference, ΔNDSR), the
 figure and a manifest with SHA-256 of the inputs. The printed ratio is ours / raw (lower is
 better), of wall-clock time and of CPU time (the process and its children: with two usable CPUs
-sourcebias draws the figure in a helper process that imports matplotlib while BM25 ranks, see
-``sourcebias.reporting.figure_process``; ``--one-cpu`` pins both sides to one CPU, where no
-helper is started).
+sourcebias computes the statistics and draws the figure in a helper process that imports SciPy,
+statsmodels, pandas and matplotlib while BM25 ranks, see ``sourcebias.reporting.report_process``;
+``--one-cpu`` pins both sides to one CPU, where no helper is started).
 
 Every run is cold: a new process, a new empty ``SOURCEBIAS_CACHE``, nothing analysed or scored
 before. Python's own bytecode caches are what an installed package has (pip compiles at install):

@@ -69,7 +69,7 @@ def run_evaluation_job(
     emit = emit or (lambda _kind, _text: None)
     plan.check()
     folder = OutputFolder.claim(output, kind="evaluate", overwrite=overwrite) if output is not None else None
-    figure = None
+    helper = None
     with collector.Freezer() as frozen:  # later collections do not re-scan the corpus and runs
         try:
             systems = plan.build_systems()
@@ -78,18 +78,18 @@ def run_evaluation_job(
             runs = plan.load_runs(ds, systems)
             for run in runs.values():
                 emit("detail", f"{run.name}: {run.info['lines']:,} lines from {run.info['source_file']} (documents named by {run.info['docnos']})")
-            figure = _figure_helper(ds, folder)
+            helper = _report_helper(ds, folder)
             result = _evaluate(ds, systems, runs, plan, keep_runs=(folder is not None and plan.write_runs) or plan.statistics != ())
             frozen.now()
-            _submit_figure(figure, result, folder)
             for kind, text in run_notes(result):
                 emit(kind, text)
-            report = _report(result, ds, plan)
+            report = _report(result, ds, plan, helper)
+            _submit_figure(helper, result, folder)
             timings = {"load_s": round(t_load, 3), "total_s": round(time.perf_counter() - t_start, 3)}
-            return EvaluationJob(ds, result, report, _write(result, report, folder, figure, plan, timings))
+            return EvaluationJob(ds, result, report, _write(result, report, folder, helper, plan, timings))
         finally:
-            if figure is not None:
-                figure.close()
+            if helper is not None:
+                helper.close()
             if folder is not None:
                 folder.abort()  # no-op after a commit; otherwise releases the lock, keeps nothing half-written
 
@@ -121,18 +121,18 @@ def _write(result: Any, report: Any, folder: Any, figure: Any, plan: EvaluationP
     return write_evaluation(result, folder, report=report, figure=figure, write_runs=plan.write_runs, timings=timings, format=plan.format)
 
 
-def _figure_helper(ds: Any, folder: Any) -> Any:
-    """A process that imports matplotlib while the retrievers rank, to draw the figure of an
-    output folder (:mod:`sourcebias.reporting.figure_process`); ``None`` where it would not pay."""
+def _report_helper(ds: Any, folder: Any) -> Any:
+    """A process that imports the statistics' and the figure's libraries while the retrievers rank
+    (:mod:`sourcebias.reporting.report_process`); ``None`` where it would not pay."""
     if folder is None:
         return None
-    from sourcebias.reporting import figure_process
+    from sourcebias.reporting import report_process
 
-    return figure_process.start(len(ds.corpus))
+    return report_process.start(len(ds.corpus))
 
 
 def _submit_figure(helper: Any, result: Any, folder: Any) -> None:
-    """Send the figure's values to the helper, which draws while the statistics are computed."""
+    """Send the figure's values to the helper, which draws while the results are written."""
     if helper is None:
         return
     from sourcebias.reporting.evaluation_figure import FIGURE_FILE, figure_data
@@ -141,7 +141,7 @@ def _submit_figure(helper: Any, result: Any, folder: Any) -> None:
     if data is None:  # nothing to draw: the helper ends
         helper.close()
     else:
-        helper.submit(data, folder.staging / FIGURE_FILE)
+        helper.submit_figure(data, folder.staging / FIGURE_FILE)
 
 
 def _evaluate(ds: Any, systems: list[Any], runs: dict[str, Any], plan: EvaluationPlan, *, keep_runs: bool) -> Any:
@@ -153,7 +153,7 @@ def _evaluate(ds: Any, systems: list[Any], runs: dict[str, Any], plan: Evaluatio
     )  # fmt: skip
 
 
-def _report(result: Any, ds: Any, plan: EvaluationPlan) -> Any:
+def _report(result: Any, ds: Any, plan: EvaluationPlan, helper: Any) -> Any:
     from sourcebias.core import progress
     from sourcebias.reporting.report import EVALUATE_STATISTICS, result_report
 
@@ -162,7 +162,26 @@ def _report(result: Any, ds: Any, plan: EvaluationPlan) -> Any:
         return result_report(
             result, ds.qrels, statistics=statistics, measures=list(plan.statistics_measures) or None, bootstrap_resamples=plan.bootstrap_resamples,
             confidence=plan.confidence, significance_resamples=plan.resamples, correction=plan.correction, ndsr_k=plan.ndsr_k,
+            compute=_statistics_by(helper),
         )  # fmt: skip
+
+
+def _statistics_by(helper: Any) -> Any:
+    """What computes the statistics: the helper where it takes them, this process otherwise (and
+    where the helper could not: an error is then raised here, as without a helper)."""
+    from sourcebias.core.errors import SourceBiasError
+    from sourcebias.evaluation.stats import compute_statistics
+
+    if helper is None or not helper.takes_statistics:
+        return compute_statistics
+
+    def compute(result: Any, ctx: Any, names: list[str]) -> Any:
+        try:
+            return helper.statistics(result, ctx, names)
+        except SourceBiasError:
+            return compute_statistics(result, ctx, names)
+
+    return compute
 
 
 def run_notes(result: Any) -> list[tuple[str, str]]:

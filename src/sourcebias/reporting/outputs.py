@@ -34,7 +34,7 @@ from sourcebias.reporting.report import Report, result_report
 if TYPE_CHECKING:  # typing.Unpack is Python 3.11+; the annotations are never evaluated at run time
     from typing_extensions import Unpack
 
-    from sourcebias.reporting.figure_process import FigureProcess
+    from sourcebias.reporting.report_process import ReportProcess
 
 __all__ = ["evaluation_manifest", "write_evaluation", "write_summaries"]
 
@@ -64,7 +64,7 @@ def write_summaries(result: EvaluationResult, folder: str | Path, report: Report
     return out | to_csv(report, folder)
 
 
-def write_figure(result: EvaluationResult, folder: str | Path, helper: FigureProcess | None = None) -> dict[str, Path]:
+def write_figure(result: EvaluationResult, folder: str | Path, helper: ReportProcess | None = None) -> dict[str, Path]:
     """Write ``figures/source_bias.png`` into ``folder``.
 
     See :func:`~sourcebias.reporting.evaluation_figure.plot_source_bias`; nothing is drawn when the
@@ -74,7 +74,7 @@ def write_figure(result: EvaluationResult, folder: str | Path, helper: FigurePro
     Args:
         result: The evaluation.
         folder: The output folder.
-        helper: A :class:`~sourcebias.reporting.figure_process.FigureProcess` that was sent this
+        helper: A :class:`~sourcebias.reporting.report_process.ReportProcess` that was sent this
             figure: its file is waited for instead of drawn here.
 
     Returns:
@@ -87,7 +87,7 @@ def write_figure(result: EvaluationResult, folder: str | Path, helper: FigurePro
         from sourcebias.core.errors import SourceBiasError
 
         try:
-            return {"figure": helper.wait()}
+            return {"figure": helper.wait_figure()}
         except SourceBiasError:  # the helper could not draw it: drawn here instead (a fault of the drawing is raised here)
             pass
     try:
@@ -110,7 +110,7 @@ def write_evaluation(
     *,
     overwrite: bool = False,
     report: Report | None = None,
-    figure: FigureProcess | None = None,
+    figure: ReportProcess | None = None,
     **options: Unpack[WriteOptions],
 ) -> Path:
     """Write ``result`` and its report as an output folder (see :func:`sourcebias.evaluation.artifact.write_result`).

@@ -301,7 +301,7 @@ class EnglishAnalyzer:
     def _chunk_terms(self, chunk: str) -> tuple[str, ...]:
         """Index terms of one whitespace-free, lower-cased chunk.
 
-        A chunk of ASCII letters and digits alone (four chunks in five of nfcorpus) is one segment
+        A chunk of ASCII letters and digits alone (four chunk occurrences in five in nfcorpus) is one segment
         (UAX #29 breaks neither between letters nor between letters and digits: WB5, WB8-WB10) and
         one token, whose term is looked up without segmenting it."""
         if self._plain(chunk):
