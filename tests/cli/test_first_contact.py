@@ -206,7 +206,9 @@ def test_ctrl_c_during_encoding_keeps_finished_batches(nq_utd, tmp_path):
         time.sleep(0.02)
     assert proc.poll() is None, f"the command ended before the interruption (status {proc.returncode}): {''.join(err_lines)[-3000:]}"
     proc.send_signal(signal.SIGINT)
-    _out, _ = proc.communicate(timeout=120)
+    # wait, not communicate(): communicate would read stderr too, racing the reader thread for the
+    # last lines (the "Interrupted." message); the interrupted run prints far less than a pipe holds
+    proc.wait(timeout=120)
     reader.join(timeout=10)
     err = "".join(err_lines)
     assert proc.returncode == 130, err
