@@ -78,6 +78,21 @@ def test_the_helper_draws_the_file_the_evaluating_process_draws(result, tmp_path
     assert drawn.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+@pytest.mark.parametrize("retrievers", [["bm25"], ["bm25", "tfidf"], ["bm25", "tfidf", "bm25:k1=0.9"]])
+def test_the_figure_title_fits_its_figure(dataset, retrievers):
+    """The title is whole on the figure for one, two and three panels (it was cut at both ends with one)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from sourcebias.reporting.evaluation_figure import source_bias_figure
+
+    res = evaluate(dataset, [build_retriever(r) for r in retrievers], measures=measure_grid(["NDCG"], [1, 3, 5, 10]))
+    fig = source_bias_figure(figure_data(res))
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    box, whole = fig._suptitle.get_window_extent(canvas.get_renderer()), fig.bbox
+    assert whole.x0 <= box.x0 and box.x1 <= whole.x1 and box.y1 <= whole.y1
+
+
 def _evaluate_into(folder, cocktail_dir, monkeypatch, *, helper: bool):
     from sourcebias.data.options import DatasetOptions
     from sourcebias.evaluation.plan import EvaluationPlan

@@ -83,6 +83,14 @@ def draw_source_bias(data: dict[str, Any], path: str | Path) -> Path:
     Returns:
         ``path``.
     """
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    source_bias_figure(data).savefig(out, dpi=150)
+    return out
+
+
+def source_bias_figure(data: dict[str, Any]) -> Any:
+    """The matplotlib ``Figure`` of :func:`figure_data`'s values (see :func:`draw_source_bias`)."""
     # The object API, not pyplot: no global figure state and no pyplot import on evaluate's path
     # (savefig renders a PNG with Agg).
     from matplotlib.figure import Figure
@@ -97,12 +105,11 @@ def draw_source_bias(data: dict[str, Any], path: str | Path) -> Path:
     axes[0][0].set_ylabel(f"{data['measure']} on the mixed corpus (%)")
     handles, labels = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=8, frameon=False)
-    fig.suptitle(f"Source bias on {data['dataset']} ({data['split']}); above each pair: Relative Δ (< 0: LLM text ranked higher)", fontsize=9)
-    fig.tight_layout(rect=(0, 0.08, 1, 0.94))
-    out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=150)
-    return out
+    # two lines where one panel leaves too little width for one (the title was cut at both ends)
+    sep = "\n" if len(panels) < 3 else "; "
+    fig.suptitle(f"Source bias on {data['dataset']} ({data['split']}){sep}above each pair: Relative Δ (< 0: LLM text ranked higher)", fontsize=9)
+    fig.tight_layout(rect=(0, 0.08, 1, 0.92 if sep == "\n" else 0.94))
+    return fig
 
 
 def _panel(ax: Any, panel: dict[str, Any], targets: list[str], cutoffs: list[str], top: float) -> None:

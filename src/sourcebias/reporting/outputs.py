@@ -96,8 +96,8 @@ def write_figure(result: EvaluationResult, folder: str | Path, helper: ReportPro
         from sourcebias.core.atomic import atomic_write_text
 
         note = "figures/source_bias.png was not drawn: matplotlib is not installed (pip install 'sourcebias[analysis]').\n"
-        (Path(folder) / "figures").mkdir(parents=True, exist_ok=True)
-        return {"figure_note": atomic_write_text(Path(folder) / "figures" / "not-drawn.txt", note)}
+        (Path(folder) / FIGURE_FILE.parent).mkdir(parents=True, exist_ok=True)
+        return {"figure_note": atomic_write_text(Path(folder) / FIGURE_FILE.parent / "not-drawn.txt", note)}
     from sourcebias.reporting.evaluation_figure import plot_source_bias
 
     path = plot_source_bias(result, target)
