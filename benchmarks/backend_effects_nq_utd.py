@@ -1,8 +1,8 @@
 """What a CPU backend does to the figures that matter: Relative Δ@1/@3 and NDCG@10 on nq-utd.
 
 all-MiniLM-L6-v2 (offline) ranks nq-utd's mixed corpus on each backend (``torch``, ``onnx``,
-``onnx-int8``, ``openvino``, ``openvino-int8``, ``openvino-bf16``, ``torch-bf16``) through ``sourcebias.evaluate``; the table gives,
-per backend, Relative Δ of NDCG@1 and NDCG@3 with the bootstrap CI of ``sourcebias evaluate``
+``onnx-int8``, ``openvino``, ``openvino-int8``, ``openvino-bf16``, ``torch-bf16``) through
+``sourcebias.evaluate``; the table gives, per backend, Relative Δ of NDCG@1 and NDCG@3 with the bootstrap CI of ``sourcebias evaluate``
 (BCa over queries, 2,000 resamples, seed 0) and NDCG@10 of target ``all`` (every copy relevant)
 with a 95% percentile bootstrap CI over queries (``scipy.stats.bootstrap``, seed 0), and whether
 each backend's Relative Δ@1/@3 lies inside the PyTorch run's CI. Markdown, ready for the README.

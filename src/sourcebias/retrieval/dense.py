@@ -256,7 +256,10 @@ def backend_params() -> dict[str, Param]:
     return {
         "backend": Param(str, "run the transformer on torch, onnx or openvino (exported locally, parity-checked)", default="torch", choices=BACKENDS),
         "quantize": Param(
-            str, "int8: quantize the onnx/openvino export; bf16: run openvino in bfloat16 (named so in every output)", default="none", choices=QUANTIZATIONS
+            str,
+            "int8: quantize the onnx/openvino export; bf16: run openvino or torch in bfloat16 (named so in every output)",
+            default="none",
+            choices=QUANTIZATIONS,
         ),
     }
 
