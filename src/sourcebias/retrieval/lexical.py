@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from sourcebias.core import progress
+from sourcebias.core import collector, progress
 from sourcebias.data.corpus import Corpus
 from sourcebias.retrieval.base import FirstStage, ScoreBlock
 from sourcebias.retrieval.specs import Param, register_first_stage
@@ -338,8 +338,6 @@ class EnglishAnalyzer:
         """Term ids of each text; with ``grow`` new terms are added to ``vocab`` (numbered in
         order of first occurrence), else dropped. Per token, C-level lookups only: chunk ->
         terms, then term -> id (the terms are the memo's strings, their hashes cached)."""
-        from sourcebias.core import collector
-
         with collector.paused():  # tuples of strings and lists of ints: no reference cycle
             if not grow:
                 return [[vocab[t] for t in self._text_terms(text) if t in vocab] for text in texts]
