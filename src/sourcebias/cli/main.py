@@ -23,6 +23,7 @@ from sourcebias.cli import mitigate as _mitigate
 from sourcebias.cli import retrievers as _retrievers
 from sourcebias.cli import train as _train
 from sourcebias.cli.common import err_console, expand_greedy_options, tidy_typer_help
+from sourcebias.cli.identity import identify_commands
 from sourcebias.core.errors import SourceBiasError
 
 tidy_typer_help()
@@ -60,6 +61,7 @@ from sourcebias.cli import simulate as _simulate  # noqa: E402
 
 for _module in (_evaluate, _datasets, _analyze, _bench, _inspect, _retrievers, _generate, _mitigate, _train, _power, _audit, _detect, _simulate):
     _module.register(app)
+identify_commands(app)  # a rerun of the same command replaces its own results (sourcebias.cli.identity)
 
 
 def main(argv: list[str] | None = None) -> None:
