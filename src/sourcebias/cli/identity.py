@@ -31,7 +31,8 @@ _PIECES = re.compile(r"[=,;>:]+")  # NAME=FILE, st:PATH, a>>b, k=v,k=v
 
 
 def identify_commands(app: typer.Typer, prefix: str = "") -> None:
-    """Wrap every command of ``app`` (and of its sub-apps) to run with its run identity."""
+    """Wrap every command of ``app`` (and of its sub-apps): its extras are checked
+    (:mod:`sourcebias.cli.extras`), then it runs with its run identity."""
     for info in app.registered_commands:
         if info.callback is not None and not getattr(info.callback, "_sourcebias_identified", False):
             name = f"{prefix}{info.name or info.callback.__name__.replace('_', '-')}"
@@ -44,8 +45,10 @@ def identify_commands(app: typer.Typer, prefix: str = "") -> None:
 def _identified(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(fn)  # typer reads the parameters (and their annotations) through __wrapped__
     def command(**kwargs: Any) -> Any:
+        from sourcebias.cli.extras import require_command_extras
         from sourcebias.core.artifacts import command_run
 
+        require_command_extras(name, kwargs)  # a missing extra: one line, before any work
         with command_run(run_identity(name, kwargs), interface="cli"):
             return fn(**kwargs)
 

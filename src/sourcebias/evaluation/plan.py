@@ -99,6 +99,10 @@ class EvaluationPlan:
         if self.format not in FORMATS:
             raise ConfigError(f"--format must be csv or parquet, got '{self.format}'")
         self._check_statistics(measures)
+        from sourcebias.retrieval.registry import check_retriever
+
+        for spec in self.specs:  # kinds, their options and their extras, before any work
+            check_retriever(spec, **self.retriever_options)
         for _, path in self.runs:
             if not Path(path).is_file():
                 raise ConfigError(f"--run {path}: file not found")

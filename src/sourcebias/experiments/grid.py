@@ -510,7 +510,7 @@ def _run_on_ray(cfg: GridConfig, todo, root: Path, cache_dir: str, address: str,
     try:
         import ray
     except ImportError:
-        raise ConfigError("--ray needs Ray: pip install 'ray>=2.9' (or run the grid without --ray)") from None
+        raise ConfigError("--ray needs the 'ray' extra, which is not installed: pip install 'sourcebias[ray]' (or run the grid without --ray)") from None
     started_here = not ray.is_initialized()
     if started_here:
         if address == "local":
