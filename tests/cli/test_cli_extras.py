@@ -71,9 +71,21 @@ def test_a_neural_retriever_on_a_core_install_names_the_extra(cocktail_dir, tmp_
     assert not (tmp_path / "out").exists()
 
 
-def test_a_fast_backend_without_the_fast_extra_names_it(cocktail_dir, tmp_path):
-    code, _, err = core_cli(["evaluate", cocktail_dir, "-r", "minilm:backend=openvino", "--k", "1"], tmp_path, blocked="openvino")
-    assert code == 2 and "needs the 'fast' extra, which is not installed (openvino missing): pip install 'sourcebias[fast]'" in err
+@pytest.mark.parametrize(
+    ("args", "blocked", "line"),
+    [
+        (
+            ["-r", "minilm:backend=openvino"],
+            "openvino",
+            "--retriever minilm:backend=openvino needs the 'fast' extra, which is not installed (openvino missing)",
+        ),
+        (["-r", "minilm:index=faiss"], "faiss", "--retriever minilm:index=faiss needs the 'neural' extra, which is not installed (faiss missing)"),
+        (["--format", "parquet"], "pyarrow", "--format parquet needs the 'analysis' extra, which is not installed (pyarrow missing)"),
+    ],
+)
+def test_an_option_whose_extra_is_missing_names_it(cocktail_dir, tmp_path, args, blocked, line):
+    code, out, err = core_cli(["evaluate", cocktail_dir, *args, "--k", "1"], tmp_path, blocked=blocked)
+    assert code == 2 and line in err and "Traceback" not in err and "documents" not in out
 
 
 def test_evaluate_on_a_core_install_says_why_no_figure_was_drawn(cocktail_dir, tmp_path):

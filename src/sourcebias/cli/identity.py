@@ -69,7 +69,8 @@ def run_identity(command: str, params: dict[str, Any]) -> dict[str, Any]:
     from sourcebias.core.manifest import package_versions
 
     kept = {k: v for k, v in params.items() if k not in NOT_IDENTITY}
-    exclude = [Path(v).expanduser().resolve() for k, v in params.items() if k == "output" and v is not None]
+    # what the command writes (its output, the embedding cache) may lie inside an input folder
+    exclude = [Path(v).expanduser().resolve() for k, v in params.items() if k in ("output", "cache_dir") and isinstance(v, (str, Path))]
     inputs: dict[str, Any] = {}
     for path in sorted({p for value in kept.values() for p in _named_paths(value)}):
         inputs[str(path)] = _fingerprint(path, exclude)

@@ -98,6 +98,10 @@ class EvaluationPlan:
             raise ConfigError(f"--depth {self.depth} is smaller than the largest cut-off {cutoff}")
         if self.format not in FORMATS:
             raise ConfigError(f"--format must be csv or parquet, got '{self.format}'")
+        if self.format == "parquet":
+            from sourcebias.core.extras import require
+
+            require("analysis", "--format parquet", ("pyarrow",))
         self._check_statistics(measures)
         from sourcebias.retrieval.registry import check_retriever
 

@@ -122,6 +122,9 @@ def _require_extras(spec: Any, params: dict[str, Any], text: str) -> None:
     backend = params.get("backend")
     if isinstance(backend, str) and backend in _BACKEND_MODULES:
         require("fast", what, _BACKEND_MODULES[backend])
+    index = params.get("index")
+    if isinstance(index, str) and index.startswith("faiss"):
+        require("neural", what, ("faiss",))
 
 
 def _did_you_mean(name: str, known: Any) -> str:
