@@ -49,7 +49,7 @@ def _identified(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
         from sourcebias.core.artifacts import command_run
 
         require_command_extras(name, kwargs)  # a missing extra: one line, before any work
-        with command_run(run_identity(name, kwargs), interface="cli"):
+        with command_run(lambda: run_identity(name, kwargs), interface="cli"):  # fingerprinted only if a folder is claimed
             return fn(**kwargs)
 
     command._sourcebias_identified = True  # type: ignore[attr-defined]

@@ -35,7 +35,7 @@ import hashlib
 import json
 import os
 import shutil
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextvars import ContextVar
 from pathlib import Path
 from types import TracebackType
@@ -52,7 +52,7 @@ RUN_IDENTITY = "run_identity"
 # The identity of the command now running, and how its caller spells options ("cli": --overwrite,
 # "python": overwrite=True). Context variables, so that every command's claim sees them without
 # each library function passing them on.
-_IDENTITY: ContextVar[dict[str, Any] | None] = ContextVar("sourcebias_run_identity", default=None)
+_IDENTITY: ContextVar[_LazyIdentity | None] = ContextVar("sourcebias_run_identity", default=None)
 _INTERFACE: ContextVar[str] = ContextVar("sourcebias_interface", default="python")
 _SPELLING = {
     "cli": {"overwrite": "--overwrite", "output": "--output folder", "example": "--output results"},
@@ -85,14 +85,34 @@ def identity_digest(identity: Mapping[str, Any]) -> str:
     return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode("utf-8")).hexdigest()
 
 
+class _LazyIdentity:
+    """A run identity computed on first use: only a command that claims a folder fingerprints its inputs."""
+
+    def __init__(self, make: Callable[[], Mapping[str, Any]]):
+        self._make = make
+        self._value: dict[str, Any] | None = None
+
+    def get(self) -> dict[str, Any]:
+        if self._value is None:
+            identity = self._make()
+            self._value = {**identity, "sha256": identity_digest(identity)}
+        return self._value
+
+
+def _identity() -> dict[str, Any] | None:
+    lazy = _IDENTITY.get()
+    return None if lazy is None else lazy.get()
+
+
 @contextlib.contextmanager
-def command_run(identity: Mapping[str, Any] | None, *, interface: str = "python") -> Iterator[None]:
+def command_run(identity: Mapping[str, Any] | Callable[[], Mapping[str, Any]] | None, *, interface: str = "python") -> Iterator[None]:
     """Within this block, claims know the running command's identity and its caller's spelling.
 
     Args:
         identity: What makes two runs the same (plain JSON: command, settings, data fingerprint,
-            versions), or ``None``. A claim with the identity that a folder's manifest records
-            replaces that folder without ``overwrite``.
+            versions), a function that computes it (called on the first claim only), or ``None``.
+            A claim with the identity that a folder's manifest records replaces that folder
+            without ``overwrite``.
         interface: ``"cli"`` or ``"python"``: how messages name options (:func:`spelling`).
 
     Yields:
@@ -100,8 +120,11 @@ def command_run(identity: Mapping[str, Any] | None, *, interface: str = "python"
     """
     if interface not in _SPELLING:
         raise ValueError(f"interface must be one of {sorted(_SPELLING)}, not {interface!r}")
-    ident = None if identity is None else {**identity, "sha256": identity_digest(identity)}
-    tokens = (_IDENTITY.set(ident), _INTERFACE.set(interface))
+    if identity is None:
+        lazy = None
+    else:
+        lazy = _LazyIdentity(identity if callable(identity) else lambda: identity)
+    tokens = (_IDENTITY.set(lazy), _INTERFACE.set(interface))
     try:
         yield
     finally:
@@ -119,14 +142,14 @@ def same_run(manifest: Mapping[str, Any], kind: str) -> bool:
     Returns:
         True when both the identity's digest and the kind are equal.
     """
-    ident = _IDENTITY.get()
+    ident = _identity()
     recorded = manifest.get(RUN_IDENTITY)
     return ident is not None and isinstance(recorded, dict) and recorded.get("sha256") == ident["sha256"] and artifact_kind(dict(manifest)) == kind
 
 
 def _differences(manifest: Mapping[str, Any]) -> str:
     """What differs between the recorded run and this one (``""`` when unknown)."""
-    ident, recorded = _IDENTITY.get(), manifest.get(RUN_IDENTITY)
+    ident, recorded = _identity(), manifest.get(RUN_IDENTITY)
     if ident is None:
         return ""
     if not isinstance(recorded, dict):
@@ -360,7 +383,7 @@ class OutputFolder:
         except BaseException:
             release_lock(lock_fh)
             raise
-        return cls(path, kind, lock_fh, staging, replaces, _IDENTITY.get())
+        return cls(path, kind, lock_fh, staging, replaces, _identity())
 
     # -- finishing -----------------------------------------------------------------------------
     def files(self) -> dict[str, dict[str, Any]]:
