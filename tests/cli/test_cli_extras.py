@@ -139,3 +139,20 @@ def test_every_extra_of_pyproject_is_known_and_its_modules_are_its_packages():
     for extra, modules in EXTRAS.items():
         listed = {req.split(">")[0].split("<")[0].split("=")[0].split("[")[0].strip().lower() for req in extras[extra]}
         assert {distribution.get(m, m).lower() for m in modules} <= listed, extra
+
+
+def test_every_command_named_in_the_table_of_extras_exists():
+    """A misspelt name in COMMAND_EXTRAS would silently check nothing."""
+    import typer
+
+    from sourcebias.cli.extras import COMMAND_EXTRAS
+    from sourcebias.cli.main import app
+
+    def walk(cmd, path=()):
+        yield " ".join(path)
+        for name, sub in getattr(cmd, "commands", {}).items():
+            yield from walk(sub, path + (name,))
+
+    commands = set(walk(typer.main.get_command(app)))
+    assert set(COMMAND_EXTRAS) <= commands, set(COMMAND_EXTRAS) - commands
+    assert {c for c in commands if c.startswith("analyze ")} <= set(COMMAND_EXTRAS)
