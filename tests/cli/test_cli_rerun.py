@@ -37,7 +37,8 @@ def test_the_same_command_twice_replaces_its_own_results(cocktail_dir, tmp_path,
     os.utime(out / "metrics.csv", ns=(1, 1))  # to see that the file is written again
     # the same command, spelt otherwise (--k 1 --k 3, a relative path from another folder): the same run
     monkeypatch.chdir(tmp_path)
-    _ok(["evaluate", os.path.relpath(cocktail_dir), "-r", "bm25", "--k", "1", "--k", "3", "--output", "out"], capsys)
+    said = _ok(["evaluate", os.path.relpath(cocktail_dir), "-r", "bm25", "--k", "1", "--k", "3", "--output", "out"], capsys)
+    assert "holds the results of this same command (same settings, input files and versions): they are replaced" in " ".join(said.split())
     second = json.loads((out / "manifest.json").read_text())
     assert (out / "metrics.csv").read_text() == metrics and (out / "metrics.csv").stat().st_mtime_ns != 1
     assert second["run_identity"]["sha256"] == first["run_identity"]["sha256"]

@@ -345,6 +345,8 @@ class OutputFolder:
         self.kind = kind
         self.staging = staging
         self.replaces = replaces
+        #: whether the results replaced are those of this same run (:func:`same_run`)
+        self.same_run = replaces and identity is not None and same_run(read_manifest(path), kind)
         self._lock_fh = lock_fh
         self._done = False
 

@@ -69,6 +69,8 @@ def run_evaluation_job(
     emit = emit or (lambda _kind, _text: None)
     plan.check()
     folder = OutputFolder.claim(output, kind="evaluate", overwrite=overwrite) if output is not None else None
+    if folder is not None and folder.same_run:
+        emit("note", f"{folder.path} holds the results of this same command (same settings, input files and versions): they are replaced")
     helper = None
     with collector.Freezer() as frozen:  # later collections do not re-scan the corpus and runs
         try:
