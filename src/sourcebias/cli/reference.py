@@ -52,7 +52,9 @@ def cli_reference() -> str:
     import typer
 
     from sourcebias.cli.main import app
+    from sourcebias.cli.options import describe_measures
 
+    describe_measures()  # --metric lists the measure registry, as --help shows it
     root = typer.main.get_command(app)
     out: list[str] = []
 

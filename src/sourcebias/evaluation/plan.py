@@ -98,7 +98,15 @@ class EvaluationPlan:
             raise ConfigError(f"--depth {self.depth} is smaller than the largest cut-off {cutoff}")
         if self.format not in FORMATS:
             raise ConfigError(f"--format must be csv or parquet, got '{self.format}'")
+        if self.format == "parquet":
+            from sourcebias.core.extras import require
+
+            require("analysis", "--format parquet", ("pyarrow",))
         self._check_statistics(measures)
+        from sourcebias.retrieval.registry import check_retriever
+
+        for spec in self.specs:  # kinds, their options and their extras, before any work
+            check_retriever(spec, **self.retriever_options)
         for _, path in self.runs:
             if not Path(path).is_file():
                 raise ConfigError(f"--run {path}: file not found")

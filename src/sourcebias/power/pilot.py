@@ -65,14 +65,50 @@ RD_SHIFT = (
 )
 
 
-def statistic_name(name: str) -> str:
-    """The registry statistic a user's name or alias means (``twin`` -> ``twin_preference``,
-    ``rel_delta`` -> ``relative_delta_ci``), refused when it has no power analysis."""
+#: keys of earlier releases (``--effect ndcg=0.05``, before the statistics were named as in the
+#: registry) -> the key that means the same now; accepted for one more release, with a FutureWarning
+DEPRECATED_KEYS = {"ndcg": "difference", "ndcg_diff": "difference", "diff": "difference", "reldelta": "rel_delta", "rd": "rel_delta"}
+
+
+def accepted_keys() -> dict[str, tuple[str, ...]]:
+    """Every name that means each statistic of the power analysis: its registry name and aliases.
+
+    Returns:
+        ``{statistic: (name, *aliases)}`` in :data:`STATISTICS` order.
+    """
     from sourcebias.evaluation.stats import get_statistic
 
-    stat = get_statistic(name).name
+    return {s: (s, *get_statistic(s).aliases) for s in STATISTICS}
+
+
+def statistic_name(name: str) -> str:
+    """The registry statistic a user's name or alias means (``twin`` -> ``twin_preference``,
+    ``rel_delta`` -> ``relative_delta_ci``), refused when it has no power analysis.
+
+    A key of earlier releases (:data:`DEPRECATED_KEYS`, e.g. ``ndcg``) is read as the key that
+    replaced it, with a :class:`FutureWarning` naming that key. A name that is no statistic is
+    refused with every accepted key.
+    """
+    import warnings
+
+    from sourcebias.evaluation.stats import get_statistic
+
+    key = name.strip().lower().replace("-", "_")
+    if key in DEPRECATED_KEYS:
+        new = DEPRECATED_KEYS[key]
+        warnings.warn(
+            f"'{name}' is the spelling of earlier releases and will be refused in the next one; write '{new}' ({get_statistic(new).name})",
+            FutureWarning,
+            stacklevel=2,
+        )
+        key = new
+    known = "; ".join(f"{s}: {', '.join(names[1:])}" for s, names in accepted_keys().items())
+    try:
+        stat = get_statistic(key).name
+    except ConfigError:
+        raise ConfigError(f"unknown statistic '{name}'; accepted (each statistic, then its other names): {known}") from None
     if stat not in STATISTICS:
-        raise ConfigError(f"the statistic '{name}' ({stat}) has no power analysis; statistics: {', '.join(STATISTICS)} (or their --statistics aliases)")
+        raise ConfigError(f"the statistic '{name}' ({stat}) has no power analysis; accepted (each statistic, then its other names): {known}")
     return stat
 
 

@@ -69,6 +69,8 @@ def run_evaluation_job(
     emit = emit or (lambda _kind, _text: None)
     plan.check()
     folder = OutputFolder.claim(output, kind="evaluate", overwrite=overwrite) if output is not None else None
+    if folder is not None and folder.same_run:
+        emit("note", f"{folder.path} holds the results of this same command (same settings, input files and versions): they are replaced")
     helper = None
     with collector.Freezer() as frozen:  # later collections do not re-scan the corpus and runs
         try:
@@ -86,7 +88,9 @@ def run_evaluation_job(
             report = _report(result, ds, plan, helper)
             _submit_figure(helper, result, folder)
             timings = {"load_s": round(t_load, 3), "total_s": round(time.perf_counter() - t_start, 3)}
-            return EvaluationJob(ds, result, report, _write(result, report, folder, helper, plan, timings))
+            path = _write(result, report, folder, helper, plan, timings)
+            _tell_figure_not_drawn(path, emit)
+            return EvaluationJob(ds, result, report, path)
         finally:
             if helper is not None:
                 helper.close()
@@ -119,6 +123,15 @@ def _write(result: Any, report: Any, folder: Any, figure: Any, plan: EvaluationP
     from sourcebias.reporting.outputs import write_evaluation
 
     return write_evaluation(result, folder, report=report, figure=figure, write_runs=plan.write_runs, timings=timings, format=plan.format)
+
+
+def _tell_figure_not_drawn(path: Path | None, emit: Emit) -> None:
+    """The user hears why the folder has no figure (the note the folder keeps, e.g. matplotlib missing)."""
+    from sourcebias.reporting.evaluation_figure import FIGURE_FILE
+
+    note = None if path is None else path / FIGURE_FILE.parent / "not-drawn.txt"
+    if note is not None and note.is_file():
+        emit("note", note.read_text(encoding="utf-8").strip())
 
 
 def _report_helper(ds: Any, folder: Any) -> Any:
