@@ -83,10 +83,23 @@ _IGNORED_HEAD = r"^[\p{WB=Extend}\p{WB=Format}\p{WB=ZWJ}'\u2019\uff07]+"
 #: Terms an analyzer remembers per analysed text, at most (a reference each: 8 bytes, besides
 #: the texts kept as keys): the protocol indexes the mixed corpus, then each source's texts again.
 TEXT_MEMO_TERMS = 10_000_000
+#: The longest token Lucene's StandardTokenizer emits, in UTF-16 code units (Java chars):
+#: StandardAnalyzer.DEFAULT_MAX_TOKEN_LENGTH, Elasticsearch's ``max_token_length``. Its JFlex
+#: scanner's buffer holds that many chars and does not grow (``setBufferSize``): when a token
+#: fills it, the scanner ends the token at the last position the grammar accepts within the
+#: buffer (``zzRefill`` reports the end of input), emits it, and scans on from there afresh, so a
+#: longer word comes out as several tokens. (A surrogate pair is never split: a high surrogate in
+#: the last place is held back, and the token is then at most 254 chars.)
+MAX_TOKEN_LENGTH = 255
 # Lucene's LowerCaseFilter lower-cases code point by code point (Java's Character.toLowerCase,
 # the simple mapping), where str.lower() applies the full mapping ("İ" -> "i" + U+0307) and the
 # final-sigma rule ("Σ" at a word's end -> "ς"): those two are mapped first.
 _SIMPLE_LOWER = str.maketrans({"\u0130": "i", "\u03a3": "\u03c3"})
+
+
+def _utf16_length(text: str) -> int:
+    """The length of ``text`` in UTF-16 code units (Java's ``String.length()``)."""
+    return len(text.encode("utf-16-le")) // 2
 
 
 def _porter_stemmer_class() -> Any:
@@ -303,11 +316,55 @@ class EnglishAnalyzer:
 
         A chunk of ASCII letters and digits alone (four chunk occurrences in five in nfcorpus) is one segment
         (UAX #29 breaks neither between letters nor between letters and digits: WB5, WB8-WB10) and
-        one token, whose term is looked up without segmenting it."""
+        one token, whose term is looked up without segmenting it. A chunk that may hold a token
+        longer than :data:`MAX_TOKEN_LENGTH` goes to :meth:`_long_chunk_terms`."""
+        if len(chunk) > MAX_TOKEN_LENGTH // 2 and _utf16_length(chunk) > MAX_TOKEN_LENGTH:  # a shorter one cannot
+            return self._long_chunk_terms(chunk)
         if self._plain(chunk):
             term = self._term_of[chunk]
             return () if term is None else (term,)
         return tuple(t for t in map(self._term_of.__getitem__, self._word.findall(chunk)) if t is not None)
+
+    def _long_chunk_terms(self, chunk: str) -> tuple[str, ...]:
+        """Index terms of a chunk with a segment longer than :data:`MAX_TOKEN_LENGTH` UTF-16
+        units, cut as StandardTokenizer cuts it: the longest prefix of at most that many units
+        that is a whole segment on its own (the grammar accepts it) is one token, and the chunk is
+        segmented afresh from the character after it; characters Lucene skips before a token
+        (:data:`_IGNORED_HEAD`) are skipped first."""
+        out: list[str] = []
+        rest = chunk
+        while rest:
+            for m in self._word.finditer(rest):
+                seg = m.group()
+                if _utf16_length(seg) <= MAX_TOKEN_LENGTH or not self._is_token(seg):
+                    term = self._term_of[seg]
+                    if term is not None:
+                        out.append(term)
+                    continue
+                head = self._head.match(seg)
+                cut = len(head.group()) if head else self._token_prefix(seg)
+                if not head:
+                    term = self._term_of[seg[:cut]]
+                    if term is not None:
+                        out.append(term)
+                rest = rest[m.start() + cut :]  # scanned afresh, as Lucene's next token
+                break
+            else:
+                rest = ""
+        return tuple(out)
+
+    def _token_prefix(self, segment: str) -> int:
+        """The length of the longest prefix of ``segment`` within :data:`MAX_TOKEN_LENGTH` UTF-16
+        units that is one segment on its own (at least one character)."""
+        cut, units = 0, 0
+        for c in segment:
+            units += 2 if ord(c) > 0xFFFF else 1
+            if units > MAX_TOKEN_LENGTH:
+                break
+            cut += 1
+        while cut > 1 and self._word.findall(segment[:cut]) != [segment[:cut]]:
+            cut -= 1
+        return max(cut, 1)
 
     @staticmethod
     def _chunks(text: str) -> list[str]:
