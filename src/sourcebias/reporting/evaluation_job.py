@@ -86,7 +86,10 @@ def run_evaluation_job(
             report = _report(result, ds, plan, helper)
             _submit_figure(helper, result, folder)
             timings = {"load_s": round(t_load, 3), "total_s": round(time.perf_counter() - t_start, 3)}
-            return EvaluationJob(ds, result, report, _write(result, report, folder, helper, plan, timings))
+            job = EvaluationJob(ds, result, report, _write(result, report, folder, helper, plan, timings))
+            for task, why in (helper.fallbacks if helper is not None else {}).items():
+                emit("note", f"the {task} {'was' if task == 'figure' else 'were'} made in the evaluating process, not by the report process: {why}")
+            return job
         finally:
             if helper is not None:
                 helper.close()
