@@ -79,7 +79,8 @@ def _point(ax, x: float, r: dict, kind: str, *, first: bool) -> None:
         alpha=0.6 if unreliable else 1.0,
     )
     imprecise = kind == "corrected" and not unreliable and r.get("precise") is False
-    marks = [m for m in (r.get("flag") if kind == "corrected" else "", "UNRELIABLE" if unreliable else "", "IMPRECISE" if imprecise else "") if m]
+    no_ci = "no CI" if lo is None else ""  # too few queries to resample (the notes say why)
+    marks = [m for m in (r.get("flag") if kind == "corrected" else "", "UNRELIABLE" if unreliable else "", "IMPRECISE" if imprecise else "", no_ci) if m]
     if marks:
         ax.annotate(
             ", ".join(marks),
