@@ -60,7 +60,7 @@ def test_delta_ndsr_deeper_than_the_rankings_is_refused_and_within_them_is_the_h
     cut_run = next(r for k, r in cut.runs.items() if k.setting == "mixed")
     # what used to be printed as ΔNDSR@30 is the top 12's figure, not the top 30's
     assert hand_delta_ndsr(cut_run, 30) == pytest.approx(hand_delta_ndsr(run, 12)) and hand_delta_ndsr(run, 12) != pytest.approx(hand_delta_ndsr(run, 30))
-    with pytest.raises(ConfigError, match="depth 12 is smaller than the ΔNDSR cut-off k = 30"):
+    with pytest.raises(ConfigError, match="the result's depth 12 is smaller than the ΔNDSR cut-off ndsr_k 30"):
         compute_statistics(cut, StatContext(ndsr_k=30), ["delta_ndsr"])
 
 

@@ -148,6 +148,7 @@ class ReportProcess:
         self.fallbacks: dict[str, str] = {}
         self._gave: list[str] = []  # the tasks the helper did
         self._sender: threading.Thread | None = None
+        self._ended = False  # ended by end() before its work was done (a stall, or close())
 
     def _send(self, message: tuple[Any, ...], *, close: bool = False) -> None:
         """Write ``message`` (then, with ``close``, the end of input) from a thread: a helper that
@@ -235,7 +236,7 @@ class ReportProcess:
         if self._proc.returncode != 0 or not self.path.is_file():
             self._errors.seek(0)
             lines = self._errors.read().decode(errors="replace").strip().splitlines()
-            why = self.fallbacks.get("statistics") if self._proc.returncode == -9 else None  # ended after a stall
+            why = self.fallbacks.get("statistics") if self._ended else None  # ended here after the statistics stalled
             self.fallbacks["figure"] = why or (lines[-1] if lines else f"exit status {self._proc.returncode}")
             raise SourceBiasError(f"the figure {self.path} was not drawn: {self.fallbacks['figure']}")
         self._gave.append("figure")
@@ -253,6 +254,7 @@ class ReportProcess:
         if self._proc.poll() is None:
             self._proc.kill()
             self._proc.wait()
+            self._ended = True
         if self._sender is not None:
             self._sender.join()  # its write fails once the helper is gone
 

@@ -142,7 +142,7 @@ class DeltaNDSR(Statistic):
     def compute(self, result: Any, ctx: StatContext) -> list[Record]:
         from sourcebias.evaluation.results import MIXED, RunKey
 
-        check_ndsr_depth(ctx.ndsr_k, (result.parameters or {}).get("depth"), what="the result's rankings were cut at depth", option="k =")
+        check_ndsr_depth(ctx.ndsr_k, (result.parameters or {}).get("depth"), what="the result's depth", option="ndsr_k")
         policy = result_orphan_policy(result, ctx)
         out: list[Record] = []
         for name, llm in result_pairs(result):
