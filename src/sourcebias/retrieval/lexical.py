@@ -80,6 +80,11 @@ _TOKEN_CHAR = (
 # apostrophe and the letter after it at a word's start: Lucene yields "organic" for "'organic";
 # the regex module keeps them together).
 _IGNORED_HEAD = r"^[\p{WB=Extend}\p{WB=Format}\p{WB=ZWJ}'\u2019\uff07]+"
+# A run of South-East Asian letters (Line_Break Complex_Context: Thai, Lao, Khmer, Myanmar, ...,
+# their marks included) is one token of StandardTokenizer ({ComplexContextEx}+ in its grammar:
+# the rule breaking such text into words is outside UAX #29), where UAX #29, and so the regex
+# module, breaks between its letters; such segments are joined again.
+_SA_RUN = r"(?:\p{Line_Break=Complex_Context}[\p{WB=Extend}\p{WB=Format}\p{WB=ZWJ}]*)+"
 #: Terms an analyzer remembers per analysed text, at most (a reference each: 8 bytes, besides
 #: the texts kept as keys): the protocol indexes the mixed corpus, then each source's texts again.
 TEXT_MEMO_TERMS = 10_000_000
@@ -279,6 +284,8 @@ class EnglishAnalyzer:
         self._word = regex.compile(r"(?wV1)\b\S.*?\b", regex.DOTALL)
         self._is_token = regex.compile(_TOKEN_CHAR).search
         self._head = regex.compile(_IGNORED_HEAD)
+        self._has_sa = regex.compile(r"\p{Line_Break=Complex_Context}").search
+        self._sa_run = regex.compile(_SA_RUN).fullmatch
         self._plain = re.compile(r"[a-z0-9]+\Z").match
         self._stem = _stemmer(stemmer) if stemmer else None
         # segment -> its index term (None: not a token, or a stop word); chunk -> its terms.
@@ -300,7 +307,7 @@ class EnglishAnalyzer:
 
     def _term(self, token: str) -> str | None:
         """The index term of one segment, or None when it is not a token or is a stop word."""
-        t = self._head.sub("", token)
+        t = token if self._sa_run(token) else self._head.sub("", token)  # a South-East Asian mark is part of its run
         if not t or not self._is_token(t):
             return None
         if len(t) > 2 and t[-1] == "s" and t[-2] in "'\u2019\uff07":
@@ -323,7 +330,21 @@ class EnglishAnalyzer:
         if self._plain(chunk):
             term = self._term_of[chunk]
             return () if term is None else (term,)
-        return tuple(t for t in map(self._term_of.__getitem__, self._word.findall(chunk)) if t is not None)
+        return tuple(t for t in map(self._term_of.__getitem__, self._segments(chunk)) if t is not None)
+
+    def _segments(self, chunk: str) -> list[str]:
+        """The UAX #29 segments of ``chunk`` (which they cover, in order), each run of South-East
+        Asian segments joined into one (:data:`_SA_RUN`)."""
+        segments = self._word.findall(chunk)
+        if not self._has_sa(chunk):
+            return segments
+        out: list[str] = []
+        for seg in segments:
+            if out and self._sa_run(seg) and self._sa_run(out[-1]):
+                out[-1] += seg
+            else:
+                out.append(seg)
+        return out
 
     def _long_chunk_terms(self, chunk: str) -> tuple[str, ...]:
         """Index terms of a chunk with a segment longer than :data:`MAX_TOKEN_LENGTH` UTF-16
@@ -334,20 +355,21 @@ class EnglishAnalyzer:
         out: list[str] = []
         rest = chunk
         while rest:
-            for m in self._word.finditer(rest):
-                seg = m.group()
+            start = 0
+            for seg in self._segments(rest):  # they cover ``rest``: each starts where the last ended
                 if _utf16_length(seg) <= MAX_TOKEN_LENGTH or not self._is_token(seg):
                     term = self._term_of[seg]
                     if term is not None:
                         out.append(term)
+                    start += len(seg)
                     continue
-                head = self._head.match(seg)
+                head = None if self._sa_run(seg) else self._head.match(seg)
                 cut = len(head.group()) if head else self._token_prefix(seg)
                 if not head:
                     term = self._term_of[seg[:cut]]
                     if term is not None:
                         out.append(term)
-                rest = rest[m.start() + cut :]  # scanned afresh, as Lucene's next token
+                rest = rest[start + cut :]  # scanned afresh, as Lucene's next token
                 break
             else:
                 rest = ""
@@ -362,7 +384,7 @@ class EnglishAnalyzer:
             if units > MAX_TOKEN_LENGTH:
                 break
             cut += 1
-        while cut > 1 and self._word.findall(segment[:cut]) != [segment[:cut]]:
+        while cut > 1 and self._segments(segment[:cut]) != [segment[:cut]]:
             cut -= 1
         return max(cut, 1)
 
