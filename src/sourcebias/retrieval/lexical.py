@@ -336,7 +336,7 @@ class EnglishAnalyzer:
         """The UAX #29 segments of ``chunk`` (which they cover, in order), each run of South-East
         Asian segments joined into one (:data:`_SA_RUN`)."""
         segments = self._word.findall(chunk)
-        if not self._has_sa(chunk):
+        if chunk.isascii() or not self._has_sa(chunk):
             return segments
         out: list[str] = []
         for seg in segments:
