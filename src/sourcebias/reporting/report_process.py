@@ -40,7 +40,7 @@ import contextlib
 import dataclasses
 import os
 import pickle
-import select
+import selectors
 import struct
 import subprocess
 import sys
@@ -184,12 +184,14 @@ class ReportProcess:
         """``n`` bytes of the helper's answers, waited for as :meth:`_wait` waits."""
         assert self._proc.stdout is not None
         fd, out = self._proc.stdout.fileno(), bytearray()
-        while len(out) < n:
-            self._wait(lambda t: bool(select.select([fd], [], [], t)[0]))
-            chunk = os.read(fd, n - len(out))
-            if not chunk:
-                raise EOFError("the report process ended before it answered")
-            out += chunk
+        with selectors.DefaultSelector() as readable:  # epoll on Linux: no limit on the descriptor's number
+            readable.register(fd, selectors.EVENT_READ)
+            while len(out) < n:
+                self._wait(lambda t: bool(readable.select(t)))
+                chunk = os.read(fd, n - len(out))
+                if not chunk:
+                    raise EOFError("the report process ended before it answered")
+                out += chunk
         return bytes(out)
 
     def statistics(self, result: Any, ctx: Any, names: Sequence[str]) -> Any:
@@ -207,7 +209,7 @@ class ReportProcess:
         except SourceBiasError as exc:  # it stalled
             self.fallbacks["statistics"] = str(exc)
             raise SourceBiasError(f"the report process could not compute the statistics: {exc}") from None
-        except (OSError, EOFError, pickle.PickleError, AttributeError, TypeError) as exc:
+        except (OSError, EOFError, pickle.PickleError, AttributeError, TypeError, ValueError) as exc:
             self.fallbacks["statistics"] = repr(exc)
             raise SourceBiasError(f"the report process could not compute the statistics: {exc!r}") from None
         if status != "ok":
