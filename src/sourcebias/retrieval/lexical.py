@@ -285,6 +285,7 @@ class EnglishAnalyzer:
         self._is_token = regex.compile(_TOKEN_CHAR).search
         self._head = regex.compile(_IGNORED_HEAD)
         self._has_sa = regex.compile(r"\p{Line_Break=Complex_Context}").search
+        self._attached = regex.compile(r"(?<=.)[\p{WB=Extend}\p{WB=Format}]", regex.DOTALL)
         self._sa_run = regex.compile(_SA_RUN).fullmatch
         self._plain = re.compile(r"[a-z0-9]+\Z").match
         self._stem = _stemmer(stemmer) if stemmer else None
@@ -335,15 +336,44 @@ class EnglishAnalyzer:
     def _segments(self, chunk: str) -> list[str]:
         """The UAX #29 segments of ``chunk`` (which they cover, in order), each run of South-East
         Asian segments joined into one (:data:`_SA_RUN`)."""
-        segments = self._word.findall(chunk)
-        if chunk.isascii() or not self._has_sa(chunk):
+        if chunk.isascii():
+            return self._word.findall(chunk)
+        segments = self._wb4_segments(chunk) if self._attached.search(chunk) else self._word.findall(chunk)
+        if not self._has_sa(chunk):
             return segments
         out: list[str] = []
-        for seg in segments:
+        for seg in self._split_sa_marks(segments):
             if out and self._sa_run(seg) and self._sa_run(out[-1]):
                 out[-1] += seg
             else:
                 out.append(seg)
+        return out
+
+    def _split_sa_marks(self, segments: list[str]) -> list[str]:
+        """``segments`` with South-East Asian marks split from a non-word character before them
+        (",", "'"): UAX #29 attaches a mark to any character, but Lucene skips such a character
+        alone and its grammar starts a South-East Asian run at the mark."""
+        out: list[str] = []
+        for seg in segments:
+            m = self._has_sa(seg)
+            if m is not None and m.start() > 0 and not self._is_token(seg[: m.start()]):
+                out += [seg[: m.start()], seg[m.start() :]]
+            else:
+                out.append(seg)
+        return out
+
+    def _wb4_segments(self, chunk: str) -> list[str]:
+        """The UAX #29 segments of a chunk holding marks or format characters after a character:
+        segmented without them and each put back after the character it follows (rule WB4: X
+        (Extend | Format)* -> X). The regex module breaks a word at such a mark before a
+        mid-word character ("e" + U+0301 + ":b", "cafe" + U+0301 + "'s") where UAX #29 and
+        Lucene do not."""
+        keep = [i for i in range(len(chunk)) if i == 0 or not self._attached.match(chunk, i)]
+        out, start = [], 0
+        for seg in self._word.findall("".join(chunk[i] for i in keep)):
+            end = start + len(seg)
+            out.append(chunk[keep[start] : keep[end] if end < len(keep) else len(chunk)])
+            start = end
         return out
 
     def _long_chunk_terms(self, chunk: str) -> tuple[str, ...]:
