@@ -184,7 +184,8 @@ def paired_pilots(
         plain = PairedPower(h[ok] - g[ok], alpha=alpha, resamples=resamples, seed=seed, key=key) if family.correction != "none" and family.size > 1 else None
         means = {"mean_human": float(h[ok].mean()) if ok.any() else math.nan, "mean_llm": float(g[ok].mean()) if ok.any() else math.nan}
         p = chosen[j].p_adjusted
-        details = {**means, "p_uncorrected": chosen[j].p_randomization, "family": family.describe()}
+        # the 'uncorrected' row models the paired t-test (PairedPower), so its p is the t-test's own
+        details = {**means, "p_uncorrected": chosen[j].p_ttest, "family": family.describe()}
         if NDCG_DIFFERENCE in statistics:
             out.append(Pilot(NDCG_DIFFERENCE, retriever, llm, m, star, p, dict(details), plain))
         if RELATIVE_DELTA in statistics:

@@ -90,12 +90,19 @@ def run_evaluation_job(
             timings = {"load_s": round(t_load, 3), "total_s": round(time.perf_counter() - t_start, 3)}
             path = _write(result, report, folder, helper, plan, timings)
             _tell_figure_not_drawn(path, emit)
+            _tell_fallbacks(helper, emit)
             return EvaluationJob(ds, result, report, path)
         finally:
             if helper is not None:
                 helper.close()
             if folder is not None:
                 folder.abort()  # no-op after a commit; otherwise releases the lock, keeps nothing half-written
+
+
+def _tell_fallbacks(helper: Any, emit: Emit) -> None:
+    """A note for each part the report process did not make (it failed, stalled or was stopped)."""
+    for task, why in (helper.fallbacks if helper is not None else {}).items():
+        emit("note", f"the {task} {'was' if task == 'figure' else 'were'} made in the evaluating process, not by the report process: {why}")
 
 
 def _load(dataset: str | Path, options: DatasetOptions, emit: Emit) -> tuple[Any, float]:
