@@ -63,14 +63,10 @@ def run_evaluation_job(
         DataError: the dataset or a run file is wrong, or no query can be evaluated.
         OutputError: ``output`` cannot be used.
     """
-    from sourcebias.core.artifacts import OutputFolder
-
     t_start = time.perf_counter()
     emit = emit or (lambda _kind, _text: None)
     plan.check()
-    folder = OutputFolder.claim(output, kind="evaluate", overwrite=overwrite) if output is not None else None
-    if folder is not None and folder.same_run:
-        emit("note", f"{folder.path} holds the results of this same command (same settings, input files and versions): they are replaced")
+    folder = _claim(output, overwrite, emit)
     helper = None
     with collector.Freezer() as frozen:  # later collections do not re-scan the corpus and runs
         try:
@@ -97,6 +93,16 @@ def run_evaluation_job(
                 helper.close()
             if folder is not None:
                 folder.abort()  # no-op after a commit; otherwise releases the lock, keeps nothing half-written
+
+
+def _claim(output: str | Path | None, overwrite: bool, emit: Emit) -> Any:
+    """The output folder, claimed (``None`` without one); a note where it holds this same command's results."""
+    from sourcebias.core.artifacts import OutputFolder
+
+    folder = OutputFolder.claim(output, kind="evaluate", overwrite=overwrite) if output is not None else None
+    if folder is not None and folder.same_run:
+        emit("note", f"{folder.path} holds the results of this same command (same settings, input files and versions): they are replaced")
+    return folder
 
 
 def _tell_fallbacks(helper: Any, emit: Emit) -> None:
