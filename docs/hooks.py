@@ -20,6 +20,7 @@ The file is excluded from the published site (``exclude_docs`` in ``mkdocs.yml``
 
 from __future__ import annotations
 
+import contextlib
 import re
 from typing import Any
 
@@ -50,23 +51,29 @@ def _relative_module(obj: Object, target: str) -> str:
     return f"{base.path}.{target[dots:]}" if base is not None else target[dots:]
 
 
+def _candidates(obj: Object, target: str) -> list[str]:
+    paths = []
+    if target.startswith("."):  # a sibling module (``.results``), else searched like a plain name
+        paths.append(_relative_module(obj, target))
+        target = target.lstrip(".")
+    first, _, rest = target.partition(".")
+    with contextlib.suppress(NameResolutionError):  # not in scope: the target as written
+        paths.append(obj.resolve(first) + (f".{rest}" if rest else ""))
+    return [*paths, target]
+
+
 def resolve_target(obj: Object, target: str) -> str:
-    """The dotted path a role's target names, seen from ``obj`` (Sphinx's lookup, simplified):
-    a relative module (``.results``), a name in scope of the object, its class or its module
-    (imports included), else the target as written; re-exports resolve to where the object is
-    defined (the path the site's anchors use)."""
-    if target.startswith("."):
-        path = _relative_module(obj, target)
-    else:
-        first, _, rest = target.partition(".")
+    """The dotted path a role's target names, seen from ``obj`` (Sphinx's lookup, simplified): a
+    relative module (``.results``), a name in scope of the object, its class or its module
+    (imports included), else the target as written; the first that names a loaded object wins,
+    and a re-export resolves to where the object is defined (the path the site's anchors use)."""
+    paths = _candidates(obj, target)
+    for path in paths:
         try:
-            path = obj.resolve(first) + (f".{rest}" if rest else "")
-        except NameResolutionError:
-            path = target
-    try:
-        return str(obj.modules_collection.get_member(path).canonical_path)
-    except (KeyError, AliasResolutionError, CyclicAliasError, ValueError):
-        return path
+            return str(obj.modules_collection.get_member(path).canonical_path)
+        except (KeyError, AliasResolutionError, CyclicAliasError, ValueError):
+            continue
+    return paths[0]
 
 
 def roles_to_autorefs(obj: Object, text: str) -> str:

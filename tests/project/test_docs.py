@@ -124,6 +124,48 @@ def test_docstring_cross_references_link_to_the_objects_the_site_renders(site):
             assert f"{obj.__module__}.{obj.__qualname__}" not in anchors, f"{target} is on the page but not linked"
 
 
+def test_the_role_rewrite_resolves_targets_as_sphinx_would(tmp_path):
+    """docs/hooks.py's griffe extension on a package written here: each role's identifier worked
+    out by hand (an import, a sibling module, a method of the class, a re-export, a name not in
+    scope) and the name shown by Sphinx's rules (``~``: the last part; ``Title <target>``)."""
+    import griffe
+
+    pkg = tmp_path / "pkgx"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("from pkgx.core import Thing\n", encoding="utf-8")
+    (pkg / "core.py").write_text("class Thing:\n    def go(self):\n        pass\n", encoding="utf-8")
+    (pkg / "sub" / "__init__.py").write_text("", encoding="utf-8")
+    (pkg / "sub" / "tools.py").write_text("", encoding="utf-8")
+    (pkg / "sub" / "user.py").write_text(
+        '''"""Uses :class:`Thing`, :mod:`.tools`, :class:`~pkgx.Thing`, :meth:`Go <pkgx.core.Thing.go>` and :func:`missing`."""
+
+from pkgx.core import Thing
+
+
+class User:
+    """Calls :meth:`run`; see :attr:`~pkgx.sub.user.User.size`."""
+
+    size = 1
+
+    def run(self):
+        """Before :meth:`~User.run` ends, :meth:`.Thing.go`."""
+''',
+        encoding="utf-8",
+    )
+    ext = griffe.load_extensions(str(REPO / "docs" / "hooks.py") + ":SphinxRoles")
+    mod = griffe.load("pkgx.sub.user", search_paths=[str(tmp_path)], extensions=ext)
+
+    def ref(identifier: str, shown: str) -> str:
+        return f'<autoref identifier="{identifier}" optional>`{shown}`</autoref>'
+
+    assert mod.docstring.value == (
+        f"Uses {ref('pkgx.core.Thing', 'Thing')}, {ref('pkgx.sub.tools', 'tools')}, {ref('pkgx.core.Thing', 'Thing')}, "
+        f"{ref('pkgx.core.Thing.go', 'Go')} and {ref('missing', 'missing')}."
+    )
+    assert mod["User"].docstring.value == f"Calls {ref('pkgx.sub.user.User.run', 'run')}; see {ref('pkgx.sub.user.User.size', 'size')}."
+    assert mod["User.run"].docstring.value == f"Before {ref('pkgx.sub.user.User.run', 'run')} ends, {ref('pkgx.core.Thing.go', 'Thing.go')}."
+
+
 def test_every_returns_table_holds_its_description_in_one_row(site):
     """A Returns description wrapped over several docstring lines stays one row (it was split into
     2-3 rows, each taken for another returned value)."""
