@@ -374,7 +374,7 @@ def test_no_number_is_cut_in_an_80_column_terminal(nq_out, nq_utd):
 
     from sourcebias.data import load_dataset
     from sourcebias.evaluation import load_result
-    from sourcebias.reporting import result_report, to_rich
+    from sourcebias.report import result_report, to_rich
 
     report = result_report(load_result(nq_out), load_dataset(nq_utd).qrels, significance_resamples=1000)
     console = Console(width=80, record=True, color_system=None)
@@ -425,8 +425,8 @@ def test_a_split_table_keeps_its_caption_and_title_readable_at_the_terminal_widt
     from rich.console import Console
 
     from sourcebias.evaluation.stats.base import Column
-    from sourcebias.reporting.render import to_rich
-    from sourcebias.reporting.report import Report, Table
+    from sourcebias.report.model import Report, Table
+    from sourcebias.report.render import to_rich
 
     columns = [Column("name", "retriever", "text")] + [Column(f"c{i}", f"column number {i}", "num", 3) for i in range(4)]
     caption = "A caption of several sentences that explains the method used. " * 4
@@ -451,8 +451,8 @@ def test_leading_integer_keys_are_repeated_in_every_part_of_a_split_table():
     from rich.console import Console
 
     from sourcebias.evaluation.stats.base import Column
-    from sourcebias.reporting.render import to_rich
-    from sourcebias.reporting.report import Report, Table
+    from sourcebias.report.model import Report, Table
+    from sourcebias.report.render import to_rich
 
     columns = [Column("name", "retriever", "text"), Column("round", "round", "int")] + [Column(f"c{i}", f"value {i}", "num", 3) for i in range(6)]
     rows = [{"name": "bm25", "round": r, **{f"c{i}": 123456.0 + r for i in range(6)}} for r in range(3)]

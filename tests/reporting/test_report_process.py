@@ -15,9 +15,9 @@ import pytest
 from sourcebias.data import load_dataset
 from sourcebias.evaluation import evaluate, measure_grid
 from sourcebias.evaluation.stats import StatContext, compute_statistics
+from sourcebias.report.tables import EVALUATE_STATISTICS
 from sourcebias.reporting import report_process
 from sourcebias.reporting.evaluation_figure import FIGURE_FILE, figure_data, plot_source_bias
-from sourcebias.reporting.report import EVALUATE_STATISTICS
 from sourcebias.retrieval import build_retriever
 
 

@@ -79,7 +79,7 @@ def _run(target: Path, output: Path | None, options, settings, *, strict: bool, 
     from sourcebias.audit import run_audit
     from sourcebias.audit.report import audit_report
     from sourcebias.core import progress
-    from sourcebias.reporting.render import to_rich
+    from sourcebias.report.render import to_rich
 
     with progress.RichProgress(console=console, transient=True) as reporter, progress.use(reporter):
         result, path = run_audit(target, output, detector=options, settings=settings, **kwargs)

@@ -127,7 +127,7 @@ def _run(dataset: str, loading: DatasetOptions, plan: EvaluationPlan, output: Pa
     from rich.markup import escape
 
     from sourcebias.core import progress
-    from sourcebias.reporting import to_rich
+    from sourcebias.report import to_rich
     from sourcebias.reporting.evaluation_job import run_evaluation_job
 
     def emit(kind: str, text: str) -> None:  # escaped: "sourcebias[analysis]" is text, not rich markup

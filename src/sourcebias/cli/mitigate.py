@@ -48,7 +48,7 @@ def print_before_after(result, names: list[str], measure: str, label: str) -> No
 def _write_evaluation(result, folder, command, extra) -> None:
     """The before/after evaluation with its summary and the paired tests (statistics.csv)."""
     from sourcebias.evaluation.artifact import write_result_into
-    from sourcebias.reporting import result_report
+    from sourcebias.report import result_report
     from sourcebias.reporting.outputs import write_summaries
 
     report = result_report(result, statistics=("paired_tests",))

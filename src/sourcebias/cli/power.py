@@ -97,7 +97,7 @@ def power(
 
 def _print(result: Any) -> None:
     from sourcebias.power.report import power_report
-    from sourcebias.reporting import to_rich
+    from sourcebias.report import to_rich
 
     console.print(to_rich(power_report(result)))
 

@@ -22,7 +22,7 @@ def simulate(
     Example:  sourcebias simulate loop.toml -o out/loop
     """
     from sourcebias.core import progress
-    from sourcebias.reporting.render import to_rich
+    from sourcebias.report.render import to_rich
     from sourcebias.simulate import load_simulation_config, run_simulation
 
     cfg = load_simulation_config(config)

@@ -396,7 +396,7 @@ def _check_primary(cfg: GridConfig, ms: list, f: _File, given: bool = True) -> N
 
 def cell_hash(settings: dict[str, Any], dataset_fingerprint: dict[str, Any], system: dict[str, Any]) -> str:
     """The identity of a cell's results (see the module docstring)."""
-    from sourcebias import __version__
+    from sourcebias.core.version import __version__
 
     body = {"settings": settings, "dataset": dataset_fingerprint, "system": system, "sourcebias": __version__}
     return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()

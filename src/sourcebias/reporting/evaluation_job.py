@@ -181,7 +181,7 @@ def _evaluate(ds: Any, systems: list[Any], runs: dict[str, Any], plan: Evaluatio
 
 def _report(result: Any, ds: Any, plan: EvaluationPlan, helper: Any) -> Any:
     from sourcebias.core import progress
-    from sourcebias.reporting.report import EVALUATE_STATISTICS, result_report
+    from sourcebias.report.tables import EVALUATE_STATISTICS, result_report
 
     statistics = list(EVALUATE_STATISTICS if plan.statistics is None else plan.statistics)
     with progress.task("Statistics"):

@@ -27,9 +27,10 @@ from typing import TYPE_CHECKING
 from sourcebias.core.artifacts import OutputFolder
 from sourcebias.evaluation.artifact import WriteOptions, evaluation_manifest, write_result
 from sourcebias.evaluation.results import EvaluationResult
-from sourcebias.reporting.render import to_csv, to_markdown
-from sourcebias.reporting.render import to_latex as latex_table
-from sourcebias.reporting.report import Report, result_report
+from sourcebias.report.model import Report
+from sourcebias.report.render import to_csv, to_markdown
+from sourcebias.report.render import to_latex as latex_table
+from sourcebias.report.tables import result_report
 
 if TYPE_CHECKING:  # typing.Unpack is Python 3.11+; the annotations are never evaluated at run time
     from typing_extensions import Unpack
@@ -120,7 +121,7 @@ def write_evaluation(
         out: a path (claimed here) or an :class:`OutputFolder` claimed before any work.
         overwrite: replace the results of an earlier run at ``out``.
         report: the report rendered into ``summary.md``/``summary.tex``/``statistics.csv``, e.g.
-            :func:`~sourcebias.reporting.report.result_report` with the dataset's qrels; by
+            :func:`~sourcebias.report.tables.result_report` with the dataset's qrels; by
             default the result's own.
         figure: a helper process already drawing the figure (see :func:`write_figure`).
         **options: see :class:`~sourcebias.evaluation.artifact.WriteOptions`.
