@@ -343,22 +343,14 @@ def test_the_summary_prints_the_orphan_policy_and_counts(cocktail_dir, tmp_path,
     assert unpaired == (0 if policy == "drop" else 1)  # kept, d1's pair has no LLM copy: unpaired, not a human win
 
 
-def test_significance_option_only_says_what_replaced_it(cocktail_dir, tmp_path, capsys):
-    """--significance (old scripts) computes nothing: it names the paired_tests statistic in
-    statistics.csv and the summary, and no significance.csv is written."""
+def test_the_old_significance_option_is_refused_before_work(cocktail_dir, tmp_path, capsys):
+    """--significance computed nothing (the paired tests are the paired_tests statistic, on by
+    default): it is gone, so an old script that passes it is refused before any work, not ignored."""
     out = tmp_path / "o"
-    code, stdout, _ = run_cli(
-        ["evaluate", str(cocktail_dir), "--k", "1", "--metric", "NDCG", "--significance", "--resamples", "200", "--bootstrap-resamples", "200", "-o", str(out)],
-        capsys,
-    )
-    assert code in (0, None)
-    text = " ".join(stdout.split())
-    assert "--significance is no longer needed and computes nothing" in text and "paired_tests statistic" in text
-    assert not (out / "significance.csv").exists()
-    with (out / "statistics.csv").open() as fh:
-        rows = list(csv.DictReader(fh))
-    assert rows and all(r["p_randomization"] != "" for r in rows)
-    assert "tests" not in json.loads((out / "result.json").read_text())
+    code, stdout, stderr = run_cli(["evaluate", str(cocktail_dir), "--k", "1", "--significance", "-o", str(out)], capsys)
+    assert code == 2
+    assert "No such option: --significance" in " ".join((stdout + stderr).split())
+    assert not out.exists()
 
 
 def _p_text(v: float) -> str:

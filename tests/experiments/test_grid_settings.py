@@ -12,9 +12,10 @@ from conftest import tiny_grid_toml
 
 import sourcebias.core.version
 from sourcebias.core.errors import DataError
+from sourcebias.core.tomlfile import key_line
 from sourcebias.experiments.config import GridConfig, load_grid_config
 from sourcebias.experiments.grid import dataset_fingerprint, expected_hash, plan_cells
-from sourcebias.experiments.settings import GRID_SETTINGS, key_line, option_kwargs, setting, settings_markdown
+from sourcebias.experiments.settings import GRID_SETTINGS, option_kwargs, setting, settings_markdown
 
 
 def line_of(path: Path, start: str) -> int:
