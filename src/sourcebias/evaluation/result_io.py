@@ -34,24 +34,8 @@ from sourcebias.retrieval.run import Run
 
 
 def save_result(result: Any, folder: str | Path, *, write_runs: bool = True, format: str = "csv") -> dict[str, Path]:
-    """Write ``result``'s files into ``folder`` (what :meth:`EvaluationResult.save` does).
-
-    ``folder`` is normally an :class:`~sourcebias.core.artifacts.OutputFolder`'s staging folder.
-    Renders nothing: tables and the manifest are the caller's.
-
-    Args:
-        result: The result.
-        folder: Where to write (created if need be).
-        write_runs: Also write the runs (``runs/*.trec`` and ``runs/docnos.tsv``).
-        format: The per-query values' format: ``csv`` (``per_query.csv``) or ``parquet``
-            (``per_query.parquet``, see :mod:`.columnar`).
-
-    Returns:
-        What was written, ``{"result": path, "metrics": path, "per_query": path, ...}``.
-
-    Raises:
-        ConfigError: An unknown ``format``.
-    """
+    """Write ``result``'s files into ``folder``: what :meth:`EvaluationResult.save` does (its arguments,
+    what it returns and raises); a result is duck-typed here (the model imports this module)."""
     from sourcebias.core.atomic import atomic_write_json
 
     folder = Path(folder)
@@ -145,25 +129,8 @@ def _write_per_query_csv(result: Any, path: Path) -> Path:
 
 
 def read_result(cls: Any, folder: str | Path, *, dataset: Any = None, runs: bool = True) -> Any:
-    """Read a result written by :func:`save_result` (what :meth:`EvaluationResult.load` does).
-
-    Runs are read over a corpus of document keys only (no texts), built from ``runs/docnos.tsv``;
-    pass ``dataset`` to bind them to its corpus instead, with texts.
-
-    Args:
-        cls: The class to build (:class:`EvaluationResult` or a subclass).
-        folder: The output folder.
-        dataset: A loaded :class:`~sourcebias.data.Dataset` to bind the runs to.
-        runs: Read the runs too.
-
-    Returns:
-        The result.
-
-    Raises:
-        OutputError: ``folder`` is no sourcebias output folder.
-        DataError: A file is missing or malformed (named, with the line), or of an unsupported
-            format version.
-    """
+    """Build ``cls`` from the files :func:`save_result` wrote: what :meth:`EvaluationResult.load` does
+    (its arguments, what it returns and raises)."""
     folder = Path(folder)
     rpath = folder / "result.json"
     if not rpath.is_file():

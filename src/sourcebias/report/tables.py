@@ -8,7 +8,7 @@ renderer (:mod:`sourcebias.report.render`) writes them down.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -205,7 +205,6 @@ def result_report(
     correction: str = "holm",
     ndsr_k: int = 10,
     title: str | None = None,
-    compute: Callable[[Any, StatContext, list[str]], StatisticsSet] = compute_statistics,
 ) -> Report:
     """The report of one evaluation: the papers' table, then the chosen statistics.
 
@@ -223,8 +222,6 @@ def result_report(
         correction: Multiple-testing correction of the randomization tests.
         ndsr_k: Cut-off of ΔNDSR@k.
         title: The report's title (default: ``Source bias on <dataset> (<split>)``).
-        compute: What computes the statistics (:func:`~sourcebias.evaluation.stats.compute_statistics`,
-            or the same computed by a helper process, :mod:`sourcebias.reporting.report_process`).
 
     Returns:
         The report (its ``data`` holds the statistics' rows).
@@ -247,7 +244,7 @@ def result_report(
             significance_resamples=significance_resamples,
             correction=correction,
         )
-        stats = compute(result, ctx, chosen)
+        stats = compute_statistics(result, ctx, chosen)
         report.tables += statistics_tables(stats, len(result.other_sources) > 1)
         report.notes += stats.notes()
         report.data["statistics"] = pd.DataFrame(stats.rows(), columns=stats.fields())

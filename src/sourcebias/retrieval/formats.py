@@ -318,22 +318,8 @@ def write_feature_jsonl(values: np.ndarray, path: str | Path, corpus: Corpus, do
 
 # -- TREC runs ------------------------------------------------------------------------------------
 def write_trec(run: Any, path: str | Path, docnos: DocnoMap | None = None, tag: str | None = None) -> None:
-    """Write ``run`` in TREC format (what :meth:`Run.write_trec` does) ``qid Q0 docno rank score tag``.
-
-    Document names come from ``docnos`` (default: ``<source>/<doc_id>``, see
-    :meth:`DocnoMap.sourcebias`). Scores are written with as many digits as their type needs to be
-    read back exactly (float32 scores: 9 significant digits at most). The rank column is the final
-    order (ties already broken by the tie rule).
-
-    Args:
-        run: The :class:`~sourcebias.retrieval.run.Run`.
-        path: The file to write (atomically).
-        docnos: How documents are named.
-        tag: The last column (default: the run's name, whitespace as ``_``).
-
-    Raises:
-        ConfigError: A query id holds whitespace (a TREC run cannot hold it).
-    """
+    """Write ``run`` as a TREC run ``qid Q0 docno rank score tag``: what :meth:`Run.write_trec` does
+    (its arguments and errors; scores with as many digits as their type needs to read back exactly)."""
     from sourcebias.core.atomic import atomic_open
 
     docnos = docnos or DocnoMap.sourcebias(run.corpus)
@@ -364,29 +350,11 @@ def read_trec(
     seed: int = 0,
     order: str = "score",
 ) -> tuple[str, dict[str, np.ndarray], dict[str, np.ndarray], dict[str, Any]]:
-    """Read a TREC run (``qid Q0 docno rank score tag``; ``.gz`` too): what :meth:`Run.from_trec` builds its run from.
+    """Read a TREC run (``.gz`` too): what :meth:`Run.from_trec` builds its run from (its arguments and
+    errors; equal scores ordered by the tie rule, never by the rank column or by name).
 
-    Documents are ordered by score, highest first, and **equal scores by the tie rule** of
-    :mod:`sourcebias.retrieval.ties` with ``seed`` — not by the file's rank column, nor by docno as
-    trec_eval does, both of which would systematically favour one source.
-
-    Args:
-        path: The run file.
-        corpus: The corpus the run ranks.
-        docnos: Maps the file's document names to documents of ``corpus`` (default: the
-            ``<source>/<doc_id>`` names sourcebias writes; see :class:`DocnoMap`).
-        seed: Seed of the tie rule.
-        order: ``"score"``, or ``"rank"`` to keep the file's rank column (for runs whose order is
-            already final, such as those sourcebias saves; ranks must then be distinct per query).
-
-    Returns:
-        ``(name, positions, scores, info)``: the file's name without its suffixes, and per query the
-        corpus positions and scores in their final order, and what the run's ``info`` records.
-
-    Raises:
-        ConfigError: An unknown ``order``, or ``docnos`` built for another corpus.
-        DataError: A name that maps to no document, a malformed line, a document listed twice for a
-            query (or a rank used twice), or an empty file; with ``file:line``.
+    Returns ``(name, positions, scores, info)``: the file's name without its suffixes, per query the
+    corpus positions and scores in their final order, and what the run's ``info`` records.
     """
     if order not in ("score", "rank"):
         raise ConfigError(f"order must be 'score' or 'rank', got '{order}'")
