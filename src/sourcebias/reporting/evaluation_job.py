@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sourcebias.core import collector
 from sourcebias.data.options import DatasetOptions
 from sourcebias.evaluation.plan import EvaluationPlan
 
@@ -67,26 +66,23 @@ def run_evaluation_job(
     emit = emit or (lambda _kind, _text: None)
     plan.check()
     folder = _claim(output, overwrite, emit)
-    with collector.Freezer() as frozen:  # later collections do not re-scan the corpus and runs
-        try:
-            systems = plan.build_systems()
-            with collector.paused():  # reading records creates no reference cycle; frozen at its end
-                ds, t_load = _load(dataset, options, emit)
-            runs = plan.load_runs(ds, systems)
-            for run in runs.values():
-                emit("detail", f"{run.name}: {run.info['lines']:,} lines from {run.info['source_file']} (documents named by {run.info['docnos']})")
-            result = _evaluate(ds, systems, runs, plan, keep_runs=(folder is not None and plan.write_runs) or plan.statistics != ())
-            frozen.now()
-            for kind, text in run_notes(result):
-                emit(kind, text)
-            report = _report(result, ds, plan)
-            timings = {"load_s": round(t_load, 3), "total_s": round(time.perf_counter() - t_start, 3)}
-            path = _write(result, report, folder, plan, timings)
-            _tell_figure_not_drawn(path, emit)
-            return EvaluationJob(ds, result, report, path)
-        finally:
-            if folder is not None:
-                folder.abort()  # no-op after a commit; otherwise releases the lock, keeps nothing half-written
+    try:
+        systems = plan.build_systems()
+        ds, t_load = _load(dataset, options, emit)
+        runs = plan.load_runs(ds, systems)
+        for run in runs.values():
+            emit("detail", f"{run.name}: {run.info['lines']:,} lines from {run.info['source_file']} (documents named by {run.info['docnos']})")
+        result = _evaluate(ds, systems, runs, plan, keep_runs=(folder is not None and plan.write_runs) or plan.statistics != ())
+        for kind, text in run_notes(result):
+            emit(kind, text)
+        report = _report(result, ds, plan)
+        timings = {"load_s": round(t_load, 3), "total_s": round(time.perf_counter() - t_start, 3)}
+        path = _write(result, report, folder, plan, timings)
+        _tell_figure_not_drawn(path, emit)
+        return EvaluationJob(ds, result, report, path)
+    finally:
+        if folder is not None:
+            folder.abort()  # no-op after a commit; otherwise releases the lock, keeps nothing half-written
 
 
 def _claim(output: str | Path | None, overwrite: bool, emit: Emit) -> Any:

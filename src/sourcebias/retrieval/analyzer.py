@@ -16,8 +16,6 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from sourcebias.core import collector
-
 LUCENE_ENGLISH_STOP_WORDS = frozenset(
     [
         "a",
@@ -444,9 +442,8 @@ class EnglishAnalyzer:
         """Term ids of each text; with ``grow`` new terms are added to ``vocab`` (numbered in
         order of first occurrence), else dropped. Per token, C-level lookups only: chunk ->
         terms, then term -> id (the terms are the memo's strings, their hashes cached)."""
-        with collector.paused():  # tuples of strings and lists of ints: no reference cycle
-            if not grow:
-                return [[vocab[t] for t in self._text_terms(text) if t in vocab] for text in texts]
-            id_of = _Memo(lambda term: vocab.setdefault(term, len(vocab)))
-            get = id_of.__getitem__
-            return [list(map(get, self._text_terms(text))) for text in texts]
+        if not grow:
+            return [[vocab[t] for t in self._text_terms(text) if t in vocab] for text in texts]
+        id_of = _Memo(lambda term: vocab.setdefault(term, len(vocab)))
+        get = id_of.__getitem__
+        return [list(map(get, self._text_terms(text))) for text in texts]
