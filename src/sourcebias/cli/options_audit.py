@@ -8,6 +8,8 @@ from typing import Annotated
 
 import typer
 
+from sourcebias.detect.base import detector_examples, detector_usage
+
 # -- audit ------------------------------------------------------------------------------------
 Target = Annotated[
     Path,
@@ -22,7 +24,8 @@ Detector = Annotated[
     typer.Option(
         "--detector",
         metavar="DIR[,split]|SPEC",
-        help="Labelled twin dataset to train and calibrate the built-in detector on (pairs split in two: training and held-out calibration); or a zero-shot detector (fast-detectgpt:lm:NAME, binoculars:lm:A+lm:B, raidar:MODEL; see `sourcebias detect`) calibrated on --calibrate.",
+        help="Labelled twin dataset to train and calibrate the built-in detector on (pairs split in two: training and held-out calibration); or a zero-shot detector "
+        f"({detector_examples()}; see `sourcebias detect`) calibrated on --calibrate.",
     ),
 ]
 Scores = Annotated[
@@ -109,7 +112,7 @@ ZeroShotDetector = Annotated[
     typer.Option(
         "--detector",
         metavar="SPEC",
-        help="fast-detectgpt:lm:NAME[,max_tokens=N], binoculars:lm:PERFORMER+lm:OBSERVER, raidar:MODEL[,base_url=URL,max_words=N].",
+        help=f"{detector_usage()}.",
     ),
 ]
 DetectOutput = Annotated[

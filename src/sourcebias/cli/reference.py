@@ -121,6 +121,18 @@ def retrievers_reference() -> str:
     return "\n".join(out)
 
 
+def detectors_reference() -> str:
+    """The detector registry (``--detector KIND:...`` of ``detect`` and ``audit``) with each kind's options."""
+    from sourcebias.detect.base import detector_kinds
+
+    out = []
+    for kind in detector_kinds().values():
+        out.append(f"### `{kind.usage}`\n\n{kind.description} ({kind.reference}); higher: more likely LLM-written.\n")
+        if kind.options:
+            out.append(_table(["option", "what"], [[f"`{k}`", v] for k, v in kind.options.items()]) + "\n")
+    return "\n".join(out)
+
+
 def presets_reference() -> str:
     """The dense presets: checkpoint, score, pooling, prefixes."""
     from sourcebias.retrieval.dense import preset_listing
@@ -154,6 +166,7 @@ REFERENCES: dict[str, Callable[[], str]] = {
     "measures": measures_reference,
     "statistics": statistics_reference,
     "retrievers": retrievers_reference,
+    "detectors": detectors_reference,
     "presets": presets_reference,
 }
 
@@ -162,7 +175,7 @@ def reference_markdown(name: str) -> str:
     """The generated reference named ``name`` (one of :data:`REFERENCES`).
 
     Args:
-        name: ``cli``, ``measures``, ``statistics``, ``retrievers``, ``presets`` (and any
+        name: ``cli``, ``measures``, ``statistics``, ``retrievers``, ``detectors``, ``presets`` (and any
             registered later).
 
     Returns:
