@@ -24,6 +24,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
+    from sourcebias.analysis.base import Analysis
+    from sourcebias.analysis.result import AnalysisResult
     from sourcebias.data import Dataset
     from sourcebias.detect import Detector
     from sourcebias.evaluation.stats import Record, Statistic
@@ -362,3 +364,95 @@ class DetectorTestCase(_Case):
         folder = Path(tempfile.mkdtemp(prefix="sourcebias-detect-"))
         result.save(folder)
         self.assertEqual(DetectionResult.load(folder), result)
+
+
+class AnalysisTestCase(_Case):
+    """Contract of an analysis of ``sourcebias analyze``.
+
+    Implement :meth:`analysis_name` (its registered name); :meth:`params` may set options (the
+    others keep their defaults) so that it runs on the toy dataset in seconds.
+    """
+
+    #: the models' cache of this test class (a temporary folder)
+    cache_dir: ClassVar[Path]
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        """Load the toy dataset and make the models' cache."""
+        super().setUpClass()
+        cls.cache_dir = Path(tempfile.mkdtemp(prefix="sourcebias-analysis-"))
+
+    def analysis_name(self) -> str:
+        """The registered name of the analysis to test; implement it in your subclass.
+
+        Returns:
+            The name, e.g. ``"length"``.
+        """
+        raise NotImplementedError("implement analysis_name() in your subclass")
+
+    def params(self) -> dict[str, Any]:
+        """Options to run it with on the toy dataset (override to change; none by default).
+
+        Returns:
+            ``{option: value}``.
+        """
+        return {}
+
+    def analysis(self) -> Analysis:
+        """The registered analysis."""
+        from sourcebias.analysis.base import get_analysis
+
+        return get_analysis(self.analysis_name())
+
+    def run_analysis(self) -> AnalysisResult:
+        """Its result on the toy dataset, with its defaults and :meth:`params`."""
+        analysis = self.analysis()
+        options = {"cache_dir": self.cache_dir} if analysis.model else {}
+        return analysis.run(self.dataset, analysis.defaults() | self.params(), options)
+
+    def test_it_is_registered_with_help_for_every_option(self) -> None:
+        """It is registered under its name, says what it computes, and every option has help."""
+        from sourcebias.analysis.base import Analysis, Param, analysis_kinds
+
+        analysis = self.analysis()
+        self.assertIsInstance(analysis, Analysis)
+        self.assertIs(analysis_kinds()[self.analysis_name()], analysis)
+        self.assertTrue(analysis.help.strip(), "say what the analysis computes (help)")
+        for name, param in analysis.params.items():
+            self.assertIsInstance(param, Param, name)
+            self.assertTrue(param.help.strip(), f"option {name} has no help")
+        self.assertFalse(
+            {"device", "batch_size", "cache_dir", "overwrite", "dataset_dir", "output"} & set(analysis.params), "the shared options are the command's"
+        )
+
+    def test_its_result_saves_and_loads_back(self) -> None:
+        """The result names the analysis, and its folder (tables, summary.json) loads back equal."""
+        from sourcebias.analysis.result import AnalysisResult
+
+        result = self.run_analysis()
+        self.assertEqual(result.analysis, self.analysis_name())
+        folder = Path(tempfile.mkdtemp(prefix="sourcebias-analysis-result-"))
+        result.save(folder)
+        self.assertEqual(AnalysisResult.load(folder), result)
+
+    def test_its_tables_show_what_the_result_holds(self) -> None:
+        """At least one table; every column is filled in some row; every cell renders."""
+        analysis = self.analysis()
+        result = self.run_analysis()
+        tables = analysis.tables(result)
+        self.assertTrue(tables, "no table: a reader sees nothing of the result")
+        for table in tables:
+            for column in table.columns:
+                self.assertTrue(any(column.key in row for row in table.rows) or not table.rows, f"{table.key}: column {column.key} is in no row")
+                for row in table.rows:
+                    self.assertIsInstance(column.text(row), str)
+        for note in analysis.notes(result):
+            self.assertIsInstance(note, str)
+
+    def test_its_figures_are_png_files(self) -> None:
+        """Each figure it draws is a PNG file in the folder it was given."""
+        result = self.run_analysis()
+        folder = Path(tempfile.mkdtemp(prefix="sourcebias-analysis-figures-"))
+        for name, path in self.analysis().draw(result, folder).items():
+            self.assertTrue(Path(path).is_file(), f"figure {name}: {path} is not a file")
+            self.assertEqual(Path(path).read_bytes()[:8], b"\x89PNG\r\n\x1a\n", f"figure {name} is not a PNG")

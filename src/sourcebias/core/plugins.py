@@ -15,10 +15,12 @@ from __future__ import annotations
 import os
 import warnings
 from importlib import import_module
+from typing import Any
 
 GROUP = "sourcebias.plugins"
 ENV = "SOURCEBIAS_PLUGINS"
 _loaded: set[str] = set()
+_entry_points: list[Any] = []  # every installed entry point, read once (each read scans every installed package)
 
 
 def load_plugins(group: str = GROUP) -> list[str]:
@@ -28,9 +30,11 @@ def load_plugins(group: str = GROUP) -> list[str]:
         return []
     _loaded.add(group)
     names: list[str] = []
-    from importlib.metadata import entry_points
+    if not _entry_points:
+        from importlib.metadata import entry_points
 
-    targets = [(ep.name, ep.value) for ep in entry_points(group=group)]
+        _entry_points.append(entry_points())
+    targets = [(ep.name, ep.value) for ep in _entry_points[0].select(group=group)]
     if group == GROUP:
         targets += [(m.strip(), m.strip()) for m in os.environ.get(ENV, "").split(",") if m.strip()]
     for name, target in targets:

@@ -32,7 +32,7 @@ def sample_positions(dataset, *, max_pairs: int | None = None, seed: int = 0) ->
     corpus = dataset.corpus
     if max_pairs is None:
         return np.arange(len(corpus), dtype=np.int64)
-    from sourcebias.analysis.runners import twin_pairs
+    from sourcebias.analysis.common import twin_pairs
 
     human = dataset.human_source
     if human not in corpus.sources or len(corpus.sources) < 2:
