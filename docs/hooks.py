@@ -2,7 +2,7 @@
 
 A page line ``<!-- reference: NAME -->`` is replaced by
 :func:`sourcebias.cli.reference.reference_markdown` ``(NAME)`` (the CLI from the typer app, the
-measures, statistics, retrieval kinds and presets from their registries), so the reference pages
+measures, statistics, retrieval kinds, detectors and presets from their registries), so the reference pages
 cannot drift from the code.
 """
 

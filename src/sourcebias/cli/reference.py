@@ -3,7 +3,8 @@
 The documentation site (``mkdocs.yml``, ``docs/hooks.py``) replaces a marker
 ``<!-- reference: NAME -->`` in a page with :func:`reference_markdown` ``(NAME)``. The same text
 is what ``sourcebias`` itself knows: the typer app's commands and options, the measure and
-statistic registries, the retrieval kinds and their typed options, the dense presets.
+statistic registries, the retrieval kinds and their typed options, the detector kinds and their
+options, the dense presets.
 ir_measures writes its measure pages from its registry the same way.
 """
 
