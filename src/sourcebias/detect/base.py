@@ -229,7 +229,9 @@ def build_detector(spec: str, *, cache_dir: Any = None, device: str | None = Non
         spec: e.g. ``fast-detectgpt:lm:NAME[,...]``, ``binoculars:lm:A+lm:B[,...]``,
             ``raidar:MODEL[,...]`` (every registered kind: :func:`detector_kinds`).
         cache_dir: cache of model values, rewrites and converted models.
-        device, batch_size, threads: how the models run.
+        device: where the models run (``cpu``, ``cuda``; default: cuda if available).
+        batch_size: texts per forward pass (the kind's default when None).
+        threads: PyTorch CPU threads of a local model.
 
     Returns:
         The kind's :class:`Detector`.
