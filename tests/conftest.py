@@ -46,6 +46,8 @@ def pytest_unconfigure(config):
 
     while _SESSION_CACHE:
         shutil.rmtree(_SESSION_CACHE.pop(), ignore_errors=True)
+    while _BUILTIN_COPIES:  # every process (xdist workers too) removes the copies it wrote
+        shutil.rmtree(_BUILTIN_COPIES.popitem()[1].parent, ignore_errors=True)
 
 
 # Modules that must not run beside each other on two workers: both start Ray on this machine.
@@ -77,11 +79,46 @@ def pytest_xdist_make_scheduler(config, log):
     return ModuleScheduling(config, log)
 
 
+_BUILTIN_COPIES: dict[str, Path] = {}  # name -> this process's plain copy of a dataset shipped in the package
+
+
+def _plain_builtin_copy(name: str) -> Path | None:
+    """A dataset the package ships (NQ-UTD, gzip-compressed inside ``sourcebias/data/builtin``)
+    written out once per test process in the layout of the development copy in ../shared/data
+    (``queries.jsonl``, ``corpus/<source>.jsonl``, ``qrels/<split>.tsv``: the same bytes, checked
+    by tests/data/test_builtin_data.py), so that a clone without ../shared runs the tests that
+    need it; ``None`` for a dataset the package does not ship."""
+    import gzip
+    import shutil
+    import tempfile
+
+    from sourcebias.data.registry import known_dataset
+
+    if name in _BUILTIN_COPIES:
+        return _BUILTIN_COPIES[name]
+    known = known_dataset(name)
+    if known is None or not known.builtin:
+        return None
+    shipped, root = known.builtin_path(), Path(tempfile.mkdtemp(prefix="sourcebias-test-builtin-")) / name
+    for rel in known.shipped:  # the data files only (the LICENSE stays in the package)
+        target = root / rel.removesuffix(".gz")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with gzip.open(shipped / rel, "rb") as src, target.open("wb") as dst:
+            shutil.copyfileobj(src, dst)
+    _BUILTIN_COPIES[name] = root
+    return root
+
+
 def data_dir(name: str) -> Path:
+    """The development copy of a dataset (``$SOURCEBIAS_DATA/<name>``, by default ../shared/data);
+    without it, the copy the package ships (NQ-UTD); a test needing another one skips."""
     path = DATA / name
-    if not (path / "queries.jsonl").is_file():
+    if (path / "queries.jsonl").is_file():
+        return path
+    builtin = _plain_builtin_copy(name)
+    if builtin is None:
         pytest.skip(f"dataset {name} not found under {DATA} (set SOURCEBIAS_DATA)")
-    return path
+    return builtin
 
 
 @pytest.fixture(scope="session")

@@ -7,14 +7,11 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from sourcebias.audit.diagnostic import ks_mixture, log_variance_ratio, rg_share, transfer_check
-
-DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 
 
 def test_statistics_by_hand():
@@ -124,7 +121,7 @@ def test_a_failed_check_marks_every_output_and_strict_exits_3(tmp_path, capsys):
 
 
 @pytest.mark.slow
-def test_nfcorpus_calibration_on_nq_utd_is_flagged():
+def test_nfcorpus_calibration_on_nq_utd_is_flagged(nq_utd, nfcorpus):
     """The issue's case: the built-in detector (no LM) trained and calibrated on 300 nfcorpus
     pairs audits BM25 on nq-utd; its corrected ΔNDSR@10 interval excludes the true value."""
     from sourcebias.audit import AuditSettings, DetectorOptions, audit, build_detector
@@ -132,9 +129,9 @@ def test_nfcorpus_calibration_on_nq_utd_is_flagged():
     from sourcebias.evaluation import evaluate, parse_measure
     from sourcebias.retrieval import build_retriever
 
-    ds = load_dataset(DATA / "nq-utd")  # MiniLM's vectors from the session's store (computed once)
+    ds = load_dataset(nq_utd)  # MiniLM's vectors from the session's store (computed once)
     runs = {k.retriever: r for k, r in evaluate(ds, [build_retriever("bm25")], measures=[parse_measure("NDCG@10")]).runs.items() if k.setting == "mixed"}
-    det = build_detector(DetectorOptions(train=str(DATA / "nfcorpus"), max_pairs=300))
+    det = build_detector(DetectorOptions(train=str(nfcorpus), max_pairs=300))
     res = audit(runs, det, AuditSettings(resamples=500), human_source=ds.human_source)
     row = res.row("bm25", "ΔNDSR@10")
     assert row["corrected_covers"] is False  # the corrected interval misses the truth ...

@@ -171,7 +171,7 @@ def test_no_lock_file_is_left_after_a_command_succeeds_or_fails(cocktail_dir, tm
     assert (out / "manifest.json").is_file() and not (tmp_path / ".out.lock").exists()
     code, _, err = run_cli(["evaluate", str(cocktail_dir), "--k", "1", "-r", "no-such-retriever", "-o", str(tmp_path / "bad")], capsys)
     assert code == 2 and not list(tmp_path.glob(".bad*")) and not (tmp_path / "bad").exists()
-    code, _, err = run_cli(["evaluate", str(cocktail_dir), "--k", "1", "-o", str(out)], capsys)  # refused: results of another run
+    code, _, err = run_cli(["evaluate", str(cocktail_dir), "--k", "3", "-o", str(out)], capsys)  # refused: results of another run
     assert code == 2 and "holds the results of another run" in err and not (tmp_path / ".out.lock").exists()
     folder = OutputFolder.claim(tmp_path / "lib", kind="evaluate")
     assert (tmp_path / ".lib.lock").is_file()

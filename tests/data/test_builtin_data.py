@@ -62,6 +62,27 @@ def test_the_shipped_nq_utd_equals_the_shared_copy_record_for_record():
     assert a.registered == "nq-utd" and a.describe()["registered"] == "nq-utd" and b.registered is None
 
 
+def test_without_the_development_copy_the_nq_utd_tests_read_the_shipped_one(tmp_path, monkeypatch):
+    """A clone without ../shared/data runs the tests of NQ-UTD on the copy the package ships, in
+    the development copy's layout; the tests of NFCorpus (not shipped) skip."""
+    import conftest
+
+    monkeypatch.setattr(conftest, "DATA", tmp_path / "no-shared-data")
+    try:
+        path = conftest.data_dir("nq-utd")
+    except pytest.skip.Exception as exc:
+        pytest.fail(f"the tests of nq-utd would skip: {exc}")
+    # ../shared/data/README.md: 80 queries, 800 documents per source, qrels "query-id corpus-id score"
+    assert len((path / "queries.jsonl").read_text(encoding="utf-8").splitlines()) == 80
+    for source in ("human", "llama-2-7b-chat-tmp0.2"):
+        lines = (path / "corpus" / f"{source}.jsonl").read_text(encoding="utf-8").splitlines()
+        assert len(lines) == 800 and {"_id", "title", "text"} <= set(json.loads(lines[0]))
+    assert (path / "qrels" / "test.tsv").read_text(encoding="utf-8").splitlines()[0].split() == ["query-id", "corpus-id", "score"]
+    assert not path.is_relative_to(tmp_path) and conftest.data_dir("nq-utd") == path  # written once per process
+    with pytest.raises(pytest.skip.Exception, match="nfcorpus"):
+        conftest.data_dir("nfcorpus")
+
+
 def test_package_data_ships_every_builtin_file():
     toml = __import__("tomllib" if sys.version_info >= (3, 11) else "tomli")
     cfg = toml.loads((REPO / "pyproject.toml").read_text())

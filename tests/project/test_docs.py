@@ -69,6 +69,164 @@ def test_reference_pages_are_written_from_the_registries(site):
     assert "<!-- reference:" not in "".join(html.values())
 
 
+def _visible_text(html: str) -> str:
+    """A page's text as a reader sees it: no script, style or tag; entities decoded."""
+    import html as html_lib
+    import re
+
+    html = re.sub(r"<(script|style)\b.*?</\1>", " ", html, flags=re.S)
+    return html_lib.unescape(re.sub(r"<[^>]+>", "", html))
+
+
+def _html_pages(site: Path) -> dict[str, str]:
+    return {p.relative_to(site).as_posix(): p.read_text(encoding="utf-8") for p in sorted(site.rglob("*.html"))}
+
+
+def test_no_page_shows_a_raw_sphinx_role_or_an_escaped_metavar(site):
+    """The docstrings' :class:/:func:... roles are rendered, not printed (issue 31, item 6), and the
+    CLI reference's metavars read as typed: ``text|title+text``, not ``text\\|title+text`` (item 7)."""
+    import re
+
+    wrong = re.compile(r":(?:class|mod|func|meth|attr|data|exc|obj):|\\[|\[\]]")  # a role; a backslash before | [ ]
+    pages = _html_pages(site)
+    assert "reference/api/index.html" in pages and "reference/cli/index.html" in pages
+    found = [
+        f"{name}: {text[max(0, m.start() - 30) : m.end() + 30]!r}"
+        for name, html in pages.items()
+        for text in [_visible_text(html)]
+        for m in wrong.finditer(text)
+    ]
+    assert not found, f"{len(found)} raw roles or escaped metavars:\n" + "\n".join(found[:20])
+    # the options as `sourcebias evaluate --help` and friends print them, each whole in its cell
+    cells = set(re.findall(r"<td><code>(.*?)</code></td>", pages["reference/cli/index.html"]))
+    for option in ("--field text|title+text", "--with DIR[:SPLIT]", "--ray [ADDRESS]", "--correction holm|fdr_bh|bonferroni|none", "--run [NAME=]FILE"):
+        assert option in cells, option
+
+
+def test_docstring_cross_references_link_to_the_objects_the_site_renders(site):
+    """A role whose target the API page renders is a link to it; one whose target it does not
+    render shows the name in code, and its target is checked (by Python's own import) not to be on
+    the page under another path."""
+    import pydoc
+    import re
+
+    html = (site / "reference" / "api" / "index.html").read_text(encoding="utf-8")
+    anchors = set(re.findall(r'\bid="([^"]+)"', html))
+    links = set(re.findall(r'<a class="autorefs autorefs-internal"[^>]*href="#([^"]+)"', html))
+    assert links <= anchors
+    # written in the docstrings as :class:`~sourcebias.retrieval.base.Retriever` (build_retriever),
+    # :class:`~sourcebias.evaluation.export.RanxExport` (EvaluationResult.to_ranx),
+    # :func:`~sourcebias.data.load_dataset` (a re-export: DatasetOptions), :class:`DataError` (an import)
+    for target in ("retrieval.base.Retriever", "retrieval.base.Pipeline", "evaluation.export.RanxExport", "data.dataset.load_dataset", "core.errors.DataError"):
+        assert f"sourcebias.{target}" in links, target
+    unlinked = set(re.findall(r'<span title="([\w.]+)"><code>', html))
+    assert unlinked, "expected some references to objects the page does not render"
+    for target in unlinked:
+        obj = pydoc.locate(target)
+        if hasattr(obj, "__qualname__") and hasattr(obj, "__module__"):
+            assert f"{obj.__module__}.{obj.__qualname__}" not in anchors, f"{target} is on the page but not linked"
+
+
+def test_the_role_rewrite_resolves_targets_as_sphinx_would(tmp_path):
+    """docs/hooks.py's griffe extension on a package written here: each role's identifier worked
+    out by hand (an import, a sibling module, a method of the class, a re-export, a name not in
+    scope) and the name shown by Sphinx's rules (``~``: the last part; ``Title <target>``)."""
+    import griffe
+
+    pkg = tmp_path / "pkgx"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("from pkgx.core import Thing\n", encoding="utf-8")
+    (pkg / "core.py").write_text("class Thing:\n    def go(self):\n        pass\n", encoding="utf-8")
+    (pkg / "sub" / "__init__.py").write_text("", encoding="utf-8")
+    (pkg / "sub" / "tools.py").write_text("", encoding="utf-8")
+    (pkg / "sub" / "user.py").write_text(
+        '''"""Uses :class:`Thing`, :mod:`.tools`, :class:`~pkgx.Thing`, :meth:`Go <pkgx.core.Thing.go>` and :func:`missing`."""
+
+from pkgx.core import Thing
+
+
+class User:
+    """Calls :meth:`run`; see :attr:`~pkgx.sub.user.User.size`."""
+
+    size = 1
+
+    def run(self):
+        """Before :meth:`~User.run` ends, :meth:`.Thing.go`."""
+''',
+        encoding="utf-8",
+    )
+    ext = griffe.load_extensions(str(REPO / "docs" / "hooks.py") + ":SphinxRoles")
+    mod = griffe.load("pkgx.sub.user", search_paths=[str(tmp_path)], extensions=ext)
+
+    def ref(identifier: str, shown: str) -> str:
+        return f'<autoref identifier="{identifier}" optional>`{shown}`</autoref>'
+
+    assert mod.docstring.value == (
+        f"Uses {ref('pkgx.core.Thing', 'Thing')}, {ref('pkgx.sub.tools', 'tools')}, {ref('pkgx.core.Thing', 'Thing')}, "
+        f"{ref('pkgx.core.Thing.go', 'Go')} and {ref('missing', 'missing')}."
+    )
+    assert mod["User"].docstring.value == f"Calls {ref('pkgx.sub.user.User.run', 'run')}; see {ref('pkgx.sub.user.User.size', 'size')}."
+    assert mod["User.run"].docstring.value == f"Before {ref('pkgx.sub.user.User.run', 'run')} ends, {ref('pkgx.core.Thing.go', 'Thing.go')}."
+
+
+def test_every_returns_table_holds_its_description_in_one_row(site):
+    """A Returns description wrapped over several docstring lines stays one row (it was split into
+    2-3 rows, each taken for another returned value)."""
+    import re
+
+    html = (site / "reference" / "api" / "index.html").read_text(encoding="utf-8")
+    tables = re.findall(r'<span class="doc-section-title">Returns:</span>.*?</table>', html, flags=re.S)
+    assert len(tables) >= 50
+    rows = [re.findall(r'<tr class="doc-section-item">(.*?)</tr>', t, flags=re.S) for t in tables]
+    assert all(len(r) == 1 for r in rows), [" | ".join(" ".join(_visible_text(c).split()) for c in r) for r in rows if len(r) != 1]
+    texts = [" ".join(_visible_text(r[0]).split()) for r in rows]
+    # load_dataset's docstring, as written over two lines
+    whole = "The dataset; dataset.options are the options it was loaded with (written into every result, so that later commands reload it the same way)."
+    assert any(t.endswith(whole) for t in texts)
+
+
+def test_build_time_code_is_not_published(site):
+    """docs/hooks.py (the MkDocs hook and the griffe extension) builds the site; it is no page."""
+    assert not list(site.rglob("*.py"))
+
+
+@pytest.fixture(scope="module")
+def chromium() -> str:
+    import shutil
+
+    path = shutil.which("chromium") or shutil.which("chromium-browser")
+    if path is None:
+        pytest.fail("Debian's chromium is needed for this test (scripts/install.sh, the README's step 1, installs it: apt-get install -y chromium)")
+    return path
+
+
+def test_the_measure_guides_statistics_tables_fit_the_content_column(site, chromium):
+    """In a 1280-pixel window the two statistics tables of the measure guide are no wider than the
+    content column (``p (adj.)`` was behind a scrollbar) and every number, interval included, is on
+    one line (``Rel Δ [CI]`` took three)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox", "--disable-gpu"])
+        page = browser.new_page(viewport={"width": 1280, "height": 1000})
+        page.goto((site / "guides" / "measure" / "index.html").as_uri())
+        tables = page.evaluate(
+            """() => [...document.querySelectorAll('.md-content table')].map(t => {
+                const wrap = t.closest('.md-typeset__scrollwrap');  // Material scrolls a table too wide
+                const lines = c => { const r = document.createRange(); r.selectNodeContents(c); return r.getClientRects().length; };
+                const numbers = [...t.querySelectorAll('td')].filter(c => c.style.textAlign === 'right');
+                return {header: t.rows[0].innerText.replace(/\\s+/g, ' '), overflow: wrap.scrollWidth - wrap.clientWidth,
+                        wrapped: numbers.filter(c => lines(c) !== 1).map(c => c.innerText), numbers: numbers.length};
+            })"""
+        )
+        browser.close()
+    tables = [t for t in tables if t["header"].endswith(("p (adj.)", "ΔNDSR p (sign)"))]
+    assert [t["numbers"] for t in tables] == [36, 20]  # 6 rows x 6 and 2 rows x 10 numbers
+    for t in tables:
+        assert t["overflow"] <= 0, f"{t['header'][:40]!r}: {t['overflow']} px wider than the content column"
+        assert not t["wrapped"], f"numbers over several lines: {t['wrapped']}"
+
+
 ALL_BLOCKS = [b for p in pages() for b in page_blocks(p)]
 
 
@@ -164,6 +322,12 @@ def _page_path(page: str) -> Path:
     return REPO / page if page == "README.md" else DOCS / page
 
 
+def _reads_nfcorpus(page: str) -> bool:
+    """Whether the page's blocks read NFCorpus (by name, or as ir_datasets' beir/nfcorpus): only
+    those pages need ../shared/data; a clone without it runs every other page."""
+    return any("nfcorpus" in b.body for b in page_blocks(_page_path(page)) if b.mode in ("run", "file"))
+
+
 @pytest.mark.parametrize(
     "page",
     [
@@ -172,8 +336,11 @@ def _page_path(page: str) -> Path:
         if any(b.mode in ("run", "file", "parse-only") for b in page_blocks(p))
     ],
 )
-def test_the_page_runs_as_printed(page, tmp_path, docs_cache, docs_datasets, docs_irds_home):
-    env = _env(docs_cache, docs_datasets, docs_irds_home)
+def test_the_page_runs_as_printed(page, tmp_path, tmp_path_factory, request, docs_cache):
+    if _reads_nfcorpus(page):  # the development copy (../shared/data); NQ-UTD ships in the package
+        env = _env(docs_cache, request.getfixturevalue("docs_datasets"), request.getfixturevalue("docs_irds_home"))
+    else:
+        env = _env(docs_cache, tmp_path_factory.mktemp("no-datasets"))
     if page == "README.md":  # the quick start runs after the set-up, beside its .venv
         (tmp_path / ".venv").symlink_to(Path(sys.prefix))
     last_run, printed = None, ""

@@ -6,6 +6,9 @@ none is started."""
 from __future__ import annotations
 
 import math
+import os
+import signal
+import threading
 
 import pytest
 
@@ -181,3 +184,78 @@ def test_no_helper_where_it_would_not_pay(monkeypatch):
     big = report_process.start(report_process.MAX_STATISTICS_DOCUMENTS + 1)
     assert big is not None and not big.takes_statistics  # the figure only
     big.close()
+
+
+# -- a helper that hangs: stopped with SIGSTOP, never answering ---------------------------------------
+def _finishes(call, seconds: float = 120.0):
+    """``call()``'s value, run in a thread that must end within ``seconds`` (a liveness bound
+    against a wait that never ends, not a timing of the work: it takes a few seconds)."""
+    out: dict = {}
+    worker = threading.Thread(target=lambda: out.update(value=call()), daemon=True)
+    worker.start()
+    worker.join(seconds)
+    assert not worker.is_alive(), "still waiting on a stopped helper"
+    return out["value"]
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGSTOP") or report_process.cpu_seconds(os.getpid()) is None, reason="needs SIGSTOP and /proc")
+def test_a_stopped_helper_does_not_block_the_statistics(result, dataset, monkeypatch):
+    """A helper stopped before it answers: after STALL_SECONDS without progress (its CPU time
+    unchanged) it is ended and the statistics are computed here, equal to the in-process ones,
+    and the helper records why."""
+    from sourcebias.reporting.evaluation_job import _statistics_by
+
+    monkeypatch.setattr(report_process, "STALL_SECONDS", 1.0)
+    ctx = StatContext(qrels=dataset.qrels, measures=["NDCG@1", "NDCG@3"], bootstrap_resamples=200, significance_resamples=500)
+    helper = report_process.ReportProcess(len(dataset.corpus))
+    os.kill(helper._proc.pid, signal.SIGSTOP)
+    try:
+        stats = _finishes(lambda: _statistics_by(helper)(result, ctx, list(EVALUATE_STATISTICS)))
+    finally:
+        helper.close()
+    assert _same_rows(stats.rows(), compute_statistics(result, ctx, list(EVALUATE_STATISTICS)).rows())
+    assert helper.fallbacks["statistics"] == "the report process made no progress for 1 s (stopped or hung)"
+    assert helper._proc.returncode == -signal.SIGKILL  # ended: a stopped process needs no cooperation
+    assert helper.describe() == {"statistics": "evaluating process: the report process made no progress for 1 s (stopped or hung)"}
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGSTOP") or report_process.cpu_seconds(os.getpid()) is None, reason="needs SIGSTOP and /proc")
+def test_evaluate_with_a_stopped_helper_finishes_and_says_so(cocktail_dir, tmp_path, monkeypatch):
+    """The whole command: its helper is stopped as soon as it starts; the evaluation still ends,
+    writes the same statistics, summaries and figure as without a helper, prints a note and
+    records in the manifest where the statistics and the figure were made and why."""
+    import json
+
+    from sourcebias.data.options import DatasetOptions
+    from sourcebias.evaluation.plan import EvaluationPlan
+    from sourcebias.reporting.evaluation_job import run_evaluation_job
+
+    real_init = report_process.ReportProcess.__init__
+
+    def stopped(self, documents):
+        real_init(self, documents)
+        os.kill(self._proc.pid, signal.SIGSTOP)
+
+    monkeypatch.setattr(report_process, "STALL_SECONDS", 1.0)
+    monkeypatch.setattr(report_process, "MIN_DOCUMENTS", 0)
+    monkeypatch.setattr(report_process, "usable_cpus", lambda: 2)
+    monkeypatch.setattr(report_process.ReportProcess, "__init__", stopped)
+    plan = EvaluationPlan(retrievers=("bm25", "tfidf"), measures=("NDCG", "MAP"), cutoffs=(1, 3), resamples=2000, bootstrap_resamples=500)
+    notes: list = []
+    job = _finishes(lambda: run_evaluation_job(cocktail_dir, DatasetOptions(), plan, tmp_path / "stopped", emit=lambda kind, text: notes.append((kind, text))))
+    without, _ = _evaluate_into(tmp_path / "without", cocktail_dir, monkeypatch, helper=False)
+    for name in ("statistics.csv", "summary.md", "summary.tex", "metrics.csv", str(FIGURE_FILE)):
+        assert (job.path / name).read_bytes() == (without.path / name).read_bytes(), name
+    why = "the report process made no progress for 1 s (stopped or hung)"
+    manifest = json.loads((job.path / "manifest.json").read_text())
+    assert manifest["report_process"] == {"statistics": f"evaluating process: {why}", "figure": f"evaluating process: {why}"}
+    assert ("note", f"the statistics were made in the evaluating process, not by the report process: {why}") in notes
+    assert ("note", f"the figure was made in the evaluating process, not by the report process: {why}") in notes
+
+
+def test_a_helper_that_answers_is_named_in_the_manifest(cocktail_dir, tmp_path, monkeypatch):
+    import json
+
+    job, started = _evaluate_into(tmp_path / "with", cocktail_dir, monkeypatch, helper=True)
+    assert len(started) == 1 and started[0].fallbacks == {}
+    assert json.loads((job.path / "manifest.json").read_text())["report_process"] == {"statistics": "report process", "figure": "report process"}

@@ -187,6 +187,9 @@ def audit_run(
                 **_ci_columns(boot[q]),
             }
             row.update(precision_columns(row, settings.max_half_width * abs(b)))
+            if boot[q].get("no_interval"):  # too few queries: no CI, and the row says why
+                row["imprecise_reason"] = f"no {settings.level:.0%} CI: {boot[q]['no_interval']}"
+                row["note"] = "; ".join(x for x in (row["note"], row["imprecise_reason"]) if x)
             row.update(_truth_columns(row, None if true is None else float(np.nanmean(a + b * true[q]))))
             rows.append(row)
     return rows

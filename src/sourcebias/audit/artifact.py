@@ -118,8 +118,9 @@ def load_audited_runs(
     dataset's texts; ``dataset`` overrides the recorded path) or one TREC run file over
     ``dataset`` (document names by the project's docno rule)."""
     target = Path(target)
+    depth = None  # the depth the evaluation ranked to (a TREC run's rankings are as long as they are)
     if target.is_dir():
-        runs, ds = _evaluate_runs(target, dataset)
+        runs, ds, depth = _evaluate_runs(target, dataset)
     elif target.is_file():
         if dataset is None:
             raise ConfigError(f"{target} is a run file: name the dataset it ranks with --dataset DIR")
@@ -139,11 +140,38 @@ def load_audited_runs(
         "target": str(target.resolve()),
         "runs": {n: {"queries": len(r), "depth": r.depth()} for n, r in runs.items()},
         "dataset": ds.describe().get("name"),
+        "ranked_to": depth,
     }
     return runs, ds, info
 
 
-def _evaluate_runs(folder: Path, dataset: str | None) -> tuple[dict[str, Any], Any]:
+def check_cutoffs(runs: dict[str, Any], ks: Sequence[int], depth: int | None) -> None:
+    """Refuse a cut-off deeper than the audited rankings: a ranking cut at depth d holds only its
+    top d, so its "Share@k" and "ΔNDSR@k" for k > d would be figures of the top d under k's name.
+
+    Args:
+        runs: the audited runs.
+        ks: the audit's cut-offs.
+        depth: the depth an ``evaluate`` folder's runs were ranked to (recorded there); None for
+            a TREC run, whose longest ranking is its depth unless it ranks the whole corpus.
+
+    Raises:
+        ConfigError: naming the cut-off and the depth.
+    """
+    k = max(ks)
+    if depth is not None:
+        if k > depth:
+            raise ConfigError(f"--k {k} is deeper than the audited rankings: the evaluation's --depth {depth} is smaller than the largest cut-off {k}")
+        return
+    for name, run in runs.items():
+        d = run.depth()
+        if k > d and d < len(run.corpus):
+            raise ConfigError(
+                f"--k {k} is deeper than the audited rankings: the run '{name}' ranks at most {d} documents per query, fewer than the largest cut-off {k}"
+            )
+
+
+def _evaluate_runs(folder: Path, dataset: str | None) -> tuple[dict[str, Any], Any, int | None]:
     from sourcebias.evaluation import load_result
 
     head = load_result(folder, runs=False)
@@ -159,7 +187,8 @@ def _evaluate_runs(folder: Path, dataset: str | None) -> tuple[dict[str, Any], A
     runs = {k.retriever: r for k, r in result.runs.items() if k.setting == "mixed"}
     if not runs:
         raise ConfigError(f"{folder} holds no run of the mixed corpus to audit")
-    return runs, ds
+    depth = (head.parameters or {}).get("depth")
+    return runs, ds, None if depth is None else int(depth)
 
 
 def audit(runs: dict[str, Any], detector: CalibratedDetector, settings: AuditSettings, *, human_source: str | None = None, run_info: dict[str, Any] | None = None,
@@ -283,6 +312,7 @@ def run_audit(target: str | Path, output: str | Path | None, *, detector: Detect
     try:
         t0 = time.perf_counter()
         runs, ds, info = load_audited_runs(target, dataset=dataset, retrievers=retrievers, docnos=docnos, docno_pattern=docno_pattern)
+        check_cutoffs(runs, settings.ks, info["ranked_to"])  # before the detector is built
         runs = sample_queries(runs, max_queries, settings.seed)
         info = {**info, "max_queries": max_queries, "runs": {n: {"queries": len(r), "depth": r.depth()} for n, r in runs.items()}}
         det = build_detector(detector, cache_dir=cache_dir, emit=emit)

@@ -125,6 +125,22 @@ def _percentile(values: np.ndarray, level: float) -> tuple[float | None, float |
     return float(lo), float(hi)
 
 
+def interval_refusal(queries: int, level: float) -> str:
+    """Why ``queries`` queries give no percentile interval at ``level`` ("" when they give one).
+
+    The queries are the resampling unit: with one query every resample repeats it, so an interval
+    would show the calibration's noise alone (and the naive one would have width zero). With a
+    few, the resamples of the queries take only C(2n − 1, n) distinct values (multisets of n of
+    them), fewer than the 2 / (1 − level) that the interval's two tails of (1 − level) / 2 each
+    need to hold one value (at 95%: 40; 4 queries give 35, 5 give 126)."""
+    if queries < 2:
+        return "fewer than 2 queries: every resample repeats the one query, so an interval would show the calibration's noise alone"
+    distinct, need = math.comb(2 * queries - 1, queries), math.ceil(2 / (1 - level) - 1e-9)
+    if distinct < need:
+        return f"{queries} queries give {distinct} distinct resamples of the queries, too few for a {level:.0%} percentile interval (its tails need {need})"
+    return ""
+
+
 def joint_bootstrap(
     per_query: dict[str, np.ndarray],
     calibration: Calibration,
@@ -141,7 +157,8 @@ def joint_bootstrap(
     resample). ``transforms[name] = (a, b)`` reports ``a + b·share`` instead of the share (ΔNDSR
     = 1 − 2·NDSR_LLM: ``(1, -2)``). Returns per name: ``naive_ci`` (queries resampled only: the
     naive estimate does not use the calibration), ``corrected_ci``, ``undefined_resamples``,
-    ``clipped_resamples``."""
+    ``clipped_resamples``; with too few queries for an interval (:func:`interval_refusal`) no CI
+    and ``no_interval``, the reason."""
     if resamples < 2:
         raise ConfigError(f"resamples must be at least 2, got {resamples}")
     if not 0 < level < 1:
@@ -153,6 +170,10 @@ def joint_bootstrap(
     q = int(ok.sum())
     if q == 0:
         raise ConfigError("no query with a non-empty ranking to resample")
+    refused = interval_refusal(q, level)
+    if refused:
+        none = {"naive_ci": (None, None), "corrected_ci": (None, None), "undefined_resamples": 0, "clipped_resamples": 0, "no_interval": refused}
+        return {n: dict(none) for n in names}
     q_idx = rng.integers(0, q, size=(resamples, q))
     p_idx = rng.integers(0, calibration.pairs, size=(resamples, calibration.pairs))
     ref = calibration.reference_flagged

@@ -21,7 +21,6 @@ def plot_audit(result: AuditResult, path: str | Path) -> Path:
     measures = list(dict.fromkeys(r["measure"] for r in result.rows))
     runs = list(dict.fromkeys(r["run"] for r in result.rows))
     fig, axes = plt.subplots(1, len(measures), figsize=(max(5.0, 2.2 * len(runs) + 2) * len(measures), 4.4), squeeze=False)
-    level = result.settings.get("level", 0.95)
     for ax, m in zip(axes[0], measures):
         for i, run in enumerate(runs):
             r = result.row(run, m)
@@ -35,12 +34,7 @@ def plot_audit(result: AuditResult, path: str | Path) -> Path:
         ax.grid(axis="y", alpha=0.3)
         if m.startswith("ΔNDSR"):
             ax.axhline(0, color="grey", linewidth=0.8)
-    d = result.detector
-    title = f"Audit with {d.get('spec') or d.get('kind')} (Se = {d['sensitivity']:.2f}, Sp = {d['specificity']:.2f}, threshold {d['threshold']:.3g}); bars: {level:.0%} bootstrap CIs"
-    c = result.diagnostic
-    if c and not c.get("passed", True):
-        title += f"\nTransfer check FAILED (min-p = {c['p_value']:.3g}): corrected figures UNRELIABLE (hollow)"
-    fig.suptitle(title, fontsize=10, color="black" if result.reliable else "darkred")
+    fig.suptitle(audit_title(result), fontsize=10, color="black" if result.reliable else "darkred")
     handles, labels = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=8, frameon=False)
     fig.tight_layout(rect=(0, 0.06, 1, 1))
@@ -48,6 +42,20 @@ def plot_audit(result: AuditResult, path: str | Path) -> Path:
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return path
+
+
+def audit_title(result: AuditResult) -> str:
+    """The figure's title: the detector with the Se and Sp the correction used (Sp from the human
+    reference set where one was given, and then said so), the intervals, a failed check."""
+    d, level = result.detector, result.settings.get("level", 0.95)
+    sp = f"{result.specificity:.2f}" + (" from the human reference set" if "specificity" in (result.in_domain or {}) else "")
+    title = (
+        f"Audit with {d.get('spec') or d.get('kind')} (Se = {d['sensitivity']:.2f}, Sp = {sp}, threshold {d['threshold']:.3g}); bars: {level:.0%} bootstrap CIs"
+    )
+    c = result.diagnostic
+    if c and not c.get("passed", True):
+        title += f"\nTransfer check FAILED (min-p = {c['p_value']:.3g}): corrected figures UNRELIABLE (hollow)"
+    return title
 
 
 def _point(ax, x: float, r: dict, kind: str, *, first: bool) -> None:
@@ -71,7 +79,8 @@ def _point(ax, x: float, r: dict, kind: str, *, first: bool) -> None:
         alpha=0.6 if unreliable else 1.0,
     )
     imprecise = kind == "corrected" and not unreliable and r.get("precise") is False
-    marks = [m for m in (r.get("flag") if kind == "corrected" else "", "UNRELIABLE" if unreliable else "", "IMPRECISE" if imprecise else "") if m]
+    no_ci = "no CI" if lo is None else ""  # too few queries to resample (the notes say why)
+    marks = [m for m in (r.get("flag") if kind == "corrected" else "", "UNRELIABLE" if unreliable else "", "IMPRECISE" if imprecise else "", no_ci) if m]
     if marks:
         ax.annotate(
             ", ".join(marks),

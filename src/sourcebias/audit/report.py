@@ -62,8 +62,10 @@ def caption(result: AuditResult) -> str:
     d, s, c = result.detector, result.settings, result.diagnostic
     who = d.get("spec") or d.get("kind")
     auc = "–" if d.get("auc") is None else format(d["auc"], ".3f")
-    sp_from = (result.in_domain or {}).get("specificity_from", "calibration twins")
-    parts = [f"Detector {who}: Se = {d['sensitivity']:.3f}, Sp = {d['specificity']:.3f}, AUC = {auc}, threshold {d['threshold']:.4g} ({d.get('threshold_rule')}), {d['pairs']:,} calibration pairs; Sp from the {sp_from}.",
+    sp_from = result.specificity_source
+    if "specificity" in (result.in_domain or {}):  # the correction's Sp; the calibration twins' beside it
+        sp_from += f" (the calibration twins' Sp: {d['specificity']:.3f})"
+    parts = [f"Detector {who}: Se = {d['sensitivity']:.3f}, Sp = {result.specificity:.3f}, AUC = {auc}, threshold {d['threshold']:.4g} ({d.get('threshold_rule')}), {d['pairs']:,} calibration pairs; Sp from the {sp_from}.",
              f"naive: the detector's labels; corrected: Rogan–Gladen; {s['level']:.0%} CIs, {s['resamples']:,} joint resamples of queries and calibration pairs, seed {s['seed']}."]  # fmt: skip
     if c:
         verdict = "passed" if c.get("passed") else "FAILED: corrected figures unreliable"
@@ -73,6 +75,9 @@ def caption(result: AuditResult) -> str:
     half = s.get("max_half_width")
     if half is not None:
         parts.append(f"IMPRECISE: a corrected CI wider than ±{half:g} (Share; ±{2 * half:g} for ΔNDSR) does not pin the value down, whatever the check says.")
+    few = sorted({r["queries"] for r in result.rows if str(r.get("imprecise_reason", "")).startswith("no ") and r.get("naive_low") is None})
+    if few:
+        parts.append(f"– : no interval, too few queries ({', '.join(map(str, few))}) to resample; see the notes.")
     if result.has_truth:
         parts.append("true: from the corpus's source labels, never read by the audit.")
     return " ".join(parts)

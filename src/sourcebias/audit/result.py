@@ -67,6 +67,17 @@ class AuditResult:
         raise KeyError((run, measure))
 
     @property
+    def specificity(self) -> float:
+        """The Sp the correction used: from the human reference set where one was given (as
+        ``in_domain`` records), else the calibration twins' (the detector's)."""
+        return float(self.in_domain.get("specificity", self.detector["specificity"]))
+
+    @property
+    def specificity_source(self) -> str:
+        """Where :attr:`specificity` comes from (``calibration twins`` or ``human reference set``)."""
+        return str(self.in_domain.get("specificity_from", "calibration twins"))
+
+    @property
     def has_truth(self) -> bool:
         return any(r.get("true") is not None for r in self.rows)
 

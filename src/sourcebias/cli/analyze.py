@@ -36,9 +36,11 @@ class AnalysisGroup(TyperGroup):
         if not self._filled:
             self._filled = True
             from sourcebias.analysis.base import analysis_kinds
+            from sourcebias.cli.identity import identified
 
             for analysis in analysis_kinds().values():
-                info = typer.models.CommandInfo(name=analysis.name, help=analysis.help, callback=command(analysis))
+                callback = identified(f"analyze {analysis.name}", command(analysis))  # extras checked, rerun identity, as every command
+                info = typer.models.CommandInfo(name=analysis.name, help=analysis.help, callback=callback)
                 self._commands.setdefault(analysis.name, typer.main.get_command_from_info(info, pretty_exceptions_short=False, rich_markup_mode="rich"))
         return self._commands
 

@@ -138,7 +138,91 @@ def tidy_typer_help() -> None:
         return name + ("..." if self.nargs != 1 else "")
 
     # setattr: replacing methods of typer's classes (a type checker refuses assigning to a method)
+    _stack_option_panels()
     setattr(TyperOption, "display_type_rich", option_type)  # noqa: B010
     setattr(TyperArgument, "display_type_rich", argument_type)  # noqa: B010
     setattr(TyperArgument, "_usage_display_name", argument_usage)  # noqa: B010
     setattr(TyperOption, "_sourcebias_tidy", True)  # noqa: B010
+
+
+def _stack_option_panels() -> None:
+    """Each option's names and value on one line, its help indented below, nothing cut.
+
+    typer lays options out as a six-column table; at 80 columns the columns are too narrow and rich
+    cuts long option names and long words with "…" (``--remove-self-ma…``, ``bm25:k1=0.9,b=0…``).
+    typer has no setting for the layout, so its panel function is replaced here: one row per
+    option, names first, the help below it, long words folded rather than cut.
+    """
+    from typer import rich_utils
+
+    def print_options_panel(*, name, params, ctx, markup_mode, console):
+        from rich.console import Group
+        from rich.padding import Padding
+        from rich.panel import Panel
+        from rich.text import Text
+
+        rows = []
+        for param in params:
+            rows.append(_option_head(param, ctx))
+            help_cols = rich_utils._get_parameter_help(param=param, ctx=ctx, markup_mode=markup_mode)
+            items = list(getattr(help_cols, "renderables", [help_cols]))
+            for item in items:
+                if isinstance(item, Text):
+                    item.overflow = "fold"  # a long word (bm25:k1=0.9,b=0.4) folds, it is not cut
+            rows.append(Padding(Text(" ").join(i for i in items if isinstance(i, Text)), (0, 0, 0, 4)))
+        if rows:
+            console.print(Panel(Group(*rows), border_style=rich_utils.STYLE_OPTIONS_PANEL_BORDER, title=name, title_align=rich_utils.ALIGN_OPTIONS_PANEL))
+
+    rich_utils._print_options_panel = print_options_panel
+
+
+def _option_head(param, ctx):
+    """``--remove-self-matches / --no-remove-self-matches`` or ``* --output -o DIR``, as one folded line."""
+    from rich.text import Text
+
+    head = Text(overflow="fold")
+    head.append("* " if param.required else "  ", style="bold red")
+    names = [param.display_name_raw] if getattr(param, "param_type_name", "") == "argument" else list(param.opts)
+    head.append(", ".join(names), style="bold cyan")
+    if getattr(param, "secondary_opts", None):
+        head.append(" / " + ", ".join(param.secondary_opts), style="bold magenta")
+    value = param.display_type_rich(ctx=ctx)
+    if value:
+        head.append(f" {value}", style="bold yellow")
+    bounds = param._get_number_range_help_str() if hasattr(param, "_get_number_range_help_str") else None
+    if bounds:
+        head.append(f" [{bounds}]", style="dim")
+    return head
+
+
+def reflow_help(text: str | None) -> str | None:
+    """Help text whose paragraphs are one line each (the terminal wraps them), examples kept.
+
+    A docstring's hard line breaks are kept by typer's rich help: at 80 columns they break
+    sentences mid-line. A paragraph with an indented line (an example) is left as written.
+
+    Args:
+        text: The help text (a docstring, cleaned or not).
+
+    Returns:
+        The text, reflowed; ``None`` for ``None``.
+    """
+    import inspect
+
+    if text is None:
+        return None
+    paragraphs = inspect.cleandoc(text).split("\n\n")
+    return "\n\n".join(p if any(line.startswith((" ", "\b")) for line in p.splitlines()) else " ".join(p.split()) for p in paragraphs)
+
+
+def reflow_app_help(app: typer.Typer) -> None:
+    """:func:`reflow_help` on the help of ``app``, of its commands and of its sub-apps."""
+    app.info.help = reflow_help(app.info.help) if isinstance(app.info.help, str) else app.info.help
+    for info in app.registered_commands:
+        text = info.help if isinstance(info.help, str) else (info.callback.__doc__ if info.callback is not None else None)
+        info.help = reflow_help(text)
+    for group in app.registered_groups:
+        if isinstance(group.help, str):
+            group.help = reflow_help(group.help)
+        if group.typer_instance is not None:
+            reflow_app_help(group.typer_instance)

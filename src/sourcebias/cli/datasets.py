@@ -13,6 +13,7 @@ from sourcebias.cli.common import console
 def datasets() -> None:
     """List the datasets known by name: the built-in one (NQ-UTD, ships with sourcebias) and the other
     Cocktail datasets (`sourcebias download NAME`), with licence, citation and where they are."""
+    from rich.markup import escape
     from rich.table import Table
 
     from sourcebias.data.registry import listing
@@ -20,10 +21,15 @@ def datasets() -> None:
     table = Table(box=None, show_header=True, pad_edge=False, padding=(0, 2, 1, 0))
     for col in ("name", "kind", "about"):
         table.add_column(col, overflow="fold", no_wrap=col != "about")
+    works: dict[str, int] = {}  # a citation shared by several datasets is printed once, below, and referred to by number
     for row in listing():
-        about = f"{row['description']}\n[dim]where:[/dim] {row['where']}\n[dim]licence:[/dim] {row['licence']}\n[dim]cite:[/dim] {row['citation']}\n[dim]checksums:[/dim] {row['checksums']}"
-        table.add_row(f"[cyan]{row['name']}[/cyan]", row["kind"], about)
+        work, sep, more = row["citation"].partition("; and ")
+        ref = escape(f"[{works.setdefault(work, len(works) + 1)}]") + (f"; and {escape(more)}" if sep else "")
+        about = f"{escape(row['description'])}\n[dim]where:[/dim] {escape(row['where'])}\n[dim]licence:[/dim] {escape(row['licence'])}\n[dim]cite:[/dim] {ref}\n[dim]checksums:[/dim] {escape(row['checksums'])}"
+        table.add_row(f"[cyan]{escape(row['name'])}[/cyan]", row["kind"], about)
     console.print(table, highlight=False)
+    for work, number in works.items():
+        console.print(escape(f"[{number}] {work}"), highlight=False)
     console.print("Use a name where a dataset folder goes: sourcebias evaluate nq-utd -r bm25. A folder of the same name in the current folder wins.")
 
 

@@ -124,12 +124,17 @@ def evaluate(
 
 def _run(dataset: str, loading: DatasetOptions, plan: EvaluationPlan, output: Path | None, overwrite: bool) -> None:
     """Run the job under progress bars and print what it reports."""
+    from rich.markup import escape
+
     from sourcebias.core import progress
     from sourcebias.reporting import to_rich
     from sourcebias.reporting.evaluation_job import run_evaluation_job
 
+    def emit(kind: str, text: str) -> None:  # escaped: "sourcebias[analysis]" is text, not rich markup
+        console.print(STYLES[kind].format(escape(text)))
+
     with progress.RichProgress(console=console, transient=True) as reporter, progress.use(reporter):
-        job = run_evaluation_job(dataset, loading, plan, output, overwrite=overwrite, emit=lambda kind, text: console.print(STYLES[kind].format(text)))
+        job = run_evaluation_job(dataset, loading, plan, output, overwrite=overwrite, emit=emit)
     console.print(to_rich(job.report))
     if job.path is not None:
         console.print(f"Wrote the results to [bold]{job.path}[/bold] (load them with sourcebias.load_result)")

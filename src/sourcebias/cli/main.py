@@ -22,7 +22,8 @@ from sourcebias.cli import inspect as _inspect
 from sourcebias.cli import mitigate as _mitigate
 from sourcebias.cli import retrievers as _retrievers
 from sourcebias.cli import train as _train
-from sourcebias.cli.common import err_console, expand_greedy_options, tidy_typer_help
+from sourcebias.cli.common import err_console, expand_greedy_options, reflow_app_help, tidy_typer_help
+from sourcebias.cli.identity import identify_commands
 from sourcebias.core.errors import SourceBiasError
 
 tidy_typer_help()
@@ -60,6 +61,8 @@ from sourcebias.cli import simulate as _simulate  # noqa: E402
 
 for _module in (_evaluate, _datasets, _analyze, _bench, _inspect, _retrievers, _generate, _mitigate, _train, _power, _audit, _detect, _simulate):
     _module.register(app)
+reflow_app_help(app)  # docstrings' line breaks are not kept mid-sentence
+identify_commands(app)  # a rerun of the same command replaces its own results (sourcebias.cli.identity)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -70,6 +73,10 @@ def main(argv: list[str] | None = None) -> None:
     # downloads) would interleave with them. Read by huggingface_hub and transformers at import.
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     args = expand_greedy_options(list(sys.argv[1:] if argv is None else argv))
+    if "--help" in args:
+        from sourcebias.cli.options import describe_measures
+
+        describe_measures()
     try:
         code = app(args=args, prog_name="sourcebias", standalone_mode=False)
     except SourceBiasError as exc:

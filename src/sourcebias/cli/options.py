@@ -92,9 +92,28 @@ Metrics = Annotated[
     typer.Option(
         "--metric",
         metavar="NAME...",
-        help="Measures, e.g. --metric NDCG MAP: NDCG, MAP, Recall, P (need labels) and Share (label-free share of each source in the top k). \\[default: all five]",
+        help="Measures, e.g. --metric NDCG MAP (every measure of the registry; listed by --help).",
     ),
 ]
+
+
+def describe_measures() -> None:
+    """Write the measure registry's names into the help of ``--metric`` (plugins' measures too).
+
+    Called when help is shown (``--help``, the CLI reference): the registry imports numpy and the
+    plugins, which a command that does not need them should not wait for.
+    """
+    from sourcebias.evaluation.measures import DEFAULT_MEASURES, measure_kinds
+
+    kinds = measure_kinds()
+    labels = [k for k, v in kinds.items() if v.scope == "target"]
+    free = [k for k, v in kinds.items() if v.scope != "target"]
+    Metrics.__metadata__[0].help = (  # type: ignore[attr-defined]  # the OptionInfo of the Annotated alias
+        f"Measures, e.g. --metric NDCG MAP: {', '.join(labels)} (need labels) and {', '.join(free)} (label-free: each source's share of the top k; "
+        f"NDSR discounted by rank). \\[default: {' '.join(DEFAULT_MEASURES)}]"
+    )
+
+
 Depth = Annotated[int, typer.Option(**option_kwargs("depth"))]
 Seed = Annotated[int, typer.Option(**option_kwargs("seed"))]
 Sole = Annotated[bool, typer.Option("--sole/--no-sole", help="Also rank each source alone (human-only, LLM-only settings).")]

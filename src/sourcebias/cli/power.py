@@ -5,15 +5,28 @@ from __future__ import annotations
 from typing import Any
 
 import typer
+from rich.markup import escape
 
 from sourcebias.cli import options as o
 from sourcebias.cli import options_power as p
-from sourcebias.cli.common import console, fail  # --n and --effect take several values: cli.common.GREEDY
+from sourcebias.cli.common import console, err_console, fail  # --n and --effect take several values: cli.common.GREEDY
+
+
+def _statistic(name: str) -> str:
+    """:func:`sourcebias.power.statistic_name`, its deprecation warning printed as one line."""
+    import warnings
+
+    from sourcebias.power import statistic_name
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", FutureWarning)
+        stat = statistic_name(name)
+    for w in caught:
+        err_console.print(f"[yellow]Warning:[/yellow] {escape(str(w.message))}", highlight=False, soft_wrap=True)
+    return stat
 
 
 def _parse_effects(items: list[str] | None) -> dict[str, float]:
-    from sourcebias.power import statistic_name
-
     out: dict[str, float] = {}
     for item in items or []:
         name, sep, value = item.partition("=")
@@ -23,7 +36,7 @@ def _parse_effects(items: list[str] | None) -> dict[str, float]:
             number = float(value)
         except ValueError:
             fail(f"--effect {item}: '{value}' is not a number")
-        out[statistic_name(name)] = number
+        out[_statistic(name)] = number
     return out
 
 
@@ -52,6 +65,7 @@ def power(
     from sourcebias.core.errors import ConfigError
     from sourcebias.power import PowerSettings, run_power
 
+    statistic = [_statistic(s) for s in statistic] if statistic else statistic
     try:
         settings = PowerSettings(
             alpha=alpha,

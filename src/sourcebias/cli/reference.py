@@ -10,14 +10,32 @@ ir_measures writes its measure pages from its registry the same way.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
+# A Markdown code span (`...`, ``...``): its text is shown verbatim, backslashes included.
+_CODE_SPAN = re.compile(r"(`+)(?:(?!\1).)+?\1")
+
+
+def _escape_text(text: str) -> str:
+    """Text outside code spans: a pipe would end the cell, brackets would read as a link."""
+    return text.replace("|", "\\|").replace("[", "\\[").replace("]", "\\]")
+
 
 def _cell(text: Any) -> str:
-    """A Markdown table cell: one line, pipes escaped."""
+    """A Markdown table cell: one line; pipes and brackets escaped outside code spans only.
+
+    Inside a code span a backslash is shown as typed (an escaped metavar read ``text`` backslash
+    ``|title+text``), and Python-Markdown's tables do not split a row at a pipe inside a code
+    span, so code is left as it is.
+    """
     text = " ".join(str(text if text is not None else "").split())
-    return text.replace("|", "\\|").replace("[", "\\[").replace("]", "\\]")
+    out, end = [], 0
+    for span in _CODE_SPAN.finditer(text):
+        out += [_escape_text(text[end : span.start()]), span.group(0)]
+        end = span.end()
+    return "".join([*out, _escape_text(text[end:])])
 
 
 def _table(header: Iterable[str], rows: Iterable[Iterable[Any]]) -> str:
@@ -53,7 +71,9 @@ def cli_reference() -> str:
     import typer
 
     from sourcebias.cli.main import app
+    from sourcebias.cli.options import describe_measures
 
+    describe_measures()  # --metric lists the measure registry, as --help shows it
     root = typer.main.get_command(app)
     out: list[str] = []
 

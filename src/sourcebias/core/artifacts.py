@@ -18,15 +18,25 @@ Every sourcebias command that writes results writes them into an :class:`OutputF
   never leaves a half-written folder that looks complete, and results of two runs never mix.
 * **Loadable.** ``manifest.json`` names the artifact's ``kind``; :func:`load_artifact` dispatches
   to the loader registered for it (e.g. ``evaluate`` -> :meth:`EvaluationResult.load`).
+* **A rerun of the same command replaces its own results.** A command that states its *run
+  identity* (:func:`command_run`: the command, its settings, a fingerprint of its input data and
+  the package versions; the command line states it for every command) records it in the
+  manifest; a later claim with the same identity and kind replaces that folder without
+  ``overwrite`` (the same results would be written again), while any other run is still refused,
+  naming what differs. Messages name the options as the caller spells them: ``--overwrite`` on
+  the command line, ``overwrite=True`` in Python.
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
 import json
 import os
 import shutil
+from collections.abc import Callable, Iterator, Mapping
+from contextvars import ContextVar
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any, TextIO
@@ -36,6 +46,120 @@ from sourcebias.core.errors import OutputError
 from sourcebias.core.manifest import file_digest
 
 MANIFEST = "manifest.json"
+#: the manifest key of the run identity (see :func:`command_run`)
+RUN_IDENTITY = "run_identity"
+
+# The identity of the command now running, and how its caller spells options ("cli": --overwrite,
+# "python": overwrite=True). Context variables, so that every command's claim sees them without
+# each library function passing them on.
+_IDENTITY: ContextVar[_LazyIdentity | None] = ContextVar("sourcebias_run_identity", default=None)
+_INTERFACE: ContextVar[str] = ContextVar("sourcebias_interface", default="python")
+_SPELLING = {
+    "cli": {"overwrite": "--overwrite", "output": "--output folder", "example": "--output results"},
+    "python": {"overwrite": "overwrite=True", "output": "output folder", "example": "output='results'"},
+}
+
+
+def spelling(option: str) -> str:
+    """How the caller writes ``option`` (``"overwrite"``, ``"output"``): on the command line or in Python.
+
+    Args:
+        option: ``"overwrite"``, ``"output"`` or ``"example"`` (an example output folder).
+
+    Returns:
+        ``--overwrite`` under :func:`command_run` with ``interface="cli"``, ``overwrite=True`` otherwise.
+    """
+    return _SPELLING[_INTERFACE.get()][option]
+
+
+def identity_digest(identity: Mapping[str, Any]) -> str:
+    """The SHA-256 of a run identity's canonical JSON (sorted keys; ``sha256`` itself left out).
+
+    Args:
+        identity: The identity (plain JSON values).
+
+    Returns:
+        The hex digest.
+    """
+    body = {k: v for k, v in identity.items() if k != "sha256"}
+    return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode("utf-8")).hexdigest()
+
+
+class _LazyIdentity:
+    """A run identity computed on first use: only a command that claims a folder fingerprints its inputs."""
+
+    def __init__(self, make: Callable[[], Mapping[str, Any]]):
+        self._make = make
+        self._value: dict[str, Any] | None = None
+
+    def get(self) -> dict[str, Any]:
+        if self._value is None:
+            identity = self._make()
+            self._value = {**identity, "sha256": identity_digest(identity)}
+        return self._value
+
+
+def _identity() -> dict[str, Any] | None:
+    lazy = _IDENTITY.get()
+    return None if lazy is None else lazy.get()
+
+
+@contextlib.contextmanager
+def command_run(identity: Mapping[str, Any] | Callable[[], Mapping[str, Any]] | None, *, interface: str = "python") -> Iterator[None]:
+    """Within this block, claims know the running command's identity and its caller's spelling.
+
+    Args:
+        identity: What makes two runs the same (plain JSON: command, settings, data fingerprint,
+            versions), a function that computes it (called on the first claim only), or ``None``.
+            A claim with the identity that a folder's manifest records replaces that folder
+            without ``overwrite``.
+        interface: ``"cli"`` or ``"python"``: how messages name options (:func:`spelling`).
+
+    Yields:
+        Nothing.
+    """
+    if interface not in _SPELLING:
+        raise ValueError(f"interface must be one of {sorted(_SPELLING)}, not {interface!r}")
+    if identity is None:
+        lazy = None
+    else:
+        lazy = _LazyIdentity(identity if callable(identity) else lambda: identity)
+    tokens = (_IDENTITY.set(lazy), _INTERFACE.set(interface))
+    try:
+        yield
+    finally:
+        _IDENTITY.reset(tokens[0])
+        _INTERFACE.reset(tokens[1])
+
+
+def same_run(manifest: Mapping[str, Any], kind: str) -> bool:
+    """Whether ``manifest`` records the run identity of the command now running, and ``kind``.
+
+    Args:
+        manifest: A manifest, as :func:`read_manifest` returns it.
+        kind: The kind of artifact the command writes.
+
+    Returns:
+        True when both the identity's digest and the kind are equal.
+    """
+    ident = _identity()
+    recorded = manifest.get(RUN_IDENTITY)
+    return ident is not None and isinstance(recorded, dict) and recorded.get("sha256") == ident["sha256"] and artifact_kind(dict(manifest)) == kind
+
+
+def _differences(manifest: Mapping[str, Any]) -> str:
+    """What differs between the recorded run and this one (``""`` when unknown)."""
+    ident, recorded = _identity(), manifest.get(RUN_IDENTITY)
+    if ident is None:
+        return ""
+    if not isinstance(recorded, dict):
+        return "; its manifest records no run identity to compare with (written through the Python API or by an older sourcebias)"
+    mine, theirs = ident.get("parameters") or {}, recorded.get("parameters") or {}
+    out = [k.replace("_", "-") for k in sorted(set(mine) | set(theirs)) if mine.get(k) != theirs.get(k)]
+    out += [what for what in ("command", "inputs", "versions") if ident.get(what) != recorded.get(what)]
+    names = {"inputs": "the input data", "versions": "the package versions", "command": "the command"}
+    return "; it differs in " + ", ".join(names.get(x, x) for x in out) if out else ""
+
 
 #: kind -> "module:attribute" of a callable ``load(path) -> object`` (imported on use, so that
 #: this module does not depend on the capabilities that register here).
@@ -215,11 +339,14 @@ class OutputFolder:
     Use :meth:`claim`, write under :attr:`staging`, then :meth:`commit` (or :meth:`abort`).
     """
 
-    def __init__(self, path: Path, kind: str, lock_fh: Any, staging: Path, replaces: bool):
+    def __init__(self, path: Path, kind: str, lock_fh: Any, staging: Path, replaces: bool, identity: dict[str, Any] | None = None):
         self.path = path
+        self.identity = identity
         self.kind = kind
         self.staging = staging
         self.replaces = replaces
+        #: whether the results replaced are those of this same run (:func:`same_run`)
+        self.same_run = replaces and identity is not None and same_run(read_manifest(path), kind)
         self._lock_fh = lock_fh
         self._done = False
 
@@ -236,7 +363,8 @@ class OutputFolder:
         Args:
             path: The output folder to write.
             kind: The kind of artifact it will hold (written into its manifest).
-            overwrite: Replace an earlier run's results at ``path``.
+            overwrite: Replace an earlier run's results at ``path`` (without it, only the results of
+                this same command, see :func:`command_run`, are replaced).
 
         Returns:
             The claimed folder, with an empty :attr:`staging` folder to write into.
@@ -250,14 +378,14 @@ class OutputFolder:
         lock_fh = hold_lock(parent / f".{path.name}.lock", path)
         try:
             _recover(path)
-            replaces = _check_contents(path, overwrite)
+            replaces = _check_contents(path, overwrite, kind)
             staging = parent / f".{path.name}.staging-{os.getpid()}"
             shutil.rmtree(staging, ignore_errors=True)
             staging.mkdir()
         except BaseException:
             release_lock(lock_fh)
             raise
-        return cls(path, kind, lock_fh, staging, replaces)
+        return cls(path, kind, lock_fh, staging, replaces, _identity())
 
     # -- finishing -----------------------------------------------------------------------------
     def files(self) -> dict[str, dict[str, Any]]:
@@ -286,6 +414,8 @@ class OutputFolder:
             raise RuntimeError("output folder already committed or aborted")
         manifest = dict(manifest)
         manifest["kind"] = self.kind
+        if self.identity is not None:
+            manifest[RUN_IDENTITY] = self.identity
         outputs = dict(manifest.get("outputs") or {})
         outputs["files"] = self.files()
         manifest["outputs"] = outputs
@@ -353,7 +483,9 @@ def hold_lock(lock_path: Path, target: Path) -> TextIO:
             fh.seek(0)
             holder = fh.read().strip() or "?"
             fh.close()
-            raise OutputError(f"{target}: another sourcebias process (pid {holder}) is writing this folder; wait for it or choose another --output") from None
+            raise OutputError(
+                f"{target}: another sourcebias process (pid {holder}) is writing this folder; wait for it or choose another {spelling('output')}"
+            ) from None
         if _same_file(fh, lock_path):
             break
         fh.close()  # deleted (or replaced) by its last holder between our open and our lock
@@ -405,7 +537,7 @@ def _checked_target(path: Path) -> Path:
     if path == cwd or path in cwd.parents:
         raise OutputError(
             f"{path}: is the current folder (or holds it); sourcebias replaces its output folder as a whole when it "
-            "finishes, so give a folder of its own, e.g. --output results"
+            f"finishes, so give a folder of its own, e.g. {spelling('example')}"
         )
     parent = path.parent
     try:
@@ -417,8 +549,11 @@ def _checked_target(path: Path) -> Path:
     return path
 
 
-def _check_contents(path: Path, overwrite: bool) -> bool:
-    """With the lock held: may ``path`` be written? Returns whether it replaces earlier results."""
+def _check_contents(path: Path, overwrite: bool, kind: str) -> bool:
+    """With the lock held: may ``path`` be written? Returns whether it replaces earlier results.
+
+    It does with ``overwrite``, or when they are those of this same run (:func:`same_run`).
+    """
     if not path.is_dir():
         return False
     if not os.access(path, os.W_OK | os.X_OK):
@@ -429,13 +564,13 @@ def _check_contents(path: Path, overwrite: bool) -> bool:
     if not _is_sourcebias_output(path):
         raise OutputError(
             f"{path}: is not empty and holds no sourcebias manifest ({len(entries)} entries, e.g. {entries[0].name}); "
-            "sourcebias writes only into a new or empty folder, or replaces its own results with --overwrite"
+            f"sourcebias writes only into a new or empty folder, or replaces its own results with {spelling('overwrite')}"
         )
-    if not overwrite:
-        m = read_manifest(path)
+    m = read_manifest(path)
+    if not overwrite and not same_run(m, kind):
         raise OutputError(
-            f"{path}: holds the results of another run (`sourcebias {artifact_kind(m)}`, {m.get('created_utc', '?')}); "
-            "pass --overwrite to replace them, or choose another --output folder"
+            f"{path}: holds the results of another run (`sourcebias {artifact_kind(m)}`, {m.get('created_utc', '?')}{_differences(m)}); "
+            f"pass {spelling('overwrite')} to replace them, or choose another {spelling('output')}"
         )
     return True
 

@@ -216,8 +216,9 @@ class RichProgress:
         try:
             yield handle
         finally:
-            self._progress.update(task_id, completed=self._progress.tasks[task_id].completed)
-            self._progress.stop_task(task_id)
+            # a finished task's bar is removed: left on screen it would read as work still to do
+            # ("Loading nq-utd ━━━ 0/?" under the encoder's bar, for a task without a total)
+            self._progress.remove_task(task_id)
 
 
 class _RateTask(_RichTask):
@@ -227,7 +228,7 @@ class _RateTask(_RichTask):
 
     def advance(self, n: float = 1) -> None:
         self._p.advance(self._id, n)
-        task = self._p.tasks[self._id]
+        task = next(t for t in self._p.tasks if t.id == self._id)  # ids are not positions once a finished task is removed
         speed = task.speed
         if speed:
             self._p.update(self._id, rate=f"{speed:,.1f} {self._unit}/s")

@@ -33,7 +33,9 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
         try:
             record = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise DataError(path, f"malformed JSON ({exc.msg} at column {exc.colno})", lineno) from None
+            # json's own messages may end in "at" ("Unterminated string starting at"): the column completes them
+            where = f"column {exc.colno}" if exc.msg.endswith(" at") else f"at column {exc.colno}"
+            raise DataError(path, f"malformed JSON ({exc.msg} {where})", lineno) from None
         if not isinstance(record, dict):
             raise DataError(path, f"expected a JSON object, got {type(record).__name__}", lineno)
         yield lineno, record

@@ -98,7 +98,19 @@ class EvaluationPlan:
             raise ConfigError(f"--depth {self.depth} is smaller than the largest cut-off {cutoff}")
         if self.format not in FORMATS:
             raise ConfigError(f"--format must be csv or parquet, got '{self.format}'")
+        if self.format == "parquet":
+            from sourcebias.core.extras import require
+
+            require("analysis", "--format parquet", ("pyarrow",))
         self._check_statistics(measures)
+        if "delta_ndsr" in self.statistic_names():
+            from sourcebias.evaluation.stats.delta_ndsr import check_ndsr_depth
+
+            check_ndsr_depth(self.ndsr_k, self.depth)
+        from sourcebias.retrieval.registry import check_retriever
+
+        for spec in self.specs:  # kinds, their options and their extras, before any work
+            check_retriever(spec, **self.retriever_options)
         for _, path in self.runs:
             if not Path(path).is_file():
                 raise ConfigError(f"--run {path}: file not found")
@@ -106,6 +118,13 @@ class EvaluationPlan:
             raise ConfigError("give --docnos or --docno-pattern, not both")
         if (self.docnos is not None or self.docno_pattern is not None or self.source_labels) and not self.runs:
             raise ConfigError("--docnos, --docno-pattern and --source-label name the documents of --run files; give --run FILE")
+
+    def statistic_names(self) -> list[str]:
+        """The registry names of the report's statistics (the registry's defaults, ΔNDSR among
+        them as in the report's, when none are given; none for ``()``)."""
+        from sourcebias.evaluation.stats import resolve_statistics
+
+        return [] if self.statistics == () else [s.name for s in resolve_statistics(self.statistics)]
 
     def _check_statistics(self, measures: list[Measure]) -> None:
         from sourcebias.evaluation.stats import CORRECTIONS

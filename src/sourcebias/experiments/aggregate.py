@@ -28,6 +28,7 @@ import numpy as np
 
 from sourcebias.core.errors import DataError
 from sourcebias.evaluation.stats import CORRECTIONS, DEFAULT_STATISTICS, StatContext, adjust_pvalues, compute_statistics, resolve_statistics
+from sourcebias.evaluation.stats.delta_ndsr import check_ndsr_depth
 from sourcebias.experiments.config import GridConfig
 from sourcebias.experiments.grid import GRID_FILE, expected_hash, finished_hash, plan_cells
 
@@ -134,6 +135,8 @@ def aggregate_grid(cfg: GridConfig, root: str | Path, *, measure: str | None = N
     root = Path(root)
     measure = str(parse_measure(measure or cfg.primary))
     ndsr_k = cfg.ndsr_k if ndsr_k is None else ndsr_k
+    if any(s.name == "delta_ndsr" for s in resolve_statistics(statistics or DEFAULT_STATISTICS)):
+        check_ndsr_depth(ndsr_k, cfg.depth, what="the grid's depth", option="ndsr_k")
     names = list(statistics or DEFAULT_STATISTICS)
     state_path = root / GRID_FILE
     records = json.loads(state_path.read_text(encoding="utf-8")).get("cells", {}) if state_path.is_file() else {}

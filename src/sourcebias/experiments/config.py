@@ -285,6 +285,8 @@ def _grid_settings(f: _File, grid: dict[str, Any], cfg: GridConfig) -> None:
     _check_primary(cfg, ms, f, given="primary" in grid)
     if cfg.depth < max(m.cutoff for m in ms):
         f.fail(f"[grid].depth {cfg.depth} is smaller than the largest cut-off", "depth", "grid")
+    if cfg.depth < cfg.ndsr_k:  # ΔNDSR@k of rankings cut above k would be ΔNDSR@depth under k's name
+        f.fail(f"[grid].depth {cfg.depth} is smaller than the ΔNDSR cut-off [grid].ndsr_k {cfg.ndsr_k}", "ndsr_k" if "ndsr_k" in grid else "depth", "grid")
 
 
 def _dataset(f: _File, d: Any, i: int) -> DatasetEntry:

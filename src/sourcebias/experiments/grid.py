@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sourcebias.core.artifacts import MANIFEST, OutputFolder
+from sourcebias.core.artifacts import MANIFEST, OutputFolder, spelling
 from sourcebias.core.errors import ConfigError, OutputError
 from sourcebias.evaluation.results import slug
 from sourcebias.experiments.config import DatasetEntry, GridConfig, RetrieverEntry, RunEntry, cell_hash, entry_dict
@@ -307,14 +307,16 @@ def claim_grid_folder(root: Path, cfg: GridConfig, *, overwrite: bool = False):
     if root.is_dir() and any(root.iterdir()):
         state = root / GRID_FILE
         if not state.is_file():
-            raise OutputError(f"{root}: is not empty and is not a sourcebias grid folder (no {GRID_FILE}); choose another --output")
+            raise OutputError(f"{root}: is not empty and is not a sourcebias grid folder (no {GRID_FILE}); choose another {spelling('output')}")
         try:
             previous = json.loads(state.read_text(encoding="utf-8")).get("name")
         except ValueError:
             previous = None
         if previous != cfg.name:
             if not overwrite:
-                raise OutputError(f"{root}: holds the grid '{previous}', not '{cfg.name}'; pass --overwrite to replace it, or choose another --output")
+                raise OutputError(
+                    f"{root}: holds the grid '{previous}', not '{cfg.name}'; pass {spelling('overwrite')} to replace it, or choose another {spelling('output')}"
+                )
             lock = hold_lock(root.parent / f".{root.name}.lock", root)
             shutil.rmtree(root)
             root.mkdir()
@@ -508,7 +510,7 @@ def _run_on_ray(cfg: GridConfig, todo, root: Path, cache_dir: str, address: str,
     try:
         import ray
     except ImportError:
-        raise ConfigError("--ray needs Ray: pip install 'ray>=2.9' (or run the grid without --ray)") from None
+        raise ConfigError("--ray needs the 'ray' extra, which is not installed: pip install 'sourcebias[ray]' (or run the grid without --ray)") from None
     started_here = not ray.is_initialized()
     if started_here:
         if address == "local":

@@ -159,6 +159,8 @@ class CDCCorrection(Stage):
     positional="fit",
     help="Causal Diagnosis and Correction: score − β̂₂·log-perplexity(doc), re-ranked; cdc:OUT/cdc.json (from `sourcebias cdc fit`)",
     offline="as the language model of the fit",
+    extra="neural",  # the fit's language model scores each candidate's perplexity
+    extra_modules=("torch", "transformers"),
 )
 def _cdc(params: dict[str, Any], text: str) -> CDCCorrection:
     fit = read_cdc_fit(params["fit"])

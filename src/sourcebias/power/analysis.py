@@ -113,6 +113,10 @@ def pilots_of(
         unknown = [r for r in retrievers if r not in result.retrievers]
         if unknown:
             raise ConfigError(f"no retriever {', '.join(unknown)} in the pilot; retrievers: {', '.join(result.retrievers)}")
+    if DELTA_NDSR in chosen and result.runs:
+        from sourcebias.evaluation.stats.delta_ndsr import check_ndsr_depth
+
+        check_ndsr_depth(settings.ndsr_k, (result.parameters or {}).get("depth"), what="the pilot's --depth")
     names = pilot_measures(result, measures)
     common: dict[str, Any] = {"alpha": settings.alpha, "resamples": settings.resamples, "seed": settings.seed}
     notes: list[str] = []

@@ -65,14 +65,50 @@ RD_SHIFT = (
 )
 
 
-def statistic_name(name: str) -> str:
-    """The registry statistic a user's name or alias means (``twin`` -> ``twin_preference``,
-    ``rel_delta`` -> ``relative_delta_ci``), refused when it has no power analysis."""
+#: keys of earlier releases (``--effect ndcg=0.05``, before the statistics were named as in the
+#: registry) -> the key that means the same now; accepted for one more release, with a FutureWarning
+DEPRECATED_KEYS = {"ndcg": "difference", "ndcg_diff": "difference", "diff": "difference", "reldelta": "rel_delta", "rd": "rel_delta"}
+
+
+def accepted_keys() -> dict[str, tuple[str, ...]]:
+    """Every name that means each statistic of the power analysis: its registry name and aliases.
+
+    Returns:
+        ``{statistic: (name, *aliases)}`` in :data:`STATISTICS` order.
+    """
     from sourcebias.evaluation.stats import get_statistic
 
-    stat = get_statistic(name).name
+    return {s: (s, *get_statistic(s).aliases) for s in STATISTICS}
+
+
+def statistic_name(name: str) -> str:
+    """The registry statistic a user's name or alias means (``twin`` -> ``twin_preference``,
+    ``rel_delta`` -> ``relative_delta_ci``), refused when it has no power analysis.
+
+    A key of earlier releases (:data:`DEPRECATED_KEYS`, e.g. ``ndcg``) is read as the key that
+    replaced it, with a :class:`FutureWarning` naming that key. A name that is no statistic is
+    refused with every accepted key.
+    """
+    import warnings
+
+    from sourcebias.evaluation.stats import get_statistic
+
+    key = name.strip().lower().replace("-", "_")
+    if key in DEPRECATED_KEYS:
+        new = DEPRECATED_KEYS[key]
+        warnings.warn(
+            f"'{name}' is the spelling of earlier releases and will be refused in the next one; write '{new}' ({get_statistic(new).name})",
+            FutureWarning,
+            stacklevel=2,
+        )
+        key = new
+    known = "; ".join(f"{s}: {', '.join(names[1:])}" for s, names in accepted_keys().items())
+    try:
+        stat = get_statistic(key).name
+    except ConfigError:
+        raise ConfigError(f"unknown statistic '{name}'; accepted (each statistic, then its other names): {known}") from None
     if stat not in STATISTICS:
-        raise ConfigError(f"the statistic '{name}' ({stat}) has no power analysis; statistics: {', '.join(STATISTICS)} (or their --statistics aliases)")
+        raise ConfigError(f"the statistic '{name}' ({stat}) has no power analysis; accepted (each statistic, then its other names): {known}")
     return stat
 
 
@@ -148,7 +184,8 @@ def paired_pilots(
         plain = PairedPower(h[ok] - g[ok], alpha=alpha, resamples=resamples, seed=seed, key=key) if family.correction != "none" and family.size > 1 else None
         means = {"mean_human": float(h[ok].mean()) if ok.any() else math.nan, "mean_llm": float(g[ok].mean()) if ok.any() else math.nan}
         p = chosen[j].p_adjusted
-        details = {**means, "p_uncorrected": chosen[j].p_randomization, "family": family.describe()}
+        # the 'uncorrected' row models the paired t-test (PairedPower), so its p is the t-test's own
+        details = {**means, "p_uncorrected": chosen[j].p_ttest, "family": family.describe()}
         if NDCG_DIFFERENCE in statistics:
             out.append(Pilot(NDCG_DIFFERENCE, retriever, llm, m, star, p, dict(details), plain))
         if RELATIVE_DELTA in statistics:

@@ -63,12 +63,10 @@ def run_evaluation_job(
         DataError: the dataset or a run file is wrong, or no query can be evaluated.
         OutputError: ``output`` cannot be used.
     """
-    from sourcebias.core.artifacts import OutputFolder
-
     t_start = time.perf_counter()
     emit = emit or (lambda _kind, _text: None)
     plan.check()
-    folder = OutputFolder.claim(output, kind="evaluate", overwrite=overwrite) if output is not None else None
+    folder = _claim(output, overwrite, emit)
     helper = None
     with collector.Freezer() as frozen:  # later collections do not re-scan the corpus and runs
         try:
@@ -86,12 +84,31 @@ def run_evaluation_job(
             report = _report(result, ds, plan, helper)
             _submit_figure(helper, result, folder)
             timings = {"load_s": round(t_load, 3), "total_s": round(time.perf_counter() - t_start, 3)}
-            return EvaluationJob(ds, result, report, _write(result, report, folder, helper, plan, timings))
+            path = _write(result, report, folder, helper, plan, timings)
+            _tell_figure_not_drawn(path, emit)
+            _tell_fallbacks(helper, emit)
+            return EvaluationJob(ds, result, report, path)
         finally:
             if helper is not None:
                 helper.close()
             if folder is not None:
                 folder.abort()  # no-op after a commit; otherwise releases the lock, keeps nothing half-written
+
+
+def _claim(output: str | Path | None, overwrite: bool, emit: Emit) -> Any:
+    """The output folder, claimed (``None`` without one); a note where it holds this same command's results."""
+    from sourcebias.core.artifacts import OutputFolder
+
+    folder = OutputFolder.claim(output, kind="evaluate", overwrite=overwrite) if output is not None else None
+    if folder is not None and folder.same_run:
+        emit("note", f"{folder.path} holds the results of this same command (same settings, input files and versions): they are replaced")
+    return folder
+
+
+def _tell_fallbacks(helper: Any, emit: Emit) -> None:
+    """A note for each part the report process did not make (it failed, stalled or was stopped)."""
+    for task, why in (helper.fallbacks if helper is not None else {}).items():
+        emit("note", f"the {task} {'was' if task == 'figure' else 'were'} made in the evaluating process, not by the report process: {why}")
 
 
 def _load(dataset: str | Path, options: DatasetOptions, emit: Emit) -> tuple[Any, float]:
@@ -119,6 +136,15 @@ def _write(result: Any, report: Any, folder: Any, figure: Any, plan: EvaluationP
     from sourcebias.reporting.outputs import write_evaluation
 
     return write_evaluation(result, folder, report=report, figure=figure, write_runs=plan.write_runs, timings=timings, format=plan.format)
+
+
+def _tell_figure_not_drawn(path: Path | None, emit: Emit) -> None:
+    """The user hears why the folder has no figure (the note the folder keeps, e.g. matplotlib missing)."""
+    from sourcebias.reporting.evaluation_figure import FIGURE_FILE
+
+    note = None if path is None else path / FIGURE_FILE.parent / "not-drawn.txt"
+    if note is not None and note.is_file():
+        emit("note", note.read_text(encoding="utf-8").strip())
 
 
 def _report_helper(ds: Any, folder: Any) -> Any:

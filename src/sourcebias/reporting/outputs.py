@@ -128,8 +128,13 @@ def write_evaluation(
     Returns:
         The folder's path.
     """
+    extra = dict(options.pop("manifest_extra", None) or {})
 
     def render(res: EvaluationResult, folder: Path) -> dict[str, Path]:
-        return write_summaries(res, folder, report) | write_figure(res, folder, figure)
+        files = write_summaries(res, folder, report) | write_figure(res, folder, figure)
+        if figure is not None and figure.describe():  # where the statistics and the figure were made, known once it is drawn
+            extra["report_process"] = figure.describe()  # the manifest is built after render, from this dict
+        return files
 
+    options["manifest_extra"] = extra
     return write_result(result, out, overwrite=overwrite, render=render, **options)

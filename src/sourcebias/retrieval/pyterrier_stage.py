@@ -199,6 +199,8 @@ class PyTerrierStage(Stage, Retriever):  # type: ignore[misc]
     help="any PyTerrier transformer (pyterrier>=1.0, no Java): bm25>>pt:MODULE:NAME re-ranks with it (R frame in, R frame out); "
     "pt:MODULE:NAME alone ranks with a whole PyTerrier pipeline (Q frame in); equal scores by the sourcebias tie rule",
     offline="whatever the transformer needs",
+    extra="ecosystem",
+    extra_modules=("pyterrier",),
 )
 def _pt(params: dict[str, Any], text: str) -> PyTerrierStage:
     return PyTerrierStage(

@@ -28,15 +28,55 @@ def build_stage(text: str, **options: Any) -> Stage:
         The :class:`~sourcebias.retrieval.base.Stage`.
 
     Raises:
-        ConfigError: An unknown stage kind (or a first stage's), or an option it does not take.
+        ConfigError: An unknown stage kind (or a first stage's), an option it does not take, or its
+            optional extra is not installed.
     """
+    spec, params = _parse_stage(text, options)
+    stage: Stage = spec.factory(params, text.strip())
+    return stage
+
+
+def _parse_stage(text: str, options: Any) -> tuple[Any, dict[str, Any]]:
     kind, arg = split_stage(text)
     spec = get_kind(kind)
     if spec is None or spec.role != "stage":
         hint = f" ('{kind}' is a first stage; a stage follows one, e.g. bm25>>{kind})" if spec is not None else ""
-        raise ConfigError(f"unknown stage '{kind}'{hint}; stages: {', '.join(kinds('stage'))}")
-    stage: Stage = spec.factory(resolve_params(spec, arg, options), text.strip())
-    return stage
+        raise ConfigError(f"unknown stage '{kind}'{hint}; stages: {', '.join(kinds('stage'))}{_did_you_mean(kind, kinds('stage'))}")
+    params = resolve_params(spec, arg, options)
+    _require_extras(spec, params, text)
+    return spec, params
+
+
+def _parse_first(text: str, options: Any) -> tuple[Any, dict[str, Any]]:
+    unknown = set(options) - set(COMMAND_OPTIONS)
+    if unknown:
+        raise ConfigError(f"unknown option(s) {', '.join(sorted(unknown))}; known: {', '.join(COMMAND_OPTIONS)}")
+    kind, arg = split_stage(text)
+    spec = get_kind(kind)
+    # A stage kind whose factory is marked ``ranks_alone`` (pt:, a whole PyTerrier pipeline) may start one.
+    if spec is None or (spec.role != "first" and not getattr(spec.factory, "ranks_alone", False)):
+        hint = f" ('{kind}' is a stage: put a first stage before it, e.g. bm25>>{text.strip()})" if spec is not None else ""
+        raise ConfigError(f"unknown retriever '{kind}'{hint}; available: {', '.join(kinds('first'))}{_did_you_mean(kind, kinds('first'))}")
+    params = resolve_params(spec, arg, options)
+    _require_extras(spec, params, text)
+    return spec, params
+
+
+def check_retriever(spec_text: str, **options: Any) -> None:
+    """Check a specification as :func:`build_retriever` does, building nothing.
+
+    Args:
+        spec_text: The specification.
+        **options: The command-wide settings.
+
+    Raises:
+        ConfigError: What :func:`build_retriever` would raise before making a model: an unknown kind
+            (with the nearest known names), an option a kind does not take, a missing extra.
+    """
+    first, *rest = spec_text.split(">>")
+    _parse_first(first, options)
+    for text in rest:
+        _parse_stage(text, options)
 
 
 def build_retriever(spec_text: str, **options: Any) -> Retriever:
@@ -55,23 +95,44 @@ def build_retriever(spec_text: str, **options: Any) -> Retriever:
         when stages follow).
 
     Raises:
-        ConfigError: An unknown command-wide option, an unknown kind (or a stage first), or an option
-            a kind does not take.
+        ConfigError: An unknown command-wide option, an unknown kind (or a stage first), an option
+            a kind does not take, or a kind's optional extra (``pip install 'sourcebias[neural]'``)
+            that is not installed.
     """
-    unknown = set(options) - set(COMMAND_OPTIONS)
-    if unknown:
-        raise ConfigError(f"unknown option(s) {', '.join(sorted(unknown))}; known: {', '.join(COMMAND_OPTIONS)}")
+    check_retriever(spec_text, **options)  # every stage checked (options, extras) before any model is made
     stages = spec_text.split(">>")
-    kind, arg = split_stage(stages[0])
-    spec = get_kind(kind)
-    # A stage kind whose factory is marked ``ranks_alone`` (pt:, a whole PyTerrier pipeline) may start one.
-    if spec is None or (spec.role != "first" and not getattr(spec.factory, "ranks_alone", False)):
-        hint = f" ('{kind}' is a stage: put a first stage before it, e.g. bm25>>{stages[0].strip()})" if spec is not None else ""
-        raise ConfigError(f"unknown retriever '{kind}'{hint}; available: {', '.join(kinds('first'))}")
-    retriever: Retriever = spec.factory(resolve_params(spec, arg, options), stages[0].strip())
+    spec, params = _parse_first(stages[0], options)
+    retriever: Retriever = spec.factory(params, stages[0].strip())
     if len(stages) > 1:
         retriever = Pipeline(retriever, [build_stage(s, **options) for s in stages[1:]])
     return retriever
+
+
+#: ``backend=`` values of dense kinds and the modules of the ``fast`` extra each needs
+_BACKEND_MODULES = {"onnx": ("onnx", "onnxruntime"), "openvino": ("openvino",)}
+
+
+def _require_extras(spec: Any, params: dict[str, Any], text: str) -> None:
+    """Refuse a kind whose optional extra (or whose ``backend=``'s) is not installed, naming the extra."""
+    from sourcebias.core.extras import require
+
+    what = f"--retriever {text.strip()}"
+    if spec.extra is not None:
+        require(spec.extra, what, spec.extra_modules)
+    backend = params.get("backend")
+    if isinstance(backend, str) and backend in _BACKEND_MODULES:
+        require("fast", what, _BACKEND_MODULES[backend])
+    index = params.get("index")
+    if isinstance(index, str) and index.startswith("faiss"):
+        require("neural", what, ("faiss",))
+
+
+def _did_you_mean(name: str, known: Any) -> str:
+    """``; did you mean 'bm25'?`` for a near miss (difflib), or nothing."""
+    import difflib
+
+    close = difflib.get_close_matches(name.lower(), list(known), n=2, cutoff=0.6)
+    return f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
 
 
 def available_retrievers() -> dict[str, dict[str, str]]:

@@ -116,6 +116,8 @@ class Kind:
     help: str = ""
     offline: str | None = None  # which models of this kind work without network, if any
     models: tuple[str, ...] = ()  # checkpoints a preset needs (checked for offline use by `sourcebias retrievers`)
+    extra: str | None = None  # the optional extra it needs (sourcebias.core.extras), checked before any work
+    extra_modules: tuple[str, ...] = ()  # the extra's modules it needs (default: all the extra's)
 
     def usage(self) -> str:
         """How the kind is written, for ``sourcebias retrievers`` (``ce:MODEL[,depth=..]``).
@@ -135,13 +137,20 @@ _Factory = TypeVar("_Factory", bound=Callable[[dict[str, Any], str], Any])
 
 
 def _register(
-    role: str, kind: str, params: Mapping[str, Param] | None, help: str, positional: str | None, offline: str | None, models: tuple[str, ...] = ()
+    role: str,
+    kind: str,
+    params: Mapping[str, Param] | None,
+    help: str,
+    positional: str | None,
+    offline: str | None,
+    models: tuple[str, ...] = (),
+    extra: tuple[str | None, tuple[str, ...]] = (None, ()),
 ) -> Callable[[_Factory], _Factory]:
     def deco(factory: _Factory) -> _Factory:
         key = kind.lower()
         if key in _KINDS and _KINDS[key].factory is not factory:
             raise ConfigError(f"retrieval kind '{kind}' is registered twice ({_KINDS[key].factory.__module__} and {factory.__module__})")
-        _KINDS[key] = Kind(key, role, factory, dict(params or {}), positional, help, offline, tuple(models))
+        _KINDS[key] = Kind(key, role, factory, dict(params or {}), positional, help, offline, tuple(models), extra[0], tuple(extra[1]))
         return factory
 
     return deco
@@ -155,6 +164,8 @@ def register_first_stage(
     positional: str | None = None,
     offline: str | None = None,
     models: tuple[str, ...] = (),
+    extra: str | None = None,
+    extra_modules: tuple[str, ...] = (),
 ) -> Callable[[_Factory], _Factory]:
     """Decorator: register a factory ``(params, text) -> Retriever`` for ``--retriever KIND...``.
 
@@ -165,6 +176,8 @@ def register_first_stage(
         positional: The option a bare first argument sets (``bm25:...``, ``ce:MODEL``).
         offline: Which models of this kind work without network, if any.
         models: Checkpoints a preset needs (checked for offline use by ``sourcebias retrievers``).
+        extra: The optional extra the kind needs (``"neural"``), refused before any work when missing.
+        extra_modules: The extra's modules it needs (default: all of the extra's, :data:`sourcebias.core.extras.EXTRAS`).
 
     Returns:
         The decorator; it returns the factory unchanged.
@@ -172,11 +185,18 @@ def register_first_stage(
     Raises:
         ConfigError: (when the decorator runs) another factory has that kind.
     """
-    return _register("first", kind, params, help, positional, offline, models)
+    return _register("first", kind, params, help, positional, offline, models, (extra, extra_modules))
 
 
 def register_stage(
-    kind: str, *, params: Mapping[str, Param] | None = None, help: str = "", positional: str | None = None, offline: str | None = None
+    kind: str,
+    *,
+    params: Mapping[str, Param] | None = None,
+    help: str = "",
+    positional: str | None = None,
+    offline: str | None = None,
+    extra: str | None = None,
+    extra_modules: tuple[str, ...] = (),
 ) -> Callable[[_Factory], _Factory]:
     """Decorator: register a factory ``(params, text) -> Stage`` for ``... >> KIND...``.
 
@@ -188,7 +208,7 @@ def register_stage(
     Raises:
         ConfigError: (when the decorator runs) another factory has that kind.
     """
-    return _register("stage", kind, params, help, positional, offline)
+    return _register("stage", kind, params, help, positional, offline, (), (extra, extra_modules))
 
 
 def load_plugins() -> None:

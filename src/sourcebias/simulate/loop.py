@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from sourcebias.core.artifacts import spelling
 from sourcebias.core.errors import OutputError
 from sourcebias.data.corpus import Corpus, Document
 from sourcebias.simulate.config import SimulationConfig
@@ -89,9 +90,11 @@ def _check_simulation_folder(root: Path, cfg: SimulationConfig, overwrite: bool)
         if state.is_file() and previous == cfg.name:  # this simulation: rounds reused or (overwrite) replaced per loop
             return
         if not state.is_file():
-            raise OutputError(f"{root}: is not empty and is not a sourcebias simulation folder (no {STATE_FILE}); choose another --output")
+            raise OutputError(f"{root}: is not empty and is not a sourcebias simulation folder (no {STATE_FILE}); choose another {spelling('output')}")
         if not overwrite:
-            raise OutputError(f"{root}: holds the simulation '{previous}', not '{cfg.name}'; pass --overwrite to replace it, or choose another --output")
+            raise OutputError(
+                f"{root}: holds the simulation '{previous}', not '{cfg.name}'; pass {spelling('overwrite')} to replace it, or choose another {spelling('output')}"
+            )
         shutil.rmtree(root)
     root.mkdir(parents=True, exist_ok=True)
 
@@ -153,7 +156,7 @@ class Loop:
         if state is False:
             if not self.overwrite:
                 raise OutputError(
-                    f"{round_dir(self.root, self.name, r)}: made with other settings than this configuration's; pass --overwrite to run the loop of {self.name} again, or choose another --output"
+                    f"{round_dir(self.root, self.name, r)}: made with other settings than this configuration's; pass {spelling('overwrite')} to run the loop of {self.name} again, or choose another {spelling('output')}"
                 )
             shutil.rmtree(self.root / "loops" / self.name)
         return state

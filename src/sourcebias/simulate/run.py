@@ -132,7 +132,7 @@ def _run_on_ray(cfg: SimulationConfig, root: Path, overwrite: bool, address: str
     except ImportError:
         from sourcebias.core.errors import ConfigError
 
-        raise ConfigError("--ray needs Ray: pip install 'ray>=2.9' (or run the simulation without --ray)") from None
+        raise ConfigError("--ray needs the 'ray' extra, which is not installed: pip install 'sourcebias[ray]' (or run the simulation without --ray)") from None
     started_here = not ray.is_initialized()
     if started_here:
         kwargs: dict[str, Any] = {"log_to_driver": False, "configure_logging": False}

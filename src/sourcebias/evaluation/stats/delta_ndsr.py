@@ -20,10 +20,24 @@ import numpy as np
 
 from sourcebias.core.errors import ConfigError
 from sourcebias.evaluation.stats.base import Column, Record, StatContext, Statistic, known, register_statistic, result_pairs, total
-from sourcebias.evaluation.stats.paired_tests import one_sample_t_test, sign_test
+from sourcebias.evaluation.stats.paired_tests import one_sample_t_test, sign_test, undefined_caption
 
 DROP_RULE = "unpaired documents removed from the rankings"
 KEEP_RULE = "rankings as retrieved (unpaired documents kept)"
+
+
+def check_ndsr_depth(k: int, depth: Any, *, what: str = "--depth", option: str = "--ndsr-k") -> None:
+    """Refuse ΔNDSR@k over rankings cut at a smaller ``depth``: they hold only their top ``depth``
+    documents, so the figure would be ΔNDSR@depth under the name ΔNDSR@k (``depth`` None: not
+    recorded, nothing to check).
+
+    Raises:
+        ConfigError: naming the depth (``what``) and the cut-off (``option``).
+    """
+    if depth is not None and int(k) > int(depth):
+        raise ConfigError(
+            f"{what} {int(depth)} is smaller than the ΔNDSR cut-off {option} {int(k)} (ΔNDSR@{int(k)} needs rankings of at least {int(k)} documents)"
+        )
 
 
 def without_unpaired(run: Any, k: int) -> tuple[Any, int, int]:
@@ -128,6 +142,7 @@ class DeltaNDSR(Statistic):
     def compute(self, result: Any, ctx: StatContext) -> list[Record]:
         from sourcebias.evaluation.results import MIXED, RunKey
 
+        check_ndsr_depth(ctx.ndsr_k, (result.parameters or {}).get("depth"), what="the result's depth", option="ndsr_k")
         policy = result_orphan_policy(result, ctx)
         out: list[Record] = []
         for name, llm in result_pairs(result):
@@ -169,10 +184,7 @@ class DeltaNDSR(Statistic):
         empty = total(r.delta_ndsr_empty_rankings for r in recs)
         if empty:
             text += f" Queries with an empty ranking left out{where}: {empty:,}."
-        undefined = sum(1 for r in recs if (r.delta_ndsr_ttest_note or "").startswith("undefined"))
-        if undefined:
-            text += f" The t-test is undefined in {undefined} row(s) (–): every query has the same ΔNDSR; read the sign test there."
-        return text
+        return text + undefined_caption([r.delta_ndsr_ttest_note for r in recs], "every query has the same ΔNDSR")
 
     def notes(self, records: Sequence[Record]) -> list[str]:
         recs = cast("Sequence[DeltaNDSRRecord]", records)  # this statistic's own records

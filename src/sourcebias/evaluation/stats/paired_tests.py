@@ -141,6 +141,19 @@ def one_sample_t_test(d: Sequence[float]) -> tuple[float, str]:
     return float(stats.ttest_1samp(d, 0.0).pvalue), ""
 
 
+def undefined_caption(notes: Sequence[str], constant: str) -> str:
+    """The caption's sentences on rows whose t-test is undefined, one per reason, each naming its
+    own: ``constant`` (how the statistic says "zero variance") for :data:`CONSTANT`, "fewer than 2
+    queries" for :data:`TOO_FEW` ("" when every t-test was computed)."""
+    constant_rows, too_few = sum(1 for n in notes if n == CONSTANT), sum(1 for n in notes if n == TOO_FEW)
+    text = ""
+    if constant_rows:
+        text += f" The t-test is undefined in {constant_rows} row(s) (–): {constant}; read the sign test there."
+    if too_few:
+        text += f" The t-test is undefined in {too_few} row(s) (–): fewer than 2 queries."
+    return text
+
+
 def paired_t_test(a: np.ndarray, b: np.ndarray) -> float:
     """p of Student's paired t-test (``scipy.stats.ttest_rel``); NaN when undefined (fewer than
     two queries, or every query moving by the same non-zero amount), 1 when no query differs."""
@@ -227,10 +240,7 @@ class PairedTests(Statistic):
             f"({', '.join(f'{x:,}' for x in n)} resamples); p (adj.): the randomization test's p, {', '.join(corr)}-corrected across the table's tests; "
             f"* p (adj.) < 0.05."
         )
-        undefined = sum(1 for r in recs if (r.ttest_note or "").startswith("undefined"))
-        if undefined:
-            text += f" The t-test is undefined in {undefined} row(s) (–): every query differs by the same amount; read the sign test there."
-        return text
+        return text + undefined_caption([r.ttest_note for r in recs], "every query differs by the same amount")
 
     def notes(self, records: Sequence[Record]) -> list[str]:
         recs = cast("Sequence[PairedTestsRecord]", records)  # this statistic's own records

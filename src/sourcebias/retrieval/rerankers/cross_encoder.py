@@ -91,6 +91,7 @@ class CrossEncoderReranker(PairwiseReranker):
     positional="model",
     help="cross-encoder (sentence-transformers), score = relevance logit; ce:ms-marco-MiniLM-L-6-v2 (cross-encoder/ms-marco-MiniLM-L-6-v2) or ce:NAME_OR_PATH[,depth=N,activation=sigmoid]",
     offline="local folders and models in the Hugging Face cache (none ships offline)",
+    extra="neural",
 )
 def _ce(params: dict[str, Any], text: str) -> CrossEncoderReranker:
     return CrossEncoderReranker(params.pop("model"), name=text, **params)

@@ -148,6 +148,8 @@ class MonoT5Reranker(PairwiseReranker):
     positional="model",
     help="monoT5, score = log P(true) over {false,true} for 'Query: q Document: d Relevant:'; monot5:base (castorini/monot5-base-msmarco) or monot5:NAME_OR_PATH[,tokenizer=T5_TOKENIZER]",
     offline="local folders and models in the Hugging Face cache (none ships offline)",
+    extra="neural",
+    extra_modules=("torch", "transformers"),
 )
 def _monot5(params: dict[str, Any], text: str) -> MonoT5Reranker:
     return MonoT5Reranker(params.pop("model"), name=text, **params)
