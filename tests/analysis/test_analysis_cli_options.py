@@ -73,12 +73,15 @@ def test_spectrum_runs_the_encoder_with_the_shared_options(tmp_path, calls):
     assert encoder["encoder"]["batch_size"] == 2 and encoder["cache"] == str(cache)
     stores = [json.loads(p.read_text()) for p in (cache / "embeddings").glob("*/info.json")]
     assert [s["batch_size"] for s in stores] == [2] and stores[0]["model"] == "sentence-transformers/all-MiniLM-L6-v2"
-    # --overwrite reaches the output folder: refused without it, replaced with it
-    assert _analyze(*args) == 2
+    # --overwrite reaches the output folder: another run (--center) is refused without it and
+    # replaces the folder with it; the same command again replaces its own results
+    assert _analyze(*args, "--center") == 2
     calls["encoder"].clear()
-    assert _analyze(*args, "--overwrite") in (0, None)
+    assert _analyze(*args, "--center", "--overwrite") in (0, None)
     assert calls["encoder"] == []  # every embedding read back from the store in --cache-dir
-    assert json.loads((out / "manifest.json").read_text())["kind"] == "analyze:spectrum"
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["kind"] == "analyze:spectrum" and manifest["parameters"]["center"] is True
+    assert _analyze(*args, "--center") in (0, None)
 
 
 def test_artifacts_runs_the_lm_with_the_shared_options(tmp_path, calls):
