@@ -96,4 +96,6 @@ def _run(target: Path, output: Path | None, options, settings, *, strict: bool, 
 
 
 def register(app: typer.Typer) -> None:
-    app.command()(audit)
+    from sourcebias.cli.options_audit import DetectorHelp
+
+    app.command(cls=DetectorHelp)(audit)
