@@ -55,7 +55,11 @@ def main() -> None:
         ax.plot(est, i, "o", color="k", ms=3)
     ax.axvline(-2 * theta, color="k", ls="--", lw=1, label=f"truth {-2 * theta:+.2f}")
     covered = sum(lo <= -2 * theta <= hi for _, lo, hi in sims)
-    ax.set(title=f"Known truth: source effect, {covered}/{len(sims)} CIs cover", xlabel="source coefficient (window fraction; < 0: LLM higher)", ylabel="simulated study")
+    ax.set(
+        title=f"Known truth: source effect, {covered}/{len(sims)} CIs cover",
+        xlabel="source coefficient (window fraction; < 0: LLM higher)",
+        ylabel="simulated study",
+    )
     ax.legend(loc="lower right", fontsize=8)
     ax = axes[1]
     coef = stage["position_source"]["coefficients"]
@@ -67,7 +71,10 @@ def main() -> None:
     ax.axvline(0, color="grey", lw=0.8)
     ax.set_yticks(range(len(names)), names)
     a = stage["llm_answers"]
-    ax.set(title=f"NQ-UTD {spec.split('>>')[1].split(',')[0]}: answers\n({a['repaired']} of {a['answers']} repaired)", xlabel="coefficient, 95% CI (query clustered)")
+    ax.set(
+        title=f"NQ-UTD {spec.split('>>')[1].split(',')[0]}: answers\n({a['repaired']} of {a['answers']} repaired)",
+        xlabel="coefficient, 95% CI (query clustered)",
+    )
     ax = axes[2]
     ks = [1, 3, 5]
     for name, style in ((first, "o-"), (spec, "s-")):
