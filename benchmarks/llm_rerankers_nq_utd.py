@@ -59,7 +59,7 @@ def main() -> None:
     for level, text in llm_stage_notes("mixed", info):
         print(f"{level}: {text}")
     print("calls:", json.dumps(info["stages"][-1]["client"]["calls"]))
-    out = Path(args.output) / f"{args.kind}-orders{args.orders}"
+    out = Path(args.output) / (f"{args.kind}-orders{args.orders}" if args.kind == "rankgpt" else args.kind)
     result.save(out)
     print(f"result: {out}")
 
