@@ -47,7 +47,7 @@ def main() -> None:
     first, spec = list(res.retrievers)[:2]
     stage = next(i for k, i in res.run_info.items() if k.retriever == spec and k.setting == "mixed")["stages"][-1]
     llm = next(s for s in res.sources if s != res.human_source)
-    fig, axes = plt.subplots(1, 3, figsize=(13, 4.2))
+    fig, axes = plt.subplots(1, 3, figsize=(14, 4.4))
     ax = axes[0]
     for i, (est, lo, hi) in enumerate(sims):
         miss = not lo <= -2 * theta <= hi
@@ -56,7 +56,7 @@ def main() -> None:
     ax.axvline(-2 * theta, color="k", ls="--", lw=1, label=f"truth {-2 * theta:+.2f}")
     covered = sum(lo <= -2 * theta <= hi for _, lo, hi in sims)
     ax.set(
-        title=f"Known truth: source effect, {covered}/{len(sims)} CIs cover",
+        title=f"Known truth: source effect\n{covered}/{len(sims)} CIs cover the truth",
         xlabel="source coefficient (window fraction; < 0: LLM higher)",
         ylabel="simulated study",
     )
@@ -69,18 +69,19 @@ def main() -> None:
         ax.plot(c["ci95"], [i, i], color="tab:blue", lw=3)
         ax.plot(c["estimate"], i, "o", color="k")
     ax.axvline(0, color="grey", lw=0.8)
-    ax.set_yticks(range(len(names)), names)
+    ax.set_yticks(range(len(names)), [n if n == "position" else "source\n(LLM twin)" for n in names])
+    ax.set_ylim(-0.5, len(names) - 0.5)
     a = stage["llm_answers"]
     ax.set(
-        title=f"NQ-UTD {spec.split('>>')[1].split(',')[0]}: answers\n({a['repaired']} of {a['answers']} repaired)",
-        xlabel="coefficient, 95% CI (query clustered)",
+        title=f"NQ-UTD {spec.split('>>')[1].split(',')[0]}, orders={stage['orders']}\n({a['repaired']} of {a['answers']} answers repaired)",
+        xlabel="answered position: coefficient, 95% CI (query clustered)",
     )
     ax = axes[2]
     ks = [1, 3, 5]
     for name, style in ((first, "o-"), (spec, "s-")):
         ax.plot(ks, [100 * res.mean(name, "mixed", llm, f"Share@{k}") for k in ks], style, label=name.split(",")[0])
     ax.axhline(50, color="grey", lw=0.8, ls=":")
-    ax.set(title="NQ-UTD: LLM text in the top k (mixed corpus)", xlabel="k", ylabel="LLM share of the top k (%)", xticks=ks)
+    ax.set(title="NQ-UTD: LLM text in the top k", xlabel="k", ylabel="LLM share of the top k (%)", xticks=ks)
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(args.output, dpi=110)
