@@ -197,3 +197,25 @@ def test_gemma3_choice_logprobs_equal_a_plain_forward_pass():
         expected = sum(float(lp[len(prompt) - 1 + t, cont[t]]) for t in range(len(cont)))
         assert got[choice] == pytest.approx(expected, abs=1e-3)
     assert client.identity()["model"] == "gemma3-270m"
+
+
+def test_the_server_speaks_both_logprobs_formats_and_refuses_bad_requests():
+    import httpx
+
+    def responder(messages, params):
+        return "yes", [{"yes": math.log(0.5), "no": math.log(0.3), "maybe": math.log(0.1)}]
+
+    with SimulatedServer(responder) as url:
+        chat = httpx.post(
+            f"{url}/chat/completions", json={"model": "sim", "messages": [{"role": "user", "content": "q"}], "logprobs": True, "top_logprobs": 2}
+        ).json()
+        legacy = httpx.post(f"{url}/completions", json={"model": "sim", "prompt": "q", "logprobs": 2}).json()
+        bad = httpx.post(f"{url}/chat/completions", json={"model": "sim", "messages": [{"role": "user", "content": "q"}], "top_logprobs": 2})
+        none = httpx.post(f"{url}/chat/completions", json={"model": "sim", "messages": [{"role": "user", "content": "q"}]}).json()
+    content = chat["choices"][0]["logprobs"]["content"]
+    assert content[0]["token"] == "yes" and content[0]["logprob"] == pytest.approx(math.log(0.5))
+    assert [e["token"] for e in content[0]["top_logprobs"]] == ["yes", "no"]  # the 2 most likely
+    lp = legacy["choices"][0]["logprobs"]
+    assert lp["tokens"] == ["yes"] and lp["top_logprobs"] == [{"yes": pytest.approx(math.log(0.5)), "no": pytest.approx(math.log(0.3))}]
+    assert bad.status_code == 400 and "needs 'logprobs': true" in bad.json()["error"]["message"]
+    assert none["choices"][0]["logprobs"] is None

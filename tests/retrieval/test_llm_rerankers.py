@@ -182,3 +182,21 @@ def test_minilm_llm_yesno_smollm2_scores_equal_a_plain_forward_pass(two_queries)
     yes, no = (float(lp[tok(c, add_special_tokens=False)["input_ids"][0]]) for c in ("Yes", "No"))
     assert len(tok("Yes", add_special_tokens=False)["input_ids"]) == 1  # single tokens: the plain pass is exact
     assert run.scores[q][0] == pytest.approx(math.exp(yes) / (math.exp(yes) + math.exp(no)), abs=1e-4)
+
+
+def test_orders_show_each_window_in_every_order_and_borda_agrees_with_a_consistent_model():
+    seen: list[list[int]] = []
+
+    def recording(messages, params):
+        seen.append([int(t.split()[1]) for t in shown_passages(messages)])
+        return by_value(messages, params)
+
+    corpus, run = valued_run([3, 1, 4, 2])
+    with SimulatedServer(recording) as url:
+        stage = build_retriever(f"bm25>>rankgpt:openai:sim@{url},depth=4,window=4,orders=3,cache=false").stages[0]
+        out = stage.apply(run, {"q": "q"}, seed=5)
+    # as given, reversed, and a shuffle (the three calls run concurrently: in any order)
+    assert len(seen) == 3 and {(3, 1, 4, 2), (2, 4, 1, 3)} <= {tuple(x) for x in seen} and all(sorted(x) == [1, 2, 3, 4] for x in seen)
+    assert [int(corpus.texts[i].split()[1]) for i in out.positions["q"]] == [4, 3, 2, 1]  # every answer sorts: Borda keeps it
+    rows = stage.last_records
+    assert len(rows) == 12 and {r["order"] for r in rows} == {0, 1, 2}
