@@ -200,3 +200,20 @@ def test_orders_show_each_window_in_every_order_and_borda_agrees_with_a_consiste
     assert [int(corpus.texts[i].split()[1]) for i in out.positions["q"]] == [4, 3, 2, 1]  # every answer sorts: Borda keeps it
     rows = stage.last_records
     assert len(rows) == 12 and {r["order"] for r in rows} == {0, 1, 2}
+
+
+def test_llm_yesno_grade_answers_score_the_expected_grade():
+    def grader(messages, params):
+        if "alpha" in messages[-1]["content"]:
+            return "3", [{"3": math.log(0.4), "2": math.log(0.3), "0": math.log(0.2), "1": math.log(0.05)}]
+        return "0", [{"0": math.log(0.6), "1": math.log(0.2), "x": math.log(0.05)}]  # 2 and 3 outside the top tokens
+
+    docs = [Document("a", "human", "", "alpha text"), Document("b", "llm", "", "beta text")]
+    corpus = Corpus.from_documents(docs, source_order=["human", "llm"])
+    run = Run(corpus, "first", {"q": np.array([1, 0])}, {"q": np.array([2.0, 1.0])}, {})
+    with SimulatedServer(grader) as url:
+        stage = build_retriever(f"bm25>>llm-yesno:openai:sim@{url},depth=2,answers=grade,cache=false").stages[0]
+        out = stage.apply(run, {"q": "which"})
+    # alpha: (3 * .4 + 2 * .3 + 1 * .05 + 0 * .2) / .95; beta: 2 and 3 bounded by 0.05: (1 * .2 + 2 * .05 + 3 * .05) / .9
+    assert out.scores["q"] == pytest.approx([1.85 / 0.95, 0.45 / 0.9])
+    assert out.info["stages"][-1]["choice_missing"] == 1 and out.info["stages"][-1]["answers"] == ["0", "1", "2", "3"]

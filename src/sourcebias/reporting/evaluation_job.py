@@ -206,7 +206,10 @@ def llm_stage_notes(where: str, info: dict[str, Any]) -> list[tuple[str, str]]:
                 out.append(("detail", f"{where}: {st['name']}: answered position on shown position and source (window fraction, 95% CI): " + "; ".join(parts)))
         if st.get("choice_missing"):
             out.append(
-                ("note", f"{where}: {st['name']}: {st['choice_missing']} pairs had Yes or No outside the server's top tokens ({st.get('missing_rule')})")
+                (
+                    "note",
+                    f"{where}: {st['name']}: {st['choice_missing']} pairs had an answer ({'/'.join(st.get('answers', ['Yes', 'No']))}) outside the server's top tokens ({st.get('missing_rule')})",
+                )
             )
     return out
 
