@@ -201,6 +201,9 @@ def logit_effects(passages: pd.DataFrame, human: str, level: float = 0.95) -> tu
     frame = frame[frame["source"].isin([human, *kept])]
     queries = int(frame["query_id"].nunique())
     x, names = _design(frame, human, kept, with_position)
+    if with_position and np.linalg.matrix_rank(x) < x.shape[1]:
+        x, names = _design(frame, human, kept, False)
+        notes.append("logit: the position effects are collinear with the rank effects in these contexts (too few shuffled orders): fitted with rank effects only")
     fit = _fit_glm(frame["cited"].to_numpy(float), x, frame["query_id"].to_numpy()) if len(frame) and (frame["source"] == human).any() else "no human rows left"
     if isinstance(fit, str):
         return [_logit_row("source", s, n=len(frame), queries=queries, status="undefined", note=undefined.get(s, fit)) for s in llm], notes

@@ -28,7 +28,7 @@ UNCITED_RULES = ("keep", "drop")
 @dataclass(frozen=True)
 class CiteSettings:
     """How the study is run: the top ``k`` passages, ``orders`` context orders per query (0: as
-    ranked, 1: reversed, then seeded shuffles), the ``seed`` (shuffles, query sample, and sent
+    ranked, then seeded shuffles), the ``seed`` (shuffles, query sample, and sent
     with each call), generation parameters, ``uncited`` (``keep``: an answer that cites nothing
     counts as citing none of its passages; ``drop``: its passages are left out of the
     estimates; counted either way), the intervals' ``level``, and ``max_queries`` (a seeded
@@ -154,7 +154,7 @@ def analyse(
         "logit": LOGIT_METHOD,
         "twins": TWIN_METHOD,
         "level": settings.level,
-        "orders": "0: as ranked, 1: reversed, 2..: shuffles seeded by (seed, order, query id)",
+        "orders": "0: as ranked, 1..: shuffles seeded by (seed, order, query id)",
     }
     return CitationResult(settings=settings.describe(), generator=generator or {}, inputs=inputs or {}, counts=counts, rates=rates, effects=effects, passages=passages.reset_index(drop=True),
                           answers=answers.reset_index(drop=True), notes=notes, method=method)  # fmt: skip
