@@ -27,9 +27,17 @@ def test_parse_citations_hand_cases(text, k, cited, outside, status):
 
 
 def test_prompt_numbers_passages_in_context_order_and_reads_back():
-    messages = citation_messages("who won?\n", [("T one", "first\ntext"), ("", "second text")])
+    messages = citation_messages("who won?\n", [("T one", "first\ntext"), ("", "second text")], shots=0)
     assert messages[0] == ("system", INSTRUCTION)
     role, user = messages[1]
     assert role == "user"
     assert user == "Document [1](Title: T one): first text\nDocument [2](Title: ): second text\n\nQuestion: who won?\nAnswer:"
     assert passages_in_prompt(user) == [(1, "T one", "first text"), (2, "", "second text")]
+
+
+def test_one_demonstration_comes_first_as_chat_turns():
+    messages = citation_messages("q", [("t", "x")], shots=1)
+    assert [r for r, _ in messages] == ["system", "user", "assistant", "user"]
+    assert passages_in_prompt(messages[1][1])[0][1] == "Mount Everest"
+    assert parse_citations(messages[2][1], 2).cited == (1, 2)
+    assert messages[3] == citation_messages("q", [("t", "x")], shots=0)[1]

@@ -22,6 +22,14 @@ INSTRUCTION = (
     "the documents."
 )
 PROMPT_VERSION = "alce-1"
+#: one demonstration (ALCE prompts with demonstrations too; a small model without one rarely
+#: writes a citation at all): a user turn in the same format and the answer, as chat turns
+DEMONSTRATION = (
+    (("Mount Everest", "Mount Everest is Earth's highest mountain above sea level, in the Himalayas on the border of Nepal and China."),
+     ("K2", "K2 is the second-highest mountain on Earth, on the border of China and Pakistan.")),
+    "Which is the highest mountain on Earth?",
+    "Mount Everest is the highest mountain on Earth [1]. K2, on the border of China and Pakistan, is the second highest [2].",
+)  # fmt: skip
 _DOCUMENT = re.compile(r"^Document \[(\d+)\]\(Title: (.*?)\): (.*)$", re.MULTILINE)
 
 
@@ -35,18 +43,25 @@ def format_passage(number: int, title: str, text: str) -> str:
     return f"Document [{number}](Title: {_one_line(title)}): {_one_line(text)}"
 
 
-def citation_messages(question: str, passages: Sequence[tuple[str, str]]) -> tuple[tuple[str, str], ...]:
+def _user_turn(question: str, passages: Sequence[tuple[str, str]]) -> str:
+    documents = "\n".join(format_passage(i, title, text) for i, (title, text) in enumerate(passages, start=1))
+    return f"{documents}\n\nQuestion: {_one_line(question)}\nAnswer:"
+
+
+def citation_messages(question: str, passages: Sequence[tuple[str, str]], shots: int = 1) -> tuple[tuple[str, str], ...]:
     """The chat messages asking for a cited answer to ``question`` from ``passages``.
 
     Args:
         question: The query's text.
         passages: ``(title, text)`` of each passage, in context order (numbered from 1).
+        shots: 1: the :data:`DEMONSTRATION` first (a user turn and its answer); 0: none.
 
     Returns:
-        ``(("system", INSTRUCTION), ("user", documents + question))``.
+        ``(("system", INSTRUCTION), [demonstration,] ("user", documents + question))``.
     """
-    documents = "\n".join(format_passage(i, title, text) for i, (title, text) in enumerate(passages, start=1))
-    return (("system", INSTRUCTION), ("user", f"{documents}\n\nQuestion: {_one_line(question)}\nAnswer:"))
+    demo_passages, demo_question, demo_answer = DEMONSTRATION
+    demo = (("user", _user_turn(demo_question, demo_passages)), ("assistant", demo_answer)) if shots else ()
+    return (("system", INSTRUCTION), *demo, ("user", _user_turn(question, passages)))
 
 
 def passages_in_prompt(user_message: str) -> list[tuple[int, str, str]]:

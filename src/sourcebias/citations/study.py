@@ -31,8 +31,8 @@ class CiteSettings:
     ranked, then seeded shuffles), the ``seed`` (shuffles, query sample, and sent
     with each call), generation parameters, ``uncited`` (``keep``: an answer that cites nothing
     counts as citing none of its passages; ``drop``: its passages are left out of the
-    estimates; counted either way), the intervals' ``level``, and ``max_queries`` (a seeded
-    sample; all when None)."""
+    estimates; counted either way), the intervals' ``level``, ``max_queries`` (a seeded
+    sample; all when None) and ``shots`` (1: the prompt's one demonstration first; 0: none)."""
 
     k: int = 5
     orders: int = 1
@@ -42,6 +42,7 @@ class CiteSettings:
     uncited: str = "keep"
     level: float = 0.95
     max_queries: int | None = None
+    shots: int = 1
 
     def check(self) -> None:
         if self.k < 2:
@@ -52,6 +53,8 @@ class CiteSettings:
             raise ConfigError(f"uncited must be one of {', '.join(UNCITED_RULES)}, got '{self.uncited}'")
         if not 0.0 < self.level < 1.0:
             raise ConfigError(f"level must be in (0, 1), got {self.level}")
+        if self.shots not in (0, 1):
+            raise ConfigError(f"shots is 0 or 1 (the one built-in demonstration), got {self.shots}")
         if self.max_tokens < 1:
             raise ConfigError(f"max_tokens must be positive, got {self.max_tokens}")
 
@@ -68,7 +71,7 @@ def calls_for(contexts: list[Context], corpus: Any, queries: Mapping[str, str], 
         passages = [(corpus[p].title, corpus[p].text) for p in c.positions]
         calls.append(
             Call(
-                messages=citation_messages(queries[c.query_id], passages), max_tokens=settings.max_tokens, temperature=settings.temperature, seed=settings.seed
+                messages=citation_messages(queries[c.query_id], passages, settings.shots), max_tokens=settings.max_tokens, temperature=settings.temperature, seed=settings.seed
             )
         )
     return calls
