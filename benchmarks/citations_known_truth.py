@@ -58,7 +58,10 @@ def summary(frame: pd.DataFrame, beta: float, orders: int, seconds: float) -> st
         width = (frame[f"{name}_high"].astype(float) - frame[f"{name}_low"].astype(float)).mean()
         cover = frame[f"{name}_covers"].mean()
         lines.append(f"| {label} | {true.mean():+.4f} | {est.mean():+.4f} | {(est - true).mean():+.4f} | {est.std():.4f} | {width:.4f} | {cover:.1%} |")
-    lines += ["", f"answers per study: {int(frame['answers'].iloc[0])}; citing nothing: {frame['no_citation'].mean():.1f} on average; twin pairs per study: {frame['pairs'].mean():.1f}."]
+    lines += [
+        "",
+        f"answers per study: {int(frame['answers'].iloc[0])}; citing nothing: {frame['no_citation'].mean():.1f} on average; twin pairs per study: {frame['pairs'].mean():.1f}.",
+    ]
     return "\n".join(lines)
 
 

@@ -161,7 +161,12 @@ def test_twin_difference_without_pairs_is_undefined():
 def test_contexts_in_two_mirror_orders_fall_back_to_rank_effects_and_say_so():
     # positions j and k+1-j together equal ranks j and k+1-j together: not identifiable apart
     rng = np.random.default_rng(0)
-    rows = [(f"q{q}", o, f"d{r}", "llm" if (q + r) % 2 else "human", r, r if o == 0 else 5 - r, int(rng.random() < 0.5)) for q in range(30) for o in (0, 1) for r in (1, 2, 3, 4)]
+    rows = [
+        (f"q{q}", o, f"d{r}", "llm" if (q + r) % 2 else "human", r, r if o == 0 else 5 - r, int(rng.random() < 0.5))
+        for q in range(30)
+        for o in (0, 1)
+        for r in (1, 2, 3, 4)
+    ]
     result, notes = logit_effects(passages(rows), "human")
     assert {r["term"] for r in result} == {"source", "rank"}
     assert any("collinear with the rank effects" in n for n in notes)

@@ -61,7 +61,24 @@ def test_folder_loads_back_and_rerun_reads_the_answer_store(nq_bm25, server, tmp
 
     _, url = server
     out, cache = tmp_path / "cite", tmp_path / "cache"
-    args = ["cite", "nq-utd", "-r", "bm25", "--generator", f"openai:sim@{url}", "-k", "4", "--orders", "2", "--max-queries", "12", "--cache-dir", str(cache), "-o", str(out)]
+    args = [
+        "cite",
+        "nq-utd",
+        "-r",
+        "bm25",
+        "--generator",
+        f"openai:sim@{url}",
+        "-k",
+        "4",
+        "--orders",
+        "2",
+        "--max-queries",
+        "12",
+        "--cache-dir",
+        str(cache),
+        "-o",
+        str(out),
+    ]
     for attempt in range(2):
         with pytest.raises(SystemExit) as info:
             main(args + (["--overwrite"] if attempt else []))

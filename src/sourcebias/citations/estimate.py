@@ -203,7 +203,9 @@ def logit_effects(passages: pd.DataFrame, human: str, level: float = 0.95) -> tu
     x, names = _design(frame, human, kept, with_position)
     if with_position and np.linalg.matrix_rank(x) < x.shape[1]:
         x, names = _design(frame, human, kept, False)
-        notes.append("logit: the position effects are collinear with the rank effects in these contexts (too few shuffled orders): fitted with rank effects only")
+        notes.append(
+            "logit: the position effects are collinear with the rank effects in these contexts (too few shuffled orders): fitted with rank effects only"
+        )
     fit = _fit_glm(frame["cited"].to_numpy(float), x, frame["query_id"].to_numpy()) if len(frame) and (frame["source"] == human).any() else "no human rows left"
     if isinstance(fit, str):
         return [_logit_row("source", s, n=len(frame), queries=queries, status="undefined", note=undefined.get(s, fit)) for s in llm], notes

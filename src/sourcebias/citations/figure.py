@@ -40,7 +40,10 @@ def _panel(ax: Any, rows: list[dict[str, Any]], key: str, sources: list[str]) ->
         shift = (i - (len(sources) - 1) / 2) * 0.08
         xs = [p[0] + shift for p in pts]
         ys = [p[1] for p in pts]
-        err = [[max(0.0, y - p[2]) for y, p in zip(ys, pts)], [max(0.0, p[3] - y) for y, p in zip(ys, pts)]]  # a Wilson bound can sit a rounding error inside a rate of 0 or 1
+        err = [
+            [max(0.0, y - p[2]) for y, p in zip(ys, pts)],
+            [max(0.0, p[3] - y) for y, p in zip(ys, pts)],
+        ]  # a Wilson bound can sit a rounding error inside a rate of 0 or 1
         ax.errorbar(xs, ys, yerr=err, marker="o", capsize=3, label=s)
     ax.set_ylim(-0.02, 1.02)
     ax.set_ylabel("P(cited)")

@@ -71,7 +71,10 @@ def calls_for(contexts: list[Context], corpus: Any, queries: Mapping[str, str], 
         passages = [(corpus[p].title, corpus[p].text) for p in c.positions]
         calls.append(
             Call(
-                messages=citation_messages(queries[c.query_id], passages, settings.shots), max_tokens=settings.max_tokens, temperature=settings.temperature, seed=settings.seed
+                messages=citation_messages(queries[c.query_id], passages, settings.shots),
+                max_tokens=settings.max_tokens,
+                temperature=settings.temperature,
+                seed=settings.seed,
             )
         )
     return calls

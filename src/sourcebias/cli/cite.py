@@ -11,10 +11,15 @@ from sourcebias.cli import options as o
 from sourcebias.cli.common import console, fail
 
 Data = Annotated[str, typer.Argument(help="The dataset (folder or name, e.g. nq-utd) whose passages the generator reads.", show_default=False, metavar="DATA")]
-RunArg = Annotated[Path | None, typer.Option("--run", metavar="DIR|FILE", help="An `evaluate` output folder (its mixed-corpus run) or a TREC run file over DATA.")]
+RunArg = Annotated[
+    Path | None, typer.Option("--run", metavar="DIR|FILE", help="An `evaluate` output folder (its mixed-corpus run) or a TREC run file over DATA.")
+]
 RetrieverArg = Annotated[str | None, typer.Option("--retriever", "-r", metavar="SPEC", help="Or rank DATA's mixed corpus now with this retriever (e.g. bm25).")]
 RunName = Annotated[str | None, typer.Option(help="Which mixed run of an `evaluate` folder that holds several.")]
-Generator = Annotated[str, typer.Option(metavar="SPEC", help="The generator: smollm2, gemma3, a GGUF file, a transformers model, or openai:MODEL@URL (an OpenAI-compatible server).")]
+Generator = Annotated[
+    str,
+    typer.Option(metavar="SPEC", help="The generator: smollm2, gemma3, a GGUF file, a transformers model, or openai:MODEL@URL (an OpenAI-compatible server)."),
+]
 Output = Annotated[Path | None, typer.Option("--output", "-o", metavar="DIR", help="Output folder (results, answers, report, figure, manifest).")]
 K = Annotated[int, typer.Option("--k", "-k", min=2, help="Passages per context: the top k of each query's ranking.")]
 Orders = Annotated[int, typer.Option(min=1, help="Context orders per query: 1 as ranked; more add seeded shuffles (separates position from source).")]
@@ -58,7 +63,9 @@ def cite(
     from sourcebias.core.errors import ConfigError
     from sourcebias.reporting.render import to_rich
 
-    settings = CiteSettings(k=k, orders=orders, seed=seed, max_tokens=max_tokens, temperature=temperature, uncited=uncited, level=level, max_queries=max_queries, shots=shots)
+    settings = CiteSettings(
+        k=k, orders=orders, seed=seed, max_tokens=max_tokens, temperature=temperature, uncited=uncited, level=level, max_queries=max_queries, shots=shots
+    )
     try:
         settings.check()
     except ConfigError as exc:
@@ -68,7 +75,9 @@ def cite(
                                 concurrency=concurrency, device=device)  # fmt: skip
     console.print(to_rich(citation_report(result)))
     if path is not None:
-        console.print(f"Wrote citations.json, passages.csv, answers.csv, summary.md, summary.tex and citations.png to [bold]{path}[/bold] (load them with sourcebias.citations.load_citations)")
+        console.print(
+            f"Wrote citations.json, passages.csv, answers.csv, summary.md, summary.tex and citations.png to [bold]{path}[/bold] (load them with sourcebias.citations.load_citations)"
+        )
     else:
         console.print("[dim]Add --output DIR to save the results and the figure.[/dim]")
 
