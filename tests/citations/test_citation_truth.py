@@ -103,3 +103,49 @@ def test_misuse_is_refused_before_work(tmp_path, capsys):
     assert info.value.code == 2
     assert "--run RUN" in capsys.readouterr().err
     assert not (tmp_path / "x").exists()
+
+
+@pytest.mark.slow
+def test_smollm2_end_to_end_on_nq_utd_through_the_local_backend(tmp_path, capsys):
+    """A few queries with the offline SmolLM2-135M-Instruct: the folder loads back, every answer
+    has a status and every source effect is a number or says why it is undefined; the rerun reads
+    every answer from the store."""
+    import re
+
+    from lm_helpers import store_sharing_models
+
+    from sourcebias.cli.main import main
+
+    cache = store_sharing_models(tmp_path / "cache")
+    args = [
+        "cite",
+        "nq-utd",
+        "-r",
+        "bm25",
+        "--generator",
+        "smollm2",
+        "--device",
+        "cpu",
+        "-k",
+        "3",
+        "--max-queries",
+        "2",
+        "--max-tokens",
+        "24",
+        "--cache-dir",
+        str(cache),
+    ]
+    for attempt, out in enumerate((tmp_path / "a", tmp_path / "b")):
+        with pytest.raises(SystemExit) as info:
+            main([*args, "-o", str(out)])
+        assert info.value.code == 0, capsys.readouterr().err
+        result = load_citations(out)
+        assert bool(result.answers["cached"].all()) is (attempt == 1)
+    assert len(result.answers) == 2 and len(result.passages) == 6 and (tmp_path / "b" / "citations.png").is_file()
+    c = result.counts
+    assert c["cited"] + c["out_of_range"] + c["no_citation"] + c["empty"] == c["answers"] == 2
+    for text, status in zip(result.answers["text"], result.answers["status"]):  # a bracketed number <=> not no_citation
+        assert (re.search(r"\[\s*\d", text) is None) == (status in ("no_citation", "empty"))
+    for r in result.effects:
+        assert (r["estimate"] is not None and math.isfinite(r["estimate"])) or (r["status"] == "undefined" and r["note"])
+    assert result.generator["identity"]["backend"] == "local"

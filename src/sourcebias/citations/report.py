@@ -73,7 +73,7 @@ def citation_report(result: CitationResult, title: str | None = None) -> Any:
         tables.append(
             Table(f"rates:{key}", f"P(cited | source, {heading})", cols, rows, f"rate [{s['level']:.0%} CI] (cited/shown); {m['rates']}.", status_rows=False)
         )
-    effect_cols = [Column("estimator", "estimator", "text"), Column("level", "source", "text"), Column("what", "estimate of", "text"), Column("estimate_text", "estimate [CI]", "text"),
+    effect_cols = [Column("estimator", "estimator", "text"), Column("level", "source", "text"), Column("estimate_text", "estimate [CI]", "text"),
                    Column("or_text", "odds ratio", "text"), Column("ame_text", "AME on P(cited) [CI]", "text"), Column("p", "p", "p"), Column("n_text", "n", "text"),
                    Column("queries", "queries", "int"), Column("status_text", "status", "text")]  # fmt: skip
     tables.append(
@@ -82,7 +82,7 @@ def citation_report(result: CitationResult, title: str | None = None) -> Any:
             "Source effect on citation, conditional on rank (and position)",
             effect_cols,
             effect_rows(result, "source"),
-            f"logit: {m['logit']}. twins: {m['twins']}.",
+            f"estimate: logit, the log odds ratio LLM vs human; twins, the mean of cited(twin) − cited(original). logit: {m['logit']}. twins: {m['twins']}.",
             status_rows=False,
         )
     )
@@ -95,9 +95,11 @@ def citation_report(result: CitationResult, title: str | None = None) -> Any:
         Column("p", "p", "p"),
     ]
     tables.append(Table("effects:position", "Rank and position effects (logit, against rank 1 / position 1)", fe_cols, fe, "", status_rows=False))
-    gen = result.generator.get("model") or "the generator"
     return Report(
-        title or f"Sources cited by {gen}", tables, notes=list(result.notes), data={"effects": pd.DataFrame(result.effects), "passages": result.passages}
+        title or f"Sources cited by {result.generator_name}",
+        tables,
+        notes=list(result.notes),
+        data={"effects": pd.DataFrame(result.effects), "passages": result.passages},
     )
 
 

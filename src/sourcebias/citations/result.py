@@ -48,6 +48,12 @@ class CitationResult:
     notes: list[str] = field(default_factory=list)
     method: dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def generator_name(self) -> str:
+        """The generator's model name (from its identity), for titles."""
+        g = self.generator
+        return str(g.get("model") or (g.get("identity") or {}).get("model") or "the generator")
+
     def effect(self, estimator: str, term: str, level: Any) -> dict[str, Any]:
         """The effect row of ``estimator`` (``logit``, ``twins``), ``term`` (``source``, ``rank``,
         ``position``) and ``level`` (a source, a rank); ``KeyError`` when absent."""
