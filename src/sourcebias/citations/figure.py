@@ -45,6 +45,9 @@ def _panel(ax: Any, rows: list[dict[str, Any]], key: str, sources: list[str]) ->
             [max(0.0, p[3] - y) for y, p in zip(ys, pts)],
         ]  # a Wilson bound can sit a rounding error inside a rate of 0 or 1
         ax.errorbar(xs, ys, yerr=err, marker="o", capsize=3, label=s)
+    levels = sorted({r[key] for r in rows})
+    if levels:
+        ax.set_xticks(levels)
     ax.set_ylim(-0.02, 1.02)
     ax.set_ylabel("P(cited)")
     ax.grid(alpha=0.3)
