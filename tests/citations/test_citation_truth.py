@@ -149,3 +149,71 @@ def test_smollm2_end_to_end_on_nq_utd_through_the_local_backend(tmp_path, capsys
     for r in result.effects:
         assert (r["estimate"] is not None and math.isfinite(r["estimate"])) or (r["status"] == "undefined" and r["note"])
     assert result.generator["identity"]["backend"] == "local"
+
+
+class CountingResponder:
+    """The known-truth responder, slowed down, counting the calls it answers (thread-safe)."""
+
+    def __init__(self, inner):
+        import threading
+
+        self.inner, self.calls, self.lock = inner, 0, threading.Lock()
+
+    def __call__(self, messages, params):
+        import time
+
+        time.sleep(0.1)
+        with self.lock:
+            self.calls += 1
+        return self.inner(messages, params)
+
+
+def test_a_killed_study_resumes_with_no_duplicate_call(nq_bm25, tmp_path, capsys):
+    """kill -9 mid-study loses at most the calls in flight; the rerun sends only the rest."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from sourcebias.cli.main import main
+
+    ds, _ = nq_bm25
+    counting = CountingResponder(responder_for(ds.corpus, ds.human_source, POSITION_LOGITS, BETA))
+    out, cache, n = tmp_path / "cite", tmp_path / "cache", 30
+    with SimulatedServer(counting) as url:
+        args = [
+            "cite",
+            "nq-utd",
+            "-r",
+            "bm25",
+            "--generator",
+            f"openai:sim@{url}",
+            "-k",
+            "3",
+            "--max-queries",
+            str(n),
+            "--concurrency",
+            "2",
+            "--cache-dir",
+            str(cache),
+            "-o",
+            str(out),
+        ]
+        proc = subprocess.Popen([sys.executable, "-m", "sourcebias", *args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ})
+        deadline = time.monotonic() + 300
+        while counting.calls < 8 and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        time.sleep(0.5)  # calls the server was answering when the client died finish (0.1 s each)
+        before = counting.calls
+        assert 8 <= before < n and not out.exists()  # killed mid-study, nothing committed
+        with pytest.raises(SystemExit) as info:
+            main(args)
+        assert info.value.code == 0, capsys.readouterr().err
+    result = load_citations(out)
+    stored = int(result.answers["cached"].sum())
+    assert len(result.answers) == n and not result.answers.duplicated(["query_id", "order"]).any()
+    assert before - 2 <= stored <= before  # at most the 2 calls in flight were lost
+    assert counting.calls == before + (n - stored)  # the rerun asked only for what was not stored

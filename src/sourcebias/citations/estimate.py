@@ -201,7 +201,7 @@ def logit_effects(passages: pd.DataFrame, human: str, level: float = 0.95) -> tu
     frame = frame[frame["source"].isin([human, *kept])]
     queries = int(frame["query_id"].nunique())
     x, names = _design(frame, human, kept, with_position)
-    if with_position and np.linalg.matrix_rank(x) < x.shape[1]:
+    if with_position and len(frame) and np.linalg.matrix_rank(x) < x.shape[1]:
         x, names = _design(frame, human, kept, False)
         notes.append(
             "logit: the position effects are collinear with the rank effects in these contexts (too few shuffled orders): fitted with rank effects only"
