@@ -217,3 +217,44 @@ def test_a_killed_study_resumes_with_no_duplicate_call(nq_bm25, tmp_path, capsys
     assert len(result.answers) == n and not result.answers.duplicated(["query_id", "order"]).any()
     assert before - 2 <= stored <= before  # at most the 2 calls in flight were lost
     assert counting.calls == before + (n - stored)  # the rerun asked only for what was not stored
+
+
+def _top_from_trec(path, k):
+    """query -> [(source, doc_id)] of its k best scores, read by hand (scores differ in this run)."""
+    rows = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        q, _, docno, _, score, _ = line.split()
+        source, doc_id = docno.split("/", 1)  # the test's own file, written with sourcebias' <source>/<doc_id> names
+        rows.setdefault(q, []).append((float(score), source, doc_id))
+    return {q: [(s, d) for _, s, d in sorted(v, key=lambda x: -x[0])[:k]] for q, v in rows.items()}
+
+
+def test_ranking_from_a_trec_file_and_from_an_evaluate_folder(nq_bm25, server, tmp_path, capsys):
+    from sourcebias.cli.main import main
+
+    _, run = nq_bm25
+    _, url = server
+    trec = tmp_path / "bm25.trec"
+    run.write_trec(trec)
+    assert info_code(main, ["evaluate", "nq-utd", "-r", "bm25", "-o", str(tmp_path / "ev")], capsys) == 0
+    common = ["--generator", f"openai:sim@{url}", "-k", "3", "--max-queries", "5", "--cache-dir", str(tmp_path / "cache")]
+    assert info_code(main, ["cite", "nq-utd", "--run", str(trec), *common, "-o", str(tmp_path / "a")], capsys) == 0
+    assert info_code(main, ["cite", "nq-utd", "--run", str(tmp_path / "ev"), *common, "-o", str(tmp_path / "b")], capsys) == 0
+    expected = _top_from_trec(trec, 3)
+    for out in ("a", "b"):
+        p = load_citations(tmp_path / out).passages
+        assert p["query_id"].nunique() == 5
+        for q, part in p.groupby("query_id"):
+            got = [(s, d) for _, s, d in sorted(zip(part["rank"], part["source"], part["doc_id"]))]
+            assert got == expected[q], (out, q)
+    # the second study asked the same questions: every answer came from the store
+    assert bool(load_citations(tmp_path / "b").answers["cached"].all())
+
+
+def info_code(main, args, capsys):
+    with pytest.raises(SystemExit) as info:
+        main(args)
+    code = info.value.code
+    if code:
+        print(capsys.readouterr().err)
+    return code
