@@ -141,6 +141,7 @@ def _fit_glm(y: np.ndarray, x: np.ndarray, groups: np.ndarray) -> Any:
     with warnings.catch_warnings():
         warnings.simplefilter("error", PerfectSeparationWarning)
         warnings.simplefilter("error", ConvergenceWarning)
+        warnings.simplefilter("ignore", RuntimeWarning)  # a degenerate fit shows as a non-finite covariance, checked below
         try:
             fit = sm.GLM(y, x, family=sm.families.Binomial()).fit(cov_type="cluster", cov_kwds={"groups": pd.factorize(groups)[0]})
         except (PerfectSeparationError, PerfectSeparationWarning):
