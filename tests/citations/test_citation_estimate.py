@@ -151,6 +151,7 @@ def test_twin_difference_by_hand():
     assert row["se"] == pytest.approx(math.sqrt(var))
     assert (row["low"], row["high"]) == pytest.approx((mean - half, mean + half))
     assert row["status"] == "few_queries"
+    assert row["llm_earlier"] == 6 and "stood before its original in 6 of 6 pairs" in row["note"]  # one order: position confounds
 
 
 def test_twin_difference_without_pairs_is_undefined():

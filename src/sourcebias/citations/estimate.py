@@ -222,16 +222,24 @@ def logit_effects(passages: pd.DataFrame, human: str, level: float = 0.95) -> tu
     return rows, notes
 
 
+def _one_order_note(passages: pd.DataFrame, row: dict[str, Any]) -> str:
+    """With one context order each copy keeps its rank's position, so the twin difference includes
+    the position effect: said, with how often the LLM copy stood first."""
+    if passages["order"].nunique() > 1:
+        return ""
+    return f"one context order: the LLM copy stood before its original in {row['llm_earlier']} of {row['pairs']} pairs, so the difference includes the position effect (use orders > 1)"
+
+
 def twin_differences(passages: pd.DataFrame, human: str, level: float = 0.95) -> list[dict[str, Any]]:
     """For each LLM source, the mean paired difference cited(twin) − cited(original) over the
     contexts that hold both copies of a document, with a query-clustered t interval."""
     import statsmodels.api as sm
 
     keys = ["query_id", "order", "doc_id"]
-    originals = passages[passages["source"] == human][[*keys, "cited"]]
+    originals = passages[passages["source"] == human][[*keys, "cited", "position"]]
     rows = []
     for s in sorted(x for x in passages["source"].unique() if x != human):
-        both = passages[passages["source"] == s][[*keys, "cited"]].merge(originals, on=keys, suffixes=("_llm", "_human"))
+        both = passages[passages["source"] == s][[*keys, "cited", "position"]].merge(originals, on=keys, suffixes=("_llm", "_human"))
         d = (both["cited_llm"] - both["cited_human"]).to_numpy(float)
         queries = int(both["query_id"].nunique())
         row: dict[str, Any] = {
@@ -242,6 +250,7 @@ def twin_differences(passages: pd.DataFrame, human: str, level: float = 0.95) ->
             "queries": queries,
             "llm_only": int((d > 0).sum()),
             "human_only": int((d < 0).sum()),
+            "llm_earlier": int((both["position_llm"] < both["position_human"]).sum()),
         }
         row |= dict.fromkeys(("estimate", "se", "low", "high", "p"))
         if queries < 2:
@@ -253,15 +262,8 @@ def twin_differences(passages: pd.DataFrame, human: str, level: float = 0.95) ->
             continue
         fit = sm.OLS(d, np.ones((len(d), 1))).fit(cov_type="cluster", cov_kwds={"groups": pd.factorize(both["query_id"])[0]}, use_t=True)
         low, high = fit.conf_int(alpha=1.0 - level)[0]
+        note = "; ".join(x for x in (_few_note(queries), _one_order_note(passages, row)) if x)
         rows.append(
-            {
-                **row,
-                "se": float(fit.bse[0]),
-                "low": float(low),
-                "high": float(high),
-                "p": float(fit.pvalues[0]),
-                "status": _status(queries),
-                "note": _few_note(queries),
-            }
+            {**row, "se": float(fit.bse[0]), "low": float(low), "high": float(high), "p": float(fit.pvalues[0]), "status": _status(queries), "note": note}
         )
     return rows
