@@ -171,3 +171,21 @@ def test_contexts_in_two_mirror_orders_fall_back_to_rank_effects_and_say_so():
     result, notes = logit_effects(passages(rows), "human")
     assert {r["term"] for r in result} == {"source", "rank"}
     assert any("collinear with the rank effects" in n for n in notes)
+
+
+def test_a_diverging_coefficient_is_quasi_separation_not_an_estimate():
+    # quasi-complete separation: every z = 1 row cited, z = 0 rows mixed; the MLE of z's
+    # coefficient is +inf and the fit stops at a large finite value: refused, not reported
+    from sourcebias.citations.estimate import _fit_glm
+
+    z = np.array([0, 0, 0, 0, 1, 1, 1, 0, 0, 1.0])
+    y = np.array([0, 1, 0, 1, 1, 1, 1, 0, 1, 1.0])
+    got = _fit_glm(y, np.column_stack([np.ones(10), z]), np.arange(10))
+    assert isinstance(got, str) and got.startswith("quasi-separation")
+
+
+def test_no_fit_when_every_llm_source_is_separated():
+    rows = [(f"q{i}", 0, f"h{i}", "human", 1, 1 + i % 2, int(i % 3 == 0)) for i in range(12)]
+    rows += [(f"q{i}", 0, f"l{i}", "llm", 2, 2 - i % 2, 0) for i in range(12)]
+    result, _ = logit_effects(passages(rows), "human")
+    assert [(r["term"], r["status"]) for r in result] == [("source", "undefined")]  # no rank or position rows from a human-only fit

@@ -19,11 +19,14 @@ from sourcebias.citations.prompt import INSTRUCTION, citation_messages, passages
         ("See Document 2 (Title: x).", 5, (), (), "no_citation"),
         ("   ", 5, (), (), "empty"),
         (None, 5, (), (), "empty"),
+        ("Document [6](Title: ): made up.\n\nDocument [2](Title: x): copied", 5, (), (), "no_citation"),  # echoed headers
+        ("Document [5](Title: ): Barbie premiered in July [5].", 5, (5,), (), "cited"),
     ],
 )
 def test_parse_citations_hand_cases(text, k, cited, outside, status):
     parsed = parse_citations(text, k)
     assert (parsed.cited, parsed.out_of_range, parsed.status) == (cited, outside, status)
+    assert parsed.echoed == ("Document [" in (text or ""))
 
 
 def test_prompt_numbers_passages_in_context_order_and_reads_back():

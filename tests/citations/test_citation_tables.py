@@ -36,7 +36,7 @@ def test_answers_to_rows(corpus, rule):
     assert list(passages["source"]) == ["llm", "human", "llm", "human", "llm", "human", "human", "llm", "human"]
     assert list(passages["used"]) == [True] * 3 + [rule == "keep"] * 3 + [True] * 3
     result = analyse(passages, calls, CiteSettings(k=3, uncited=rule), "human")
-    assert result.counts == {"answers": 3, "cited": 1, "out_of_range": 1, "no_citation": 1, "empty": 0, "truncated": 1}
+    assert result.counts == {"answers": 3, "cited": 1, "out_of_range": 1, "no_citation": 1, "empty": 0, "truncated": 1, "echoed": 0}
     (llm_rate,) = [r for r in result.rates["source"] if r["source"] == "llm"]
     assert (llm_rate["cited"], llm_rate["n"]) == ((3, 4) if rule == "keep" else (3, 3))
     assert any("1 of 3 answers cite no passage" in n and f"uncited={rule}" in n for n in result.notes)

@@ -39,6 +39,9 @@ import numpy as np
 import pandas as pd
 
 MIN_QUERIES = 20
+#: a fitted |log odds| above this is a diverging coefficient (quasi-separation: statsmodels stops
+#: at a large finite value), not an estimate; an odds ratio of e^10 ≈ 22,000 is no citation rate
+MAX_LOG_ODDS = 10.0
 RATE_METHOD = "Wilson interval on Korn & Graubard's effective sample size (design effect of query clustering, floored at 1)"
 LOGIT_METHOD = "statsmodels GLM binomial, cited ~ source + C(rank) [+ C(position)], covariance clustered by query (CR1); AME by the delta method"
 TWIN_METHOD = "mean of cited(LLM twin) - cited(human original) over twin pairs in one context; OLS on a constant, query-clustered, t with G - 1 df"
@@ -150,6 +153,8 @@ def _fit_glm(y: np.ndarray, x: np.ndarray, groups: np.ndarray) -> Any:
             return "the logistic regression did not converge (quasi-separation)"
     if not np.all(np.isfinite(fit.bse)):
         return "the clustered covariance is not finite"
+    if np.max(np.abs(fit.params)) > MAX_LOG_ODDS:
+        return f"quasi-separation: a coefficient diverges (|log odds| > {MAX_LOG_ODDS:g}; some level's passages are almost all cited or all uncited)"
     return fit
 
 
@@ -207,7 +212,9 @@ def logit_effects(passages: pd.DataFrame, human: str, level: float = 0.95) -> tu
         notes.append(
             "logit: the position effects are collinear with the rank effects in these contexts (too few shuffled orders): fitted with rank effects only"
         )
-    fit = _fit_glm(frame["cited"].to_numpy(float), x, frame["query_id"].to_numpy()) if len(frame) and (frame["source"] == human).any() else "no human rows left"
+    fit: Any = "no human rows left" if not len(frame) or not (frame["source"] == human).any() else "no LLM source left to compare" if not kept else None
+    if fit is None:
+        fit = _fit_glm(frame["cited"].to_numpy(float), x, frame["query_id"].to_numpy())
     if isinstance(fit, str):
         return [_logit_row("source", s, n=len(frame), queries=queries, status="undefined", note=undefined.get(s, fit)) for s in llm], notes
     z = float(norm.ppf(0.5 + level / 2))

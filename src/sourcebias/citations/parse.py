@@ -11,6 +11,11 @@ TREC RAG's form, and the variants small models write). Rules, in order:
 
 A passage is cited when its number appears at least once; how often does not count. The statuses
 are counted in the output, so a study whose generator did not cite says so.
+
+A repeated passage header, ``Document [n](Title: ...)`` as the prompt writes it, is not a
+citation: small models often continue the prompt's list of documents (inventing ``Document [6]``)
+instead of answering. Such headers are removed before the citations are read, and the answer is
+marked ``echoed`` (counted apart).
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from dataclasses import dataclass
 STATUSES = ("cited", "out_of_range", "no_citation", "empty")
 _BRACKET = re.compile(r"\[\s*(\d+(?:\s*[,;]\s*\d+)*)\s*\]")
 _NUMBER = re.compile(r"\d+")
+_HEADER = re.compile(r"Document\s*\[\s*\d+\s*\]\s*\(\s*Title:")
 
 
 @dataclass(frozen=True)
@@ -31,6 +37,7 @@ class ParsedAnswer:
     cited: tuple[int, ...]
     out_of_range: tuple[int, ...]
     status: str
+    echoed: bool = False
 
 
 def parse_citations(text: str | None, k: int) -> ParsedAnswer:
@@ -45,9 +52,10 @@ def parse_citations(text: str | None, k: int) -> ParsedAnswer:
     """
     if text is None or not text.strip():
         return ParsedAnswer((), (), "empty")
-    numbers = [int(n) for m in _BRACKET.finditer(text) for n in _NUMBER.findall(m.group(1))]
+    body, headers = _HEADER.subn(" ", text)
+    numbers = [int(n) for m in _BRACKET.finditer(body) for n in _NUMBER.findall(m.group(1))]
     if not numbers:
-        return ParsedAnswer((), (), "no_citation")
+        return ParsedAnswer((), (), "no_citation", headers > 0)
     inside = tuple(sorted({n for n in numbers if 1 <= n <= k}))
     outside = tuple(sorted({n for n in numbers if not 1 <= n <= k}))
-    return ParsedAnswer(inside, outside, "out_of_range" if outside else "cited")
+    return ParsedAnswer(inside, outside, "out_of_range" if outside else "cited", headers > 0)

@@ -11,7 +11,8 @@ Folder contents::
                      source, rank (retrieval), position (in the context), cited, status (of the
                      answer), used (entered the estimates)
     answers.csv      one row per generator call: query_id, order, status, citations (the cited
-                     positions), out_of_range, finish_reason, cached, text
+                     positions), out_of_range, echoed (repeats a passage header),
+                     finish_reason, cached, text
     summary.md, summary.tex   the printed tables (the one Report, :mod:`.report`)
     citations.png    P(cited) by retrieval rank and by position in the context, per source
     manifest.json    kind ``cite``, inputs, parameters, the generator, files

@@ -86,7 +86,7 @@ def tables(contexts: list[Context], answers: list[Any], corpus: Any, uncited: st
     for c, a in zip(contexts, answers):
         parsed: ParsedAnswer = parse_citations(a.text, len(c.positions))
         used = parsed.status in ("cited", "out_of_range") or uncited == "keep"
-        calls.append({"query_id": c.query_id, "order": c.order, "status": parsed.status, "citations": " ".join(map(str, parsed.cited)), "out_of_range": " ".join(map(str, parsed.out_of_range)),
+        calls.append({"query_id": c.query_id, "order": c.order, "status": parsed.status, "citations": " ".join(map(str, parsed.cited)), "out_of_range": " ".join(map(str, parsed.out_of_range)), "echoed": parsed.echoed,
                       "finish_reason": a.finish_reason or "", "cached": bool(a.cached), "text": a.text})  # fmt: skip
         for pos, (p, rank) in enumerate(zip(c.positions, c.ranks), start=1):
             rows.append({"query_id": c.query_id, "order": c.order, "doc_id": corpus.doc_ids[p], "source": corpus.source_of(p), "rank": rank, "position": pos,
@@ -97,7 +97,12 @@ def tables(contexts: list[Context], answers: list[Any], corpus: Any, uncited: st
 def status_counts(answers: pd.DataFrame) -> dict[str, Any]:
     """How many answers have each status, and how many hit the token limit."""
     counts = {s: int((answers["status"] == s).sum()) if len(answers) else 0 for s in STATUSES}
-    return {"answers": len(answers), **counts, "truncated": int((answers["finish_reason"] == "length").sum()) if len(answers) else 0}
+    extra = (
+        {"truncated": int((answers["finish_reason"] == "length").sum()), "echoed": int(answers["echoed"].sum())}
+        if len(answers)
+        else {"truncated": 0, "echoed": 0}
+    )
+    return {"answers": len(answers), **counts, **extra}
 
 
 def _notes(counts: dict[str, Any], settings: CiteSettings, used: pd.DataFrame, passages: pd.DataFrame) -> list[str]:
@@ -110,6 +115,10 @@ def _notes(counts: dict[str, Any], settings: CiteSettings, used: pd.DataFrame, p
         )
     if counts["out_of_range"]:
         notes.append(f"{counts['out_of_range']} of {n} answers cite a number outside 1..k: those numbers were dropped, their other citations kept.")
+    if counts["echoed"]:
+        notes.append(
+            f"{counts['echoed']} of {n} answers repeat the prompt's passage headers (Document [n](Title: ...)), e.g. continuing the list of documents: those are not read as citations."
+        )
     if counts["truncated"]:
         notes.append(f"{counts['truncated']} of {n} answers stopped at max_tokens={settings.max_tokens}: citations after the cut are missing.")
     if len(used) < len(passages):
