@@ -29,6 +29,7 @@ CAPABILITY_PAGES = [
     "guides/audit",
     "guides/citations",
     "guides/ecosystem",
+    "guides/llm-rerankers",
     "concepts/protocol",
     "concepts/statistics",
     "reproducing",
