@@ -54,6 +54,16 @@ ALLOWED = {
         "audit",
         "simulate",
     },  # the feedback loop; nothing below imports it
+    "citations": {
+        "core",
+        "data",
+        "models",
+        "retrieval",
+        "evaluation",
+        "reporting",
+        "llmcalls",
+        "citations",
+    },  # sources an LLM answer cites; nothing below imports it
     # adapters to other tools (top-level modules: sourcebias.irds, sourcebias.pyterrier, sourcebias.mteb)
     "irds": {"core", "data", "irds"},
     "pyterrier": {"core", "data", "models", "retrieval", "pyterrier"},

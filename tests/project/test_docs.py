@@ -27,6 +27,7 @@ CAPABILITY_PAGES = [
     "guides/simulate",
     "guides/power",
     "guides/audit",
+    "guides/citations",
     "guides/ecosystem",
     "guides/llm-rerankers",
     "concepts/protocol",
