@@ -18,6 +18,11 @@ import numpy as np
 from sourcebias.judges.stats import clustered_mean, kappa, pairwise_effects
 
 
+def _wide(frame: Any, index: list[str], columns: str, values: str) -> Any:
+    """``frame`` with one row per ``index`` combination present (NaN values kept) and one column per value of ``columns``."""
+    return frame.set_index([*index, columns])[values].astype(float).unstack(columns)
+
+
 def _row(quantity: str, llm_source: str, stat: dict[str, Any], **extra: Any) -> dict[str, Any]:
     keys = ("estimate", "low", "high", "ci_method", "p", "p_method", "items", "queries", "missing", "confidence")
     return {"quantity": quantity, "llm_source": llm_source, **{k: stat[k] for k in keys}, **extra}
@@ -29,7 +34,7 @@ def twin_bias(grades: Any, human: str, llm_sources: Sequence[str], **kw: Any) ->
     g = grades[grades["mode"] == "grade"]
     out = []
     for column, quantity in (("grade", "grade"), ("expected", "expected grade")):
-        wide = g.pivot_table(index=["query_id", "doc_id"], columns="source", values=column, aggfunc="first", dropna=False)
+        wide = _wide(g, ["query_id", "doc_id"], "source", column)
         for llm in llm_sources:
             if human not in wide or llm not in wide:
                 continue
@@ -47,7 +52,7 @@ def disclosure_effect(grades: Any, sources: Sequence[str], **kw: Any) -> list[di
     g = grades[grades["mode"] == "disclosure"]
     if g.empty:
         return []
-    wide = g.pivot_table(index=["query_id", "doc_id", "source"], columns="label", values="grade", aggfunc="first", dropna=False)
+    wide = _wide(g, ["query_id", "doc_id", "source"], "label", "grade")
     if "ai" not in wide or "human" not in wide:
         return []
     d = (wide["ai"] - wide["human"]).to_numpy(dtype=float)
@@ -66,7 +71,7 @@ def pairwise_rows(pairs: Any, **kw: Any) -> list[dict[str, Any]]:
     out = []
     for llm, p in pairs.groupby("llm_source", sort=False):
         pick_llm = np.where(p["picked"] == "", np.nan, (p["picked"] == llm).astype(float))
-        frame = p.assign(pick_llm=pick_llm).pivot_table(index=["query_id", "doc_id"], columns="order", values="pick_llm", aggfunc="first", dropna=False)
+        frame = _wide(p.assign(pick_llm=pick_llm), ["query_id", "doc_id"], "order", "pick_llm")
         hf = frame.get("human_first", np.full(len(frame), np.nan))
         lf = frame.get("llm_first", np.full(len(frame), np.nan))
         eff = pairwise_effects(np.asarray(hf, dtype=float), np.asarray(lf, dtype=float), frame.index.get_level_values(0).tolist(), **kw)
