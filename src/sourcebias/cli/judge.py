@@ -11,7 +11,7 @@ from sourcebias.cli.common import console
 
 
 def judge(
-    dataset: j.JudgeDataset, judge: j.JudgeSpec, output: j.JudgeOutput, mode: j.JudgeModes = None, retriever: j.JudgeRetrievers = None, run: j.JudgeRuns = None,
+    dataset: j.JudgeDataset, judge: j.JudgeSpec, output: j.JudgeOutput, mode: j.JudgeModes = None, prompt: j.JudgePrompt = "umbrela", retriever: j.JudgeRetrievers = None, run: j.JudgeRuns = None,
     top_k: j.JudgeTopK = 0, max_queries: j.JudgeMaxQueries = None, measure: j.JudgeMeasure = "NDCG@10", max_tokens: j.JudgeMaxTokens = 16,
     top_logprobs: j.JudgeTopLogprobs = 5, seed: j.JudgeSeed = 0, resamples: j.JudgeResamples = 2000, concurrency: j.JudgeConcurrency = None,
     device: j.JudgeDevice = None, cache_dir: j.JudgeCacheDir = None, overwrite: o.ReplaceResults = False,
@@ -37,7 +37,7 @@ def judge(
     from sourcebias.judges.report import judge_report
     from sourcebias.reporting.render import to_rich
 
-    settings = JudgeSettings(modes=tuple(dict.fromkeys(mode or ["grade"])), max_tokens=max_tokens, top_logprobs=top_logprobs, seed=seed)
+    settings = JudgeSettings(modes=tuple(dict.fromkeys(mode or ["grade"])), prompt=prompt, max_tokens=max_tokens, top_logprobs=top_logprobs, seed=seed)
     with progress.RichProgress(console=console, transient=True) as reporter, progress.use(reporter):
         result, path = run_judge(dataset, judge, output, settings=settings, retrievers=retriever or [], run_files=run or [], top_k=top_k, max_queries=max_queries,
                                  measure=measure, resamples=resamples, overwrite=overwrite, cache_dir=cache_dir, concurrency=concurrency, device=device)  # fmt: skip

@@ -30,6 +30,12 @@ JudgeModes = Annotated[
     list[str] | None,
     typer.Option("--mode", metavar="MODE", help="grade (UMBRELA 0-3 per copy), disclosure (graded again, told the author is a human / an AI), pairwise (which copy is more relevant, both orders); repeat for several. \\[default: grade]"),
 ]  # fmt: skip
+JudgePrompt = Annotated[
+    str,
+    typer.Option(
+        help="umbrela: UMBRELA's zero-shot prompt verbatim ('##final score: N'); digit: the same asking for the grade alone, whose first-token probabilities give the expected grade (for small models)."
+    ),
+]
 JudgeRetrievers = Annotated[
     list[str] | None,
     typer.Option("--retriever", "-r", metavar="SPEC", help="A retriever whose mixed-corpus ranking is evaluated with the assessors' and the judge's qrels (and, with --top-k, whose top documents are graded too); repeat for several."),

@@ -35,10 +35,11 @@ def twin_bias(grades: Any, human: str, llm_sources: Sequence[str], **kw: Any) ->
     out = []
     for column, quantity in (("grade", "grade"), ("expected", "expected grade")):
         wide = _wide(g, ["query_id", "doc_id"], "source", column)
+        present = _wide(g.assign(present=1.0), ["query_id", "doc_id"], "source", "present")  # the copies graded (answered or not)
         for llm in llm_sources:
             if human not in wide or llm not in wide:
                 continue
-            pairs = wide[[human, llm]].dropna(how="all")
+            pairs = wide[(present[human] == 1) & (present[llm] == 1)]  # both copies in the corpus; an unparseable answer stays as NaN (left out, counted)
             d = (pairs[llm] - pairs[human]).to_numpy(dtype=float)
             if quantity == "expected grade" and not np.isfinite(d).any():
                 continue  # no log-probabilities: the grade row says all there is

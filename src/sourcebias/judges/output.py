@@ -29,8 +29,8 @@ def _gzip_copy(src: Path, dest: Path) -> Path:
     if src.name.endswith(".gz"):
         shutil.copyfile(src, dest)
     else:
-        with open(src, "rb") as fin, gzip.open(dest, "wb", compresslevel=6, mtime=0) as fout:
-            shutil.copyfileobj(fin, fout)
+        with open(src, "rb") as fin, open(dest, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=6, mtime=0) as fout:
+            shutil.copyfileobj(fin, fout)  # mtime 0: the same input gives the same bytes
     return dest
 
 

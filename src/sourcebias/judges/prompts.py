@@ -9,6 +9,13 @@ is one template and one regular-expression parser; its parser also turns an answ
 into grade 0, where here such an answer is *unparseable*, counted and left out (a judge that
 ignored the prompt must show, not grade everything 0).
 
+**Digit variant** (``prompt="digit"``). UMBRELA's text with its last instruction replaced by
+"answer with the final score only, one digit": the grade is then the answer's first token, so its
+probability over ``0``–``3`` is read directly (``Call.choices``: exact for a local model, from the
+first token's top log-probabilities for a server), and the answer's leading digit is the grade.
+Small models that cannot follow UMBRELA's ``##final score:`` format still give a distribution
+over the grades this way (how good a judge that makes them is another matter: the guide says).
+
 **Disclosure.** The same prompt with one line after the passage that says who wrote it (a human,
 or an AI language model): the same passage graded under both labels measures how far the label
 alone moves the grade.
@@ -53,6 +60,12 @@ UMBRELA_PROMPT = (
     "Do not provide any code in result. Provide each score in the format of: ##final score: score without providing any reasoning."
 )
 
+#: UMBRELA's closing instruction and the digit variant's (module docstring)
+UMBRELA_ENDING = "Do not provide any code in result. Provide each score in the format of: ##final score: score without providing any reasoning."
+DIGIT_ENDING = "Answer with the final score (O) only: a single digit, 0, 1, 2 or 3, without any other text."
+PROMPTS = ("umbrela", "digit")
+GRADE_CHOICES = ("0", "1", "2", "3")
+
 #: the disclosed author, by label
 DISCLOSURES = {"human": "This passage was written by a human.", "ai": "This passage was written by an AI language model."}
 
@@ -78,22 +91,28 @@ _GRADE_PATTERNS = tuple(
     )
 )
 _BARE_GRADE = re.compile(r"^\W*([0-3])\W*$")
+#: the digit variant: an answer that starts with a grade digit not followed by a digit or a list's "." ("2", "2 - relevant"; not "1. 0 = ...")
+_LEADING_GRADE = re.compile(r"^\s*([0-3])(?![\d.])")
 _PAIR_PATTERNS = (re.compile(r"^\W*(?:passage\s+)?([AB])\b"), re.compile(r"\b(?:passage|answer)\s*:?\s*([AB])\b", re.IGNORECASE))
 
 
-def grade_messages(query: str, passage: str, disclosure: str | None = None) -> tuple[tuple[str, str], ...]:
+def grade_messages(query: str, passage: str, disclosure: str | None = None, prompt: str = "umbrela") -> tuple[tuple[str, str], ...]:
     """The chat messages of one pointwise judgement.
 
     Args:
         query: The query text.
         passage: The passage text.
         disclosure: ``None``, or a key of :data:`DISCLOSURES` (``human``, ``ai``).
+        prompt: ``umbrela`` (verbatim) or ``digit`` (the grade as the answer's first token).
 
     Returns:
         ``(("user", prompt),)``.
     """
     line = f"{DISCLOSURES[disclosure]}\n" if disclosure else ""
-    return (("user", UMBRELA_PROMPT.format(query=query, passage=passage, disclosure=line)),)
+    text = UMBRELA_PROMPT.format(query=query, passage=passage, disclosure=line)
+    if prompt == "digit":
+        text = text.replace(UMBRELA_ENDING, DIGIT_ENDING)
+    return (("user", text),)
 
 
 def pair_messages(query: str, a: str, b: str) -> tuple[tuple[str, str], ...]:
@@ -101,20 +120,23 @@ def pair_messages(query: str, a: str, b: str) -> tuple[tuple[str, str], ...]:
     return (("user", PAIRWISE_PROMPT.format(query=query, a=a, b=b)),)
 
 
-def parse_grade(text: str) -> tuple[int | None, int | None]:
+def parse_grade(text: str, prompt: str = "umbrela") -> tuple[int | None, int | None]:
     """The grade an answer gives, and where its digit is.
 
     The rule: the first of UMBRELA's patterns that matches (``##final score: 2``, ``"O": 2``,
     ``score: 2``, ``category 2``; case-insensitive), else an answer that is one digit 0–3 and
-    nothing else. Anything else is unparseable (``None``), never a default grade.
+    nothing else; with the ``digit`` prompt, also an answer that starts with a grade digit (not a
+    list number such as ``1.``). Anything else is unparseable (``None``), never a default grade.
 
     Args:
         text: The model's answer.
+        prompt: The prompt it answers (``umbrela`` or ``digit``).
 
     Returns:
         ``(grade, character offset of its digit)``, or ``(None, None)``.
     """
-    for pattern in (*_GRADE_PATTERNS, _BARE_GRADE):
+    patterns = (_LEADING_GRADE, *_GRADE_PATTERNS) if prompt == "digit" else (*_GRADE_PATTERNS, _BARE_GRADE)
+    for pattern in patterns:
         m = pattern.search(text)
         if m:
             return int(m.group(1)), m.start(1)
@@ -179,11 +201,25 @@ def expected_grade(top_logprobs: Sequence[dict[str, float]] | None, text: str, o
     return sum(g * p for g, p in probs.items()) / mass, mass, ""
 
 
+def expected_from_choices(choice_logprobs: dict[str, float | None] | None) -> tuple[float, float, str]:
+    """The expected grade from ``log P(g | prompt)`` of the grades ``0``–``3`` (``Call.choices``),
+    renormalised over the grades whose value is known; ``(NaN, NaN, reason)`` when none is."""
+    nan = float("nan")
+    if not choice_logprobs:
+        return nan, nan, "no log-probabilities"
+    probs = {int(g): math.exp(lp) for g, lp in choice_logprobs.items() if lp is not None and math.isfinite(lp)}
+    mass = sum(probs.values())
+    if mass <= 0:
+        return nan, nan, "no grade token in the top k"
+    return sum(g * p for g, p in probs.items()) / mass, mass, ""
+
+
 def describe_prompts() -> dict[str, Any]:
     """The prompt texts and parsing rules, for the manifest and ``judge.json``."""
     return {
         "pointwise": "UMBRELA zero-shot (Upadhyay et al., 2024; castorini/umbrela qrel_zeroshot_bing.txt)",
         "pointwise_template": UMBRELA_PROMPT,
+        "digit_ending": DIGIT_ENDING,
         "disclosures": dict(DISCLOSURES),
         "pairwise_template": PAIRWISE_PROMPT,
         "grade_rule": "first of UMBRELA's score patterns, else a bare digit 0-3; anything else unparseable (counted, left out)",

@@ -53,6 +53,7 @@ def judge(dataset: Any, client: Any, settings: JudgeSettings, *, runs: dict[str,
         judge={"identity": client.identity(), **counts},
         settings={
             "modes": list(settings.modes),
+            "prompt": settings.prompt,
             "max_tokens": settings.max_tokens,
             "top_logprobs": settings.top_logprobs,
             "seed": settings.seed,
