@@ -18,7 +18,8 @@ ALLOWED = {
     "core": {"core"},
     "data": {"core", "data"},
     "models": {"core", "data", "models"},
-    "retrieval": {"core", "data", "models", "retrieval"},
+    "retrieval": {"core", "data", "models", "llmcalls", "retrieval"},  # llmcalls: the LLM re-rankers
+    "llmcalls": {"core", "data", "models", "generation", "llmcalls"},  # LLM calls, cached (re-rankers, judges, citations)
     "evaluation": {"core", "data", "models", "retrieval", "evaluation"},
     "generation": {"core", "data", "models", "generation"},
     "analysis": {"core", "data", "models", "retrieval", "evaluation", "analysis"},

@@ -42,6 +42,8 @@ BUILTIN_MODULES = (
     "sourcebias.retrieval.rerankers.cross_encoder",
     "sourcebias.retrieval.rerankers.monot5",
     "sourcebias.retrieval.rerankers.causal_lm",
+    "sourcebias.retrieval.rerankers.llm_yesno",
+    "sourcebias.retrieval.rerankers.rankgpt",
     "sourcebias.retrieval.pyterrier_stage",
     "sourcebias.retrieval.mteb_retriever",
 )
