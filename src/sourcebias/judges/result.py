@@ -44,6 +44,9 @@ class JudgeResult:
     protocol: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
+    def __post_init__(self) -> None:
+        self.grades, self.pairs = _typed(self.grades), _typed(self.pairs)
+
     def rows(self, section: str) -> list[dict[str, Any]]:
         """The rows of one analysis (``twin_bias``, ``disclosure``, ``pairwise``, ``parse``, ``agreement``, ``grades``)."""
         return list(self.analyses.get(section, []))
@@ -108,6 +111,15 @@ def _read_tsv(path: Path) -> Any:
     for c in _TEXT:
         if c in frame:
             frame[c] = frame[c].fillna("").astype(str)
+    return frame
+
+
+def _typed(frame: Any) -> Any:
+    """Text columns as strings and the others as floats, whether made or read back (an empty
+    table reads back with no types to infer)."""
+    frame = frame.copy()
+    for c in frame.columns:
+        frame[c] = frame[c].fillna("").astype(str) if c in _TEXT else frame[c].astype(float)
     return frame
 
 
