@@ -8,14 +8,14 @@ import math
 
 import numpy as np
 import pytest
-from sourcebias.llmcalls import open_client
-from sourcebias.llmcalls.simulated import SimulatedServer
 
 from sourcebias.core.artifacts import load_artifact, read_manifest
 from sourcebias.data import load_dataset
 from sourcebias.judges import JudgeSettings, judge, load_judge, run_judge
 from sourcebias.judges.known_truth import BiasedJudge
 from sourcebias.judges.prompts import parse_grade
+from sourcebias.llmcalls import open_client
+from sourcebias.llmcalls.simulated import SimulatedServer
 
 
 @pytest.fixture(scope="module")
