@@ -20,7 +20,7 @@ def plot_judge(result: JudgeResult, path: str | Path) -> Path:
     import matplotlib.pyplot as plt
 
     panels = 3 if result.protocol else 2
-    fig, axes = plt.subplots(1, panels, figsize=(5.2 * panels, 4.4), squeeze=False)
+    fig, axes = plt.subplots(1, panels, figsize=(5.4 * panels, 5.0), squeeze=False)
     _grades(axes[0][0], result)
     _effects(axes[0][1], result)
     if result.protocol:
@@ -40,25 +40,16 @@ def _grades(ax: Any, result: JudgeResult) -> None:
     sources = list(result.dataset.get("sources", []))
     bottom = [0.0] * len(sources)
     for k in range(4):
-        share = [float(((g["source"] == s) & (g["grade"] == k)).sum()) / max(1, int((g["source"] == s).sum())) for s in sources]
+        share = [float(((g["source"] == s) & (g["grade"] == k)).sum()) / max(1, int(((g["source"] == s) & g["grade"].notna()).sum())) for s in sources]
         ax.bar(range(len(sources)), share, bottom=bottom, color=GRADE_COLORS[k], label=f"grade {k}")
         bottom = [b + v for b, v in zip(bottom, share)]
-    for i, s in enumerate(sources):
-        bad = int(((g["source"] == s) & g["grade"].isna()).sum())
-        ax.annotate(
-            f"{bad:,} unparseable",
-            (i, min(bottom[i], 1.0)),
-            textcoords="offset points",
-            xytext=(0, 3),
-            ha="center",
-            fontsize=8,
-            color="darkred" if bad else "grey",
-        )
-    ax.set_xticks(range(len(sources)), [s if len(s) < 18 else s[:16] + "…" for s in sources], fontsize=8)
-    ax.set_ylim(0, 1.12)
-    ax.set_ylabel("share of answers")
+    bad = [int(((g["source"] == s) & g["grade"].isna()).sum()) for s in sources]
+    names = [s if len(s) < 18 else s[:16] + "…" for s in sources]
+    ax.set_xticks(range(len(sources)), [f"{n}\n{b:,} unparseable" for n, b in zip(names, bad)], fontsize=8)
+    ax.set_ylim(0, 1.0)
+    ax.set_ylabel("share of parsed answers")
     ax.set_title("Grades given, per source of the passage", fontsize=10)
-    ax.legend(fontsize=7, loc="upper right", ncol=2)
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=4, frameon=False)
 
 
 def _effects(ax: Any, result: JudgeResult) -> None:
@@ -98,6 +89,6 @@ def _protocol(ax: Any, result: JudgeResult) -> None:
     ax.axhline(0, color="grey", linewidth=0.8)
     ax.set_xticks(range(len(runs)), runs, fontsize=8)
     ax.set_ylabel(f"Relative Δ {rows[0]['measure'] if rows else ''} (%)")
-    ax.set_title("Relative Δ under each qrels (< 0: LLM text ranked higher)", fontsize=10)
-    ax.legend(fontsize=7)
+    ax.set_title("Relative Δ under each qrels\n(< 0: LLM text ranked higher)", fontsize=10)
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=1, frameon=False)
     ax.grid(axis="y", alpha=0.3)

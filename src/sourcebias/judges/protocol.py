@@ -69,7 +69,7 @@ def protocol_effect(dataset: Any, runs: Mapping[str, Any], variants: Mapping[str
     m = parse_measure(measure)
     for variant, labels in variants.items():
         ds = dataclasses.replace(dataset, qrels=Qrels(labels))
-        result = evaluate(ds, runs=dict(runs), measures=[m], sole=False, seed=seed, keep_runs=False)
+        result = evaluate(ds, runs=dict(runs), measures=[m], sole=False, seed=seed, keep_runs=True)  # ΔNDSR reads the runs
         stats = compute_statistics(result, StatContext(qrels=ds.qrels, measures=[str(m)], ndsr_k=ndsr_k, bootstrap_resamples=resamples, confidence=confidence, seed=seed),
                                    ["relative_delta_ci", "delta_ndsr"], correct=False)  # fmt: skip
         ndsr = {(r.retriever, r.llm_source): r for r in stats.records["delta_ndsr"]}
