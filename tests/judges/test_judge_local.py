@@ -9,11 +9,11 @@ import json
 import math
 
 import pytest
+from conftest import write_jsonl, write_qrels
 
 from sourcebias.data import load_dataset
 from sourcebias.judges import JudgeSettings, load_judge, run_judge
 from sourcebias.judges.prompts import grade_messages
-from conftest import write_jsonl, write_qrels
 
 
 @pytest.fixture(scope="module")
