@@ -20,12 +20,12 @@ import time
 from pathlib import Path
 
 import numpy as np
-from sourcebias.llmcalls import open_client
-from sourcebias.llmcalls.simulated import SimulatedServer
 
 from sourcebias.data import load_dataset
 from sourcebias.judges import JudgeSettings, judge
 from sourcebias.judges.known_truth import BiasedJudge
+from sourcebias.llmcalls import open_client
+from sourcebias.llmcalls.simulated import SimulatedServer
 
 DATA = Path(os.environ.get("SOURCEBIAS_DATA", Path(__file__).resolve().parents[1].parent / "shared" / "data"))
 

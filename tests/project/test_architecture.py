@@ -54,8 +54,18 @@ ALLOWED = {
         "audit",
         "simulate",
     },  # the feedback loop; nothing below imports it
+    "judges": {
+        "core",
+        "data",
+        "models",
+        "retrieval",
+        "evaluation",
+        "reporting",
+        "detect",
+        "llmcalls",
+        "judges",
+    },  # LLM relevance judges; nothing below imports it
     # adapters to other tools (top-level modules: sourcebias.irds, sourcebias.pyterrier, sourcebias.mteb)
-    "judges": {"core", "data", "models", "retrieval", "evaluation", "reporting", "detect", "llmcalls", "judges"},  # LLM relevance judges; nothing below imports it
     "irds": {"core", "data", "irds"},
     "pyterrier": {"core", "data", "models", "retrieval", "pyterrier"},
     "testing": {"core", "data", "models", "retrieval", "evaluation", "testing"},  # test cases for extension authors

@@ -88,7 +88,7 @@ def build_calls(dataset: Any, items: Any, settings: JudgeSettings) -> tuple[list
                 calls.append(Call(grade_messages(q, text, label, settings.prompt), **grade_kw))
                 meta.append(("disclosed", {**base, "label": label}))
     if "pairwise" in settings.modes:
-        pair_kw = {"max_tokens": 4, "temperature": 0.0, "seed": settings.seed, "top_logprobs": 0}
+        pair_kw: dict[str, Any] = {"max_tokens": 4, "temperature": 0.0, "seed": settings.seed, "top_logprobs": 0}
         twins = items[items["source"] != human]
         for row in twins.itertuples(index=False):
             q = dataset.queries[row.query_id]

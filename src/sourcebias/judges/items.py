@@ -43,7 +43,7 @@ def judged_queries(dataset: Any, *, max_queries: int | None = None, seed: int = 
     return [q for q in queries if q in keep]
 
 
-def item_table(dataset: Any, query_ids: Sequence[str], runs: Mapping[str, Any] = (), top_k: int = 0) -> Any:
+def item_table(dataset: Any, query_ids: Sequence[str], runs: Mapping[str, Any] | None = None, top_k: int = 0) -> Any:
     """One row per (query, document, source) to grade.
 
     Args:
@@ -73,7 +73,7 @@ def item_table(dataset: Any, query_ids: Sequence[str], runs: Mapping[str, Any] =
     for q in query_ids:
         for doc_id, grade in qrels.get(q, {}).items():
             add(q, doc_id, "qrels", float(grade))
-        for name, run in (dict(runs) if top_k else {}).items():
+        for name, run in (dict(runs or {}) if top_k else {}).items():
             for pos in run.positions.get(q, np.empty(0, dtype=np.int64))[:top_k].tolist():
                 add(q, corpus.doc_ids[pos], f"run:{name}", float("nan"))
     return pd.DataFrame(rows, columns=["query_id", "doc_id", "source", "origin", "assessor_grade"])

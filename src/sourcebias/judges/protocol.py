@@ -64,6 +64,7 @@ def protocol_effect(dataset: Any, runs: Mapping[str, Any], variants: Mapping[str
     from sourcebias.evaluation.protocol import evaluate
     from sourcebias.evaluation.results import ALL, MIXED, Key
     from sourcebias.evaluation.stats import StatContext, compute_statistics
+    from sourcebias.evaluation.stats.relative_delta_ci import RelativeDeltaRecord
 
     rows, means = [], {}
     m = parse_measure(measure)
@@ -74,6 +75,7 @@ def protocol_effect(dataset: Any, runs: Mapping[str, Any], variants: Mapping[str
                                    ["relative_delta_ci", "delta_ndsr"], correct=False)  # fmt: skip
         ndsr = {(r.retriever, r.llm_source): r for r in stats.records["delta_ndsr"]}
         for r in stats.records["relative_delta_ci"]:
+            assert isinstance(r, RelativeDeltaRecord)  # this statistic's own records
             n = ndsr.get((r.retriever, r.llm_source))
             rows.append({"run": r.retriever, "llm_source": r.llm_source, "qrels": variant, "measure": str(m), "rel_delta": r.rel_delta, "low": r.rel_delta_ci_low,
                          "high": r.rel_delta_ci_high, "ci_method": r.ci_method, "delta_ndsr": getattr(n, "delta_ndsr", float("nan")),

@@ -34,7 +34,13 @@ PERCENTILE = "percentile bootstrap over queries"
 
 
 def clustered_mean(
-    values: Sequence[float], clusters: Sequence[str], *, resamples: int = 2000, confidence: float = 0.95, seed: int = 0, test_resamples: int = 10_000
+    values: Sequence[float] | np.ndarray,
+    clusters: Sequence[str],
+    *,
+    resamples: int = 2000,
+    confidence: float = 0.95,
+    seed: int = 0,
+    test_resamples: int = 10_000,
 ) -> dict[str, Any]:
     """Mean of ``values`` with a query-clustered bootstrap CI and sign-flip test.
 
@@ -88,7 +94,9 @@ def _cluster_ci(sums: np.ndarray, counts: np.ndarray, estimate: float, *, resamp
     return {"low": float(res.confidence_interval.low), "high": float(res.confidence_interval.high), "ci_method": PERCENTILE}
 
 
-def pairwise_effects(pick_llm_hf: Sequence[float], pick_llm_lf: Sequence[float], clusters: Sequence[str], **kw: Any) -> dict[str, Any]:
+def pairwise_effects(
+    pick_llm_hf: Sequence[float] | np.ndarray, pick_llm_lf: Sequence[float] | np.ndarray, clusters: Sequence[str], **kw: Any
+) -> dict[str, Any]:
     """Source preference and position effect of pairs judged in both orders (module docstring).
 
     Args:
