@@ -47,12 +47,13 @@ def test_smollm2_judge_end_to_end(small_nq, tmp_path):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     where = resolve_lm("smollm2")
-    tok, model = AutoTokenizer.from_pretrained(where), AutoModelForCausalLM.from_pretrained(where, torch_dtype=torch.float32)
+    tok, model = AutoTokenizer.from_pretrained(where), AutoModelForCausalLM.from_pretrained(where, dtype=torch.float32)
     ds = load_dataset(small_nq)
     row = g.iloc[0]
     passage = ds.corpus[ds.corpus.position(row["doc_id"], row["source"])].retrieval_text()
     ((_, prompt),) = grade_messages(ds.queries[row["query_id"]], passage, prompt="digit")
-    ids = tok.apply_chat_template([{"role": "user", "content": prompt}], add_generation_prompt=True, return_tensors="pt")
+    text = tok.apply_chat_template([{"role": "user", "content": prompt}], add_generation_prompt=True, tokenize=False)
+    ids = tok(text, return_tensors="pt", add_special_tokens=False)["input_ids"]
     with torch.no_grad():
         logp = torch.log_softmax(model(ids).logits[0, -1].double(), dim=-1)
     probs = [math.exp(float(logp[tok(str(k), add_special_tokens=False)["input_ids"][0]])) for k in range(4)]
