@@ -33,7 +33,8 @@ def judge(dataset: Any, client: Any, settings: JudgeSettings, *, runs: dict[str,
         top_k: How many top documents of each run to grade (0: none).
         max_queries: Judge a seeded sample of this many queries (``settings.seed``).
         measure: The measure of Relative Δ under each qrels.
-        resamples, confidence: Of every bootstrap CI.
+        resamples: Bootstrap resamples of queries of every CI.
+        confidence: The level of every CI.
 
     Returns:
         The :class:`~sourcebias.judges.result.JudgeResult`.
@@ -128,11 +129,18 @@ def run_judge(dataset_arg: str | Path, spec: str, output: str | Path, *, setting
             ``openai:MODEL@URL``).
         output: The output folder.
         settings: Modes, tokens, log-probabilities, seed.
-        retrievers, run_files: Runs of the mixed corpus to grade the top ``top_k`` of and to
-            evaluate with each qrels.
-        top_k, max_queries, measure, resamples, confidence: As :func:`judge`.
+        retrievers: Retriever specs whose mixed-corpus rankings are graded (top ``top_k``) and
+            evaluated with each qrels.
+        run_files: TREC runs of the mixed corpus, used like ``retrievers``.
+        top_k: As :func:`judge`.
+        max_queries: As :func:`judge`.
+        measure: As :func:`judge`.
+        resamples: As :func:`judge`.
+        confidence: As :func:`judge`.
         overwrite: Replace an earlier result in ``output``.
-        cache_dir, concurrency, device: Of the client (answers are stored under ``cache_dir``).
+        cache_dir: Where the client stores answers (default: the sourcebias cache).
+        concurrency: Requests in flight against servers.
+        device: Where a local model runs.
         client: An open client to use instead of opening ``spec`` (tests, benchmarks).
         emit: Receives progress messages.
 
