@@ -121,7 +121,8 @@ def run_judge(dataset_arg: str | Path, spec: str, output: str | Path, *, setting
               top_k: int = 0, max_queries: int | None = None, measure: str = "NDCG@10", resamples: int = 2000, confidence: float = 0.95, overwrite: bool = False,
               cache_dir: Any = None, concurrency: int | None = None, device: str | None = None, client: Any = None,
               emit: Callable[[str], None] | None = None) -> tuple[JudgeResult, Path]:  # fmt: skip
-    """Judge ``dataset_arg`` with ``spec`` and write the folder ``output`` (claimed before any work).
+    """Judge ``dataset_arg`` with ``spec`` and write the folder ``output`` (claimed before any work);
+    ``top_k``, ``max_queries``, ``measure``, ``resamples`` and ``confidence`` are :func:`judge`'s.
 
     Args:
         dataset_arg: ``DIR``, ``DIR,split`` or a known dataset's name (split ``test`` by default).
@@ -132,11 +133,6 @@ def run_judge(dataset_arg: str | Path, spec: str, output: str | Path, *, setting
         retrievers: Retriever specs whose mixed-corpus rankings are graded (top ``top_k``) and
             evaluated with each qrels.
         run_files: TREC runs of the mixed corpus, used like ``retrievers``.
-        top_k: As :func:`judge`.
-        max_queries: As :func:`judge`.
-        measure: As :func:`judge`.
-        resamples: As :func:`judge`.
-        confidence: As :func:`judge`.
         overwrite: Replace an earlier result in ``output``.
         cache_dir: Where the client stores answers (default: the sourcebias cache).
         concurrency: Requests in flight against servers.
