@@ -3,7 +3,7 @@
 ``qrels/<variant>.tsv`` in BEIR's format (``query-id corpus-id score``); ``dataset/`` is the
 judged dataset in the Cocktail layout with those qrels as its splits: its corpus and queries are
 gzip-compressed copies of the files the judge read (a folder never points outside itself), so
-``sourcebias evaluate OUT/dataset,judge-human -r bm25`` evaluates any retriever with the judge's
+``sourcebias evaluate OUT/dataset --split judge-human -r bm25`` evaluates any retriever with the judge's
 judgements (load it with the options the judged dataset was loaded with)."""
 
 from __future__ import annotations

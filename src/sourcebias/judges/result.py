@@ -13,7 +13,7 @@ Folder contents::
     qrels/            the judge's qrels per source (``judge-<source>.tsv``) and the assessors'
                       on the judged queries (``assessors.tsv``), BEIR's ``query-id corpus-id score``
     dataset/          the dataset with those qrels as splits (corpus and queries copied,
-                      gzip-compressed): ``sourcebias evaluate DIR/dataset,judge-human`` evaluates
+                      gzip-compressed): ``sourcebias evaluate DIR/dataset --split judge-human`` evaluates
                       any retriever with the judge's judgements
     summary.md, summary.tex, judge.png
     manifest.json     kind ``judge``, inputs, parameters, models, timings, files
