@@ -132,3 +132,36 @@ def test_rerun_reads_every_answer_back(nq_utd, nq, tmp_path):
     assert bj.calls == 40 + 20  # the rerun sent nothing; the larger sample only its new query's 20 calls
     assert again.analyses == first.analyses and again.judge["cached"] == 40
     assert parse_grade(more.grades["answer"].iloc[0])[0] is not None
+
+
+def test_kill_9_loses_at_most_the_calls_in_flight(nq_utd, nq, tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    bj = BiasedJudge.from_corpus(nq.corpus, nq.human_source)
+
+    def slow(messages, params):
+        time.sleep(0.02)
+        return bj(messages, params)
+
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    with SimulatedServer(slow) as url:
+        args = [sys.executable, "-m", "sourcebias", "judge", str(nq_utd), "--judge", f"openai:sim@{url}", "--max-queries", "6", "--concurrency", "2",
+                "--resamples", "200", "--cache-dir", str(tmp_path / "cache")]  # fmt: skip
+        proc = subprocess.Popen([*args, "-o", str(tmp_path / "a")], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 120
+        while bj.calls < 40 and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.01)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        before = bj.calls
+        assert 0 < before < 120 and not (tmp_path / "a").exists()  # killed mid-run: no half-written folder
+        done = subprocess.run([*args, "-o", str(tmp_path / "a")], env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+    result = load_judge(tmp_path / "a")
+    # 120 calls in all; the rerun sent only those not stored, so at most the 2 in flight were asked twice
+    assert result.judge["calls"] == 120 and result.judge["cached"] >= before - 2
+    assert 120 <= bj.calls <= 120 + 2
