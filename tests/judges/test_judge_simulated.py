@@ -165,3 +165,21 @@ def test_kill_9_loses_at_most_the_calls_in_flight(nq_utd, nq, tmp_path):
     # 120 calls in all; the rerun sent only those not stored, so at most the 2 in flight were asked twice
     assert result.judge["calls"] == 120 and result.judge["cached"] >= before - 2
     assert 120 <= bj.calls <= 120 + 2
+
+
+def test_top_k_of_a_run_is_graded_too(nq_utd, nq, tmp_path):
+    from sourcebias.retrieval.registry import build_retriever
+
+    bj = BiasedJudge.from_corpus(nq.corpus, nq.human_source)
+    with SimulatedServer(bj) as url:
+        result, _ = run_judge(str(nq_utd), f"openai:sim@{url}", tmp_path / "o", retrievers=["bm25"], top_k=3, max_queries=2, resamples=200)
+    queries = sorted(set(result.grades["query_id"]))
+    run = build_retriever("bm25").retrieve(nq.corpus, {q: nq.queries[q] for q in queries}, 100)
+    expected = set()
+    for q in queries:
+        top = [nq.corpus.doc_ids[p] for p in run.positions[q][:3].tolist()]
+        expected |= {(q, d) for d in top if d not in nq.qrels[q]}
+    extra = result.grades[result.grades["origin"] == "run:bm25"]
+    assert set(zip(extra["query_id"], extra["doc_id"])) == expected
+    assert len(extra) == 2 * len(expected)  # both copies of each
+    assert extra["assessor_grade"].isna().all()
