@@ -173,3 +173,27 @@ def test_sourcebias_serve_returns_logprobs_that_match_the_local_model(smollm2):
     local = smollm2.answer([call])[0].choice_logprobs
     # Both are single tokens here, so the first token's top log-probabilities are exact values.
     assert remote["Yes"] == pytest.approx(local["Yes"], abs=1e-3) and remote["No"] == pytest.approx(local["No"], abs=1e-3)
+
+
+def test_gemma3_choice_logprobs_equal_a_plain_forward_pass():
+    """The offline base Gemma-3-270m through the same client (a base model: the messages'
+    contents are continued unless its GGUF carries a chat template)."""
+    import torch
+
+    from sourcebias.llmcalls.local import plain_prompt
+
+    client = open_client("gemma3", cache=False)
+    call = user_call("Question: is Paris in France? Answer Yes or No.\nAnswer:", max_tokens=0, choices=("Yes", "No"))
+    got = client.answer([call])[0].choice_logprobs
+    tok, model = client.backend._tok, client.backend._model
+    if client.backend.chat:
+        prompt = list(tok.apply_chat_template(call.chat(), add_generation_prompt=True, tokenize=True, return_dict=True)["input_ids"])
+    else:
+        prompt = list(tok(plain_prompt(call))["input_ids"])
+    for choice in call.choices:
+        cont = tok(choice, add_special_tokens=False)["input_ids"]
+        with torch.no_grad():
+            lp = torch.log_softmax(model(torch.tensor([prompt + cont])).logits[0].double(), dim=-1)
+        expected = sum(float(lp[len(prompt) - 1 + t, cont[t]]) for t in range(len(cont)))
+        assert got[choice] == pytest.approx(expected, abs=1e-3)
+    assert client.identity()["model"] == "gemma3-270m"

@@ -28,6 +28,7 @@ CAPABILITY_PAGES = [
     "guides/power",
     "guides/audit",
     "guides/ecosystem",
+    "guides/llm-rerankers",
     "concepts/protocol",
     "concepts/statistics",
     "reproducing",
