@@ -76,7 +76,8 @@ def main() -> None:
     print(
         f"\n{args.studies} studies of the grade mode: {t1 - t0:.0f} s; {args.extra_studies} of disclosure + pairwise: {t2 - t1:.0f} s; {bj.calls:,} HTTP calls answered"
     )
-    summarise("twin bias (grade)", args.delta, main_rows[f"grade ({llm})"])
+    if args.studies:
+        summarise("twin bias (grade)", args.delta, main_rows[f"grade ({llm})"])
     truths = {"disclosed AI − human (all)": None, "pairwise: LLM copy preferred": 0.1, "pairwise: first passage preferred": 0.15}
     for key, rows in extra.items():
         if key == f"disclosed AI − human (copies of {ds.human_source})":
