@@ -183,3 +183,11 @@ def test_top_k_of_a_run_is_graded_too(nq_utd, nq, tmp_path):
     assert set(zip(extra["query_id"], extra["doc_id"])) == expected
     assert len(extra) == 2 * len(expected)  # both copies of each
     assert extra["assessor_grade"].isna().all()
+
+
+def test_qrels_with_nothing_relevant_are_reported_not_evaluated(nq_utd, nq, tmp_path):
+    with SimulatedServer(lambda messages, params: ("##final score: 0", None)) as url:
+        result, _ = run_judge(str(nq_utd), f"openai:sim@{url}", tmp_path / "o", retrievers=["bm25"], max_queries=2, resamples=200)
+    assert {r["qrels"] for r in result.protocol["rows"]} == {"assessors"}
+    assert sum("no query has a relevant judgement; not evaluated" in n for n in result.notes) == len(nq.sources)
+    assert result.twin_bias()["estimate"] == 0 and result.twin_bias()["p"] == 1.0

@@ -59,6 +59,7 @@ def protocol_effect(dataset: Any, runs: Mapping[str, Any], variants: Mapping[str
         with its CI, ΔNDSR and its p, the queries evaluated; per judge variant Kendall's τ of the
         system ordering against the assessors'.
     """
+    from sourcebias.core.errors import DataError
     from sourcebias.data.qrels import Qrels
     from sourcebias.evaluation.measures import parse_measure
     from sourcebias.evaluation.protocol import evaluate
@@ -66,11 +67,15 @@ def protocol_effect(dataset: Any, runs: Mapping[str, Any], variants: Mapping[str
     from sourcebias.evaluation.stats import StatContext, compute_statistics
     from sourcebias.evaluation.stats.relative_delta_ci import RelativeDeltaRecord
 
-    rows, means = [], {}
+    rows, means, skipped = [], {}, []
     m = parse_measure(measure)
     for variant, labels in variants.items():
         ds = dataclasses.replace(dataset, qrels=Qrels(labels))
-        result = evaluate(ds, runs=dict(runs), measures=[m], sole=False, seed=seed, keep_runs=True)  # ΔNDSR reads the runs
+        try:
+            result = evaluate(ds, runs=dict(runs), measures=[m], sole=False, seed=seed, keep_runs=True)  # ΔNDSR reads the runs
+        except DataError:  # no judged query has a relevant document under these qrels (a judge that graded everything 0, or nothing parsed)
+            skipped.append(f"qrels {variant}: no query has a relevant judgement; not evaluated")
+            continue
         stats = compute_statistics(result, StatContext(qrels=ds.qrels, measures=[str(m)], ndsr_k=ndsr_k, bootstrap_resamples=resamples, confidence=confidence, seed=seed),
                                    ["relative_delta_ci", "delta_ndsr"], correct=False)  # fmt: skip
         ndsr = {(r.retriever, r.llm_source): r for r in stats.records["delta_ndsr"]}
@@ -84,8 +89,8 @@ def protocol_effect(dataset: Any, runs: Mapping[str, Any], variants: Mapping[str
     names = list(runs)
     orderings = []
     for variant in variants:
-        if variant != ASSESSORS:
+        if variant != ASSESSORS and variant in means and ASSESSORS in means:
             orderings.append(
                 {"qrels": variant, "measure": f"{m} (target all)", **kendall([means[ASSESSORS][n] for n in names], [means[variant][n] for n in names])}
             )
-    return {"rows": rows, "orderings": orderings, "system_means": means}
+    return {"rows": rows, "orderings": orderings, "system_means": means, "skipped": skipped}

@@ -50,6 +50,7 @@ def judge(dataset: Any, client: Any, settings: JudgeSettings, *, runs: dict[str,
         variants = qrels_variants(dataset, grades, queries)
         protocol = protocol_effect(dataset, runs, variants, measure=measure, resamples=resamples, confidence=confidence, seed=settings.seed)
     info = dataset.describe()
+    notes = judge_notes(analyses) + list(protocol.get("skipped", []))
     return JudgeResult(
         judge={"identity": client.identity(), **counts},
         settings={
@@ -78,7 +79,7 @@ def judge(dataset: Any, client: Any, settings: JudgeSettings, *, runs: dict[str,
         grades=grades,
         pairs=pairs,
         protocol=protocol,
-        notes=judge_notes(analyses),
+        notes=notes,
     )
 
 
