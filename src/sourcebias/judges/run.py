@@ -49,8 +49,7 @@ def judge(dataset: Any, client: Any, settings: JudgeSettings, *, runs: dict[str,
     if runs and "grade" in settings.modes:
         variants = qrels_variants(dataset, grades, queries)
         protocol = protocol_effect(dataset, runs, variants, measure=measure, resamples=resamples, confidence=confidence, seed=settings.seed)
-    info = dataset.describe()
-    notes = judge_notes(analyses) + list(protocol.get("skipped", []))
+    info, notes = dataset.describe(), judge_notes(analyses) + list(protocol.get("skipped", []))
     return JudgeResult(
         judge={"identity": client.identity(), **counts},
         settings={
