@@ -172,7 +172,9 @@ def test_top_k_of_a_run_is_graded_too(nq_utd, nq, tmp_path):
 
     bj = BiasedJudge.from_corpus(nq.corpus, nq.human_source)
     with SimulatedServer(bj) as url:
-        result, _ = run_judge(str(nq_utd), f"openai:sim@{url}", tmp_path / "o", retrievers=["bm25"], top_k=3, max_queries=2, resamples=200)
+        result, _ = run_judge(
+            str(nq_utd), f"openai:sim@{url}", tmp_path / "o", retrievers=["bm25"], top_k=3, max_queries=2, resamples=200, cache_dir=tmp_path / "cache"
+        )
     queries = sorted(set(result.grades["query_id"]))
     run = build_retriever("bm25").retrieve(nq.corpus, {q: nq.queries[q] for q in queries}, 100)
     expected = set()
@@ -187,7 +189,7 @@ def test_top_k_of_a_run_is_graded_too(nq_utd, nq, tmp_path):
 
 def test_qrels_with_nothing_relevant_are_reported_not_evaluated(nq_utd, nq, tmp_path):
     with SimulatedServer(lambda messages, params: ("##final score: 0", None)) as url:
-        result, _ = run_judge(str(nq_utd), f"openai:sim@{url}", tmp_path / "o", retrievers=["bm25"], max_queries=2, resamples=200)
+        result, _ = run_judge(str(nq_utd), f"openai:sim@{url}", tmp_path / "o", retrievers=["bm25"], max_queries=2, resamples=200, cache_dir=tmp_path / "cache")
     assert {r["qrels"] for r in result.protocol["rows"]} == {"assessors"}
     assert sum("no query has a relevant judgement; not evaluated" in n for n in result.notes) == len(nq.sources)
     assert result.twin_bias()["estimate"] == 0 and result.twin_bias()["p"] == 1.0
