@@ -64,6 +64,17 @@ ALLOWED = {
         "llmcalls",
         "citations",
     },  # sources an LLM answer cites; nothing below imports it
+    "judges": {
+        "core",
+        "data",
+        "models",
+        "retrieval",
+        "evaluation",
+        "reporting",
+        "detect",
+        "llmcalls",
+        "judges",
+    },  # LLM relevance judges; nothing below imports it
     # adapters to other tools (top-level modules: sourcebias.irds, sourcebias.pyterrier, sourcebias.mteb)
     "irds": {"core", "data", "irds"},
     "pyterrier": {"core", "data", "models", "retrieval", "pyterrier"},
