@@ -20,6 +20,7 @@ bare, the fitted log-log slope of time against size, the statistics' share of ou
 
     python benchmarks/make_scale_corpus.py /tmp/scale/s100000 --docs 100000      # once per size
     python benchmarks/bench_bm25_scale.py /tmp/scale/s10000 /tmp/scale/s100000 ... --out /tmp/scale/bench
+    python benchmarks/bench_bm25_scale.py --out /tmp/scale/all --merge /tmp/scale/b*/scale.json   # sizes run apart
 """
 
 from __future__ import annotations
@@ -81,7 +82,8 @@ def one_size(folder: Path, tmp: Path) -> dict:
     out = tmp / f"ours-{folder.name}"
     ours_cmd = [sys.executable, "-m", "sourcebias", "evaluate", str(folder), "-r", "bm25", "--split", "test", "--output", str(out), "--overwrite"]
     ours = measure(ours_cmd, env)
-    ours["statistics_s"] = json.loads((out / "manifest.json").read_text())["timings_s"].get("statistics_s")
+    timings = json.loads((out / "manifest.json").read_text())["timings_s"]
+    ours["statistics_s"], ours["timings"] = timings.get("statistics_s"), timings  # where the time went, by step
     bare = measure([sys.executable, "-c", RAW, str(folder), "test", str(tmp / f"bare-{folder.name}")], env)
     return {"docs": docs_of(folder), "ours": ours, "bare": bare}
 
@@ -134,12 +136,13 @@ def table(rows: list[dict]) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("corpora", nargs="+", type=Path, help="folders written by make_scale_corpus.py, smallest first")
+    ap.add_argument("corpora", nargs="*", type=Path, help="folders written by make_scale_corpus.py, smallest first")
     ap.add_argument("--out", type=Path, required=True, help="where scale.json and scale.png go (results of earlier sizes there are kept)")
+    ap.add_argument("--merge", nargs="*", type=Path, default=[], help="scale.json files of other runs (e.g. sizes run side by side) to add")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     store = args.out / "scale.json"
-    done = {r["docs"]: r for r in json.loads(store.read_text())} if store.is_file() else {}
+    done = {r["docs"]: r for f in [store, *args.merge] if f.is_file() for r in json.loads(f.read_text())}
     import sourcebias
 
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(Path(sourcebias.__file__).parent)], check=True)
