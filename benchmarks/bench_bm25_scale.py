@@ -76,16 +76,20 @@ def docs_of(folder: Path) -> int:
         return 2 * sum(1 for _ in fh)
 
 
-def one_size(folder: Path, tmp: Path) -> dict:
-    """Ours then the bare libraries on one corpus, each cold."""
+def one_size(folder: Path, tmp: Path, sides: tuple[str, ...] = ("ours", "bare")) -> dict:
+    """Ours then the bare libraries on one corpus, each cold (``sides``: only one of them, to run
+    the two sides of a size side by side; ``--merge`` joins them)."""
     env = {**os.environ, "SOURCEBIAS_CACHE": tempfile.mkdtemp(dir=tmp)}
-    out = tmp / f"ours-{folder.name}"
-    ours_cmd = [sys.executable, "-m", "sourcebias", "evaluate", str(folder), "-r", "bm25", "--split", "test", "--output", str(out), "--overwrite"]
-    ours = measure(ours_cmd, env)
-    timings = json.loads((out / "manifest.json").read_text())["timings_s"]
-    ours["statistics_s"], ours["timings"] = timings.get("statistics_s"), timings  # where the time went, by step
-    bare = measure([sys.executable, "-c", RAW, str(folder), "test", str(tmp / f"bare-{folder.name}")], env)
-    return {"docs": docs_of(folder), "ours": ours, "bare": bare}
+    row: dict = {"docs": docs_of(folder)}
+    if "ours" in sides:
+        out = tmp / f"ours-{folder.name}"
+        ours_cmd = [sys.executable, "-m", "sourcebias", "evaluate", str(folder), "-r", "bm25", "--split", "test", "--output", str(out), "--overwrite"]
+        row["ours"] = measure(ours_cmd, env)
+        timings = json.loads((out / "manifest.json").read_text())["timings_s"]
+        row["ours"]["statistics_s"], row["ours"]["timings"] = timings.get("statistics_s"), timings  # where the time went, by step
+    if "bare" in sides:
+        row["bare"] = measure([sys.executable, "-c", RAW, str(folder), "test", str(tmp / f"bare-{folder.name}")], env)
+    return row
 
 
 def slope(rows: list[dict], side: str, key: str) -> float:
@@ -138,27 +142,30 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("corpora", nargs="*", type=Path, help="folders written by make_scale_corpus.py, smallest first")
     ap.add_argument("--out", type=Path, required=True, help="where scale.json and scale.png go (results of earlier sizes there are kept)")
+    ap.add_argument("--side", nargs="+", choices=("ours", "bare"), default=["ours", "bare"], help="measure only one side (default both, ours first)")
     ap.add_argument("--merge", nargs="*", type=Path, default=[], help="scale.json files of other runs (e.g. sizes run side by side) to add")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     store = args.out / "scale.json"
-    done = {r["docs"]: r for f in [store, *args.merge] if f.is_file() for r in json.loads(f.read_text())}
+    done: dict[int, dict] = {}
+    for f in [store, *args.merge]:
+        for r in json.loads(f.read_text()) if f.is_file() else []:
+            done.setdefault(r["docs"], {}).update(r)  # the sides of one size may come from two files
     import sourcebias
 
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(Path(sourcebias.__file__).parent)], check=True)
     for folder in args.corpora:
         with tempfile.TemporaryDirectory() as tmp:
-            r = one_size(folder, Path(tmp))
-        done[r["docs"]] = r
-        o, b = r["ours"], r["bare"]
-        print(
-            f"{r['docs']:>9,} docs: ours {o['wall_s']:.1f} s wall, {o['cpu_s']:.1f} s CPU, {o['tree_peak_mb']:,.0f} MB (load {o['load']:.1f}); "
-            f"bare {b['wall_s']:.1f} s, {b['cpu_s']:.1f} s CPU, {b['tree_peak_mb']:,.0f} MB (load {b['load']:.1f}); "
-            f"CPU ratio {o['cpu_s'] / b['cpu_s']:.2f}, memory ratio {o['tree_peak_mb'] / b['tree_peak_mb']:.2f}",
-            flush=True,
-        )
+            r = one_size(folder, Path(tmp), tuple(args.side))
+        done.setdefault(r["docs"], {}).update(r)
+        for side in args.side:
+            m = r[side]
+            print(
+                f"{r['docs']:>9,} docs, {side}: {m['wall_s']:.1f} s wall, {m['cpu_s']:.1f} s CPU, {m['tree_peak_mb']:,.0f} MB (load {m['load']:.1f})",
+                flush=True,
+            )
         store.write_text(json.dumps(sorted(done.values(), key=lambda r: r["docs"]), indent=1))
-    rows = sorted(done.values(), key=lambda r: r["docs"])
+    rows = sorted((r for r in done.values() if "ours" in r and "bare" in r), key=lambda r: r["docs"])
     print()
     print(table(rows))
     if len(rows) > 1:
