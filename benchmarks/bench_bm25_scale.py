@@ -165,14 +165,16 @@ def main() -> None:
                 flush=True,
             )
         store.write_text(json.dumps(sorted(done.values(), key=lambda r: r["docs"]), indent=1))
+    store.write_text(json.dumps(sorted(done.values(), key=lambda r: r["docs"]), indent=1))  # merged
     rows = sorted((r for r in done.values() if "ours" in r and "bare" in r), key=lambda r: r["docs"])
     print()
     print(table(rows))
     if len(rows) > 1:
         print(f"\nslope of log CPU time against log size: ours {slope(rows, 'ours', 'cpu_s'):.2f}, bare {slope(rows, 'bare', 'cpu_s'):.2f}")
         print(f"slope of log wall time against log size: ours {slope(rows, 'ours', 'wall_s'):.2f}, bare {slope(rows, 'bare', 'wall_s'):.2f}")
-    figure(rows, args.out / "scale.png")
-    print(f"figure: {args.out / 'scale.png'}")
+    if rows:
+        figure(rows, args.out / "scale.png")
+        print(f"figure: {args.out / 'scale.png'}")
 
 
 if __name__ == "__main__":
