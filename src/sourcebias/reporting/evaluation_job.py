@@ -81,12 +81,13 @@ def run_evaluation_job(
             frozen.now()
             for kind, text in run_notes(result):
                 emit(kind, text)
+            t_stats = time.perf_counter()
             report = _report(result, ds, plan, helper)
+            timings = {"load_s": round(t_load, 3), "statistics_s": round(time.perf_counter() - t_stats, 3)}
             _submit_figure(helper, result, folder)
-            timings = {"load_s": round(t_load, 3), "total_s": round(time.perf_counter() - t_start, 3)}
+            timings["total_s"] = round(time.perf_counter() - t_start, 3)
             path = _write(result, report, folder, helper, plan, timings)
-            _tell_figure_not_drawn(path, emit)
-            _tell_fallbacks(helper, emit)
+            _tell_not_done(path, helper, emit)
             return EvaluationJob(ds, result, report, path)
         finally:
             if helper is not None:
@@ -105,8 +106,9 @@ def _claim(output: str | Path | None, overwrite: bool, emit: Emit) -> Any:
     return folder
 
 
-def _tell_fallbacks(helper: Any, emit: Emit) -> None:
-    """A note for each part the report process did not make (it failed, stalled or was stopped)."""
+def _tell_not_done(path: Path | None, helper: Any, emit: Emit) -> None:
+    """Notes for a figure not drawn and for each part the report process did not make (it failed, stalled or was stopped)."""
+    _tell_figure_not_drawn(path, emit)
     for task, why in (helper.fallbacks if helper is not None else {}).items():
         emit("note", f"the {task} {'was' if task == 'figure' else 'were'} made in the evaluating process, not by the report process: {why}")
 
