@@ -233,7 +233,7 @@ def common_params() -> dict[str, Param]:
     """The options every dense kind has.
 
     Returns:
-        ``index``, ``name``, ``batch_size``, ``device``, ``cache_dir`` and ``cache``.
+        ``index``, ``name``, ``batch_size``, ``device``, ``cache_dir``, ``cache`` and ``shard_size``.
     """
     return {
         "index": Param(str, "search index", default="exact", choices=INDEXES),
@@ -242,6 +242,7 @@ def common_params() -> dict[str, Param]:
         "device": Param(str, "cpu, cuda, cuda:1", option="device"),
         "cache_dir": Param(Path, "embedding store root", option="cache_dir"),
         "cache": Param(bool, "keep vectors on disk", default=True, option="cache"),
+        "shard_size": Param(int, "vectors per shard of the embedding store (a kill -9 loses at most one shard)", default=2048),
     }
 
 
@@ -336,7 +337,7 @@ def _build_dense(params: dict[str, Any], text: str, preset_name: str | None) -> 
         from sourcebias.models.projection import DirectionRemoval
 
         transform = DirectionRemoval.load(params["project"])
-    retriever = DenseRetriever(encoder, name=name, cache_dir=cache_dir, index=params["index"], doc_transform=transform)
+    retriever = DenseRetriever(encoder, name=name, cache_dir=cache_dir, index=params["index"], doc_transform=transform, shard_size=params["shard_size"])
     return retriever
 
 
