@@ -83,9 +83,11 @@ def run_evaluation_job(
             frozen.now()
             for kind, text in run_notes(result):
                 emit(kind, text)
+            t_stats = time.perf_counter()
             report = _report(result, ds, plan, helper)
+            t_stats = time.perf_counter() - t_stats
             _submit_figure(helper, result, folder)
-            timings = {"load_s": round(t_load, 3), "total_s": round(time.perf_counter() - t_start, 3)}
+            timings = {"load_s": round(t_load, 3), "statistics_s": round(t_stats, 3), "total_s": round(time.perf_counter() - t_start, 3)}
             return EvaluationJob(ds, result, report, _write(result, report, folder, helper, plan, timings))
         finally:
             if helper is not None:
