@@ -12,7 +12,8 @@ leaves a corrupt file; the :class:`Embedder` writes a shard every ``shard_size``
 ``flush_seconds`` (whichever comes first) and on an interruption (Ctrl-C, an error), so an
 interruption loses at most the batch being encoded, a ``kill -9`` at most the shard being filled,
 and the next run encodes only what is missing. Encoding streams: the process holds the vectors
-it returns plus one shard being filled; reading the store holds one shard at a time. Several processes can write to the same store at once (each writes
+kept (the embedder's in-memory copy and the matrix returned) plus one shard being filled; reading
+the store holds one shard at a time. Several processes can write to the same store at once (each writes
 its own shards, named by time, process and counter; a key written twice is harmless: the first
 shard that has it is used) and each picks up the others' finished shards before it encodes.
 
