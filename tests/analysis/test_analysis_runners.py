@@ -196,9 +196,9 @@ def test_cli_writes_a_loadable_folder_with_figures(small, tmp_path, capsys):
 
     again = AnalysisResult.load(out)
     assert (again == loaded and (out / again.figures["tsne"]).is_file()) or again.figures["tsne"].is_file()
-    # the same folder again: refused without --overwrite
+    # the same folder, another run (another seed): refused without --overwrite
     with pytest.raises(SystemExit) as info:
-        main(["analyze", "quality", str(small), "-o", str(out)])
+        main(["analyze", "quality", str(small), "-o", str(out), "--seed", "1", "--cache-dir", str(tmp_path / "cache")])
     assert info.value.code == 2 and "holds the results of another run" in capsys.readouterr().err
 
 
