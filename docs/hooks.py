@@ -3,7 +3,7 @@
 * ``on_page_markdown`` (an MkDocs hook, ``hooks:`` in ``mkdocs.yml``): a page line
   ``<!-- reference: NAME -->`` is replaced by
   :func:`sourcebias.cli.reference.reference_markdown` ``(NAME)`` (the CLI from the typer app, the
-  measures, statistics, retrieval kinds and presets from their registries), so the reference pages
+  measures, statistics, retrieval kinds, detectors and presets from their registries), so the reference pages
   cannot drift from the code.
 * ``SphinxRoles`` (a griffe extension, ``extensions:`` of mkdocstrings in ``mkdocs.yml``): the
   package's docstrings cross-reference with Sphinx roles (``:class:`~sourcebias.x.Name```), which

@@ -1,7 +1,7 @@
 """Test helpers for people who extend sourcebias in their own package.
 
 A toy mixed dataset small enough to check by hand, and test cases that hold a new retriever,
-statistic or measure to the contracts sourcebias relies on (as ``pyterrier.testing`` and
+statistic, measure, detector or analysis to the contracts sourcebias relies on (as ``pyterrier.testing`` and
 ``mteb.mocks`` do for their extension authors). Subclass a case, say what to test, and let your
 test runner (pytest or unittest) collect it::
 
@@ -24,7 +24,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
+    from sourcebias.analysis.base import Analysis
+    from sourcebias.analysis.result import AnalysisResult
     from sourcebias.data import Dataset
+    from sourcebias.detect import Detector
     from sourcebias.evaluation.stats import Record, Statistic
     from sourcebias.retrieval import Retriever
 
@@ -260,3 +263,196 @@ class MeasureTestCase(_Case):
             if r["target"].startswith("relative_delta"):
                 continue
             self.assertTrue(0.0 <= r["value"] <= 1.0 or math.isnan(r["value"]), r)
+
+
+class DetectorTestCase(_Case):
+    """Contract of a detector kind.
+
+    Implement :meth:`detector_spec` (a spec of your kind, e.g. ``long-words:7``); the detector is
+    built from it by the registry, as ``--detector`` does.
+    """
+
+    #: the models' cache of this test class (a temporary folder)
+    cache_dir: ClassVar[Path]
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        """Load the toy dataset and make the models' cache."""
+        super().setUpClass()
+        cls.cache_dir = Path(tempfile.mkdtemp(prefix="sourcebias-detector-"))
+
+    def detector_spec(self) -> str:
+        """A spec of the kind to test; implement it in your subclass.
+
+        Returns:
+            ``KIND:HEAD[,key=value...]``.
+        """
+        raise NotImplementedError("implement detector_spec() in your subclass")
+
+    def make_detector(self) -> Detector:
+        """The detector of :meth:`detector_spec`, built by the registry.
+
+        Its models are cached in a temporary folder of this test class.
+
+        Returns:
+            A :class:`sourcebias.detect.Detector`.
+        """
+        from sourcebias.detect import build_detector
+
+        return build_detector(self.detector_spec(), cache_dir=self.cache_dir)
+
+    def texts(self) -> list[str]:
+        """The texts of the toy corpus (both sources), in corpus order."""
+        return list(self.dataset.corpus.retrieval_texts())
+
+    def test_its_kind_is_registered_and_says_what_it_scores(self) -> None:
+        """The spec's kind is registered (any case), names its usage and what its score is."""
+        from sourcebias.detect import DetectorKind, get_detector_kind, is_detector_spec
+
+        spec = self.detector_spec()
+        kind = get_detector_kind(spec.partition(":")[0].upper())
+        self.assertIsInstance(kind, DetectorKind, f"no registered detector kind for {spec!r}")
+        assert kind is not None
+        self.assertTrue(is_detector_spec(spec))
+        self.assertTrue(kind.usage.startswith(kind.name + ":"), f"usage {kind.usage!r} does not start with '{kind.name}:'")
+        self.assertTrue(kind.description.strip(), "say what the score is (description)")
+
+    def test_one_float_score_per_text(self) -> None:
+        """One score per text, a float, finite or NaN (a text that cannot be scored), some finite."""
+        import numpy as np
+
+        texts = self.texts()
+        scores = np.asarray(self.make_detector().score_texts(texts))
+        self.assertEqual(scores.shape, (len(texts),))
+        self.assertEqual(scores.dtype.kind, "f", "scores are floats")
+        self.assertFalse(np.isinf(scores).any(), "an infinite score: give NaN for a text that cannot be scored")
+        self.assertTrue(np.isfinite(scores).any(), "no text of the toy corpus got a score")
+
+    def test_a_score_depends_on_its_text_only(self) -> None:
+        """The same texts in another order, by another detector built alike, get the same scores."""
+        import numpy as np
+
+        texts = self.texts()
+        a = np.asarray(self.make_detector().score_texts(texts), dtype=np.float64)
+        b = np.asarray(self.make_detector().score_texts(texts[::-1]), dtype=np.float64)[::-1]
+        np.testing.assert_allclose(a, b, rtol=1e-9, equal_nan=True)
+
+    def test_it_describes_itself_in_json(self) -> None:
+        """``describe()`` names the spec and the score, and is JSON (it goes into detect.json)."""
+        spec = self.detector_spec()
+        info = self.make_detector().describe()
+        self.assertEqual(info.get("spec"), spec)
+        self.assertTrue(str(info.get("score", "")).strip(), "describe() must say what the score is ('score')")
+        json.dumps(info)
+
+    def test_an_unknown_option_is_refused(self) -> None:
+        """A spec with an option the kind does not take is refused before any work."""
+        from sourcebias.core.errors import ConfigError
+        from sourcebias.detect import build_detector
+
+        with self.assertRaisesRegex(ConfigError, "unknown option"):
+            build_detector(self.detector_spec() + ",no_such_option=1")
+
+    def test_detect_writes_scores_that_load_back(self) -> None:
+        """``detect`` scores every document of the toy corpus; the folder loads back equal."""
+        from sourcebias.detect import DetectionResult, detect
+
+        result = detect(self.dataset, self.make_detector())
+        corpus = self.dataset.corpus
+        self.assertEqual(len(result.scores), len(corpus))
+        self.assertEqual(set(zip(result.scores["doc_id"], result.scores["source"])), {(d, corpus.source_of(p)) for p, d in enumerate(corpus.doc_ids)})
+        folder = Path(tempfile.mkdtemp(prefix="sourcebias-detect-"))
+        result.save(folder)
+        self.assertEqual(DetectionResult.load(folder), result)
+
+
+class AnalysisTestCase(_Case):
+    """Contract of an analysis of ``sourcebias analyze``.
+
+    Implement :meth:`analysis_name` (its registered name); :meth:`params` may set options (the
+    others keep their defaults) so that it runs on the toy dataset in seconds.
+    """
+
+    #: the models' cache of this test class (a temporary folder)
+    cache_dir: ClassVar[Path]
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        """Load the toy dataset and make the models' cache."""
+        super().setUpClass()
+        cls.cache_dir = Path(tempfile.mkdtemp(prefix="sourcebias-analysis-"))
+
+    def analysis_name(self) -> str:
+        """The registered name of the analysis to test; implement it in your subclass.
+
+        Returns:
+            The name, e.g. ``"length"``.
+        """
+        raise NotImplementedError("implement analysis_name() in your subclass")
+
+    def params(self) -> dict[str, Any]:
+        """Options to run it with on the toy dataset (override to change; none by default).
+
+        Returns:
+            ``{option: value}``.
+        """
+        return {}
+
+    def analysis(self) -> Analysis:
+        """The registered analysis."""
+        from sourcebias.analysis.base import get_analysis
+
+        return get_analysis(self.analysis_name())
+
+    def run_analysis(self) -> AnalysisResult:
+        """Its result on the toy dataset, with its defaults and :meth:`params`."""
+        analysis = self.analysis()
+        options = {"cache_dir": self.cache_dir} if analysis.model else {}
+        return analysis.run(self.dataset, analysis.defaults() | self.params(), options)
+
+    def test_it_is_registered_with_help_for_every_option(self) -> None:
+        """It is registered under its name, says what it computes, and every option has help."""
+        from sourcebias.analysis.base import Analysis, Param, analysis_kinds
+
+        analysis = self.analysis()
+        self.assertIsInstance(analysis, Analysis)
+        self.assertIs(analysis_kinds()[self.analysis_name()], analysis)
+        self.assertTrue(analysis.help.strip(), "say what the analysis computes (help)")
+        for name, param in analysis.params.items():
+            self.assertIsInstance(param, Param, name)
+            self.assertTrue(param.help.strip(), f"option {name} has no help")
+        self.assertFalse(
+            {"device", "batch_size", "cache_dir", "overwrite", "dataset_dir", "output"} & set(analysis.params), "the shared options are the command's"
+        )
+
+    def test_its_result_saves_and_loads_back(self) -> None:
+        """The result names the analysis, and its folder (tables, summary.json) loads back equal."""
+        from sourcebias.analysis.result import AnalysisResult
+
+        result = self.run_analysis()
+        self.assertEqual(result.analysis, self.analysis_name())
+        folder = Path(tempfile.mkdtemp(prefix="sourcebias-analysis-result-"))
+        result.save(folder)
+        self.assertEqual(AnalysisResult.load(folder), result)
+
+    def test_its_tables_show_what_the_result_holds(self) -> None:
+        """At least one table; every column is filled in some row; every cell renders."""
+        analysis = self.analysis()
+        result = self.run_analysis()
+        tables = analysis.tables(result)
+        self.assertTrue(tables, "no table: a reader sees nothing of the result")
+        for table in tables:
+            for column in table.columns:
+                self.assertTrue(any(column.key in row for row in table.rows) or not table.rows, f"{table.key}: column {column.key} is in no row")
+                for row in table.rows:
+                    self.assertIsInstance(column.text(row), str)
+        for note in analysis.notes(result):
+            self.assertIsInstance(note, str)
+
+    def test_its_figures_are_png_files(self) -> None:
+        """Each figure it draws is a PNG file in the folder it was given."""
+        result = self.run_analysis()
+        folder = Path(tempfile.mkdtemp(prefix="sourcebias-analysis-figures-"))
+        for name, path in self.analysis().draw(result, folder).items():
+            self.assertTrue(Path(path).is_file(), f"figure {name}: {path} is not a file")
+            self.assertEqual(Path(path).read_bytes()[:8], b"\x89PNG\r\n\x1a\n", f"figure {name} is not a PNG")

@@ -1,11 +1,10 @@
 """The options every `sourcebias analyze` command ends with (--device, --batch-size, --cache-dir,
---overwrite) are declared once (:func:`sourcebias.cli.analyze.shared_options`) and still reach
+--overwrite) are declared once (:func:`sourcebias.cli.analyze.command`) and still reach
 what they set: the encoder and the LM scorer run with that device and batch size, their values
 go to the store in that folder, and --overwrite replaces an earlier run."""
 
 from __future__ import annotations
 
-import inspect
 import json
 
 import pytest
@@ -13,8 +12,7 @@ import typer.main
 from lm_helpers import store_sharing_models
 
 import sourcebias as sb
-from sourcebias.cli import analyze
-from sourcebias.cli.main import main
+from sourcebias.cli.main import app, main
 from sourcebias.testing import TOY_HUMAN, TOY_LLM, write_toy_dataset
 
 SHARED = ["device", "batch_size", "cache_dir", "overwrite"]
@@ -27,16 +25,19 @@ def _analyze(*args: str) -> int | str | None:
 
 
 def test_every_command_ends_with_the_shared_options_declared_once():
-    group = typer.main.get_command(analyze.analyze_app)
-    commands = {c.callback.__name__: c.callback for c in analyze.analyze_app.registered_commands}
-    assert set(commands) == {"quality", "spectrum", "perplexity", "artifacts", "direction", "length", "decompose", "compare_directions"}
+    from sourcebias.analysis.base import analysis_kinds
+
+    group = typer.main.get_command(app).commands["analyze"]  # its subcommands are made from the registry when read
+    kinds = analysis_kinds()
+    assert set(group.commands) == set(kinds) >= {"quality", "spectrum", "perplexity", "artifacts", "direction", "length", "decompose", "compare-directions"}
+    assert [name for name, k in kinds.items() if not k.model] == ["length"]
     for name, command in group.commands.items():
         params = [p.name for p in command.params]
-        tail = ["overwrite"] if name == "length" else SHARED
+        tail = SHARED if kinds[name].model else ["overwrite"]
         assert params[-len(tail) :] == tail, name
         assert all(params.count(p) == 1 for p in tail), name
-        own = inspect.signature(commands[name.replace("-", "_")].__wrapped__).parameters
-        assert "shared" in own and not set(SHARED) & set(own), f"{name} declares a shared option itself"
+        assert not set(SHARED) & set(kinds[name].params), f"{name} declares a shared option itself"
+        assert params[: -len(tail)] == ["dataset_dir", "output", *kinds[name].params], name  # the analysis's own options, in its order
     flags = {o for p in group.commands["spectrum"].params for o in p.opts}
     assert {"--device", "--batch-size", "--cache-dir", "--overwrite"} <= flags
 
@@ -72,12 +73,15 @@ def test_spectrum_runs_the_encoder_with_the_shared_options(tmp_path, calls):
     assert encoder["encoder"]["batch_size"] == 2 and encoder["cache"] == str(cache)
     stores = [json.loads(p.read_text()) for p in (cache / "embeddings").glob("*/info.json")]
     assert [s["batch_size"] for s in stores] == [2] and stores[0]["model"] == "sentence-transformers/all-MiniLM-L6-v2"
-    # --overwrite reaches the output folder: refused without it, replaced with it
-    assert _analyze(*args) == 2
+    # --overwrite reaches the output folder: another run (--center) is refused without it and
+    # replaces the folder with it; the same command again replaces its own results
+    assert _analyze(*args, "--center") == 2
     calls["encoder"].clear()
-    assert _analyze(*args, "--overwrite") in (0, None)
+    assert _analyze(*args, "--center", "--overwrite") in (0, None)
     assert calls["encoder"] == []  # every embedding read back from the store in --cache-dir
-    assert json.loads((out / "manifest.json").read_text())["kind"] == "analyze:spectrum"
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["kind"] == "analyze:spectrum" and manifest["parameters"]["center"] is True
+    assert _analyze(*args, "--center") in (0, None)
 
 
 def test_artifacts_runs_the_lm_with_the_shared_options(tmp_path, calls):
@@ -91,9 +95,9 @@ def test_artifacts_runs_the_lm_with_the_shared_options(tmp_path, calls):
     assert calls["lm"] == [(3, "cpu", 3), (2, "cpu", 3)]
     # the LM's values are in the store of --cache-dir: the runner, given that store, computes nothing
     ppl = sb.load_artifact(out).tables["artifacts"].set_index(["source", "doc_id"])["perplexity"]
-    from sourcebias.analysis import runners
+    from sourcebias.analysis import perplexity as _perplexity
 
-    again = runners.perplexity(sb.load_dataset(toy), "lm:smollm2", options={"cache_dir": cache})
+    again = _perplexity.perplexity(sb.load_dataset(toy), "lm:smollm2", options={"cache_dir": cache})
     assert again.summary["cache"]["encoded"] == 0
     table = again.tables["perplexity"].set_index(["source", "doc_id"])["value"]
     assert table.to_dict() == pytest.approx(ppl.to_dict())

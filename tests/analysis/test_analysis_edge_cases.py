@@ -46,11 +46,11 @@ def test_compare_paired_with_two_pairs_gives_no_hedges_g():
 
 
 def test_artifacts_leave_out_a_document_without_terms_and_count_it(tmp_path):
-    from sourcebias.analysis import runners
+    from sourcebias.analysis import artifacts as _artifacts
     from sourcebias.retrieval.lexical import EnglishAnalyzer
 
     ds = sb.load_dataset(_dataset(tmp_path / "d", HUMAN, LLM), split=None)
-    res = runners.artifacts(ds, None)  # stopped with an error before
+    res = _artifacts.artifacts(ds, None)  # stopped with an error before
     analyzer = EnglishAnalyzer()
     docs = HUMAN + LLM
     terms = [analyzer(t) for t in docs]
@@ -69,11 +69,11 @@ def test_artifacts_leave_out_a_document_without_terms_and_count_it(tmp_path):
 
 
 def test_quality_jaccard_mean_over_pairs_with_terms(tmp_path):
-    from sourcebias.analysis import runners
+    from sourcebias.analysis import quality as _quality
     from sourcebias.retrieval.lexical import EnglishAnalyzer
 
     ds = sb.load_dataset(_dataset(tmp_path / "d", HUMAN, LLM), split=None)
-    res = runners.quality(ds, "minilm", options={"cache_dir": tmp_path / "cache"})
+    res = _quality.quality(ds, "minilm", options={"cache_dir": tmp_path / "cache"})
     analyzer = EnglishAnalyzer()
     hand = [len(set(analyzer(a)) & set(analyzer(b))) / len(set(analyzer(a)) | set(analyzer(b))) for a, b in zip(LLM, HUMAN) if analyzer(a) or analyzer(b)]
     entry = res.summary["sources"]["llm"]
@@ -82,12 +82,12 @@ def test_quality_jaccard_mean_over_pairs_with_terms(tmp_path):
 
 
 def test_direction_with_a_single_judged_pair_reports_the_held_out_share_as_undefined(tmp_path, capsys):
-    from sourcebias.analysis import runners
+    from sourcebias.analysis import direction as _direction
     from sourcebias.cli.main import main
 
     root = _dataset(tmp_path / "d", HUMAN[:1], LLM[:1])
     ds = sb.load_dataset(root, split="test")
-    res = runners.direction(ds, "minilm", permutations=10, options={"cache_dir": tmp_path / "cache"})  # raised before
+    res = _direction.direction(ds, "minilm", permutations=10, options={"cache_dir": tmp_path / "cache"})  # raised before
     gap = res.summary["sources"]["llm"]["score_gap"]
     assert gap["triples"] == 1 and gap["share_along_held_out"] is None and gap["held_out_triples"] == 0
     assert gap["held_out_note"].startswith("undefined: the estimation half is empty (1 twin pair)")

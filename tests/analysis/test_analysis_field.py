@@ -57,13 +57,13 @@ def plain_nll(lm, text: str) -> float:
 
 
 def test_perplexity_scores_the_field_asked_for_and_the_store_keeps_them_apart(titled, smollm2, lm_cache):
-    from sourcebias.analysis import runners
+    from sourcebias.analysis import perplexity as _perplexity
 
     ds = sb.load_dataset(titled, split=None)
     cache = lm_cache / "fresh"  # its own store: the cache counts below start from nothing
-    text = runners.perplexity(ds, "lm:smollm2", options={"cache_dir": cache})  # default: the text
-    joined = runners.perplexity(ds, "lm:smollm2", field="title+text", options={"cache_dir": cache})
-    again = runners.perplexity(ds, "lm:smollm2", options={"cache_dir": cache})
+    text = _perplexity.perplexity(ds, "lm:smollm2", options={"cache_dir": cache})  # default: the text
+    joined = _perplexity.perplexity(ds, "lm:smollm2", field="title+text", options={"cache_dir": cache})
+    again = _perplexity.perplexity(ds, "lm:smollm2", options={"cache_dir": cache})
     for res, field, texts in ((text, "text", HUMAN), (joined, "title+text", [f"{t} {x}" for t, x in zip(TITLES, HUMAN)]), (again, "text", HUMAN)):
         t = res.tables["perplexity"]
         got = t[t["source"] == "human"].set_index("doc_id")["value"]
@@ -88,17 +88,18 @@ def test_cli_records_the_field_in_the_summary_and_the_manifest(titled, lm_cache,
 
 
 def test_artifacts_and_quality_measure_the_field(titled, tmp_path):
-    from sourcebias.analysis import runners
+    from sourcebias.analysis import artifacts as _artifacts
+    from sourcebias.analysis import quality as _quality
     from sourcebias.retrieval.lexical import EnglishAnalyzer
 
     ds = sb.load_dataset(titled, split=None)
     for field, human in (("text", HUMAN), ("title+text", [f"{t} {x}" for t, x in zip(TITLES, HUMAN)])):
-        res = runners.artifacts(ds, None, field=field)
+        res = _artifacts.artifacts(ds, None, field=field)
         t = res.tables["artifacts"]
         assert t[t["source"] == "human"]["words"].tolist() == [len(x.split()) for x in human]
         assert res.parameters["field"] == field and res.summary["field"] == field
     analyzer = EnglishAnalyzer()
-    res = runners.quality(ds, "minilm", field="text", options={"cache_dir": tmp_path / "cache"})
+    res = _quality.quality(ds, "minilm", field="text", options={"cache_dir": tmp_path / "cache"})
     hand = [len(set(analyzer(a)) & set(analyzer(b))) / len(set(analyzer(a)) | set(analyzer(b))) for a, b in zip(LLM, HUMAN)]
     assert res.summary["sources"]["llm"]["jaccard_mean"] == pytest.approx(np.mean(hand))
     assert res.summary["field"] == "text"

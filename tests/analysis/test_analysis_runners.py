@@ -61,11 +61,11 @@ def minilm():
 
 
 def test_quality_against_direct_computation(small, minilm, tmp_path):
-    from sourcebias.analysis import runners
+    from sourcebias.analysis import quality as _quality
     from sourcebias.retrieval.lexical import EnglishAnalyzer
 
     ds = sb.load_dataset(small)
-    res = runners.quality(ds, "minilm", seed=3, options={"cache_dir": tmp_path})
+    res = _quality.quality(ds, "minilm", seed=3, options={"cache_dir": tmp_path})
     t = res.tables["quality"].set_index("doc_id")
     a = EnglishAnalyzer()
     h, g = set(a(HUMAN[3])), set(a(LLM[3]))
@@ -80,15 +80,16 @@ def test_quality_against_direct_computation(small, minilm, tmp_path):
 
 
 def test_spectrum_and_direction_against_numpy(small, minilm, tmp_path):
-    from sourcebias.analysis import runners
+    from sourcebias.analysis import direction as _direction
+    from sourcebias.analysis import spectrum as _spectrum
 
     ds = sb.load_dataset(small, split="test")
     eh = minilm.encode(HUMAN, normalize_embeddings=True).astype(np.float64)
     el = minilm.encode(LLM, normalize_embeddings=True).astype(np.float64)
-    sp = runners.spectrum(ds, "minilm", options={"cache_dir": tmp_path}).tables["spectrum"]
+    sp = _spectrum.spectrum(ds, "minilm", options={"cache_dir": tmp_path}).tables["spectrum"]
     sv_h = np.linalg.svd(eh, compute_uv=False)
     np.testing.assert_allclose(sp[sp["source"] == "human"]["value"].to_numpy()[:8], sv_h, rtol=1e-4)
-    dr = runners.direction(ds, "minilm", permutations=200, seed=1, options={"cache_dir": tmp_path})
+    dr = _direction.direction(ds, "minilm", permutations=200, seed=1, options={"cache_dir": tmp_path})
     d = el - eh
     u = d.mean(axis=0) / np.linalg.norm(d.mean(axis=0))
     np.testing.assert_allclose(dr.tables["direction_pairs"]["projection"].to_numpy(), d @ u, atol=1e-5)
@@ -118,10 +119,10 @@ def smollm2():
 def test_perplexity_against_a_plain_forward_pass(small, smollm2, lm_cache):
     import torch
 
-    from sourcebias.analysis import runners
+    from sourcebias.analysis import perplexity as _perplexity
 
     ds = sb.load_dataset(small)
-    res = runners.perplexity(ds, "lm:smollm2", options={"cache_dir": lm_cache})
+    res = _perplexity.perplexity(ds, "lm:smollm2", options={"cache_dir": lm_cache})
     t = res.tables["perplexity"]
     model, tok = smollm2
     ctx = tok.bos_token_id if tok.bos_token_id is not None else tok.eos_token_id
@@ -138,17 +139,17 @@ def test_perplexity_against_a_plain_forward_pass(small, smollm2, lm_cache):
     assert pair["paired_p"] == pytest.approx(stats.ttest_rel(g, h).pvalue)
     assert pair["wilcoxon_p"] == pytest.approx(stats.wilcoxon(g, h).pvalue)
     # a rerun reads every value from the store
-    again = runners.perplexity(ds, "lm:smollm2", options={"cache_dir": lm_cache})
+    again = _perplexity.perplexity(ds, "lm:smollm2", options={"cache_dir": lm_cache})
     assert again.summary["cache"]["encoded"] == 0 and again.tables["perplexity"].equals(t)
 
 
 def test_artifacts_with_a_run(small, smollm2, lm_cache, tmp_path):
-    from sourcebias.analysis import runners
+    from sourcebias.analysis import artifacts as _artifacts
     from sourcebias.retrieval import BM25
 
     ds = sb.load_dataset(small, split="test")
     out = sb.write_evaluation(sb.evaluate(ds, [BM25()], measures=sb.measure_grid(["NDCG"], [1])), tmp_path / "eval")
-    res = runners.artifacts(ds, "lm:smollm2", run_result=out, top=20, options={"cache_dir": lm_cache})
+    res = _artifacts.artifacts(ds, "lm:smollm2", run_result=out, top=20, options={"cache_dir": lm_cache})
     t = res.tables["artifacts"]
     # median term IDF of one document, by hand: Lucene's idf over the 16 documents
     from sourcebias.retrieval.lexical import EnglishAnalyzer
@@ -195,9 +196,9 @@ def test_cli_writes_a_loadable_folder_with_figures(small, tmp_path, capsys):
 
     again = AnalysisResult.load(out)
     assert (again == loaded and (out / again.figures["tsne"]).is_file()) or again.figures["tsne"].is_file()
-    # the same folder again: refused without --overwrite
+    # the same folder, another run (another seed): refused without --overwrite
     with pytest.raises(SystemExit) as info:
-        main(["analyze", "quality", str(small), "-o", str(out)])
+        main(["analyze", "quality", str(small), "-o", str(out), "--seed", "1", "--cache-dir", str(tmp_path / "cache")])
     assert info.value.code == 2 and "holds the results of another run" in capsys.readouterr().err
 
 
@@ -207,7 +208,7 @@ def test_masked_lm_perplexity_through_the_store(small, tmp_path):
     from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
     from transformers import BertConfig, BertForMaskedLM, BertTokenizerFast
 
-    from sourcebias.analysis import runners
+    from sourcebias.analysis import perplexity as _perplexity
     from sourcebias.analysis.pseudo_perplexity import pseudo_log_perplexity_naive
 
     tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
@@ -225,11 +226,11 @@ def test_masked_lm_perplexity_through_the_store(small, tmp_path):
     model.save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     ds = sb.load_dataset(small)
-    res = runners.perplexity(ds, f"mlm:{folder},max_tokens=32", options={"cache_dir": tmp_path / "cache", "device": "cpu"})
+    res = _perplexity.perplexity(ds, f"mlm:{folder},max_tokens=32", options={"cache_dir": tmp_path / "cache", "device": "cpu"})
     t = res.tables["perplexity"]
     naive = pseudo_log_perplexity_naive(HUMAN[:2], model.eval(), tokenizer, max_length=32)
     got = t[t["source"] == "human"].set_index("doc_id")
     assert got.loc["d0", "value"] == pytest.approx(naive[0].value, abs=1e-5) and got.loc["d0", "tokens"] == naive[0].tokens
     assert got.loc["d1", "value"] == pytest.approx(naive[1].value, abs=1e-5)
-    again = runners.perplexity(ds, f"mlm:{folder},max_tokens=32", options={"cache_dir": tmp_path / "cache", "device": "cpu"})
+    again = _perplexity.perplexity(ds, f"mlm:{folder},max_tokens=32", options={"cache_dir": tmp_path / "cache", "device": "cpu"})
     assert again.summary["cache"]["encoded"] == 0

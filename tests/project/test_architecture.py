@@ -24,7 +24,8 @@ ALLOWED = {
     "core": {"core"},
     "data": {"core", "data"},
     "models": {"core", "data", "models"},
-    "retrieval": {"core", "data", "models", "retrieval"},
+    "retrieval": {"core", "data", "models", "llmcalls", "retrieval"},  # llmcalls: the LLM re-rankers
+    "llmcalls": {"core", "data", "models", "generation", "llmcalls"},  # LLM calls, cached (re-rankers, judges, citations)
     "evaluation": {"core", "data", "models", "retrieval", "evaluation"},
     # the one table model (Report) and its renderers: below everything that prints
     "report": {"core", "data", "models", "retrieval", "evaluation", "report"},
@@ -62,10 +63,31 @@ ALLOWED = {
         "audit",
         "simulate",
     },  # the feedback loop; nothing below imports it
+    "citations": {
+        "core",
+        "data",
+        "models",
+        "retrieval",
+        "evaluation",
+        "report",
+        "llmcalls",
+        "citations",
+    },  # sources an LLM answer cites; nothing below imports it
+    "judges": {
+        "core",
+        "data",
+        "models",
+        "retrieval",
+        "evaluation",
+        "report",
+        "detect",
+        "llmcalls",
+        "judges",
+    },  # LLM relevance judges; nothing below imports it
     # adapters to other tools (top-level modules: sourcebias.irds, sourcebias.pyterrier, sourcebias.mteb)
     "irds": {"core", "data", "irds"},
     "pyterrier": {"core", "data", "models", "retrieval", "pyterrier"},
-    "testing": {"core", "data", "models", "retrieval", "evaluation", "report", "testing"},  # test cases for extension authors
+    "testing": {"core", "data", "models", "retrieval", "evaluation", "report", "analysis", "detect", "testing"},  # test cases for extension authors
     "mteb": {"core", "data", "models", "retrieval", "evaluation", "report", "mteb"},  # source bias as MTEB tasks
     "cli": None,  # anything
 }

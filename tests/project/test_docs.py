@@ -27,7 +27,9 @@ CAPABILITY_PAGES = [
     "guides/simulate",
     "guides/power",
     "guides/audit",
+    "guides/citations",
     "guides/ecosystem",
+    "guides/llm-rerankers",
     "concepts/protocol",
     "concepts/statistics",
     "reproducing",
@@ -53,14 +55,17 @@ def test_the_site_builds_strict_with_a_page_per_capability(site):
 
 
 def test_reference_pages_are_written_from_the_registries(site):
+    from sourcebias.detect import detector_kinds
     from sourcebias.evaluation.measures import measure_kinds
     from sourcebias.evaluation.stats import statistic_kinds
     from sourcebias.retrieval.specs import kinds
 
-    html = {name: (site / "reference" / name / "index.html").read_text(encoding="utf-8") for name in ("cli", "measures", "statistics", "retrievers")}
+    pages = ("cli", "measures", "statistics", "retrievers", "detectors")
+    html = {name: (site / "reference" / name / "index.html").read_text(encoding="utf-8") for name in pages}
     assert all(f"{name}@k" in html["measures"] for name in measure_kinds())
     assert all(name in html["statistics"] for name in statistic_kinds())
     assert all(name in html["retrievers"] for name in kinds())
+    assert all(f"{name}:" in html["detectors"] and kind.description in html["detectors"] for name, kind in detector_kinds().items())
     for command in ("sourcebias evaluate", "sourcebias power", "sourcebias audit", "sourcebias simulate", "sourcebias bench"):
         assert command in html["cli"], command
     assert "<!-- reference:" not in "".join(html.values())

@@ -409,7 +409,9 @@ def test_import_stays_light_and_kinds_are_registered():
         "print(sorted(r.available_retrievers()['stages']))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "['cdc', 'ce', 'cut', 'fair', 'lm', 'monot5', 'pt']"  # cdc, fair: plugins (entry point of the mitigation layer)
+    assert (
+        out.strip() == "['cdc', 'ce', 'cut', 'fair', 'llm-yesno', 'lm', 'monot5', 'pt', 'rankgpt']"
+    )  # cdc, fair: plugins (entry point of the mitigation layer)
 
 
 def test_spec_options(tiny_ce_dir):

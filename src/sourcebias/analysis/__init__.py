@@ -1,4 +1,8 @@
-"""Explaining source bias: the numerical cores of ``sourcebias analyze``.
+"""Explaining source bias: the numerical cores of ``sourcebias analyze``, and its analyses.
+
+Each analysis is registered (:mod:`~sourcebias.analysis.base`: :class:`~sourcebias.analysis.base.Analysis`,
+:func:`~sourcebias.analysis.base.register_analysis`) by the module that computes it, with its
+runner, options and tables; what they share is in :mod:`~sourcebias.analysis.common`.
 
 * :mod:`~sourcebias.analysis.effects` — descriptive statistics, Cohen's d / Hedges' g (independent
   and paired), Welch t, Mann-Whitney U, paired t, Wilcoxon signed-rank;
@@ -15,6 +19,8 @@
 * :mod:`~sourcebias.analysis.decompose` — one joint regression of the twin score gap on Δ
   perplexity, Δ length, Δ median IDF and the cross-fitted direction projection, with
   query-clustered SEs, shares of the mean gap and a held-out half;
+* :mod:`~sourcebias.analysis.artifacts` — perplexity, length and median term IDF per document,
+  compared across sources, and their correlation with a retriever's scores (Huang et al. 2026);
 * :mod:`~sourcebias.analysis.figures` — the PNG figures of all of the above.
 
 Every function works on arrays, texts and models passed in; heavy libraries (torch,

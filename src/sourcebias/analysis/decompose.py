@@ -41,10 +41,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
+from sourcebias.analysis.base import FIELD, SEED, SOURCES, Analysis, AnalysisTable, Param, column, integer, register_analysis, sig, text
+from sourcebias.analysis.common import dense_model, llm_sources, make_result, twin_pairs
 from sourcebias.core.errors import ConfigError
 
 #: the factors, in the order of every table and figure
@@ -224,18 +226,18 @@ def decompose(
     source; Δ log-perplexity only with ``lm``. Differences of words, median IDF and perplexity are
     of ``field``; the embeddings (and so the gap) of title and text, as the retriever sees them.
     ``options`` are the model options of every analysis (``device``, ``batch_size``,
-    ``cache_dir``; :mod:`sourcebias.analysis.runners`), for the retriever and the LM alike."""
+    ``cache_dir``; :mod:`sourcebias.analysis.common`), for the retriever and the LM alike."""
     import pandas as pd
 
-    from sourcebias.analysis.runners import _artifact_table, _llm_sources, _result, dense_model
+    from sourcebias.analysis.artifacts import artifact_table
 
     retriever = dense_model(model, options)
-    table, models = _artifact_table(dataset, lm, field=field, options=options)
+    table, models = artifact_table(dataset, lm, field=field, options=options)
     summary: dict[str, Any] = {"model": retriever.name, "field": field, "factors_requested": [f for f in FACTORS if f != "perplexity" or lm], "sources": {}}
     if not lm:
         summary["not_included"] = {"perplexity": "no --lm given (perplexity is slow to compute)"}
     pair_tables, term_rows = [], []
-    for llm in _llm_sources(dataset, sources):
+    for llm in llm_sources(dataset, sources):
         rows = _gap_rows(dataset, retriever, table, llm, seed=seed)
         if rows.empty:
             summary["sources"][llm] = {"rows": 0, "note": "undefined: no relevant judged document of the split has both copies"}
@@ -251,15 +253,13 @@ def decompose(
         raise ConfigError("no LLM source has a relevant judged pair with both copies (give --split with relevance judgements)")
     tables = {"decompose_terms": pd.DataFrame(term_rows), "decompose_pairs": pd.concat(pair_tables, ignore_index=True)}
     parameters = {"model": model, "lm": lm, "field": field, "seed": seed, "confidence": confidence}
-    return _result("decompose", dataset, parameters, {"encoder": retriever.config(), **models}, tables, summary)
+    return make_result("decompose", dataset, parameters, {"encoder": retriever.config(), **models}, tables, summary)
 
 
 def _gap_rows(dataset, retriever, table, llm: str, *, seed: int):
     """One row per relevant (query, document) pair with both copies of ``llm``: the score gap and
     each factor's LLM − human difference."""
     import pandas as pd
-
-    from sourcebias.analysis.runners import twin_pairs
 
     corpus = dataset.corpus
     texts = corpus.retrieval_texts()
@@ -346,41 +346,79 @@ def draw(result, out: Path) -> dict[str, Path]:
     }
 
 
-def summary_lines(result) -> list[str]:
-    """The lines ``sourcebias analyze decompose`` prints: the factors included and left out, and
-    per LLM source the term table with clustered CIs, shares and the held-out half."""
-    s = result.summary
-    lines = [f"factors: {', '.join(s['factors_requested'])}" + "".join(f"; not included: {k} ({why})" for k, why in s.get("not_included", {}).items())]
-    terms = result.tables["decompose_terms"]
-    for llm, e in s["sources"].items():
-        if "factors" not in e:
-            lines.append(f"{llm}: {e.get('note')}")
-            continue
-        lines.append(
-            f"{llm}: {e['rows']} relevant pairs over {e['queries']} queries (left out: {e['rows_left_out']}{', ' + str(e['missing_values']) if e['missing_values'] else ''}), mean gap {e['mean_gap']:.4g}, R² {e['r2']:.3f}"
-        )
-        for k, why in e["excluded"].items():
-            lines.append(f"  excluded {k}: {why}")
-        level = round(100 * e["confidence"])
-        for t in terms[terms["llm_source"] == llm].to_dict("records"):
-            share = "—" if t["share"] is None or t["share"] != t["share"] else f"{t['share']:+.3f}"
-            held = t.get("share_held_out")
-            held = "—" if held is None or held != held else f"{held:+.3f}"
-            std = "" if t["term"] == "intercept" else f", std {t['std_coef']:+.3f} [{t['std_ci_low']:+.3f}, {t['std_ci_high']:+.3f}]"
-            lines.append(
-                f"  {t['label']}: b {t['coef']:+.4g} ({level}% CI {t['ci_low']:+.4g} to {t['ci_high']:+.4g}, p {t['p']:.3g}){std}; share {share}, held out {held}"
-            )
-        h = e["held_out"]
-        if "note" in h:
-            lines.append(f"  held-out half: {h['note']}")
-        else:
-            r2 = "undefined (no variance)" if h["r2"] is None else f"{h['r2']:.3f}"
-            res = h["shares"].get("residual")
-            lines.append(
-                f"  held-out half ({h['test_queries']} queries, {h['test_rows']} pairs; fitted on {h['fit_queries']}): R² {r2}, residual share {res if res is None else format(res, '+.3f')}"
-            )
-    return lines
+class Decompose(Analysis):
+    """``sourcebias analyze decompose``."""
 
+    name = "decompose"
+    help = "One joint account of the twin gap: s(q, LLM) − s(q, human) regressed on Δ perplexity (--lm), Δ words, Δ median IDF and the cross-fitted direction projection, SEs clustered by query, shares of the mean gap, a held-out half."
+    params: ClassVar[Mapping[str, Param]] = {
+        "model": Param(str, "minilm", "Dense retriever whose score gaps are explained: minilm, st:NAME_OR_PATH or a preset."),
+        "lm": Param(
+            str | None,
+            None,
+            "Language model for the Δ log-perplexity factor (lm:NAME, mlm:NAME or mlm:from-retriever:RETRIEVER; slow). Left out when not given.",
+        ),
+        "split": Param(str, "test", "Qrels split whose relevant pairs are regressed."),
+        "confidence": Param(float, 0.95, "Level of the clustered confidence intervals.", min=0.5, max=0.999),
+        "field": FIELD,
+        "source": SOURCES,
+        "seed": SEED,
+    }
+
+    def run(self, dataset, params, options):
+        p = params
+        return decompose(dataset, p["model"], lm=p["lm"], sources=p["source"], field=p["field"], seed=p["seed"], confidence=p["confidence"], options=options)
+
+    def tables(self, result) -> list[AnalysisTable]:
+        fits = []
+        for llm, e in result.summary["sources"].items():
+            if "factors" in e:
+                h = e["held_out"]
+                fits.append(
+                    {
+                        "source": llm,
+                        **{k: e[k] for k in ("rows", "queries", "rows_left_out", "mean_gap", "r2")},
+                        "held_r2": h.get("r2"),
+                        "held_rows": h.get("test_rows"),
+                        "held_residual": h.get("shares", {}).get("residual"),
+                    }
+                )
+        fit_columns = [text("source", "LLM source"), integer("rows", "relevant pairs"), integer("queries", "queries"), integer("rows_left_out", "left out"), sig("mean_gap", "mean gap"),
+                       column("r2", "R²", "num", 3), integer("held_rows", "held-out pairs"), column("held_r2", "held-out R²", "num", 3), column("held_residual", "held-out residual share", "num", 3)]  # fmt: skip
+        terms = result.tables["decompose_terms"].rename(columns={"llm_source": "source"}).to_dict("records")
+        term_columns = [text("source", "LLM source"), text("label", "term"), sig("coef", "b"), sig("ci_low", "CI low"), sig("ci_high", "CI high"), column("p", "p", "sig", 3),
+                        column("std_coef", "standardised", "num", 3), column("share", "share", "num", 3), column("share_held_out", "share (held out)", "num", 3)]  # fmt: skip
+        level = round(100 * result.parameters.get("confidence", 0.95))
+        return [
+            AnalysisTable(
+                "decompose_fits",
+                "The joint regression of the twin score gap",
+                fit_columns,
+                fits,
+                "SEs clustered by query; the held-out half is fitted on the other half's queries.",
+            ),
+            AnalysisTable(
+                "decompose_terms", "Its terms", term_columns, terms, f"b with its {level}% CI (clustered by query); share of the mean gap: b·mean(x)/mean(gap)."
+            ),
+        ]
+
+    def notes(self, result) -> list[str]:
+        s = result.summary
+        out = [f"factors: {', '.join(s['factors_requested'])}" + "".join(f"; not included: {k} ({why})" for k, why in s.get("not_included", {}).items())]
+        for llm, e in s["sources"].items():
+            if "factors" not in e:
+                out.append(f"{llm}: {e.get('note')}")
+                continue
+            out += [f"{llm}: excluded {k}: {why}" for k, why in e["excluded"].items()]
+            if "note" in e["held_out"]:
+                out.append(f"{llm}: held-out half: {e['held_out']['note']}")
+        return out
+
+    def draw(self, result, out: Path) -> dict[str, Path]:
+        return draw(result, out)
+
+
+register_analysis(Decompose())
 
 __all__ = [
     "FACTORS",
@@ -392,6 +430,5 @@ __all__ = [
     "fit_gap_model",
     "held_out",
     "plot_coefficients",
-    "summary_lines",
     "term_table",
 ]

@@ -36,11 +36,16 @@ differences, and the flips are a few lines of NumPy.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import Any, ClassVar
 
 import numpy as np
 
+from sourcebias.analysis.base import ENCODER, SEED, SOURCES, Analysis, AnalysisTable, Param, integer, llm_rows, psig, register_analysis, sig, text
+from sourcebias.analysis.common import dense_model, llm_sources, make_result, twin_pairs
+from sourcebias.analysis.result import AnalysisResult
 from sourcebias.core.errors import ConfigError
 
 _EPS = 1e-12
@@ -236,3 +241,117 @@ def score_gap_decomposition(q: Any, e_llm: Any, e_human: Any, u: Any) -> dict[st
         "share_along": float(along.mean() / mean_gap) if mean_gap != 0 else float("nan"),
         "triples": len(gap),
     }
+
+
+# -- the analysis ----------------------------------------------------------------------------------
+def _held_out_share(q_vecs, e_l, e_h, rows, seed) -> dict[str, Any]:
+    """The share of the score gaps along a direction estimated on a seeded half of the twin pairs,
+    over the relevant triples whose pair is in the other half. Undefined (``None``, with
+    ``held_out_note``) when either half is empty — e.g. a single twin pair, or every judged pair
+    drawn into the estimation half."""
+    n = len(e_l)
+    half = np.random.default_rng(seed).permutation(n) < n // 2
+    held = ~half[rows]
+    if not half.any() or not held.any():
+        why = (
+            f"the estimation half is empty ({n} twin pair{'s' if n != 1 else ''})"
+            if not half.any()
+            else f"no judged pair falls in the held-out half ({len(rows)} judged relevant pair{'s' if len(rows) != 1 else ''})"
+        )
+        return {"share_along_held_out": None, "held_out_triples": 0, "held_out_note": f"undefined: {why}"}
+    est_a = estimate_direction(e_l[half], e_h[half], n_permutations=0, seed=seed)
+    out = score_gap_decomposition(q_vecs[held], e_l[rows][held], e_h[rows][held], est_a.unit)
+    return {"share_along_held_out": out["share_along"], "held_out_triples": out["triples"]}
+
+
+def direction(
+    dataset, model: str = "minilm", *, sources: Sequence[str] | None = None, permutations: int = 1000, seed: int = 0, options: Mapping[str, Any] | None = None
+) -> AnalysisResult:
+    """The mean LLM − human embedding difference over twin pairs, its consistency and sign-flip
+    p-values; with judged queries, the share of each relevant pair's score gap that lies along it
+    — in-sample, and out-of-sample (direction from a seeded half of the pairs, gaps of the other)."""
+    import pandas as pd
+
+    retriever = dense_model(model, options)
+    corpus = dataset.corpus
+    texts = corpus.retrieval_texts()
+    human = dataset.human_source
+    summary: dict[str, Any] = {"model": retriever.name, "sources": {}}
+    pair_rows, gap_rows = [], []
+    estimates = {}
+    for llm in llm_sources(dataset, sources):
+        hp, lp, ids = twin_pairs(corpus, human, llm)
+        e_h = retriever.embed([texts[i] for i in hp], "document")
+        e_l = retriever.embed([texts[i] for i in lp], "document")
+        est = estimate_direction(e_l, e_h, n_permutations=permutations, seed=seed)
+        entry: dict[str, Any] = dict(est.summary())
+        for k, d in enumerate(ids):
+            pair_rows.append({"doc_id": d, "llm_source": llm, "projection": float(est.projections[k]), "cosine": float(est.cosines[k])})
+        # relevant triples: (query, human doc, twin) for judged relevant pairs with both copies
+        row_of = {d: k for k, d in enumerate(ids)}
+        triples = [(q, row_of[d]) for q in dataset.evaluation_queries() for d, g in dataset.qrels[q].items() if g > 0 and d in row_of]
+        if triples:
+            q_vecs = retriever.embed([dataset.queries[q] for q, _ in triples], "query")
+            rows = np.array([k for _, k in triples])
+            ins = score_gap_decomposition(q_vecs, e_l[rows], e_h[rows], est.unit)
+            entry["score_gap"] = {
+                "triples": ins["triples"],
+                "mean_gap": ins["mean_gap"],
+                "mean_along": ins["mean_along"],
+                "share_along_in_sample": ins["share_along"],
+                **_held_out_share(q_vecs, e_l, e_h, rows, seed),
+                "share_llm_scored_higher": float(np.mean(ins["gap"] > 0)),
+            }
+            for (q, k), g, a, r in zip(triples, ins["gap"], ins["along"], ins["residual"]):
+                gap_rows.append({"query_id": q, "doc_id": ids[k], "llm_source": llm, "gap": float(g), "along": float(a), "residual": float(r)})
+        summary["sources"][llm] = entry
+        estimates[llm] = est
+    tables = {"direction_pairs": pd.DataFrame(pair_rows)}
+    if gap_rows:
+        tables["score_gaps"] = pd.DataFrame(gap_rows)
+    result = make_result("direction", dataset, {"model": model, "permutations": permutations, "seed": seed}, {"encoder": retriever.config()}, tables, summary)
+    result.arrays["direction"] = estimates  # the null distributions, for the figure
+    return result
+
+
+class DirectionAnalysis(Analysis):
+    """``sourcebias analyze direction``."""
+
+    name = "direction"
+    help = "The LLM − human embedding direction: consistency, sign-flip tests, share of score gaps along it."
+    params: ClassVar[Mapping[str, Param]] = {
+        "model": ENCODER,
+        "split": Param(str, "test", "Qrels split whose relevant pairs give the score gaps."),
+        "source": SOURCES,
+        "permutations": Param(int, 1000, "Sign-flip permutations.", min=0),
+        "seed": SEED,
+    }
+
+    def run(self, dataset, params, options) -> AnalysisResult:
+        return direction(dataset, params["model"], sources=params["source"], permutations=params["permutations"], seed=params["seed"], options=options)
+
+    def tables(self, result) -> list[AnalysisTable]:
+        rows = llm_rows(result, ("pairs", "mean_difference_norm", "consistency", "p_norm", "p_consistency"))
+        for row, entry in zip(rows, result.summary["sources"].values()):
+            gap = entry.get("score_gap", {})
+            row.update({k: gap.get(k) for k in ("triples", "mean_gap", "share_along_in_sample", "share_along_held_out")})
+        columns = [text("source", "LLM source"), integer("pairs", "pairs"), sig("mean_difference_norm", "||mean difference||"), sig("consistency", "consistency"),
+                   psig("p_norm", "p norm"), psig("p_consistency", "p consistency"), integer("triples", "relevant pairs"), sig("mean_gap", "mean score gap"),
+                   sig("share_along_in_sample", "share along"), sig("share_along_held_out", "share along, held out")]  # fmt: skip
+        caption = "Sign-flip p-values of the mean difference's norm and consistency; the score gap (LLM − human) of the relevant pairs and its share along the direction, in sample and held out."
+        return [AnalysisTable("direction", "The LLM − human direction", columns, rows, caption)]
+
+    def notes(self, result) -> list[str]:
+        return [
+            f"{src}: the share along the direction, held out: {e['score_gap']['held_out_note']}"
+            for src, e in result.summary["sources"].items()
+            if e.get("score_gap", {}).get("held_out_note")
+        ]
+
+    def draw(self, result, out: Path) -> dict[str, Path]:
+        from sourcebias.analysis.draw import draw_direction
+
+        return draw_direction(result, out)
+
+
+register_analysis(DirectionAnalysis())

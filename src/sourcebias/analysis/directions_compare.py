@@ -34,10 +34,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
+from sourcebias.analysis.base import SEED, Analysis, AnalysisTable, Param, column, integer, register_analysis, sig, text
+from sourcebias.analysis.common import dense_model, make_result, twin_pairs
 from sourcebias.core.errors import ConfigError
 
 _EPS = 1e-12
@@ -224,8 +226,6 @@ def compare_directions(
     (needed when a dataset has several)."""
     import pandas as pd
 
-    from sourcebias.analysis.runners import _result, dense_model
-
     if not datasets:
         raise ConfigError("compare-directions needs at least one dataset")
     retriever = dense_model(model, options)
@@ -253,7 +253,7 @@ def compare_directions(
         "seed": seed,
         "datasets": [{"path": str(d.root), "split": d.split} for d in datasets],
     }
-    result = _result("compare-directions", datasets[0], parameters, {"encoder": retriever.config()}, tables, summary)
+    result = make_result("compare-directions", datasets[0], parameters, {"encoder": retriever.config()}, tables, summary)
     result.arrays.update(arrays)
     return result
 
@@ -286,7 +286,6 @@ def _llm_source(ds, source: str | None) -> str:
 def _one_dataset(ds, retriever, *, source, permutations, unjudged_negatives, seed) -> dict[str, Any]:
     """The LLM − human and PN directions of one dataset, their angle and test, and the rows."""
     from sourcebias.analysis.direction import estimate_direction
-    from sourcebias.analysis.runners import twin_pairs
 
     llm = _llm_source(ds, source)
     texts = ds.corpus.retrieval_texts()
@@ -427,31 +426,76 @@ def draw(result, out: Path) -> dict[str, Path]:
     return figs
 
 
-def summary_lines(result) -> list[str]:
-    """The lines ``sourcebias analyze compare-directions`` prints."""
-    s = result.summary
-    lines = [f"PN policy: {s['pn_policy']}"]
-    for c in s["pn_queries"]:
-        lines.append(
-            f"{c['dataset']}: PN over {c['used']} of {c['queries']} judged queries (without a relevant document {c['no_relevant']}, without a judged-irrelevant one {c['no_judged_negative']}, with sampled negatives {c['sampled_negatives']})"
-        )
-    for r in result.tables["directions"].to_dict("records"):
-        if isinstance(r.get("note"), str):
-            lines.append(f"  {r['dataset']} {r['direction']}: {r['note']}")
-        else:
-            lines.append(
-                f"  {r['dataset']} {r['direction']}: {r['pairs']} {r['units']}, ||mean|| {r['mean_difference_norm']:.4g}, consistency {r['consistency']:.3f}, sign-flip p {r['p_norm']:.3g} ({int(r['permutations']):,} flips)"
-            )
-    for a in result.tables["angles"].to_dict("records"):
-        lines.append(
-            f"  angle {a['dataset']}: {a['a']} vs {a['b']}: cos {a['cosine']:.3f} ({a['angle_deg']:.1f}°); sign-flip p {a['p_flip_a']:.3g} (flip a) / {a['p_flip_b']:.3g} (flip b); random unit vectors in d = {a['dimension']}: 95% of cosines in [{a['random_cos_low']:.3f}, {a['random_cos_high']:.3f}], p {a['p_random']:.3g}"
-        )
-    j = s.get("joint")
-    if j:
-        lines.append(
-            f"joint sign-flip over {', '.join(f'{d} ({n:,} pairs)' for d, n in zip(j['datasets'], j['pairs']))}: shared norm {j['shared_norm']:.4g} (p {j['p_shared_norm']:.3g}), mean pairwise cosine {j['mean_pairwise_cosine']:.3f} (p {j['p_pairwise_cosine']:.3g}); {j['permutations']:,} flips, seed {j['seed']}"
-        )
-    return lines
+class CompareDirections(Analysis):
+    """``sourcebias analyze compare-directions``."""
+
+    name = "compare-directions"
+    help = "LLM − human vs positive − negative directions: angle, sign-flip tests, random reference; with --with, the joint cross-dataset sign-flip test."
+    params: ClassVar[Mapping[str, Param]] = {
+        "model": Param(str, "minilm", "Encoder: minilm, st:NAME_OR_PATH or a preset."),
+        "also": Param(
+            list[str] | None,
+            None,
+            "Another dataset for the joint sign-flip test (repeat); its qrels split after a colon (default: --split).",
+            flags=("--with",),
+            metavar="DIR[:SPLIT]",
+        ),
+        "split": Param(str, "test", "Qrels split of DATASET_DIR (the PN direction's judgements)."),
+        "source": Param(str | None, None, "The LLM source (needed when a dataset has several).", flags=("--source", "-s")),
+        "permutations": Param(int, 1000, "Sign flips of each dataset's tests.", min=0),
+        "joint_permutations": Param(int, 10_000, "Sign flips of the joint test.", min=1),
+        "unjudged_negatives": Param(
+            int, 0, "For a query without a judged-irrelevant document: this many seeded random unjudged documents as negatives (0: leave the query out).", min=0
+        ),
+        "seed": SEED,
+    }
+
+    def run(self, dataset, params, options):
+        from sourcebias.data import load_dataset
+
+        p, others = params, []
+        for spec in p["also"] or []:
+            path, _, sp = spec.rpartition(":") if ":" in spec and "/" not in spec.rpartition(":")[2] else (spec, "", "")
+            others.append(load_dataset(Path(path), split=sp or p["split"]))
+        return compare_directions([dataset, *others], p["model"], source=p["source"], permutations=p["permutations"], joint_permutations=p["joint_permutations"],
+                                  unjudged_negatives=p["unjudged_negatives"], seed=p["seed"], options=options)  # fmt: skip
+
+    def tables(self, result) -> list[AnalysisTable]:
+        s, t = result.summary, result.tables
+        pn = [text("dataset", "dataset"), integer("used", "PN queries"), integer("queries", "judged queries"), integer("no_relevant", "without a relevant"),
+              integer("no_judged_negative", "without a judged-irrelevant"), integer("sampled_negatives", "with sampled negatives")]  # fmt: skip
+        directions = [text("dataset", "dataset"), text("direction", "direction"), integer("pairs", "pairs"), text("units", "of"), sig("mean_difference_norm", "||mean||"),
+                      column("consistency", "consistency", "num", 3), column("p_norm", "sign-flip p", "sig", 3), integer("permutations", "flips")]  # fmt: skip
+        angles = [text("dataset", "dataset"), text("a", "a"), text("b", "b"), column("cosine", "cos", "num", 3), column("angle_deg", "angle °", "num", 1), column("p_flip_a", "p (flip a)", "sig", 3),
+                  column("p_flip_b", "p (flip b)", "sig", 3), integer("dimension", "d"), column("random_cos_low", "random 95% low", "num", 3),
+                  column("random_cos_high", "random 95% high", "num", 3), column("p_random", "p (random)", "sig", 3)]  # fmt: skip
+        out = [
+            AnalysisTable("pn_queries", "PN directions: the judged queries", pn, t["pn_queries"].to_dict("records"), f"PN policy: {s['pn_policy']}"),
+            AnalysisTable("directions", "Directions", directions, [r for r in t["directions"].to_dict("records") if not isinstance(r.get("note"), str)]),
+            AnalysisTable(
+                "angles",
+                "Angles between directions",
+                angles,
+                t["angles"].to_dict("records"),
+                "Sign-flip p of each direction's flips; random unit vectors in d dimensions as the reference.",
+            ),
+        ]
+        j = s.get("joint")
+        if j:
+            row = {"datasets": ", ".join(f"{d} ({n:,} pairs)" for d, n in zip(j["datasets"], j["pairs"])), **j}
+            columns = [text("datasets", "datasets"), sig("shared_norm", "shared norm"), column("p_shared_norm", "p", "sig", 3), column("mean_pairwise_cosine", "mean pairwise cos", "num", 3),
+                       column("p_pairwise_cosine", "p", "sig", 3), integer("permutations", "flips"), integer("seed", "seed")]  # fmt: skip
+            out.append(AnalysisTable("joint", "Joint sign-flip test", columns, [row]))
+        return out
+
+    def notes(self, result) -> list[str]:
+        return [f"{r['dataset']} {r['direction']}: {r['note']}" for r in result.tables["directions"].to_dict("records") if isinstance(r.get("note"), str)]
+
+    def draw(self, result, out: Path) -> dict[str, Path]:
+        return draw(result, out)
+
+
+register_analysis(CompareDirections())
 
 
 __all__ = [
@@ -464,5 +508,4 @@ __all__ = [
     "plot_joint",
     "pn_differences",
     "random_cosine_reference",
-    "summary_lines",
 ]

@@ -1,5 +1,7 @@
 """The figures of each analysis, drawn from its :class:`AnalysisResult` into a folder
-(``figures/*.png``; the drawing functions are in :mod:`sourcebias.analysis.figures`)."""
+(``figures/*.png``): :func:`draw` asks the registered analysis (:meth:`Analysis.draw`); the figures
+of quality, spectrum, perplexity, artifacts and direction are drawn here (``draw_*``), from the
+plotting functions of :mod:`sourcebias.analysis.figures`."""
 
 from __future__ import annotations
 
@@ -7,8 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
-from sourcebias.analysis import decompose, directions_compare, length
 from sourcebias.analysis import figures as fg
+from sourcebias.analysis.base import get_analysis
 from sourcebias.analysis.result import AnalysisResult
 
 
@@ -16,7 +18,7 @@ def draw(result: AnalysisResult, folder: str | Path) -> dict[str, Path]:
     """Draw every figure of ``result`` into ``folder/figures`` and record them in ``result.figures``."""
     out = Path(folder) / "figures"
     out.mkdir(parents=True, exist_ok=True)
-    drawn = _DRAW[result.analysis](result, out)
+    drawn = get_analysis(result.analysis).draw(result, out)
     result.figures.update({k: v.relative_to(Path(folder)) if v.is_relative_to(Path(folder)) else v for k, v in drawn.items()})
     return drawn
 
@@ -31,7 +33,7 @@ def _field(result: AnalysisResult) -> str:
     return f" [{f}]" if f else ""
 
 
-def _quality(r: AnalysisResult, out: Path) -> dict[str, Path]:
+def draw_quality(r: AnalysisResult, out: Path) -> dict[str, Path]:
     t = r.tables["quality"]
     figs: dict[str, Path] = {}
     for llm, part in t.groupby("llm_source", sort=False):
@@ -61,7 +63,7 @@ def _quality(r: AnalysisResult, out: Path) -> dict[str, Path]:
     return figs
 
 
-def _spectrum(r: AnalysisResult, out: Path) -> dict[str, Path]:
+def draw_spectrum(r: AnalysisResult, out: Path) -> dict[str, Path]:
     rows = r.tables["spectrum"].to_dict("records")
     return {
         "spectrum": fg.plot_spectrum(
@@ -73,7 +75,7 @@ def _spectrum(r: AnalysisResult, out: Path) -> dict[str, Path]:
     }
 
 
-def _perplexity(r: AnalysisResult, out: Path) -> dict[str, Path]:
+def draw_perplexity(r: AnalysisResult, out: Path) -> dict[str, Path]:
     t = r.tables["perplexity"]
     values = {s: t.loc[t["source"] == s, "value"].to_numpy(dtype=float) for s in t["source"].unique()}
     human = _human(r)
@@ -97,7 +99,7 @@ def _perplexity(r: AnalysisResult, out: Path) -> dict[str, Path]:
     }
 
 
-def _artifacts(r: AnalysisResult, out: Path) -> dict[str, Path]:
+def draw_artifacts(r: AnalysisResult, out: Path) -> dict[str, Path]:
     t = r.tables["artifacts"]
     human = _human(r)
     figs = {
@@ -129,7 +131,7 @@ def _artifacts(r: AnalysisResult, out: Path) -> dict[str, Path]:
     return figs
 
 
-def _direction(r: AnalysisResult, out: Path) -> dict[str, Path]:
+def draw_direction(r: AnalysisResult, out: Path) -> dict[str, Path]:
     figs: dict[str, Path] = {}
     ests = r.arrays.get("direction", {})
     t = r.tables["direction_pairs"]
@@ -148,15 +150,3 @@ def _direction(r: AnalysisResult, out: Path) -> dict[str, Path]:
             title=f"{r.dataset['name']}, {r.summary.get('model')}: LLM − human direction ({entry['pairs']} pairs)",
         )
     return figs
-
-
-_DRAW = {
-    "quality": _quality,
-    "spectrum": _spectrum,
-    "perplexity": _perplexity,
-    "artifacts": _artifacts,
-    "direction": _direction,
-    "length": length.draw,
-    "decompose": decompose.draw,
-    "compare-directions": directions_compare.draw,
-}

@@ -2,9 +2,10 @@
 
 Every function takes tidy arrays or rows and a path, writes one PNG (180 dpi; 7 inches wide
 for two panels, 3.5 for one, so it reads at the width of a paper's column or page) and returns
-the path. Colours are the Okabe-Ito colour-blind-safe palette, and a source keeps its colour in
-every figure: the human source blue, the LLM sources vermillion, then orange, purple, sky blue,
-in the order given; pair-level measures are bluish green, baselines and null distributions grey.
+the path. Colours are the Okabe-Ito colour-blind-safe palette of :mod:`sourcebias.core.palette`,
+and a source keeps its colour in every figure: the human source blue, the LLM sources vermillion,
+then orange, purple, sky blue, in the order given; pair-level measures are bluish green,
+baselines and null distributions grey.
 """
 
 from __future__ import annotations
@@ -16,14 +17,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from sourcebias.core.errors import ConfigError
+from sourcebias.core.palette import HUMAN_COLOR, LLM_COLORS, NULL_COLOR, PAIR_COLOR
 
 if TYPE_CHECKING:
     from matplotlib.typing import RcKeyType
 
-HUMAN_COLOR = "#0072B2"
-LLM_COLORS = ("#D55E00", "#E69F00", "#CC79A7", "#56B4E9", "#F0E442")
-PAIR_COLOR = "#009E73"
-NULL_COLOR = "#8C8C8C"
 DPI = 180
 _STYLE: dict[RcKeyType, Any] = {
     "font.size": 8.5,

@@ -24,11 +24,14 @@ count is the text's own length, not what fits in the model's window.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
+
+from sourcebias.analysis.base import FIELD, SOURCES, Analysis, AnalysisTable, Param, integer, psig, register_analysis, sig, text
+from sourcebias.analysis.common import llm_sources, make_result, twin_pairs
 
 #: units counted, in the order of every table and figure
 UNITS = ("words", "tokens")
@@ -141,7 +144,6 @@ def length(dataset, tokenizer: str = "minilm", *, sources: Sequence[str] | None 
 
     from sourcebias.analysis.effects import describe_finite
     from sourcebias.analysis.perplexity import field_texts
-    from sourcebias.analysis.runners import _llm_sources, _result
 
     tok, tok_config = load_tokenizer(tokenizer)
     corpus = dataset.corpus
@@ -153,7 +155,7 @@ def length(dataset, tokenizer: str = "minilm", *, sources: Sequence[str] | None 
         pos = corpus.positions_of_source(s)
         summary["per_source"][s] = {u: describe_finite(counts[u][pos]) for u in UNITS}
     pair_tables, query_tables = [], []
-    for llm in _llm_sources(dataset, sources):
+    for llm in llm_sources(dataset, sources):
         pairs = _pair_table(corpus, counts, dataset.human_source, llm)
         queries = _query_table(dataset, pairs, llm)
         summary["pairs"][llm] = {
@@ -165,14 +167,12 @@ def length(dataset, tokenizer: str = "minilm", *, sources: Sequence[str] | None 
         query_tables.append(queries)
     tables = {"length_documents": docs, "length_pairs": pd.concat(pair_tables, ignore_index=True), "length_queries": pd.concat(query_tables, ignore_index=True)}
     parameters = {"tokenizer": tokenizer, "field": field, "tolerance": tolerance}
-    return _result("length", dataset, parameters, {"tokenizer": tok_config}, tables, summary)
+    return make_result("length", dataset, parameters, {"tokenizer": tok_config}, tables, summary)
 
 
 def _pair_table(corpus, counts: dict[str, np.ndarray], human: str, llm: str):
     """One row per twin pair of ``llm``: each unit's counts of both copies and their ratio."""
     import pandas as pd
-
-    from sourcebias.analysis.runners import twin_pairs
 
     hp, lp, ids = twin_pairs(corpus, human, llm)
     table = pd.DataFrame({"doc_id": ids, "llm_source": llm})
@@ -269,5 +269,70 @@ def draw(result, out: Path) -> dict[str, Path]:
         )
     }
 
+
+class Length(Analysis):
+    """``sourcebias analyze length``."""
+
+    name = "length"
+    help = "Words and model tokens per source, per twin pair (ratio LLM / human) and per query, with g_z and Wilcoxon tests."
+    model = False
+    params: ClassVar[Mapping[str, Param]] = {
+        "tokenizer": Param(
+            str,
+            "minilm",
+            "Tokenizer counting model tokens: a retriever preset (minilm, bge-small, ...), smollm2, a Hugging Face name or a local folder (offline when on this machine).",
+        ),
+        "tolerance": Param(float, 0.1, "Report the share of pairs whose ratio is within 1 ± this.", min=0.0),
+        "field": FIELD,
+        "source": SOURCES,
+        "split": Param(str | None, None, "Qrels split whose judged pairs give the per-query table (none: no per-query table)."),
+    }
+
+    def run(self, dataset, params, options):
+        p = params
+        return length(dataset, p["tokenizer"], sources=p["source"], field=p["field"], tolerance=p["tolerance"])
+
+    def tables(self, result) -> list[AnalysisTable]:
+        s = result.summary
+        pairs, queries = [], []
+        for llm, units in s["pairs"].items():
+            for unit, e in units.items():
+                c = e["llm_vs_human"]
+                pairs.append(
+                    {"source": llm, "unit": unit, **{f"ratio_{k}": v for k, v in e["ratio"].items()}, **c, "note": "" if "g_z" in c else c.get("note", "")}
+                )
+            q = s["queries"][llm]
+            for unit in UNITS:
+                if unit in q and "g_z" in q[unit]["llm_vs_human"]:
+                    queries.append({"source": llm, "unit": unit, "queries": q["queries"], **q[unit]["llm_vs_human"]})
+        columns = [text("source", "LLM source"), text("unit", "unit"), sig("mean_llm", "mean LLM"), sig("mean_human", "mean human"), sig("ratio_median", "ratio median"),
+                   sig("ratio_q1", "IQR low"), sig("ratio_q3", "IQR high"), integer("ratio_left_out", "left out"), sig("g_z", "g_z"), psig("wilcoxon_p", "Wilcoxon p"),
+                   integer("wilcoxon_n", "non-zero"), integer("n", "pairs"), text("note", "note")]  # fmt: skip
+        out = [
+            AnalysisTable(
+                "length_pairs",
+                "Length of the twin pairs",
+                columns,
+                pairs,
+                "Ratio LLM / human per pair; g_z and the Wilcoxon signed-rank test over the pairs (zero differences left out of it).",
+            )
+        ]
+        if queries:
+            columns = [
+                text("source", "LLM source"),
+                text("unit", "unit"),
+                integer("queries", "queries"),
+                sig("g_z", "g_z"),
+                psig("wilcoxon_p", "Wilcoxon p"),
+                integer("wilcoxon_n", "non-zero"),
+            ]
+            out.append(AnalysisTable("length_queries", "Per query (mean over its judged pairs)", columns, queries))
+        return out
+
+    def draw(self, result, out: Path) -> dict[str, Path]:
+        return draw(result, out)
+
+
+register_analysis(Length())
 
 __all__ = ["UNITS", "draw", "length", "load_tokenizer", "paired_comparison", "plot_ratios", "ratio_summary", "ratios", "token_lengths", "word_lengths"]

@@ -29,11 +29,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
 
 import numpy as np
 
+from sourcebias.analysis.base import FIELD, SOURCES, SPLIT, Analysis, AnalysisTable, Param, integer, psig, register_analysis, sig, text
+from sourcebias.analysis.common import llm_sources, make_result, twin_pairs
+from sourcebias.analysis.result import AnalysisResult
 from sourcebias.core.errors import ConfigError
 
 #: bump when the definition of a stored value changes
@@ -328,3 +332,109 @@ def document_values(corpus, scorer, *, cache_dir: Any = None, unique: bool = Tru
     embedder = Embedder(scorer, cache_dir=cache_dir, batch_size=scorer.batch_size, name=f"{scorer.name} ({scorer.field}): perplexity")
     rows = embedder.embed(texts, "document")
     return rows[:, 0].astype(np.int64), rows[:, 1].astype(np.float64), embedder.stats
+
+
+def lm_values(corpus, lm: str, *, field: str = "text", options: Mapping[str, Any] | None = None):
+    """The LM scorer of ``lm`` (``lm:NAME``, ``mlm:NAME``, ``mlm:from-retriever:SPEC``) built with
+    the model options (``device``, ``batch_size``, ``cache_dir``; any other key is the encoder's,
+    and left out here), and per document of ``corpus`` its ``field``'s ``(tokens, values)`` with
+    the store's statistics, through the store in ``cache_dir``: ``(scorer, tokens, values, stats)``."""
+    opts = dict(options or {})
+    scorer = build_lm_scorer(lm, batch_size=opts.get("batch_size"), device=opts.get("device"), cache_dir=opts.get("cache_dir"), field=field)
+    tokens, values, stats = document_values(corpus, scorer, cache_dir=opts.get("cache_dir"))
+    return scorer, tokens, values, stats
+
+
+# -- the analysis ----------------------------------------------------------------------------------
+def perplexity(
+    dataset,
+    lm: str = "lm:smollm2",
+    *,
+    sources: Sequence[str] | None = None,
+    field: str = "text",
+    options: Mapping[str, Any] | None = None,
+) -> AnalysisResult:
+    """Log-perplexity of every document's ``field`` (``text``, the default, as the papers' code;
+    or ``title+text``) (``lm:`` causal, ``mlm:`` masked pseudo-perplexity) under the LM built with
+    the model ``options`` (``device``, ``batch_size``, ``cache_dir``); per source mean and
+    spread; over twin pairs the mean difference (LLM − human) with a paired t-test, a Wilcoxon
+    signed-rank test and the paired effect size. A document without a value (an empty field)
+    is left out, and counted (``left_out``)."""
+    import pandas as pd
+
+    from sourcebias.analysis.effects import compare_paired, describe_finite
+
+    corpus = dataset.corpus
+    scorer, tokens, values, stats = lm_values(corpus, lm, field=field, options=options)
+    table = pd.DataFrame({"doc_id": corpus.doc_ids, "source": corpus.source_list(), "tokens": tokens, "value": values})
+    summary: dict[str, Any] = {
+        "model": lm,
+        "field": field,
+        "value": "mean negative log-likelihood per token (nats)",
+        "per_source": {},
+        "pairs": {},
+        "cache": stats,
+    }
+    for s in dataset.sources:
+        summary["per_source"][s] = describe_finite(values[corpus.positions_of_source(s)])
+    human = dataset.human_source
+    for llm in llm_sources(dataset, sources):
+        hp, lp, _ = twin_pairs(corpus, human, llm)
+        ok = np.isfinite(values[hp]) & np.isfinite(values[lp])
+        if ok.sum() < 2:
+            summary["pairs"][llm] = {"n": int(ok.sum()), "left_out": int((~ok).sum()), "note": "undefined: fewer than 2 twin pairs with a value in both copies"}
+            continue
+        cmp = compare_paired(values[lp][ok], values[hp][ok], names=(llm, human))
+        cmp["share_llm_lower"] = float(np.mean(values[lp][ok] < values[hp][ok]))
+        cmp["left_out"] = int((~ok).sum())
+        summary["pairs"][llm] = cmp
+    return make_result(
+        "perplexity",
+        dataset,
+        {"model": lm, "field": field, "max_tokens": getattr(scorer, "max_tokens", None)},
+        {"lm": scorer.config()},
+        {"perplexity": table},
+        summary,
+    )
+
+
+class Perplexity(Analysis):
+    """``sourcebias analyze perplexity``."""
+
+    name = "perplexity"
+    help = "Log-perplexity of every document and the paired LLM − human difference (Dai et al., KDD 2024, §4.2)."
+    params: ClassVar[Mapping[str, Param]] = {
+        "model": Param(
+            str,
+            "lm:smollm2",
+            "lm:NAME (causal, e.g. lm:smollm2), mlm:NAME (masked, e.g. mlm:bert-base-uncased) or mlm:from-retriever:RETRIEVER (the masked-LM head in a retriever's checkpoint, e.g. mlm:from-retriever:st:DIR; refused without one); options ,max_tokens=512.",
+        ),
+        "field": FIELD,
+        "source": SOURCES,
+        "split": SPLIT,
+    }
+
+    def run(self, dataset, params, options):
+        return perplexity(dataset, params["model"], sources=params["source"], field=params["field"], options=options)
+
+    def tables(self, result) -> list[AnalysisTable]:
+        s = result.summary
+        per_source = [{"source": src, **d} for src, d in s["per_source"].items()]
+        pairs = [{"source": src, **c} for src, c in s["pairs"].items()]
+        value = s.get("value", "")
+        return [
+            AnalysisTable("perplexity_sources", "Log-perplexity per source", [text("source", "source"), sig("mean", "mean"), sig("std", "std"), integer("n", "n"), integer("left_out", "left out")], per_source, value),
+            AnalysisTable("perplexity_pairs", "Twin pairs: LLM − human", [text("source", "LLM source"), sig("mean_difference", "mean difference"), sig("d_z", "d_z"), psig("paired_p", "paired t p"),
+                          psig("wilcoxon_p", "Wilcoxon p"), integer("n", "n"), integer("left_out", "left out")], pairs, "Over twin pairs with a value in both copies."),
+        ]  # fmt: skip
+
+    def notes(self, result) -> list[str]:
+        return [f"pairs {src} − human: {c['note']}" for src, c in result.summary["pairs"].items() if "mean_difference" not in c and c.get("note")]
+
+    def draw(self, result, out: Path) -> dict[str, Path]:
+        from sourcebias.analysis.draw import draw_perplexity
+
+        return draw_perplexity(result, out)
+
+
+register_analysis(Perplexity())

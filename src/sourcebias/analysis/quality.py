@@ -19,10 +19,14 @@ and an analyzer callable for terms (the command passes the BM25 analyzer,
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from pathlib import Path
+from typing import Any, ClassVar
 
 import numpy as np
 
+from sourcebias.analysis.base import ENCODER, FIELD, SEED, SOURCES, SPLIT, Analysis, AnalysisTable, Param, integer, llm_rows, register_analysis, sig, text
+from sourcebias.analysis.common import dense_model, finite_mean, llm_sources, make_result, twin_pairs
+from sourcebias.analysis.result import AnalysisResult
 from sourcebias.core.errors import ConfigError
 
 
@@ -138,3 +142,192 @@ def tsne_map(
     sources = np.concatenate([np.full(len(m), name, dtype=object) for name, m in zip(embeddings, mats)])
     coords = TSNE(n_components=2, perplexity=perplexity, init="pca", learning_rate="auto", random_state=seed, metric=metric, max_iter=max_iter).fit_transform(x)
     return coords, sources
+
+
+# -- the analysis ----------------------------------------------------------------------------------
+def quality(
+    dataset,
+    model: str = "minilm",
+    *,
+    sources: Sequence[str] | None = None,
+    seed: int = 0,
+    random_pairs: int | None = None,
+    tsne_sample: int = 2000,
+    field: str = "text",
+    options: Mapping[str, Any] | None = None,
+) -> AnalysisResult:
+    """Per twin pair: term Jaccard and overlap (the BM25 analyzer's terms), words and tokens of
+    each copy, embedding cosine; cosine of seeded random pairs as the baseline; a t-SNE map of a
+    seeded sample of both corpora. Every measure is computed on ``field`` of the documents
+    (``text``, the default, as the papers' code; or ``title+text``). A pair without analyzer
+    terms has no Jaccard (or overlap): the means are over the pairs that have one, and the
+    count left out is reported."""
+    import pandas as pd
+
+    from sourcebias.analysis.perplexity import field_texts
+    from sourcebias.retrieval.lexical import EnglishAnalyzer
+
+    retriever = dense_model(model, options)
+    corpus = dataset.corpus
+    texts = field_texts(corpus, field)
+    analyzer = EnglishAnalyzer()
+    rows, summary, maps = [], {"model": retriever.name, "field": field, "sources": {}}, {}
+    human = dataset.human_source
+    for llm in llm_sources(dataset, sources):
+        pair_rows, summary["sources"][llm], maps[llm] = _quality_pairs(corpus, texts, human, llm, retriever, analyzer, seed=seed, random_pairs=random_pairs)
+        rows += pair_rows
+    tsne, perp = _tsne_table(corpus, texts, [human, *llm_sources(dataset, sources)], retriever, sample=tsne_sample, seed=seed)
+    result = make_result(
+        "quality",
+        dataset,
+        {
+            "model": model,
+            "seed": seed,
+            "random_pairs": random_pairs,
+            "tsne_sample": tsne_sample,
+            "tsne_perplexity": perp,
+            "field": field,
+            "analyzer": analyzer.config(),
+        },
+        {"encoder": retriever.config()},
+        {"quality": pd.DataFrame(rows), "tsne": tsne},
+        summary,
+    )
+    result.arrays["cosines"] = maps  # matched and random-pair cosines, for the figure
+    return result
+
+
+def _tsne_table(corpus, texts: Sequence[str], sources: Sequence[str], retriever, *, sample: int, seed: int) -> tuple[Any, float]:
+    """The t-SNE map of a seeded sample of ``sample`` documents of every source (all of a smaller
+    source), embedded by ``retriever``: its table (source, x, y) and the perplexity used."""
+    import pandas as pd
+
+    from sourcebias.core import progress
+
+    rng = np.random.default_rng(seed)
+    emb = {}
+    for s in sources:
+        pos = corpus.positions_of_source(s)
+        if len(pos) > sample:
+            pos = np.sort(rng.choice(pos, size=sample, replace=False))
+        emb[s] = retriever.embed([texts[i] for i in pos], "document")
+    n_map = sum(len(e) for e in emb.values())
+    perp = float(min(30.0, max(1.0, (n_map - 1) / 3)))  # scikit-learn's default, below N for tiny corpora
+    with progress.task(f"t-SNE of {n_map:,} documents", total=1, unit="map") as t:  # long (tens of seconds), one call
+        coords, labels = tsne_map(emb, seed=seed, perplexity=perp)
+        t.advance()
+    return pd.DataFrame({"source": labels, "x": coords[:, 0], "y": coords[:, 1]}), perp
+
+
+def _quality_pairs(corpus, texts, human, llm, retriever, analyzer, *, seed, random_pairs):
+    """The rows, the summary entry and the cosines (for the figure) of one LLM source's twin pairs."""
+    hp, lp, ids = twin_pairs(corpus, human, llm)
+    th, tl = [texts[i] for i in hp], [texts[i] for i in lp]
+    e_h = retriever.embed(th, "document")
+    e_l = retriever.embed(tl, "document")
+    terms = term_similarity(tl, th, analyzer)
+    cos = pair_cosines(e_l, e_h)
+    rnd_cos = random_pair_cosines(e_l, e_h, n_pairs=random_pairs, seed=seed)["cosine"]
+    tok = _tokenizer_counter(retriever)
+    words_h, words_l = word_counts(th), word_counts(tl)
+    toks_h, toks_l = token_counts(th, tok), token_counts(tl, tok)
+    rows = [
+        {
+            "doc_id": d,
+            "llm_source": llm,
+            "jaccard": terms["jaccard"][k],
+            "overlap": terms["overlap"][k],
+            "cosine": cos[k],
+            "words_human": int(words_h[k]),
+            "words_llm": int(words_l[k]),
+            "tokens_human": int(toks_h[k]),
+            "tokens_llm": int(toks_l[k]),
+        }
+        for k, d in enumerate(ids)
+    ]
+    jaccard, jaccard_out = finite_mean(terms["jaccard"])
+    overlap, overlap_out = finite_mean(terms["overlap"])
+    entry = {
+        "pairs": len(ids),
+        "jaccard_mean": jaccard,
+        "jaccard_left_out": jaccard_out,
+        "overlap_mean": overlap,
+        "overlap_left_out": overlap_out,
+        "left_out_reason": "pairs without analyzer terms (Jaccard: in neither copy; overlap: in the human copy) have no value and are left out of the means",
+        "cosine_matched_mean": float(np.mean(cos)),
+        "cosine_matched_std": float(np.std(cos, ddof=1)) if len(cos) > 1 else 0.0,
+        "cosine_random_mean": float(np.mean(rnd_cos)),
+        "cosine_random_std": float(np.std(rnd_cos, ddof=1)) if len(rnd_cos) > 1 else 0.0,
+        "random_pairs": len(rnd_cos),
+        "words_human_mean": float(np.mean(words_h)),
+        "words_llm_mean": float(np.mean(words_l)),
+        "tokens_human_mean": float(np.mean(toks_h)),
+        "tokens_llm_mean": float(np.mean(toks_l)),
+        "identical_texts": int(sum(a == b for a, b in zip(th, tl))),
+    }
+    return rows, entry, {"matched": cos, "random": rnd_cos}
+
+
+def _tokenizer_counter(retriever):
+    """A function text -> tokens of the retriever's own tokenizer (for token lengths)."""
+    enc = retriever.encoder
+
+    def tokens(text: str):
+        st = enc._model("document") if hasattr(enc, "_model") else None
+        if st is None:
+            return text.split()
+        return st.tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"]
+
+    return tokens
+
+
+class Quality(Analysis):
+    """``sourcebias analyze quality``."""
+
+    name = "quality"
+    help = "Twin quality (Dai et al., KDD 2024, §2.3): term Jaccard/overlap, lengths, matched vs random-pair cosine, t-SNE map."
+    params: ClassVar[Mapping[str, Param]] = {
+        "model": ENCODER,
+        "source": SOURCES,
+        "random_pairs": Param(int | None, None, "Random pairs for the baseline (default: as many as twin pairs)."),
+        "tsne_sample": Param(int, 2000, "Documents per source in the t-SNE map."),
+        "field": FIELD,
+        "seed": SEED,
+        "split": SPLIT,
+    }
+
+    def run(self, dataset, params, options) -> AnalysisResult:
+        p = params
+        return quality(
+            dataset,
+            p["model"],
+            sources=p["source"],
+            seed=p["seed"],
+            random_pairs=p["random_pairs"],
+            tsne_sample=p["tsne_sample"],
+            field=p["field"],
+            options=options,
+        )
+
+    def tables(self, result) -> list[AnalysisTable]:
+        keys = ("pairs", "jaccard_mean", "overlap_mean", "cosine_matched_mean", "cosine_random_mean", "words_human_mean", "words_llm_mean")
+        columns = [text("source", "LLM source"), integer("pairs", "pairs"), sig("jaccard_mean", "Jaccard"), sig("overlap_mean", "overlap"), sig("cosine_matched_mean", "cosine matched"),
+                   sig("cosine_random_mean", "cosine random"), sig("words_human_mean", "words human"), sig("words_llm_mean", "words LLM")]  # fmt: skip
+        caption = "Means over the twin pairs (Jaccard and overlap of the BM25 analyzer's terms; cosines of the encoder's embeddings) and over random pairs."
+        return [AnalysisTable("quality", "Twin quality", columns, llm_rows(result, keys), caption)]
+
+    def notes(self, result) -> list[str]:
+        out = []
+        for src, entry in result.summary["sources"].items():
+            left = {k: entry[f"{k}_left_out"] for k in ("jaccard", "overlap") if entry.get(f"{k}_left_out")}
+            if left:
+                out.append(f"{src}: left out (no analyzer terms): " + ", ".join(f"{k} {n} pairs" for k, n in left.items()))
+        return out
+
+    def draw(self, result, out: Path) -> dict[str, Path]:
+        from sourcebias.analysis.draw import draw_quality
+
+        return draw_quality(result, out)
+
+
+register_analysis(Quality())

@@ -20,11 +20,15 @@ the same number of rows; the spectrum does not depend on the row order.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
 
 import numpy as np
 
+from sourcebias.analysis.base import ENCODER, SOURCES, SPLIT, Analysis, AnalysisTable, Param, integer, llm_rows, register_analysis, sig, text
+from sourcebias.analysis.common import dense_model, llm_sources, make_result, twin_pairs
+from sourcebias.analysis.result import AnalysisResult
 from sourcebias.core.errors import ConfigError
 
 
@@ -108,3 +112,59 @@ def ratio_summary(relative: Any, *, head: int = 10, tail: int = 10) -> dict[str,
         "first_rank_below_1": int(below[0] + 1) if below.size else 0,
         "ranks": int(r.size),
     }
+
+
+# -- the analysis ----------------------------------------------------------------------------------
+def spectrum(
+    dataset, model: str = "minilm", *, sources: Sequence[str] | None = None, center: bool = False, options: Mapping[str, Any] | None = None
+) -> AnalysisResult:
+    """Singular values of each source's embedding matrix over the same documents (the twin
+    pairs, in the same order), and each LLM source's values relative to the human source's."""
+    import pandas as pd
+
+    retriever = dense_model(model, options)
+    corpus = dataset.corpus
+    texts = corpus.retrieval_texts()
+    human = dataset.human_source
+    llms = llm_sources(dataset, sources)
+    common: set[str] = set.intersection(*(set(twin_pairs(corpus, human, llm)[2]) for llm in llms))  # llms is never empty
+    ids = [d for d in corpus.doc_ids if d in common and corpus.position(d, human) is not None]
+    ids = list(dict.fromkeys(ids))
+    emb = {s: retriever.embed([texts[corpus.position(d, s)] for d in ids], "document") for s in [human, *llms]}
+    table = pd.DataFrame(spectrum_table(emb, reference=human, center=center))
+    summary: dict[str, Any] = {"model": retriever.name, "documents": len(ids), "centered": center, "sources": {}}
+    for llm in llms:
+        rel = table[table["source"] == llm]["relative"].to_numpy()
+        summary["sources"][llm] = ratio_summary(rel)
+    return make_result("spectrum", dataset, {"model": model, "center": center}, {"encoder": retriever.config()}, {"spectrum": table}, summary)
+
+
+class Spectrum(Analysis):
+    """``sourcebias analyze spectrum``."""
+
+    name = "spectrum"
+    help = "Singular values of each source's embeddings and the LLM/human ratio (Dai et al., KDD 2024, §4.1)."
+    params: ClassVar[Mapping[str, Param]] = {
+        "model": ENCODER,
+        "source": SOURCES,
+        "center": Param(bool, False, "Centre each matrix first (the papers do not)."),
+        "split": SPLIT,
+    }
+
+    def run(self, dataset, params, options) -> AnalysisResult:
+        return spectrum(dataset, params["model"], sources=params["source"], center=params["center"], options=options)
+
+    def tables(self, result) -> list[AnalysisTable]:
+        keys = ("ratio_rank1", "head_geomean", "tail_geomean", "ranks_above_1", "ranks")
+        columns = [text("source", "LLM source"), sig("ratio_rank1", "ratio at rank 1"), sig("head_geomean", "head geomean"), sig("tail_geomean", "tail geomean"),
+                   integer("ranks_above_1", "ranks above 1"), integer("ranks", "ranks")]  # fmt: skip
+        caption = "Singular values of the LLM source over the human source's, rank by rank (geometric means of the first and last ten)."
+        return [AnalysisTable("spectrum", "Embedding spectrum", columns, llm_rows(result, keys), caption)]
+
+    def draw(self, result, out: Path) -> dict[str, Path]:
+        from sourcebias.analysis.draw import draw_spectrum
+
+        return draw_spectrum(result, out)
+
+
+register_analysis(Spectrum())

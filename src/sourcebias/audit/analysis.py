@@ -142,12 +142,6 @@ def flags_of(n: int, positions: np.ndarray, scores: np.ndarray, threshold: float
     return flags
 
 
-def document_labels(runs: Mapping[str, Any], detector: CalibratedDetector, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(positions, scores, flags)``: :func:`document_scores` and :func:`flags_of`."""
-    positions, scores = document_scores(runs, detector, k)
-    return positions, scores, flags_of(len(next(iter(runs.values())).corpus), positions, scores, detector.threshold)
-
-
 def audit_run(
     name: str,
     run,

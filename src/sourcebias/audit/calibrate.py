@@ -45,7 +45,7 @@ def zero_shot_detector(
     """A zero-shot detector calibrated on the twin pairs of ``calibration_dataset``.
 
     Args:
-        detector: a :class:`~sourcebias.detect.ZeroShotDetector`.
+        detector: a :class:`~sourcebias.detect.Detector`.
         calibration_dataset: a labelled twin dataset.
         max_pairs: a seeded sample of this many pairs (the rule of ``sourcebias detect --max-pairs``).
         threshold: ``youden`` or a number.

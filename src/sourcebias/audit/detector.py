@@ -85,7 +85,7 @@ class CalibratedDetector:
 def twin_groups(dataset) -> tuple[list[str], dict[str, list[tuple[int, bool]]]]:
     """Pair ids (``doc_id`` of human documents with at least one LLM copy) and, per pair, the
     positions of its copies with ``is_llm``."""
-    from sourcebias.analysis.runners import twin_pairs
+    from sourcebias.analysis.common import twin_pairs
 
     corpus, human = dataset.corpus, dataset.human_source
     groups: dict[str, list[tuple[int, bool]]] = {}

@@ -3,7 +3,7 @@ default, the body; or ``title+text``):
 
 * ``log_words``: ln(1 + number of whitespace-separated words);
 * ``median_idf``: the median Lucene BM25 idf of the document's analyzer terms, the idf taken over
-  the collection the document belongs to (:func:`sourcebias.analysis.runners.lucene_idf`, the BM25
+  the collection the document belongs to (:func:`sourcebias.analysis.artifacts.lucene_idf`, the BM25
   analyzer; NaN without terms, imputed by the detector);
 * ``projection``: the document's embedding projected on the LLM − human direction
   (:func:`sourcebias.analysis.direction.estimate_direction` over the *training* twin pairs only),
@@ -96,7 +96,7 @@ class FeatureExtractor:
     @property
     def dense(self):
         if self._dense is None:
-            from sourcebias.analysis.runners import dense_model
+            from sourcebias.analysis.common import dense_model
 
             options = {} if self.cache_dir is None else {"cache_dir": self.cache_dir}
             self._dense = dense_model(self.spec.model, options)
@@ -182,8 +182,8 @@ class FeatureExtractor:
 def median_idf(corpus, positions: Sequence[int] | np.ndarray, field: str = "text") -> np.ndarray:
     """Median Lucene idf of each document's analyzer terms, idf over all of ``corpus``'s
     ``field`` texts (NaN for a document without terms)."""
+    from sourcebias.analysis.artifacts import lucene_idf
     from sourcebias.analysis.perplexity import field_texts
-    from sourcebias.analysis.runners import lucene_idf
     from sourcebias.retrieval.analyzer import EnglishAnalyzer
 
     analyzer = EnglishAnalyzer()

@@ -95,4 +95,6 @@ def _run(target: Path, output: Path | None, detector_options, settings, *, stric
 
 
 def register(app: typer.Typer) -> None:
-    app.command()(audit)
+    from sourcebias.cli.options_audit import DetectorHelp
+
+    app.command(cls=DetectorHelp)(audit)

@@ -57,4 +57,6 @@ def detect(
 
 
 def register(app: typer.Typer) -> None:
-    app.command()(detect)
+    from sourcebias.cli.options_audit import DetectorHelp
+
+    app.command(cls=DetectorHelp)(detect)

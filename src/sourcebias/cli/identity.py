@@ -36,13 +36,17 @@ def identify_commands(app: typer.Typer, prefix: str = "") -> None:
     for info in app.registered_commands:
         if info.callback is not None and not getattr(info.callback, "_sourcebias_identified", False):
             name = f"{prefix}{info.name or info.callback.__name__.replace('_', '-')}"
-            info.callback = _identified(name, info.callback)
+            info.callback = identified(name, info.callback)
     for group in app.registered_groups:
         if group.typer_instance is not None:
             identify_commands(group.typer_instance, f"{prefix}{group.name} ")
 
 
-def _identified(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+def identified(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn``, the callback of the command ``name``, wrapped: its extras checked, then run with its
+    run identity (what :func:`identify_commands` does to every registered command; a command made
+    later, such as an ``analyze`` subcommand from the analysis registry, is wrapped with it)."""
+
     @functools.wraps(fn)  # typer reads the parameters (and their annotations) through __wrapped__
     def command(**kwargs: Any) -> Any:
         from sourcebias.cli.extras import require_command_extras

@@ -55,11 +55,13 @@ def _root(version: Annotated[bool, typer.Option("--version", help="Print the ver
 
 
 from sourcebias.cli import audit as _audit  # noqa: E402
+from sourcebias.cli import cite as _cite  # noqa: E402
 from sourcebias.cli import detect as _detect  # noqa: E402
+from sourcebias.cli import judge as _judge  # noqa: E402
 from sourcebias.cli import power as _power  # noqa: E402
 from sourcebias.cli import simulate as _simulate  # noqa: E402
 
-for _module in (_evaluate, _datasets, _analyze, _bench, _inspect, _retrievers, _generate, _mitigate, _train, _power, _audit, _detect, _simulate):
+for _module in (_evaluate, _datasets, _analyze, _bench, _inspect, _retrievers, _generate, _mitigate, _train, _power, _audit, _detect, _simulate, _cite, _judge):
     _module.register(app)
 reflow_app_help(app)  # docstrings' line breaks are not kept mid-sentence
 identify_commands(app)  # a rerun of the same command replaces its own results (sourcebias.cli.identity)

@@ -4,9 +4,40 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+from typer.core import TyperCommand
+
+#: placeholders of the help texts, replaced by what the detector registry holds (:class:`DetectorHelp`)
+EXAMPLES, USAGE = "{registered detector examples}", "{registered detector usages}"
+
+
+class DetectorHelp(TyperCommand):
+    """A command whose options' help names the registered detector kinds: the placeholders
+    :data:`EXAMPLES` and :data:`USAGE` are written from the registry the first time the options are
+    read (to parse, show or document them), so that ``sourcebias`` starts without importing the
+    detectors and the plugins' modules."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._written = False
+        super().__init__(*args, **kwargs)
+
+    @property  # click declares a plain attribute; read here, it writes the help first
+    def params(self) -> list[Any]:
+        if not self._written:
+            self._written = True
+            from sourcebias.detect.base import detector_examples, detector_usage
+
+            for p in self._params:
+                if isinstance(getattr(p, "help", None), str) and (EXAMPLES in p.help or USAGE in p.help):
+                    p.help = p.help.replace(EXAMPLES, detector_examples()).replace(USAGE, detector_usage())
+        return self._params
+
+    @params.setter
+    def params(self, value: list[Any]) -> None:
+        self._params = value
+
 
 # -- audit ------------------------------------------------------------------------------------
 Target = Annotated[
@@ -22,7 +53,8 @@ Detector = Annotated[
     typer.Option(
         "--detector",
         metavar="DIR[,split]|SPEC",
-        help="Labelled twin dataset to train and calibrate the built-in detector on (pairs split in two: training and held-out calibration); or a zero-shot detector (fast-detectgpt:lm:NAME, binoculars:lm:A+lm:B, raidar:MODEL; see `sourcebias detect`) calibrated on --calibrate.",
+        help="Labelled twin dataset to train and calibrate the built-in detector on (pairs split in two: training and held-out calibration); or a zero-shot detector "
+        f"({EXAMPLES}; see `sourcebias detect`) calibrated on --calibrate.",
     ),
 ]
 Scores = Annotated[
@@ -109,7 +141,7 @@ ZeroShotDetector = Annotated[
     typer.Option(
         "--detector",
         metavar="SPEC",
-        help="fast-detectgpt:lm:NAME[,max_tokens=N], binoculars:lm:PERFORMER+lm:OBSERVER, raidar:MODEL[,base_url=URL,max_words=N].",
+        help=f"{USAGE}.",
     ),
 ]
 DetectOutput = Annotated[

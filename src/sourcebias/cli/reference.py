@@ -3,7 +3,8 @@
 The documentation site (``mkdocs.yml``, ``docs/hooks.py``) replaces a marker
 ``<!-- reference: NAME -->`` in a page with :func:`reference_markdown` ``(NAME)``. The same text
 is what ``sourcebias`` itself knows: the typer app's commands and options, the measure and
-statistic registries, the retrieval kinds and their typed options, the dense presets.
+statistic registries, the retrieval kinds and their typed options, the detector kinds and their
+options, the dense presets.
 ir_measures writes its measure pages from its registry the same way.
 """
 
@@ -141,6 +142,18 @@ def retrievers_reference() -> str:
     return "\n".join(out)
 
 
+def detectors_reference() -> str:
+    """The detector registry (``--detector KIND:...`` of ``detect`` and ``audit``) with each kind's options."""
+    from sourcebias.detect.base import detector_kinds
+
+    out = []
+    for kind in detector_kinds().values():
+        out.append(f"### `{kind.usage}`\n\n{kind.description} ({kind.reference}); higher: more likely LLM-written.\n")
+        if kind.options:
+            out.append(_table(["option", "what"], [[f"`{k}`", v] for k, v in kind.options.items()]) + "\n")
+    return "\n".join(out)
+
+
 def presets_reference() -> str:
     """The dense presets: checkpoint, score, pooling, prefixes."""
     from sourcebias.retrieval.dense import preset_listing
@@ -174,6 +187,7 @@ REFERENCES: dict[str, Callable[[], str]] = {
     "measures": measures_reference,
     "statistics": statistics_reference,
     "retrievers": retrievers_reference,
+    "detectors": detectors_reference,
     "presets": presets_reference,
 }
 
@@ -182,7 +196,7 @@ def reference_markdown(name: str) -> str:
     """The generated reference named ``name`` (one of :data:`REFERENCES`).
 
     Args:
-        name: ``cli``, ``measures``, ``statistics``, ``retrievers``, ``presets`` (and any
+        name: ``cli``, ``measures``, ``statistics``, ``retrievers``, ``detectors``, ``presets`` (and any
             registered later).
 
     Returns:

@@ -171,6 +171,7 @@ _LOADERS: dict[str, str] = {
     "power": "sourcebias.power.result:PowerResult.load",
     "audit": "sourcebias.audit.result:AuditResult.load",
     "simulate": "sourcebias.simulate.result:SimulationResult.load",
+    "cite": "sourcebias.citations.result:CitationResult.load",
 }
 
 

@@ -1,27 +1,58 @@
 """Zero-shot detectors of LLM text (``sourcebias detect``): Fast-DetectGPT's analytic criterion and
 Binoculars from a causal LM's next-token distributions (:mod:`.criteria`), Raidar's rewrite
-similarity through the generation backends (:mod:`.rewrites`), built from a spec
-(:mod:`.detectors`); the scores of a corpus as an output folder (:mod:`.result`, :mod:`.run`).
+similarity through the generation backends (:mod:`.rewrites`), each a registered kind
+(:mod:`.base`: :class:`DetectorKind`, :func:`register_detector`) built from a spec
+(:func:`build_detector`); the scores of a corpus as an output folder (:mod:`.result`, :mod:`.run`).
 The audit (:mod:`sourcebias.audit`) calibrates them and the simulation's detector filter uses them.
 """
 
+from typing import Any
+
 from sourcebias.core.artifacts import register_loader
-from sourcebias.detect.detectors import KINDS, ZeroShotDetector, build_detector, corpus_texts, is_detector_spec
+from sourcebias.detect.base import (
+    Detector,
+    DetectorKind,
+    DetectorRequest,
+    EngineKind,
+    ZeroShotDetector,
+    build_detector,
+    detector_kinds,
+    get_detector_kind,
+    is_detector_spec,
+    register_detector,
+)
+from sourcebias.detect.detectors import corpus_texts
 from sourcebias.detect.result import DetectionResult, load_detection
 from sourcebias.detect.run import dataset_path, detect, run_detect, sample_positions
 
 register_loader("detect", "sourcebias.detect.result:DetectionResult.load")
 
+
+def __getattr__(name: str) -> Any:
+    """``KINDS`` (deprecated): the names of the registered detector kinds."""
+    if name == "KINDS":
+        from sourcebias.detect import detectors
+
+        return detectors.KINDS
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = [
-    "KINDS",
     "DetectionResult",
+    "Detector",
+    "DetectorKind",
+    "DetectorRequest",
+    "EngineKind",
     "ZeroShotDetector",
     "build_detector",
     "corpus_texts",
     "dataset_path",
     "detect",
+    "detector_kinds",
+    "get_detector_kind",
     "is_detector_spec",
     "load_detection",
+    "register_detector",
     "run_detect",
     "sample_positions",
 ]

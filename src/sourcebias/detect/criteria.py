@@ -28,16 +28,17 @@ from __future__ import annotations
 
 import hashlib
 import json
+from abc import abstractmethod
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from sourcebias.core.errors import ConfigError
+from sourcebias.detect.base import DetectorRequest, EngineKind, ZeroShotDetector, register_detector
 
 #: bump when the stored values change meaning
 VALUE_VERSION = "criteria-v1"
-CRITERIA = ("fast-detectgpt", "binoculars")
 
 
 def token_statistics(logits_score, logits_ref, lengths: Sequence[int], targets) -> np.ndarray:
@@ -72,7 +73,21 @@ def binoculars(rows: np.ndarray) -> np.ndarray:
         return np.where(rows[:, 0] > 0, -(rows[:, 1] / rows[:, 2]), np.nan)
 
 
-SCORES = {"fast-detectgpt": fast_detectgpt, "binoculars": binoculars}
+def __getattr__(name: str) -> Any:
+    """``CRITERIA`` and ``SCORES`` (deprecated): the registry's LM-criterion kinds."""
+    if name in ("CRITERIA", "SCORES"):
+        import warnings
+
+        warnings.warn(f"sourcebias.detect.criteria.{name} is deprecated; use sourcebias.detect.detector_kinds()", DeprecationWarning, stacklevel=2)
+        kinds = _criterion_kinds()
+        return tuple(kinds) if name == "CRITERIA" else {k: v.criterion for k, v in kinds.items()}
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _criterion_kinds() -> dict[str, LMCriterionKind]:
+    from sourcebias.detect.base import detector_kinds
+
+    return {k: v for k, v in detector_kinds().items() if isinstance(v, LMCriterionKind)}
 
 
 class LMCriterion:
@@ -81,7 +96,7 @@ class LMCriterion:
     rows are batched, cached by content and resumable.
 
     Args:
-        criterion: ``fast-detectgpt`` or ``binoculars``.
+        criterion: a registered :class:`LMCriterionKind` (``fast-detectgpt``, ``binoculars``).
         score_model: the scoring LM (``smollm2``, ``gemma3-270m``, a folder, a GGUF file).
         reference_model: Binoculars' observer (required for it; Fast-DetectGPT uses S = R).
         max_tokens: the first tokens of each text scored (texts are truncated).
@@ -103,13 +118,15 @@ class LMCriterion:
     ):
         from sourcebias.models.llm import resolve_lm
 
-        if criterion not in CRITERIA:
-            raise ConfigError(f"unknown criterion '{criterion}'; criteria: {', '.join(CRITERIA)}")
-        if criterion == "binoculars" and not reference_model:
-            raise ConfigError("binoculars needs two models that share a tokenizer: binoculars:lm:PERFORMER+lm:OBSERVER")
+        kinds = _criterion_kinds()
+        if criterion not in kinds:
+            raise ConfigError(f"unknown criterion '{criterion}'; criteria: {', '.join(kinds)}")
+        self.criterion_kind = kinds[criterion]
+        if self.criterion_kind.models_needed == 2 and not reference_model:
+            raise ConfigError(f"{criterion} needs two models that share a tokenizer: {self.criterion_kind.usage.split('[')[0]}")
         if max_tokens < 2:
             raise ConfigError(f"max_tokens must be at least 2, got {max_tokens}")
-        self.criterion, self.score_model, self.reference_model = criterion, score_model, reference_model if criterion == "binoculars" else None
+        self.criterion, self.score_model, self.reference_model = criterion, score_model, reference_model if self.criterion_kind.models_needed == 2 else None
         self.max_tokens, self.batch_size = int(max_tokens), int(batch_size)
         self.device, self.dtype, self.cache_dir = device, dtype, cache_dir
         self.resolved = [resolve_lm(m, cache_dir=cache_dir, flag="--detector") for m in filter(None, (score_model, self.reference_model))]
@@ -166,7 +183,7 @@ class LMCriterion:
 
     def scores(self, rows: np.ndarray) -> np.ndarray:
         """The criterion of stored rows (higher: more likely LLM)."""
-        return SCORES[self.criterion](rows)
+        return self.criterion_kind.criterion(rows)
 
     def fingerprint(self, role: str) -> str:
         if self._fp is None:
@@ -194,3 +211,83 @@ class LMCriterion:
             "dtype": self.dtype,
             "value": "tokens, Σ log p_S(x_t), Σ E_R[log p_S], Σ Var_R[log p_S] (first token conditioned on the start or end-of-text token)",
         }
+
+
+# -- the kinds ---------------------------------------------------------------------------------
+_LM_OPTIONS = {
+    "max_tokens": "the first tokens of each text scored (default 128)",
+    "batch_size": "texts per forward pass (default: --batch-size, else 8)",
+    "dtype": "the models' dtype (float32, bfloat16, ...)",
+}
+
+
+def _lm_name(spec: str, text: str) -> str:
+    kind, sep, name = text.strip().partition(":")
+    if kind.lower() != "lm" or not sep or not name.strip():
+        raise ConfigError(f"{spec}: a language model is written lm:NAME (e.g. lm:smollm2, lm:gemma3-270m, lm:PATH), got '{text}'")
+    return name.strip()
+
+
+class LMCriterionKind(EngineKind):
+    """A criterion of the rows of :func:`token_statistics` under ``models`` causal LMs (1: the
+    scoring model is also the reference; 2: ``lm:PERFORMER+lm:OBSERVER``); the rows are stored in
+    the embedding store, so every such kind shares them. Implement :meth:`criterion`."""
+
+    #: how many LMs the spec names
+    models_needed: int = 1
+    options = _LM_OPTIONS
+
+    @abstractmethod
+    def criterion(self, rows: np.ndarray) -> np.ndarray:
+        """The score of stored rows (higher: more likely LLM); NaN for a text of no token."""
+
+    def build(self, request: DetectorRequest) -> ZeroShotDetector:
+        spec, opts = request.spec, request.options
+        names = [_lm_name(spec, p) for p in request.head.split("+")]
+        if len(names) != self.models_needed:
+            how = "one model" if self.models_needed == 1 else f"{self.models_needed} models that share a tokenizer".replace("2 ", "two ")
+            raise ConfigError(f"{spec}: {self.name} takes {how} ({self.usage.split('[')[0]})")
+        engine = LMCriterion(self.name, names[0], reference_model=names[1] if len(names) == 2 else None, max_tokens=request.integer("max_tokens", 128),
+                             batch_size=request.integer("batch_size", request.batch_size or 8), device=request.device, dtype=opts.get("dtype"), cache_dir=request.cache_dir)  # fmt: skip
+        return ZeroShotDetector(spec, self.name, engine, opts, request.cache_dir)
+
+    def score(self, detector: ZeroShotDetector, texts: list[str]) -> np.ndarray:
+        from sourcebias.models.embedding_store import Embedder
+
+        engine = detector.engine
+        embedder = Embedder(engine, cache_dir=detector.cache_dir, batch_size=engine.batch_size, name=detector.spec)
+        return engine.scores(embedder.embed(texts, "document"))
+
+    def models(self, detector: ZeroShotDetector) -> dict[str, Any]:
+        return detector.engine.config()
+
+
+class FastDetectGPT(LMCriterionKind):
+    """Fast-DetectGPT's analytic criterion under one causal LM (:func:`fast_detectgpt`)."""
+
+    name = "fast-detectgpt"
+    usage = "fast-detectgpt:lm:NAME[,max_tokens=N,batch_size=B,dtype=D]"
+    example = "fast-detectgpt:lm:NAME"
+    description = "Fast-DetectGPT analytic criterion"
+    reference = "Bao et al., ICLR 2024"
+
+    def criterion(self, rows: np.ndarray) -> np.ndarray:
+        return fast_detectgpt(rows)
+
+
+class Binoculars(LMCriterionKind):
+    """Binoculars with two LMs that share a tokenizer (:func:`binoculars`)."""
+
+    name = "binoculars"
+    usage = "binoculars:lm:PERFORMER+lm:OBSERVER[,max_tokens=N,batch_size=B,dtype=D]"
+    example = "binoculars:lm:A+lm:B"
+    description = "minus the Binoculars score"
+    reference = "Hans et al., ICML 2024"
+    models_needed = 2
+
+    def criterion(self, rows: np.ndarray) -> np.ndarray:
+        return binoculars(rows)
+
+
+register_detector(FastDetectGPT())
+register_detector(Binoculars())

@@ -67,7 +67,9 @@ class DetectionResult:
 
         folder = Path(folder)
         body = read_artifact_json(folder, "detect.json", kind=KIND, version=FORMAT_VERSION, what="detection")
-        scores = pd.read_csv(folder / "scores.tsv", sep="\t", dtype={"doc_id": str, "source": str}, keep_default_na=False, na_values={"score": ["nan"]})
+        scores = pd.read_csv(
+            folder / "scores.tsv", sep="\t", dtype={"doc_id": str, "source": str, "score": "float64"}, keep_default_na=False, na_values={"score": ["nan"]}
+        )
         return cls(scores=scores, detector=body["detector"], corpus=body.get("corpus", {}), summary=body.get("summary", {}))
 
 

@@ -24,13 +24,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from sourcebias.core.errors import ConfigError
+from sourcebias.detect.base import DetectorRequest, EngineKind, ZeroShotDetector, register_detector
 
 #: Raidar's prompt "Rewrite this for me" (one of the paper's seven rewriting prompts)
 RAIDAR_TEMPLATE = "Rewrite this for me: {text}"
@@ -141,3 +142,60 @@ class Rewriter:
 def similarities(records: Sequence[dict[str, Any]]) -> np.ndarray:
     """Raidar's score of each rewrite record (NaN where the rewrite was flagged)."""
     return np.array([rewrite_similarity(r["input"], r["text"]) if r["status"] == "ok" else np.nan for r in records], dtype=np.float64)
+
+
+class Raidar(EngineKind):
+    """Raidar's rewrite similarity, rewrites by a local model or an OpenAI-compatible server
+    (API key from ``$SOURCEBIAS_API_KEY``)."""
+
+    name = "raidar"
+    usage = "raidar:MODEL[,base_url=URL,max_words=N,max_new_tokens=N,prompt=NAME_OR_FILE]"
+    example = "raidar:MODEL"
+    description = "Raidar rewrite similarity 1 − word edit distance / max length"
+    reference = "Mao et al., ICLR 2024"
+    options: ClassVar[Mapping[str, str]] = {
+        "base_url": "an OpenAI-compatible server that rewrites (default: the model runs here)",
+        "max_words": "texts are cut to this many words first (default 96)",
+        "max_new_tokens": "the longest rewrite, in tokens (default 256)",
+        "prompt": "a generation prompt name or file (default: Raidar's 'Rewrite this for me')",
+    }
+
+    def build(self, request: DetectorRequest) -> ZeroShotDetector:
+        spec, model, opts = request.spec, request.head, request.options
+        if not model:
+            raise ConfigError(f"{spec}: name the rewriting model, e.g. raidar:smollm2")
+        if opts.get("base_url"):
+            from sourcebias.generation.backends import OpenAIBackend
+
+            backend: Any = OpenAIBackend([opts["base_url"]], model)
+        else:
+            from sourcebias.generation.backends import LocalBackend
+
+            backend = LocalBackend(model, device=request.device, cache_dir=request.cache_dir, threads=request.threads)
+        prompt = None
+        if opts.get("prompt"):
+            from sourcebias.generation import load_prompt
+
+            prompt = load_prompt(opts["prompt"])
+        engine = Rewriter(
+            backend,
+            prompt=prompt,
+            max_words=request.integer("max_words", 96),
+            max_new_tokens=request.integer("max_new_tokens", 256),
+            cache_dir=request.cache_dir,
+        )
+        return ZeroShotDetector(spec, self.name, engine, opts, request.cache_dir)
+
+    def score(self, detector: ZeroShotDetector, texts: list[str]) -> np.ndarray:
+        from sourcebias.core import progress
+
+        engine = detector.engine
+        todo = len({engine.key(cut_words(t, engine.max_words)) for t in texts} - set(engine.cached()))
+        with progress.task(f"{detector.spec}: rewriting {todo:,} texts", total=todo, unit="texts") as t:
+            return similarities(engine.rewrite(texts, task=t))
+
+    def models(self, detector: ZeroShotDetector) -> dict[str, Any]:
+        return detector.engine.describe()
+
+
+register_detector(Raidar())

@@ -11,7 +11,8 @@ from typing import Any
 import numpy as np
 
 from sourcebias.core.errors import ConfigError
-from sourcebias.detect.detectors import ZeroShotDetector, corpus_texts
+from sourcebias.detect.base import Detector
+from sourcebias.detect.detectors import corpus_texts
 from sourcebias.detect.result import KIND, DetectionResult
 
 
@@ -31,7 +32,7 @@ def sample_positions(dataset, *, max_pairs: int | None = None, seed: int = 0) ->
     corpus = dataset.corpus
     if max_pairs is None:
         return np.arange(len(corpus), dtype=np.int64)
-    from sourcebias.analysis.runners import twin_pairs
+    from sourcebias.analysis.common import twin_pairs
 
     human = dataset.human_source
     if human not in corpus.sources or len(corpus.sources) < 2:
@@ -69,13 +70,13 @@ def labelled_summary(dataset, positions: np.ndarray, scores: np.ndarray) -> dict
     return out
 
 
-def detect(dataset, detector: ZeroShotDetector, *, field: str = "text", max_pairs: int | None = None, seed: int = 0) -> DetectionResult:
+def detect(dataset, detector: Detector, *, field: str = "text", max_pairs: int | None = None, seed: int = 0) -> DetectionResult:
     """Score the documents of ``dataset`` (all, or the copies of ``max_pairs`` seeded twin pairs).
 
     Args:
         dataset: a loaded dataset (its corpus is scored; its source labels only feed the AUROC
             of the summary).
-        detector: a :class:`~sourcebias.detect.ZeroShotDetector`.
+        detector: a :class:`~sourcebias.detect.Detector` (:func:`~sourcebias.detect.build_detector`).
         field: ``text`` or ``title+text``.
         max_pairs: score both copies of this many seeded twin pairs only.
         seed: seed of the pair sample.
@@ -131,7 +132,7 @@ def run_detect(dataset_arg: str | Path, spec: str, output: str | Path, *, field:
     from sourcebias.core.artifacts import OutputFolder
     from sourcebias.core.manifest import build_manifest
     from sourcebias.data import load_dataset
-    from sourcebias.detect.detectors import build_detector
+    from sourcebias.detect.base import build_detector
 
     check_field(field)
     det = build_detector(spec, cache_dir=cache_dir, device=device, batch_size=batch_size, threads=threads)

@@ -77,12 +77,14 @@ def trec_run(run: Run, query_ids: Sequence[str]) -> dict[str, dict[str, float]]:
     """
     out: dict[str, dict[str, float]] = {}
     name = [str(p) for p in range(len(run.corpus))].__getitem__  # a position's document name
+    longest = max((len(p) for p in run.positions.values()), default=0)
+    score = [float(i) for i in range(longest + 1)].__getitem__  # one float object per rank, shared by all queries
     for q in query_ids:
         pos = run.positions.get(q)
         if pos is None or len(pos) == 0:
             continue
         n = len(pos)
-        out[q] = dict(zip(map(name, pos.tolist()), map(float, range(n, 0, -1))))  # n - rank, rank from 0
+        out[q] = dict(zip(map(name, pos.tolist()), map(score, range(n, 0, -1))))  # n - rank, rank from 0
     return out
 
 

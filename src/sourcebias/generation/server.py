@@ -13,7 +13,9 @@ backend serialises generation), and at most ``max_pending`` requests wait; more 
 (answered with 400).
 
 Request fields honoured: ``model``, ``messages`` / ``prompt``, ``temperature``, ``top_p``,
-``max_tokens`` (or ``max_completion_tokens``), ``seed``. Answers carry ``finish_reason``
+``max_tokens`` (or ``max_completion_tokens``), ``seed``, and ``logprobs`` / ``top_logprobs`` (chat:
+a boolean and 0-20; completions: an integer 0-20), answered with the model's log-probabilities of
+each generated token and of the most likely tokens at each step. Answers carry ``finish_reason``
 (``stop`` or ``length``) and ``usage``.
 """
 
@@ -177,7 +179,8 @@ class _Handler(BaseHTTPRequestHandler):
         created = int(time.time())
         model = body.get("model") or self.server.model_names[0]
         if path.endswith("chat/completions"):
-            choice = {"index": 0, "message": {"role": "assistant", "content": result.text}, "finish_reason": result.finish_reason, "logprobs": None}
+            logprobs = None if result.logprobs is None else {"content": result.logprobs}
+            choice = {"index": 0, "message": {"role": "assistant", "content": result.text}, "finish_reason": result.finish_reason, "logprobs": logprobs}
             payload = {
                 "id": f"chatcmpl-{uuid.uuid4().hex}",
                 "object": "chat.completion",
@@ -187,7 +190,7 @@ class _Handler(BaseHTTPRequestHandler):
                 "usage": usage,
             }
         else:
-            choice = {"index": 0, "text": result.text, "finish_reason": result.finish_reason, "logprobs": None}
+            choice = {"index": 0, "text": result.text, "finish_reason": result.finish_reason, "logprobs": _legacy_logprobs(result.logprobs)}
             payload = {"id": f"cmpl-{uuid.uuid4().hex}", "object": "text_completion", "created": created, "model": model, "choices": [choice], "usage": usage}
         self._send(200, payload)
 
@@ -213,6 +216,7 @@ class _Handler(BaseHTTPRequestHandler):
         seed = body.get("seed")
         if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
             raise _BadRequest("seed must be an integer")
+        top_logprobs = _logprobs_request(body, chat)
         if chat:
             messages = body.get("messages")
             if not isinstance(messages, list) or not messages:
@@ -231,8 +235,47 @@ class _Handler(BaseHTTPRequestHandler):
                 raise _BadRequest("'prompt' must be a string")
             clean = []
         return GenerationRequest(
-            key=uuid.uuid4().hex[:8], messages=clean, prompt=prompt, max_tokens=max_tokens, temperature=temperature, top_p=top_p, seed=seed
+            key=uuid.uuid4().hex[:8],
+            messages=clean,
+            prompt=prompt,
+            max_tokens=max_tokens,
+            temperature=temperature,
+            top_p=top_p,
+            seed=seed,
+            top_logprobs=top_logprobs,
         )
+
+
+def _logprobs_request(body: dict[str, Any], chat: bool) -> int | None:
+    """``None`` (no log-probabilities) or how many top tokens per step: chat requests send
+    ``logprobs: true`` and ``top_logprobs: k``; completions send ``logprobs: k``."""
+    raw = body.get("logprobs")
+    if chat:
+        if raw is None or raw is False:
+            if body.get("top_logprobs"):
+                raise _BadRequest("'top_logprobs' needs 'logprobs': true")
+            return None
+        if raw is not True:
+            raise _BadRequest("'logprobs' must be a boolean")
+        k = body.get("top_logprobs") or 0
+    else:
+        if raw is None:
+            return None
+        k = raw
+    if not isinstance(k, int) or isinstance(k, bool) or not 0 <= k <= 20:
+        raise _BadRequest("'top_logprobs' must be an integer in [0, 20]")
+    return k
+
+
+def _legacy_logprobs(content: list[dict[str, Any]] | None) -> dict[str, Any] | None:
+    """The completions API's ``logprobs`` object from the chat format's ``content`` list."""
+    if content is None:
+        return None
+    return {
+        "tokens": [t["token"] for t in content],
+        "token_logprobs": [t["logprob"] for t in content],
+        "top_logprobs": [{e["token"]: e["logprob"] for e in t["top_logprobs"]} for t in content],
+    }
 
 
 def _number(body: dict[str, Any], name: str, default: float, lo: float, hi: float) -> float:

@@ -8,9 +8,12 @@ Layout::
         shard-<time>-<pid>-<n>.npz  keys (n x 16 bytes, BLAKE2b of role + text) and vectors (n x dim)
 
 Shards are written whole to a temporary name and renamed into place, so a crash or kill never
-leaves a corrupt file; the :class:`Embedder` writes a shard every few batches (by count and by
-time) and on an interruption, so a kill loses at most the batch being encoded, and the next run
-encodes only what is missing. Several processes can write to the same store at once (each writes
+leaves a corrupt file; the :class:`Embedder` writes a shard every ``shard_size`` vectors or
+``flush_seconds`` (whichever comes first) and on an interruption (Ctrl-C, an error), so an
+interruption loses at most the batch being encoded, a ``kill -9`` at most the shard being filled,
+and the next run encodes only what is missing. Encoding streams: the process holds the vectors
+kept (the embedder's in-memory copy and the matrix returned) plus one shard being filled; reading
+the store holds one shard at a time. Several processes can write to the same store at once (each writes
 its own shards, named by time, process and counter; a key written twice is harmless: the first
 shard that has it is used) and each picks up the others' finished shards before it encodes.
 
@@ -55,7 +58,6 @@ class EmbeddingStore:
             atomic_write_json(info_path, info)
         self._index: dict[bytes, tuple[int, int]] | None = None
         self._shards: list[Path] = []
-        self._loaded: dict[int, np.ndarray] = {}
         self._counter = 0
         self._unreadable: set[Path] = set()
 
@@ -102,27 +104,32 @@ class EmbeddingStore:
         return [i for i, k in enumerate(keys) if k not in index]
 
     def get(self, keys: Sequence[bytes]) -> np.ndarray:
-        """Vectors for ``keys`` (all must be present), in order."""
+        """Vectors for ``keys`` (all must be present), in order.
+
+        Each shard is read once per call and released after its rows are copied out, so reading a
+        store holds the result plus one shard, never the whole store twice."""
         index = self._load_index()
         locs = [index[k] for k in keys]
         if not locs:
             return np.empty((0, 0), dtype=np.float32)
-        dim = self._vectors(locs[0][0]).shape[1]
-        out = np.empty((len(keys), dim), dtype=np.float32)
         by_shard: dict[int, tuple[list[int], list[int]]] = {}
         for i, (sid, row) in enumerate(locs):
             dst, src = by_shard.setdefault(sid, ([], []))
             dst.append(i)
             src.append(row)
+        out: np.ndarray | None = None
         for sid, (dst, src) in by_shard.items():
-            out[dst] = self._vectors(sid)[src]
+            vectors = self._vectors(sid)
+            if out is None:
+                out = np.empty((len(keys), vectors.shape[1]), dtype=np.float32)
+            out[dst] = vectors[src]
+            del vectors
+        assert out is not None
         return out
 
     def _vectors(self, sid: int) -> np.ndarray:
-        if sid not in self._loaded:
-            with np.load(self._shards[sid]) as z:
-                self._loaded[sid] = z["vectors"]
-        return self._loaded[sid]
+        with np.load(self._shards[sid]) as z:
+            return z["vectors"]
 
     def put(self, keys: Sequence[bytes], vectors: np.ndarray) -> Path:
         """Write one shard atomically and make it visible to :meth:`get`."""

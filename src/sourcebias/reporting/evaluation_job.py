@@ -75,8 +75,10 @@ def run_evaluation_job(
         result = _evaluate(ds, systems, runs, plan, keep_runs=(folder is not None and plan.write_runs) or plan.statistics != ())
         for kind, text in run_notes(result):
             emit(kind, text)
+        t_stats = time.perf_counter()
         report = _report(result, ds, plan)
-        timings = {"load_s": round(t_load, 3), "total_s": round(time.perf_counter() - t_start, 3)}
+        timings = {"load_s": round(t_load, 3), "statistics_s": round(time.perf_counter() - t_stats, 3)}
+        timings["total_s"] = round(time.perf_counter() - t_start, 3)
         path = _write(result, report, folder, plan, timings)
         _tell_figure_not_drawn(path, emit)
         return EvaluationJob(ds, result, report, path)
@@ -152,6 +154,36 @@ def _report(result: Any, ds: Any, plan: EvaluationPlan) -> Any:
         )  # fmt: skip
 
 
+def llm_stage_notes(where: str, info: dict[str, Any]) -> list[tuple[str, str]]:
+    """What the LLM re-rankers of a run report: answers repaired or unparseable (a re-ranker that
+    ignored the prompt must say so), answers outside a server's top tokens, and the position and
+    source coefficients of the listwise answers."""
+    out: list[tuple[str, str]] = []
+    for st in info.get("stages", []):
+        a = st.get("llm_answers")
+        if a:
+            level = "note" if a["repaired"] else "detail"
+            out.append(
+                (
+                    level,
+                    f"{where}: {st['name']}: {a['repaired']} of {a['answers']} LLM answers repaired ({a['unparseable']} with no ranking at all, kept in shown order; "
+                    f"{a['ids_missing']} ids appended, {a['ids_duplicates']} repeated, {a['ids_unknown']} unknown; {a['length_cut']} cut at max_tokens)",
+                )
+            )
+            coef = st.get("position_source", {}).get("coefficients", {})
+            if coef:
+                parts = [f"{k} {v['estimate']:+.3f} [{v['ci95'][0]:+.3f}, {v['ci95'][1]:+.3f}]" for k, v in coef.items()]
+                out.append(("detail", f"{where}: {st['name']}: answered position on shown position and source (window fraction, 95% CI): " + "; ".join(parts)))
+        if st.get("choice_missing"):
+            out.append(
+                (
+                    "note",
+                    f"{where}: {st['name']}: {st['choice_missing']} pairs had an answer ({'/'.join(st.get('answers', ['Yes', 'No']))}) outside the server's top tokens ({st.get('missing_rule')})",
+                )
+            )
+    return out
+
+
 def run_notes(result: Any) -> list[tuple[str, str]]:
     """What the user must hear about the rankings: self-matches removed, run queries not
     evaluated or without a ranking, embeddings encoded and reused."""
@@ -169,6 +201,7 @@ def run_notes(result: Any) -> list[tuple[str, str]]:
             )
         if info.get("evaluated_queries_without_ranking"):
             out.append(("note", f"{key.retriever}: {info['evaluated_queries_without_ranking']} evaluated queries have no ranking in the run (they score 0)"))
+        out += llm_stage_notes(f"{key.retriever}/{key.setting}", info)
     for name in result.retrievers:
         infos = [i for k, i in result.run_info.items() if k.retriever == name and "embeddings" in i]
         if infos:

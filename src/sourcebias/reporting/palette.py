@@ -1,6 +1,5 @@
-"""The colours of sourcebias' figures: human text blue, LLM text vermillion (Okabe-Ito, readable
-by colour-blind readers), an undefined value grey."""
+"""The colours of sourcebias' figures (defined once, in :mod:`sourcebias.core.palette`)."""
 
-HUMAN_COLOR = "#0072B2"  # Okabe-Ito blue (human text), as in the analysis figures
-LLM_COLOR = "#D55E00"  # Okabe-Ito vermillion (LLM text)
-UNDEFINED_COLOR = "#BBBBBB"  # an undefined Relative Δ is neither side
+from sourcebias.core.palette import HUMAN_COLOR, LLM_COLOR, LLM_COLORS, NULL_COLOR, PAIR_COLOR, UNDEFINED_COLOR
+
+__all__ = ["HUMAN_COLOR", "LLM_COLOR", "LLM_COLORS", "NULL_COLOR", "PAIR_COLOR", "UNDEFINED_COLOR"]

@@ -16,6 +16,9 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+import numpy as np
+
+# Lucene's EnglishAnalyzer.ENGLISH_STOP_WORDS_SET (also bm25s's "en" list).
 LUCENE_ENGLISH_STOP_WORDS = frozenset(
     [
         "a",
@@ -447,3 +450,19 @@ class EnglishAnalyzer:
         id_of = _Memo(lambda term: vocab.setdefault(term, len(vocab)))
         get = id_of.__getitem__
         return [list(map(get, self._text_terms(text))) for text in texts]
+
+    def to_flat_ids(self, texts: Sequence[str], vocab: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`to_ids` with ``grow``, as each text's number of terms and all texts' term ids
+        end to end (int32): 4 bytes a term where a list per text holds a pointer of 8 and a
+        list header, about 0.5 GB less at a million passages."""
+        from array import array
+
+        id_of = _Memo(lambda term: vocab.setdefault(term, len(vocab)))
+        get = id_of.__getitem__
+        lengths = np.empty(len(texts), dtype=np.int64)
+        flat = array("i")
+        for i, text in enumerate(texts):
+            terms = self._text_terms(text)
+            lengths[i] = len(terms)
+            flat.extend(map(get, terms))
+        return lengths, np.frombuffer(flat, dtype=np.int32)

@@ -8,7 +8,9 @@
   the corpus at a time (:func:`exact_blocks`); the run builder keeps a running top-k per query
   with the tie rule, so the result is exactly the top-k of a full sort.
 * **FAISS** (optional, ``index="faiss"`` exact inner product or ``"faiss-hnsw"`` approximate)
-  for large corpora; the candidates it returns are re-ordered with the tie rule.
+  for large corpora; the candidates it returns are re-ordered with the tie rule. An approximate
+  index is never reported as exact: its recall@k against the blocked exact search, measured on up
+  to 200 of the queries, is recorded in the run's info (``approximate``).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from sourcebias.retrieval.base import FirstStage, ScoreBlock
 from sourcebias.retrieval.specs import Param, register_first_stage
 
 INDEXES = ("exact", "faiss", "faiss-hnsw")
+RECALL_QUERIES = 200  # queries on which an approximate index's recall@k is measured against exact search
 
 
 class DenseRetriever(FirstStage):
@@ -77,6 +80,7 @@ class DenseRetriever(FirstStage):
         self.hnsw_m = hnsw_m
         self.hnsw_ef_search = hnsw_ef_search
         self.doc_transform = doc_transform
+        self._approximate: dict[str, Any] | None = None
 
     @property
     def cache_dir(self) -> Path | None:
@@ -127,6 +131,7 @@ class DenseRetriever(FirstStage):
             "index": self.index,
             "encoder_fingerprint": {r: fp(r) for r in ("query", "document")} if fp else None,
             "embeddings": dict(self.stats),  # cumulative for this retriever: encoded / reused
+            **({"approximate": dict(self._approximate)} if self._approximate else {}),
         }
 
     def _faiss_blocks(self, corpus, vecs, rows, q_vecs, qids, depth) -> Iterator[ScoreBlock]:
@@ -143,6 +148,20 @@ class DenseRetriever(FirstStage):
         # A margin beyond depth so that documents tied at the cut-off are candidates for the tie rule.
         k = min(len(vecs), depth + 16)
         sc, ix = index.search(np.ascontiguousarray(q_vecs, dtype=np.float32), k)
+        self._approximate = None
+        if self.index == "faiss-hnsw" and len(qids):
+            sample = np.unique(np.linspace(0, len(qids) - 1, min(len(qids), RECALL_QUERIES)).astype(np.int64))
+            k_recall = min(depth, len(vecs))
+            recall = recall_at_k(vecs, q_vecs[sample], ix[sample, :k_recall], k_recall, chunk_size=self.chunk_size)
+            self._approximate = {
+                "index": f"faiss-hnsw (M={self.hnsw_m}, efSearch={max(self.hnsw_ef_search, depth)})",
+                "recall_at_k": recall,
+                "k": k_recall,
+                "queries_checked": len(sample),
+                "of_queries": len(qids),
+                "method": "share of the exact k best distinct vectors (blocked exact search) that the index returned, "
+                "a vector scoring at least the exact k-th best counting as found; mean over evenly spaced queries",
+            }
         for i, q in enumerate(qids):
             valid = ix[i] >= 0
             pos, s = groups.expand(ix[i][valid].astype(np.int64), sc[i][valid])
@@ -204,6 +223,37 @@ def exact_blocks(
             on_block(len(block_ids))
 
 
+def exact_kth_scores(vectors: np.ndarray, q_vecs: np.ndarray, k: int, *, chunk_size: int = 65536) -> np.ndarray:
+    """The ``k``-th best inner product of each query over ``vectors``, by blocked matrix products
+    and partial sorts (memory: queries x (chunk_size + k) floats)."""
+    best = np.full((len(q_vecs), 0), -np.inf, dtype=np.float32)
+    q = np.asarray(q_vecs, dtype=np.float32)
+    for cs in range(0, len(vectors), chunk_size):
+        both = np.concatenate([best, q @ np.asarray(vectors[cs : cs + chunk_size], dtype=np.float32).T], axis=1)
+        keep = min(k, both.shape[1])
+        best = np.partition(both, both.shape[1] - keep, axis=1)[:, both.shape[1] - keep :]
+    return best.min(axis=1)
+
+
+def recall_at_k(vectors: np.ndarray, q_vecs: np.ndarray, found: np.ndarray, k: int, *, chunk_size: int = 65536, atol: float = 1e-5) -> float:
+    """Recall@k of an approximate search against exact search.
+
+    For each query, the share of its ``k`` found rows (``found[i]``, vector rows; ``-1`` for none)
+    whose inner product is at least the exact ``k``-th best score (less ``atol``, the float32
+    rounding of a different summation order); so a vector tied with the k-th best counts as found
+    whichever of the tied ones exact search would keep. The mean over queries.
+    """
+    if k <= 0 or len(q_vecs) == 0:
+        raise ValueError("recall@k needs k > 0 and at least one query")
+    kth = exact_kth_scores(vectors, q_vecs, k, chunk_size=chunk_size)
+    hits = np.zeros(len(q_vecs))
+    for i, row in enumerate(np.asarray(found)[:, :k]):
+        rows = np.unique(row[row >= 0])
+        scores = np.asarray(vectors[rows], dtype=np.float32) @ np.asarray(q_vecs[i], dtype=np.float32)
+        hits[i] = np.count_nonzero(scores >= kth[i] - atol) / k
+    return float(hits.mean())
+
+
 def _dense_params(preset: Preset | None) -> dict[str, Param]:
     base = preset or Preset("", "cos", max_length=None)
     params = {
@@ -233,7 +283,7 @@ def common_params() -> dict[str, Param]:
     """The options every dense kind has.
 
     Returns:
-        ``index``, ``name``, ``batch_size``, ``device``, ``cache_dir`` and ``cache``.
+        ``index``, ``name``, ``batch_size``, ``device``, ``cache_dir``, ``cache`` and ``shard_size``.
     """
     return {
         "index": Param(str, "search index", default="exact", choices=INDEXES),
@@ -242,6 +292,7 @@ def common_params() -> dict[str, Param]:
         "device": Param(str, "cpu, cuda, cuda:1", option="device"),
         "cache_dir": Param(Path, "embedding store root", option="cache_dir"),
         "cache": Param(bool, "keep vectors on disk", default=True, option="cache"),
+        "shard_size": Param(int, "vectors per shard of the embedding store (a kill -9 loses at most one shard)", default=2048),
     }
 
 
@@ -336,7 +387,7 @@ def _build_dense(params: dict[str, Any], text: str, preset_name: str | None) -> 
         from sourcebias.models.projection import DirectionRemoval
 
         transform = DirectionRemoval.load(params["project"])
-    retriever = DenseRetriever(encoder, name=name, cache_dir=cache_dir, index=params["index"], doc_transform=transform)
+    retriever = DenseRetriever(encoder, name=name, cache_dir=cache_dir, index=params["index"], doc_transform=transform, shard_size=params["shard_size"])
     return retriever
 
 

@@ -329,8 +329,10 @@ def write_trec(run: Any, path: str | Path, docnos: DocnoMap | None = None, tag: 
     if spaced:
         raise ConfigError(f"run '{run.name}': query id {spaced[0]!r} contains whitespace, which a TREC run cannot hold ({len(spaced)} such queries)")
     ranked = [q for q, pos in run.positions.items() if len(pos)]
-    # every score of the run formatted in one call (its distinct values once)
-    texts = _score_formatter(run._score_dtype())(np.concatenate([run.scores[q] for q in ranked]) if ranked else [])
+    # every distinct score of the run formatted in one call; each line looks its text up, so
+    # the run's 7 million lines at MS MARCO's size never exist as 7 million strings at once
+    table, index = _score_table(run._score_dtype())(np.concatenate([run.scores[q] for q in ranked]) if ranked else [])
+    text_of = table.__getitem__
     ranks = [str(r) for r in range(1, 1 + max((len(p) for p in run.positions.values()), default=0))]
     start = 0
     with atomic_open(path, "w") as fh:
@@ -338,7 +340,8 @@ def write_trec(run: Any, path: str | Path, docnos: DocnoMap | None = None, tag: 
             pos = run.positions[q]
             end = start + len(pos)
             head, tail = f"{q} Q0 ", f" {tag}\n"  # each line: head, "docno rank score", tail
-            fh.write(head + (tail + head).join(map(" ".join, zip(map(names.__getitem__, pos.tolist()), ranks, texts[start:end]))) + tail)
+            texts = map(text_of, index[start:end].tolist())
+            fh.write(head + (tail + head).join(map(" ".join, zip(map(names.__getitem__, pos.tolist()), ranks, texts))) + tail)
             start = end
 
 
@@ -444,6 +447,27 @@ def _score_formatter(dtype: np.dtype) -> Callable[[Any], list[str]]:
     if dtype == np.float32:
         return _float32_texts
     return lambda scores: [repr(s) for s in np.asarray(scores).tolist()]
+
+
+def _score_table(dtype: Any) -> Callable[[Any], tuple[list[str], np.ndarray]]:
+    """As :func:`_score_formatter`, as ``(texts, index)``.
+
+    Score ``i``'s text is ``texts[index[i]]`` (float32: the distinct values' texts only).
+    """
+    if dtype == np.float32:
+        return _float32_table
+
+    def table(scores: Any) -> tuple[list[str], np.ndarray]:
+        texts = [repr(s) for s in np.asarray(scores).tolist()]
+        return texts, np.arange(len(texts))
+
+    return table
+
+
+def _float32_table(scores: Any) -> tuple[list[str], np.ndarray]:
+    bits = np.ascontiguousarray(scores, dtype=np.float32).view(np.uint32)
+    distinct, index = np.unique(bits, return_inverse=True)
+    return distinct.view(np.float32).astype(str).tolist(), index.reshape(-1)
 
 
 def _float32_texts(scores: Any) -> list[str]:

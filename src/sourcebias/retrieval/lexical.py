@@ -16,8 +16,6 @@ import numpy as np
 from sourcebias.core import progress
 from sourcebias.core.moved import moved
 from sourcebias.data.corpus import Corpus
-
-# Lucene's EnglishAnalyzer.ENGLISH_STOP_WORDS_SET (also bm25s's "en" list).
 from sourcebias.retrieval.analyzer import EnglishAnalyzer
 from sourcebias.retrieval.base import FirstStage, ScoreBlock
 from sourcebias.retrieval.specs import Param, register_first_stage
@@ -38,19 +36,32 @@ class _LexicalRetriever(FirstStage):
         qids = list(queries)
         vocab: dict[str, int] = {}
         with progress.task(f"{self.name}: indexing {len(corpus):,} documents", total=1) as t:
-            doc_ids = self.analyzer.to_ids(corpus.retrieval_texts(), vocab, grow=True)
-            self._index(doc_ids, vocab)
+            self._index_texts(corpus.retrieval_texts(), vocab)
             t.advance()
         self._info = {"vocabulary": len(vocab)}
         q_ids = self.analyzer.to_ids([queries[q] for q in qids], vocab, grow=False)
-        with progress.task(f"{self.name}: ranking", total=len(qids), unit="queries") as t:
-            for start in range(0, len(qids), self.batch_size):
-                batch = qids[start : start + self.batch_size]
-                yield ScoreBlock(batch, np.asarray(self._score(q_ids[start : start + self.batch_size])))
-                t.advance(len(batch))
+        try:
+            with progress.task(f"{self.name}: ranking", total=len(qids), unit="queries") as t:
+                for start in range(0, len(qids), self.batch_size):
+                    batch = qids[start : start + self.batch_size]
+                    yield from self._blocks(batch, q_ids[start : start + self.batch_size])
+                    t.advance(len(batch))
+        finally:
+            self._release()  # the index is not kept alive while the next corpus is indexed
 
     def run_info(self) -> dict[str, Any]:
         return dict(self._info)
+
+    def _blocks(self, batch: list[str], query_ids: list[list[int]]) -> Iterator[ScoreBlock]:
+        """Score blocks of one batch of queries: dense (queries x documents) by default."""
+        yield ScoreBlock(batch, np.asarray(self._score(query_ids)))
+
+    def _release(self) -> None:
+        """Drop the index built by :meth:`_index`."""
+
+    def _index_texts(self, texts: list[str], vocab: dict[str, int]) -> None:
+        """Analyse and index the corpus's texts (by default as lists of term ids, :meth:`_index`)."""
+        self._index(self.analyzer.to_ids(texts, vocab, grow=True), vocab)
 
     def _index(self, doc_ids: list[list[int]], vocab: dict[str, int]) -> None:
         raise NotImplementedError
@@ -117,6 +128,30 @@ class BM25(_LexicalRetriever):
 
         self._model = bm25s.BM25(k1=self.k1, b=self.b, method=self.method)
         self._model.index((doc_ids, dict(vocab)), show_progress=False)
+
+    def _index_texts(self, texts, vocab):
+        if self.norms != "lucene":
+            return super()._index_texts(texts, vocab)
+        from sourcebias.retrieval.lucene import LuceneBM25
+
+        lengths, flat = self.analyzer.to_flat_ids(texts, vocab)
+        self._n = len(texts)
+        self._lucene = LuceneBM25(self.k1, self.b, norms="lucene").index_flat(lengths, flat, len(vocab))
+
+    def _blocks(self, batch, query_ids):
+        """With Lucene's norms, one block per query holding only the documents that share a term with
+        it: memory and the ranking's work grow with the matches, not with queries x documents
+        (the other documents score 0 and are not ranked, ``only_matching``)."""
+        if self.norms != "lucene":
+            yield from super()._blocks(batch, query_ids)
+            return
+        m = self._lucene.score_sparse(query_ids)
+        for i, q in enumerate(batch):
+            start, end = m.indptr[i], m.indptr[i + 1]
+            yield ScoreBlock([q], m.data[None, start:end], positions=m.indices[start:end])
+
+    def _release(self):
+        self._lucene = self._model = None
 
     def _score(self, query_ids):
         if self.norms == "lucene":

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -119,18 +120,24 @@ class LuceneBM25:
         self.k1, self.b, self.norms = float(k1), float(b), norms
 
     def index(self, doc_term_ids: Sequence[Sequence[int]], n_terms: int) -> LuceneBM25:
-        from scipy.sparse import csr_matrix
-
         n_docs = len(doc_term_ids)
         lengths = np.fromiter((len(d) for d in doc_term_ids), dtype=np.int64, count=n_docs)
+        flat = np.fromiter(itertools.chain.from_iterable(doc_term_ids), dtype=np.int64, count=int(lengths.sum()))
+        return self.index_flat(lengths, flat, n_terms)
+
+    def index_flat(self, lengths: np.ndarray, term_ids: np.ndarray, n_terms: int) -> LuceneBM25:
+        """:meth:`index` from the documents' lengths and their term ids end to end (one array):
+        no Python list per document, which at a million documents is ~0.5 GB."""
+        from scipy.sparse import csc_matrix, csr_matrix
+
+        n_docs = len(lengths)
         doc_count = int(np.count_nonzero(lengths))  # documents with at least one term in the field
         total = int(lengths.sum())
         self.n_docs, self.n_terms, self.doc_count, self.sum_total_term_freq = n_docs, int(n_terms), doc_count, total
-        # term frequencies: a (documents x terms) count matrix, duplicates summed
+        # term frequencies: a (documents x terms) count matrix, duplicates summed, then by term
         indptr = np.zeros(n_docs + 1, dtype=np.int64)
         indptr[1:] = np.cumsum(lengths)
-        indices = np.fromiter(itertools.chain.from_iterable(doc_term_ids), dtype=np.int64, count=total)
-        tf = csr_matrix((np.ones(total, dtype=np.float32), indices, indptr), shape=(n_docs, max(self.n_terms, 1)))
+        tf = csr_matrix((np.ones(total, dtype=np.float32), term_ids, indptr), shape=(n_docs, max(self.n_terms, 1)))
         tf.sum_duplicates()
         tf = tf.tocsc()  # columns = terms
         df = np.diff(tf.indptr).astype(np.int64)
@@ -138,29 +145,29 @@ class LuceneBM25:
             idf64 = np.log(1.0 + (doc_count - df + 0.5) / (df + 0.5))
         self.idf = idf64.astype(np.float32)
         self.avgdl = np.float32(total / float(doc_count)) if doc_count else np.float32(0.0)
-        if self.norms == "lucene":
-            self.norm_bytes = encode_lengths(lengths)
-            inverse = norm_cache(self.k1, self.b, self.avgdl)[self.norm_bytes]
-        else:
-            k1f, bf = np.float32(self.k1), np.float32(self.b)
-            one_minus_b = np.float32(np.float32(1.0) - bf)
-            with np.errstate(divide="ignore"):
-                inverse = (np.float32(1.0) / (k1f * (one_minus_b + (bf * lengths.astype(np.float32)) / self.avgdl))).astype(np.float32)
+        inverse = self._inverse_norms(lengths)
         # each posting's score, float32, in Lucene's order: weight - weight / (1 + freq * inv)
         rows = tf.indices  # documents of each posting, column by column
-        term_of = np.repeat(np.arange(tf.shape[1]), np.diff(tf.indptr))
-        weight = self.idf[term_of]
-        freq = tf.data.astype(np.float32)
-        denom = (np.float32(1.0) + freq * inverse[rows]).astype(np.float32)
-        post = (weight - weight / denom).astype(np.float32)
-        from scipy.sparse import csc_matrix
-
+        weight = self.idf[np.repeat(np.arange(tf.shape[1], dtype=np.int32), np.diff(tf.indptr))]
+        denom = np.float32(1.0) + tf.data * inverse[rows]  # tf.data: float32 frequencies
+        post = weight - weight / denom
+        del weight
         # terms x documents, float64 so that sums over a query's terms are exact
         shape = (n_docs, tf.shape[1])
         self._matrix = csc_matrix((post.astype(np.float64), rows, tf.indptr), shape=shape).T.tocsr()
         # each posting's 1 + freq * cache[norm], for boosts that are not powers of two
         self._denom = csc_matrix((denom, rows, tf.indptr), shape=shape).T.tocsr()
         return self
+
+    def _inverse_norms(self, lengths: np.ndarray) -> np.ndarray:
+        """Per document, ``cache[norm]``: ``1 / (k1 * ((1 - b) + b * length / avgdl))`` in float32."""
+        if self.norms == "lucene":
+            self.norm_bytes = encode_lengths(lengths)
+            return norm_cache(self.k1, self.b, self.avgdl)[self.norm_bytes]
+        k1f, bf = np.float32(self.k1), np.float32(self.b)
+        one_minus_b = np.float32(np.float32(1.0) - bf)
+        with np.errstate(divide="ignore"):
+            return (np.float32(1.0) / (k1f * (one_minus_b + (bf * lengths.astype(np.float32)) / self.avgdl))).astype(np.float32)
 
     def _boosted_row(self, term: int, boost: int) -> tuple[np.ndarray, np.ndarray]:
         """``(documents, float32 scores)`` of one term under a query boost, in Lucene's order:
@@ -175,7 +182,18 @@ class LuceneBM25:
 
         A term repeated ``n`` times is one clause of boost ``n`` (see the module's docstring):
         powers of two scale the precomputed postings exactly; other counts are scored anew."""
-        from scipy.sparse import csr_matrix
+        if not len(query_term_ids):
+            return np.zeros((0, self.n_docs), dtype=np.float32)
+        return self.score_sparse(query_term_ids).toarray()
+
+    def score_sparse(self, query_term_ids: Sequence[Sequence[int]]) -> Any:
+        """:meth:`score_batch`'s scores as a sparse ``(len(queries), n_docs)`` float32 CSR matrix
+        holding the documents that share a term with each query (every other scores 0).
+
+        Memory grows with the matching documents, not with ``queries x documents``: at a million
+        documents a dense float64 block of 256 queries would take 2 GB. The sums are taken in
+        double (exact, see the module's docstring) and rounded to float32 once, as Lucene does."""
+        from scipy.sparse import coo_matrix, csr_matrix
 
         n_q = len(query_term_ids)
         data, cols, indptr = [], [], [0]
@@ -188,11 +206,13 @@ class LuceneBM25:
             data.append(c[nz][exact].astype(np.float64))
             indptr.append(indptr[-1] + int(exact.sum()))
             boosted.extend((qi, int(t), int(n)) for t, n in zip(nz[~exact], c[nz][~exact]))
-        if not n_q:
-            return np.zeros((0, self.n_docs), dtype=np.float32)
-        qm = csr_matrix((np.concatenate(data), np.concatenate(cols), np.asarray(indptr)), shape=(n_q, self._matrix.shape[0]))
-        out = np.asarray((qm @ self._matrix).todense(), dtype=np.float64)
-        for qi, term, n in boosted:  # summed in double, like the other clauses
-            docs, scores = self._boosted_row(term, n)
-            out[qi, docs] += scores.astype(np.float64)
+        qm = csr_matrix(
+            (np.concatenate(data or [np.zeros(0)]), np.concatenate(cols or [np.zeros(0, dtype=np.int64)]), np.asarray(indptr)),
+            shape=(n_q, self._matrix.shape[0]),
+        )
+        out = (qm @ self._matrix).tocsr()
+        if boosted:  # summed in double, like the other clauses
+            parts = [(np.full(len(docs), qi), docs, scores.astype(np.float64)) for qi, term, n in boosted for docs, scores in [self._boosted_row(term, n)]]
+            rows, docs, scores = (np.concatenate(x) for x in zip(*parts))
+            out = (out + coo_matrix((scores, (rows, docs)), shape=out.shape).tocsr()).tocsr()
         return out.astype(np.float32)

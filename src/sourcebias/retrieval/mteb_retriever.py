@@ -23,7 +23,7 @@ def _build(params: dict[str, Any], text: str) -> DenseRetriever:
         name=name,
         **backend_options(params),
     )
-    return DenseRetriever(encoder, name=name, cache_dir=store_option(params), index=params["index"])
+    return DenseRetriever(encoder, name=name, cache_dir=store_option(params), index=params["index"], shard_size=params["shard_size"])
 
 
 register_first_stage(

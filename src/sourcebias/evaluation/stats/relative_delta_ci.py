@@ -18,7 +18,7 @@ from typing import Any, ClassVar, cast
 import numpy as np
 
 from sourcebias.core.errors import ConfigError
-from sourcebias.evaluation.stats.base import Column, Record, StatContext, Statistic, known, paired_values, register_statistic
+from sourcebias.evaluation.stats.base import BOOTSTRAP_BATCH, Column, Record, StatContext, Statistic, known, paired_values, register_statistic
 
 FINITE_PERCENTILE = "percentile over the finite resamples"
 
@@ -100,6 +100,7 @@ def _bootstrap(a: np.ndarray, b: np.ndarray, *, n_resamples: int, confidence: fl
             confidence_level=confidence,
             method=method,
             random_state=np.random.default_rng(seed),
+            batch=BOOTSTRAP_BATCH,
         )
     return np.asarray(res.bootstrap_distribution, dtype=float), float(res.confidence_interval.low), float(res.confidence_interval.high)
 

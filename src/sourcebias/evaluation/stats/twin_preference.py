@@ -37,7 +37,7 @@ from typing import Any, ClassVar, cast
 
 import numpy as np
 
-from sourcebias.evaluation.stats.base import Column, Record, StatContext, Statistic, known, register_statistic, result_pairs, total
+from sourcebias.evaluation.stats.base import BOOTSTRAP_BATCH, Column, Record, StatContext, Statistic, known, register_statistic, result_pairs, total
 
 EXACT_MAX_QUERIES = 20
 EXACT = "exact sign-flip over queries"
@@ -162,6 +162,7 @@ def cluster_bootstrap_rate(
         confidence_level=confidence,
         method="percentile",
         random_state=np.random.default_rng(seed),
+        batch=BOOTSTRAP_BATCH,
     )
     out.update(low=float(res.confidence_interval.low), high=float(res.confidence_interval.high))
     return out

@@ -42,6 +42,9 @@ class GenerationRequest:
     temperature: float = 0.2
     top_p: float = 1.0
     seed: int | None = None
+    #: ``None``: no log-probabilities; ``0``: the log-probability of each generated token;
+    #: ``k > 0``: also the ``k`` most likely tokens at each step (OpenAI's ``logprobs``/``top_logprobs``)
+    top_logprobs: int | None = None
 
 
 @dataclass
@@ -57,6 +60,9 @@ class GenerationResult:
     attempts: int = 1
     server: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    #: when requested: one entry per generated token in OpenAI's chat format,
+    #: ``{"token": str, "logprob": float, "top_logprobs": [{"token": str, "logprob": float}, ...]}``
+    logprobs: list[dict[str, Any]] | None = None
 
 
 class Backend(Protocol):

@@ -102,6 +102,9 @@ class LocalBackend:
             kwargs.update(temperature=float(request.temperature), top_p=float(request.top_p), top_k=0)
         else:  # greedy: silence the model config's sampling defaults
             kwargs.update(temperature=None, top_p=None, top_k=None)
+        want_lp = request.top_logprobs is not None
+        if want_lp:  # the raw (unprocessed) logits of each step, for log-probabilities
+            kwargs.update(output_logits=True, return_dict_in_generate=True)
         t0 = time.perf_counter()
         limit = getattr(self._model.config, "max_position_embeddings", None)
         if limit and len(ids) + request.max_tokens > limit:
@@ -120,6 +123,10 @@ class LocalBackend:
                 raise GenerationError(f"{type(exc).__name__}: {exc}", retryable=False) from exc
             finally:
                 torch.set_num_threads(previous_threads)
+        logprobs = None
+        if want_lp:
+            logprobs = self._logprobs(out.logits, out.sequences[0, len(ids) :].tolist(), int(request.top_logprobs or 0))
+            out = out.sequences
         new = out[0, len(ids) :].tolist()
         stopped = bool(new) and new[-1] in self._eos
         finish = "stop" if stopped or len(new) < request.max_tokens else "length"
@@ -130,7 +137,24 @@ class LocalBackend:
             prompt_tokens=len(ids),
             completion_tokens=len(new),
             seconds=time.perf_counter() - t0,
+            logprobs=logprobs,
         )
+
+    def _logprobs(self, step_logits: Any, new: list[int], k: int) -> list[dict[str, Any]]:
+        """OpenAI-format log-probabilities of each generated token (and the ``k`` most likely at
+        each step) from the model's raw logits: a float64 log-softmax, so they are the model's
+        distribution whatever the sampling settings."""
+        import torch
+
+        out = []
+        for logits, token in zip(step_logits, new):
+            lp = torch.log_softmax(logits[0].double(), dim=-1)
+            entry: dict[str, Any] = {"token": self._tok.decode([token]), "logprob": float(lp[token]), "top_logprobs": []}
+            if k > 0:
+                vals, idx = torch.topk(lp, k)
+                entry["top_logprobs"] = [{"token": self._tok.decode([int(i)]), "logprob": float(v)} for v, i in zip(vals, idx)]
+            out.append(entry)
+        return out
 
     def describe(self) -> dict[str, Any]:
         from sourcebias.models.llm import resolve_lm

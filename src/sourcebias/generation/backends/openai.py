@@ -194,20 +194,27 @@ class OpenAIBackend:
         }
         if request.seed is not None:
             body["seed"] = int(request.seed)
+        k = request.top_logprobs
         if self.chat:
             body["messages"] = request.messages
+            if k is not None:
+                body["logprobs"] = True
+                if k > 0:
+                    body["top_logprobs"] = int(k)
             return "/chat/completions", body
         body["prompt"] = request.prompt
+        if k is not None:
+            body["logprobs"] = int(k)  # the legacy completions API: an integer
         return "/completions", body
 
-    def _parse(self, data: Any) -> tuple[str, str | None, dict[str, Any]]:
+    def _parse(self, data: Any) -> tuple[str, str | None, dict[str, Any], list[dict[str, Any]] | None]:
         try:
             choice = data["choices"][0]
             if self.chat:
                 text = (choice.get("message") or {}).get("content") or ""
             else:
                 text = choice.get("text") or ""
-            return str(text), choice.get("finish_reason"), data.get("usage") or {}
+            return str(text), choice.get("finish_reason"), data.get("usage") or {}, parse_logprobs(choice.get("logprobs"))
         except (KeyError, IndexError, TypeError, AttributeError):
             raise GenerationError(f"malformed response (no choices[0]): {str(data)[:200]}", retryable=True) from None
 
@@ -231,7 +238,7 @@ class OpenAIBackend:
                 if status == 200:
                     try:
                         data = resp.json()
-                        text, finish, usage = self._parse(data)
+                        text, finish, usage, logprobs = self._parse(data)
                     except (ValueError, GenerationError) as exc:
                         last = redact_url_credentials(f"{server.url}: {exc}")
                         self._release(server, ok=False, cooldown=wait)
@@ -245,6 +252,7 @@ class OpenAIBackend:
                             seconds=time.perf_counter() - t0,
                             attempts=attempts,
                             server=server.url,
+                            logprobs=logprobs,
                         )
                 else:
                     message = _error_message(resp)
@@ -331,6 +339,34 @@ class OpenAIBackend:
 
     def close(self) -> None:
         self._client.close()
+
+
+def parse_logprobs(raw: Any) -> list[dict[str, Any]] | None:
+    """A choice's ``logprobs`` in the chat format (``{"content": [{"token", "logprob",
+    "top_logprobs": [{"token", "logprob"}]}]}``) or the legacy completions format (``{"tokens",
+    "token_logprobs", "top_logprobs": [{token: logprob}]}``) as the chat format's ``content``
+    list; ``None`` when the server sent none."""
+    if not isinstance(raw, dict):
+        return None
+    if isinstance(raw.get("content"), list):
+        out = []
+        for t in raw["content"]:
+            top = [{"token": str(e["token"]), "logprob": float(e["logprob"])} for e in t.get("top_logprobs") or []]
+            out.append({"token": str(t["token"]), "logprob": float(t["logprob"]), "top_logprobs": top})
+        return out
+    tokens = raw.get("tokens")
+    if not isinstance(tokens, list):
+        return None
+    lps = raw.get("token_logprobs") or [None] * len(tokens)
+    tops = raw.get("top_logprobs") or [None] * len(tokens)
+    return [
+        {
+            "token": str(tok),
+            "logprob": float(lp) if lp is not None else float("nan"),
+            "top_logprobs": [{"token": str(k), "logprob": float(v)} for k, v in (top or {}).items()],
+        }
+        for tok, lp, top in zip(tokens, lps, tops)
+    ]
 
 
 def _error_message(resp: httpx.Response) -> str:

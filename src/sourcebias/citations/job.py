@@ -1,0 +1,143 @@
+"""``sourcebias cite`` as a library call: claim the output folder, read the ranking (an
+``evaluate`` folder's mixed run, a TREC run, or a retriever run now), ask the generator, write
+the folder (:func:`run_cite`).
+
+The folder is claimed before any work and written at the end in one commit; the answers are
+stored as they arrive in the generator client's answer store, so a killed run loses at most the
+calls in flight and the rerun (same command) sends only the rest.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from sourcebias.citations.result import KIND, CitationResult
+from sourcebias.citations.study import CiteSettings, cite_run
+from sourcebias.core.errors import ConfigError
+
+
+def _evaluate_run(data: str, folder: Path, run_name: str | None) -> tuple[Any, Any]:
+    """The mixed-corpus run ``run_name`` (or the only one) of an ``evaluate`` folder, bound to
+    ``data`` loaded with the options it was evaluated with."""
+    from sourcebias.data import load_dataset
+    from sourcebias.evaluation import load_result
+
+    head = load_result(folder, runs=False)
+    ds = load_dataset(data, head.dataset_options()[0])
+    runs = {k.retriever: r for k, r in load_result(folder, dataset=ds).runs.items() if k.setting == "mixed"}
+    if not runs:
+        raise ConfigError(f"{folder} holds no run of the mixed corpus")
+    if run_name is None and len(runs) > 1:
+        raise ConfigError(f"{folder} holds {len(runs)} mixed runs ({', '.join(runs)}): name one with --run-name")
+    name = run_name or next(iter(runs))
+    if name not in runs:
+        raise ConfigError(f"no mixed run named {name} in {folder} (runs: {', '.join(runs)})")
+    return runs[name], ds
+
+
+def load_ranking(data: str, *, run: str | Path | None = None, retriever: str | None = None, run_name: str | None = None, docnos: Path | None = None,
+                 docno_pattern: str | None = None, retriever_options: dict[str, Any] | None = None) -> tuple[Any, Any, dict[str, Any]]:  # fmt: skip
+    """``(run, dataset, info)``: the mixed ranking whose top k the generator sees.
+
+    Args:
+        data: the dataset (folder or registered name) whose texts the generator reads.
+        run: an ``evaluate`` output folder (its mixed run; ``run_name`` picks one of several) or a
+            TREC run file over ``data`` (document names by the project's docno rule).
+        retriever: or a retriever specification, run now over ``data``'s mixed corpus.
+        run_name: which mixed run of an ``evaluate`` folder.
+        docnos, docno_pattern: how a TREC file names documents (``sourcebias.retrieval.run``).
+        retriever_options: command-wide options of ``retriever`` (device, cache_dir, ...).
+
+    Raises:
+        ConfigError: neither or both of ``run`` and ``retriever``; a path that is neither a
+            folder nor a file; an unknown run name.
+    """
+    from sourcebias.data import load_dataset
+
+    if (run is None) == (retriever is None):
+        raise ConfigError("give the ranking: --run RUN (an evaluate folder or a TREC run file) or --retriever SPEC")
+    if retriever is not None:
+        from sourcebias.retrieval import build_retriever
+
+        ds = load_dataset(data)
+        ids = ds.evaluation_queries() or list(ds.queries)
+        ranked = build_retriever(retriever, **(retriever_options or {})).retrieve(ds.corpus, {q: ds.queries[q] for q in ids}, depth=100)
+        return ranked, ds, {"retriever": retriever, "dataset": ds.describe().get("name")}
+    path = Path(run)  # type: ignore[arg-type]  # one of the two is given (checked above)
+    if path.is_dir():
+        ranked, ds = _evaluate_run(data, path, run_name)
+    elif path.is_file():
+        from sourcebias.retrieval.run import Run, resolve_docnos
+
+        ds = load_dataset(data)
+        ranked = Run.from_trec(path, ds.corpus, docnos=resolve_docnos(path, ds.corpus, docnos=docnos, docno_pattern=docno_pattern))
+    else:
+        raise ConfigError(f"{path}: neither an evaluate output folder nor a TREC run file")
+    return ranked, ds, {"run": str(path.resolve()), "run_name": ranked.name, "dataset": ds.describe().get("name")}
+
+
+def sample(query_ids: list[str], max_queries: int | None, seed: int) -> list[str]:
+    """A seeded sample of ``max_queries`` of the queries (in their order; all when None)."""
+    if max_queries is None or max_queries >= len(query_ids):
+        return list(query_ids)
+    keep = set(np.random.default_rng(seed).permutation(len(query_ids))[:max_queries].tolist())
+    return [q for i, q in enumerate(query_ids) if i in keep]
+
+
+def run_cite(data: str, output: str | Path | None, *, generator: str, settings: CiteSettings, run: str | Path | None = None, retriever: str | None = None, run_name: str | None = None,
+             docnos: Path | None = None, docno_pattern: str | None = None, overwrite: bool = False, cache_dir: Any = None, concurrency: int | None = None, device: str | None = None,
+             emit: Callable[[str], None] | None = None) -> tuple[CitationResult, Path | None]:  # fmt: skip
+    """Run a citation study and write the folder ``output`` (claimed before any work; ``None``:
+    nothing written). Returns the result and the folder's path.
+
+    ``generator`` is an :func:`~sourcebias.llmcalls.open_client` spec (``smollm2``, a GGUF file,
+    ``openai:MODEL@URL``); its answers are cached under ``cache_dir`` (default: the sourcebias
+    cache), which is what makes a rerun resume."""
+    from sourcebias.core.artifacts import OutputFolder
+    from sourcebias.llmcalls import open_client
+
+    settings.check()
+    folder = OutputFolder.claim(output, kind=KIND, overwrite=overwrite) if output is not None else None
+    client = None
+    try:
+        t0 = time.perf_counter()
+        ranked, ds, info = load_ranking(data, run=run, retriever=retriever, run_name=run_name, docnos=docnos, docno_pattern=docno_pattern,
+                                        retriever_options={"device": device, "cache_dir": cache_dir} if retriever else None)  # fmt: skip
+        ids = sample([q for q in ranked.query_ids if len(ranked.positions[q])], settings.max_queries, settings.seed)
+        info = {**info, "queries": len(ids), "run_queries": len(ranked), "human_source": ds.human_source, "sources": list(ds.sources)}
+        (emit or (lambda _m: None))(f"asking {generator} about {len(ids)} queries x {settings.orders} orders")
+        client = open_client(generator, cache_dir=cache_dir, concurrency=concurrency, device=device)
+        result = cite_run(ranked, ds.queries, client, settings, ds.human_source, query_ids=ids, inputs=info)
+        if folder is None:
+            return result, None
+        return result, write_citations(result, folder, seconds=time.perf_counter() - t0)
+    finally:
+        if client is not None:
+            client.close()
+        if folder is not None:
+            folder.abort()  # no-op after the commit
+
+
+def write_citations(result: CitationResult, folder: Any, *, seconds: float) -> Path:
+    """Write ``result``, its report and figure and the manifest into a claimed folder; commit."""
+    from sourcebias.citations.figure import plot_citations
+    from sourcebias.citations.report import write_summaries
+    from sourcebias.core.manifest import build_manifest
+
+    result.save(folder.staging)
+    plot_citations(result, folder.staging / "citations.png")
+    write_summaries(result, folder.staging)
+    manifest = build_manifest(
+        command=KIND,
+        inputs=result.inputs,
+        parameters={**result.settings, "method": result.method},
+        models={"generator": result.generator.get("identity", result.generator)},
+        timings={"total_s": round(seconds, 3)},
+        extra={"figure": "citations.png", "counts": result.counts},
+    )
+    return folder.commit(manifest)

@@ -1,0 +1,116 @@
+"""A citation study as the one :class:`~sourcebias.report.model.Report` every command
+renders: the answers' statuses (how many cite nothing, or a passage that does not exist), the
+citation rates by source and rank and by source and position, the source effect (logit with rank
+and position fixed effects, and matched twins), and the position and rank effects."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from sourcebias.citations.result import CitationResult
+
+
+def _ci(lo: Any, hi: Any, signed: bool = False) -> str:
+    if lo is None:
+        return "–"
+    return f"[{lo:+.3f}, {hi:+.3f}]" if signed else f"[{lo:.3f}, {hi:.3f}]"
+
+
+def _rate_cell(r: dict[str, Any] | None) -> str:
+    if r is None or r["rate"] is None:
+        return "–"
+    return f"{r['rate']:.3f} {_ci(r['low'], r['high'])} ({r['cited']}/{r['n']})"
+
+
+def rate_rows(result: CitationResult, table: str, key: str) -> tuple[list[dict[str, Any]], list[str]]:
+    """One display row per rank (or position), a cell per source: rate [CI] (cited/n)."""
+    rows = result.rates.get(table, [])
+    sources = list(dict.fromkeys(r["source"] for r in result.rates.get("source", [])))
+    levels = sorted({r[key] for r in rows})
+    cell = {(r["source"], r[key]): r for r in rows}
+    return [{key: lvl, **{f"src:{s}": _rate_cell(cell.get((s, lvl))) for s in sources}} for lvl in levels], sources
+
+
+def effect_rows(result: CitationResult, term: str) -> list[dict[str, Any]]:
+    """The effects of ``term`` with display fields."""
+    out = []
+    for r in result.effects:
+        if r["term"] != term:
+            continue
+        undefined = r["estimate"] is None
+        what = "log OR" if r["estimator"] == "logit" else "Δ cited (twin − original)"
+        out.append({**r, "what": what, "estimate_text": "undefined" if undefined else f"{r['estimate']:+.3f} {_ci(r['low'], r['high'], True)}",
+                    "or_text": "–" if r.get("odds_ratio") is None else f"{r['odds_ratio']:.2f}",
+                    "ame_text": "–" if r.get("ame") is None else f"{r['ame']:+.3f} {_ci(r['ame_low'], r['ame_high'], True)}",
+                    "n_text": f"{r['pairs']} pairs" if r["estimator"] == "twins" else f"{r['n']} rows", "status_text": r["status"] + (f": {r['note']}" if r["note"] and r["status"] == "undefined" else "")})  # fmt: skip
+    return out
+
+
+def citation_report(result: CitationResult, title: str | None = None) -> Any:
+    """The :class:`~sourcebias.report.model.Report` of a citation study.
+
+    Args:
+        result: the study.
+        title: the report's title (default: one naming the generator).
+
+    Returns:
+        A Report: answers, rates by rank, rates by position, source effect, position and rank
+        effects; the notes; the passages and effects as data for CSV.
+    """
+    import pandas as pd
+
+    from sourcebias.evaluation.stats import Column
+    from sourcebias.report.model import Report, Table
+
+    s, c, m = result.settings, result.counts, result.method
+    answers = Table("answers", "Answers by status", [Column(k, k, "int") for k in ("answers", "cited", "out_of_range", "no_citation", "empty", "truncated", "echoed") if k in c], [c],
+                    f"cited: every number names a passage; out_of_range: a number outside 1..{s['k']} (dropped); no_citation / empty: cites nothing (uncited={s['uncited']}); truncated: stopped at max_tokens; echoed: repeats the prompt's passage headers (not read as citations).", status_rows=False)  # fmt: skip
+    tables = [answers]
+    for key, table, heading in (("rank", "source_rank", "retrieval rank"), ("position", "source_position", "position in the context")):
+        rows, sources = rate_rows(result, table, key)
+        cols = [Column(key, key, "int")] + [Column(f"src:{x}", x, "text") for x in sources]
+        tables.append(
+            Table(f"rates:{key}", f"P(cited | source, {heading})", cols, rows, f"rate [{s['level']:.0%} CI] (cited/shown); {m['rates']}.", status_rows=False)
+        )
+    effect_cols = [Column("estimator", "estimator", "text"), Column("level", "source", "text"), Column("estimate_text", "estimate [CI]", "text"),
+                   Column("or_text", "odds ratio", "text"), Column("ame_text", "AME on P(cited) [CI]", "text"), Column("p", "p", "p"), Column("n_text", "n", "text"),
+                   Column("queries", "queries", "int"), Column("status_text", "status", "text")]  # fmt: skip
+    tables.append(
+        Table(
+            "effects:source",
+            "Source effect on citation, conditional on rank (and position)",
+            effect_cols,
+            effect_rows(result, "source"),
+            f"estimate: logit, the log odds ratio LLM vs human; twins, the mean of cited(twin) − cited(original). logit: {m['logit']}. twins: {m['twins']}.",
+            status_rows=False,
+        )
+    )
+    fe = effect_rows(result, "rank") + effect_rows(result, "position")
+    fe_cols = [
+        Column("term", "term", "text"),
+        Column("level", "level (vs 1)", "text"),
+        Column("estimate_text", "log OR [CI]", "text"),
+        Column("or_text", "odds ratio", "text"),
+        Column("p", "p", "p"),
+    ]
+    tables.append(Table("effects:position", "Rank and position effects (logit, against rank 1 / position 1)", fe_cols, fe, "", status_rows=False))
+    return Report(
+        title or f"Sources cited by {result.generator_name}",
+        tables,
+        notes=list(result.notes),
+        data={"effects": pd.DataFrame(result.effects), "passages": result.passages},
+    )
+
+
+def write_summaries(result: CitationResult, folder: str | Path) -> dict[str, Path]:
+    """``summary.md`` and ``summary.tex`` (the report) into ``folder``."""
+    from sourcebias.core.atomic import atomic_write_text
+    from sourcebias.report.render import to_latex, to_markdown
+
+    report = citation_report(result)
+    folder = Path(folder)
+    return {
+        "summary": atomic_write_text(folder / "summary.md", to_markdown(report)),
+        "summary_tex": atomic_write_text(folder / "summary.tex", to_latex(report)),
+    }

@@ -1,0 +1,220 @@
+"""A citation study in memory: show each query's top k to a generator in several context orders,
+read what each answer cites, and estimate the source effect (:func:`cite_run`,
+:func:`analyse`).
+
+Every call goes through an :class:`~sourcebias.llmcalls.LLMClient`, whose answer store makes
+the study resumable: a killed run loses at most the calls in flight, and a rerun sends only the
+calls not answered yet (same contexts, same prompts, same parameters: the same cache keys).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import pandas as pd
+
+from sourcebias.citations.design import Context, build_contexts
+from sourcebias.citations.estimate import LOGIT_METHOD, RATE_METHOD, TWIN_METHOD, logit_effects, rate_table, twin_differences
+from sourcebias.citations.parse import STATUSES, ParsedAnswer, parse_citations
+from sourcebias.citations.prompt import PROMPT_VERSION, citation_messages
+from sourcebias.citations.result import CitationResult
+from sourcebias.core.errors import ConfigError
+
+UNCITED_RULES = ("keep", "drop")
+
+
+@dataclass(frozen=True)
+class CiteSettings:
+    """How the study is run: the top ``k`` passages, ``orders`` context orders per query (0: as
+    ranked, then seeded shuffles), the ``seed`` (shuffles, query sample, and sent
+    with each call), generation parameters, ``uncited`` (``keep``: an answer that cites nothing
+    counts as citing none of its passages; ``drop``: its passages are left out of the
+    estimates; counted either way), the intervals' ``level``, ``max_queries`` (a seeded
+    sample; all when None) and ``shots`` (1: the prompt's one demonstration first; 0: none)."""
+
+    k: int = 5
+    orders: int = 1
+    seed: int = 0
+    max_tokens: int = 128
+    temperature: float = 0.0
+    uncited: str = "keep"
+    level: float = 0.95
+    max_queries: int | None = None
+    shots: int = 1
+
+    def check(self) -> None:
+        if self.k < 2:
+            raise ConfigError(f"k must be at least 2 (a citation choice needs two passages), got {self.k}")
+        if self.orders < 1:
+            raise ConfigError(f"orders must be at least 1, got {self.orders}")
+        if self.uncited not in UNCITED_RULES:
+            raise ConfigError(f"uncited must be one of {', '.join(UNCITED_RULES)}, got '{self.uncited}'")
+        if not 0.0 < self.level < 1.0:
+            raise ConfigError(f"level must be in (0, 1), got {self.level}")
+        if self.shots not in (0, 1):
+            raise ConfigError(f"shots is 0 or 1 (the one built-in demonstration), got {self.shots}")
+        if self.max_tokens < 1:
+            raise ConfigError(f"max_tokens must be positive, got {self.max_tokens}")
+
+    def describe(self) -> dict[str, Any]:
+        return {**asdict(self), "prompt": PROMPT_VERSION}
+
+
+def calls_for(contexts: list[Context], corpus: Any, queries: Mapping[str, str], settings: CiteSettings) -> list[Any]:
+    """One :class:`~sourcebias.llmcalls.Call` per context (the ALCE prompt of its passages)."""
+    from sourcebias.llmcalls import Call
+
+    calls = []
+    for c in contexts:
+        passages = [(corpus[p].title, corpus[p].text) for p in c.positions]
+        calls.append(
+            Call(
+                messages=citation_messages(queries[c.query_id], passages, settings.shots),
+                max_tokens=settings.max_tokens,
+                temperature=settings.temperature,
+                seed=settings.seed,
+            )
+        )
+    return calls
+
+
+def tables(contexts: list[Context], answers: list[Any], corpus: Any, uncited: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``(passages, answers)`` frames (see :mod:`.result`) from the contexts and their answers."""
+    rows, calls = [], []
+    for c, a in zip(contexts, answers):
+        parsed: ParsedAnswer = parse_citations(a.text, len(c.positions))
+        used = parsed.status in ("cited", "out_of_range") or uncited == "keep"
+        calls.append({"query_id": c.query_id, "order": c.order, "status": parsed.status, "citations": " ".join(map(str, parsed.cited)), "out_of_range": " ".join(map(str, parsed.out_of_range)), "echoed": parsed.echoed,
+                      "finish_reason": a.finish_reason or "", "cached": bool(a.cached), "text": a.text})  # fmt: skip
+        for pos, (p, rank) in enumerate(zip(c.positions, c.ranks), start=1):
+            rows.append({"query_id": c.query_id, "order": c.order, "doc_id": corpus.doc_ids[p], "source": corpus.source_of(p), "rank": rank, "position": pos,
+                         "cited": int(pos in parsed.cited), "status": parsed.status, "used": used})  # fmt: skip
+    return pd.DataFrame(rows), pd.DataFrame(calls)
+
+
+def status_counts(answers: pd.DataFrame) -> dict[str, Any]:
+    """How many answers have each status, and how many hit the token limit."""
+    counts = {s: int((answers["status"] == s).sum()) if len(answers) else 0 for s in STATUSES}
+    extra = (
+        {"truncated": int((answers["finish_reason"] == "length").sum()), "echoed": int(answers["echoed"].sum())}
+        if len(answers)
+        else {"truncated": 0, "echoed": 0}
+    )
+    return {"answers": len(answers), **counts, **extra}
+
+
+def _notes(counts: dict[str, Any], settings: CiteSettings, used: pd.DataFrame, passages: pd.DataFrame) -> list[str]:
+    n = counts["answers"]
+    notes = []
+    if counts["no_citation"] or counts["empty"]:
+        rule = "counted as citing none of their passages" if settings.uncited == "keep" else "left out of the estimates"
+        notes.append(
+            f"{counts['no_citation'] + counts['empty']} of {n} answers cite no passage ({counts['no_citation']} without a citation, {counts['empty']} empty): {rule} (uncited={settings.uncited})."
+        )
+    if counts["out_of_range"]:
+        notes.append(f"{counts['out_of_range']} of {n} answers cite a number outside 1..k: those numbers were dropped, their other citations kept.")
+    if counts["echoed"]:
+        notes.append(
+            f"{counts['echoed']} of {n} answers repeat the prompt's passage headers (Document [n](Title: ...)), e.g. continuing the list of documents: those are not read as citations."
+        )
+    if counts["truncated"]:
+        notes.append(f"{counts['truncated']} of {n} answers stopped at max_tokens={settings.max_tokens}: citations after the cut are missing.")
+    if len(used) < len(passages):
+        notes.append(f"{len(passages) - len(used)} of {len(passages)} passage rows left out of the estimates (their answer cites nothing).")
+    short = passages.groupby(["query_id", "order"]).size()
+    if len(short) and short.min() < settings.k:
+        notes.append(f"{int((short < settings.k).sum())} contexts hold fewer than k={settings.k} passages (their ranking is shorter).")
+    return notes
+
+
+def analyse(
+    passages: pd.DataFrame,
+    answers: pd.DataFrame,
+    settings: CiteSettings,
+    human: str,
+    *,
+    generator: dict[str, Any] | None = None,
+    inputs: dict[str, Any] | None = None,
+) -> CitationResult:
+    """The rates and effects of a study's tables (the passages whose ``used`` is true).
+
+    Args:
+        passages: one row per (query, order, passage), as :func:`tables` builds it.
+        answers: one row per call.
+        settings: the study's settings (level, the uncited rule).
+        human: the human source (the reference of every effect).
+        generator: what answered (recorded).
+        inputs: the run and dataset (recorded).
+
+    Returns:
+        The :class:`~sourcebias.citations.result.CitationResult`.
+    """
+    used = passages[passages["used"]]
+    counts = status_counts(answers)
+    rates = {
+        name: rate_table(used, by, settings.level)
+        for name, by in (("source", ["source"]), ("source_rank", ["source", "rank"]), ("source_position", ["source", "position"]))
+    }
+    logit, logit_notes = logit_effects(used, human, settings.level) if len(used) else ([], ["no passage rows to estimate from"])
+    effects = logit + twin_differences(used, human, settings.level)
+    notes = (
+        _notes(counts, settings, used, passages)
+        + logit_notes
+        + [f"{r['estimator']} {r['level']}: {r['note']}" for r in effects if r["note"] and r["term"] == "source"]
+    )
+    method = {
+        "rates": RATE_METHOD,
+        "logit": LOGIT_METHOD,
+        "twins": TWIN_METHOD,
+        "level": settings.level,
+        "orders": "0: as ranked, 1..: shuffles seeded by (seed, order, query id)",
+    }
+    return CitationResult(settings=settings.describe(), generator=generator or {}, inputs=inputs or {}, counts=counts, rates=rates, effects=effects, passages=passages.reset_index(drop=True),
+                          answers=answers.reset_index(drop=True), notes=notes, method=method)  # fmt: skip
+
+
+def top_k(run: Any, query_ids: list[str], k: int) -> dict[str, list[int]]:
+    """Query id -> the corpus positions of its top ``k`` (queries the run ranks nothing for are
+    left out)."""
+    return {q: [int(p) for p in run.positions[q][:k]] for q in query_ids if len(run.positions.get(q, ())) > 0}
+
+
+def cite_run(
+    run: Any,
+    queries: Mapping[str, str],
+    client: Any,
+    settings: CiteSettings,
+    human: str,
+    *,
+    query_ids: list[str] | None = None,
+    inputs: dict[str, Any] | None = None,
+) -> CitationResult:
+    """Run the study on ``run`` (its top k per query) with ``client``.
+
+    Args:
+        run: a :class:`~sourcebias.retrieval.run.Run` of the mixed corpus, bound to its texts.
+        queries: query id -> text.
+        client: an :class:`~sourcebias.llmcalls.LLMClient`.
+        settings: the study's settings (checked here).
+        human: the human source.
+        query_ids: the queries to ask (default: the run's, in order).
+        inputs: what the run and dataset are (recorded).
+
+    Returns:
+        The :class:`~sourcebias.citations.result.CitationResult`.
+    """
+    from sourcebias.core import progress
+
+    settings.check()
+    ids = list(run.query_ids if query_ids is None else query_ids)
+    missing = [q for q in ids if q not in queries]
+    if missing:
+        raise ConfigError(f"{len(missing)} queries of the run have no text in the dataset (e.g. {missing[0]})")
+    contexts = build_contexts(top_k(run, ids, settings.k), settings.orders, settings.seed)
+    calls = calls_for(contexts, run.corpus, queries, settings)
+    with progress.task("cited answers", total=len(calls), unit="answer") as task:
+        answers = client.answer(calls, task=task)
+    passages, answer_frame = tables(contexts, answers, run.corpus, settings.uncited)
+    return analyse(passages, answer_frame, settings, human, generator=client.describe(), inputs=inputs)

@@ -1,0 +1,132 @@
+"""What the judge's answers say: its twin bias (LLM twin's grade minus the human original's, per
+twin pair, query-clustered), the same on the expected grade where the backend gave
+log-probabilities, the disclosed author's effect, the pairwise source preference and position
+effect, its agreement with the assessors, and how many answers could not be read.
+
+Every estimate is :func:`sourcebias.judges.stats.clustered_mean`'s (see there why clustered);
+each row says how many items it rests on and how many were left out (an unparseable answer on
+either side of a pair leaves the pair out).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from sourcebias.judges.stats import clustered_mean, kappa, pairwise_effects
+
+
+def _wide(frame: Any, index: list[str], columns: str, values: str) -> Any:
+    """``frame`` with one row per ``index`` combination present (NaN values kept) and one column per value of ``columns``."""
+    return frame.set_index([*index, columns])[values].astype(float).unstack(columns)
+
+
+def _row(quantity: str, llm_source: str, stat: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    keys = ("estimate", "low", "high", "ci_method", "p", "p_method", "items", "queries", "missing", "confidence")
+    return {"quantity": quantity, "llm_source": llm_source, **{k: stat[k] for k in keys}, **extra}
+
+
+def twin_bias(grades: Any, human: str, llm_sources: Sequence[str], **kw: Any) -> list[dict[str, Any]]:
+    """Per LLM source: the paired grade difference (LLM twin − human original), from the parsed
+    grade and from the expected grade (quantities ``grade`` and ``expected grade``)."""
+    g = grades[grades["mode"] == "grade"]
+    out = []
+    for column, quantity in (("grade", "grade"), ("expected", "expected grade")):
+        wide = _wide(g, ["query_id", "doc_id"], "source", column)
+        present = _wide(g.assign(present=1.0), ["query_id", "doc_id"], "source", "present")  # the copies graded (answered or not)
+        for llm in llm_sources:
+            if human not in wide or llm not in wide:
+                continue
+            pairs = wide[(present[human] == 1) & (present[llm] == 1)]  # both copies in the corpus; an unparseable answer stays as NaN (left out, counted)
+            d = (pairs[llm] - pairs[human]).to_numpy(dtype=float)
+            if quantity == "expected grade" and not np.isfinite(d).any():
+                continue  # no log-probabilities: the grade row says all there is
+            out.append(_row(quantity, llm, clustered_mean(d, pairs.index.get_level_values(0).tolist(), **kw)))
+    return out
+
+
+def disclosure_effect(grades: Any, sources: Sequence[str], **kw: Any) -> list[dict[str, Any]]:
+    """The grade with the author disclosed as an AI minus as a human, same passage; over every
+    copy (``llm_source`` ``all``) and per true source."""
+    g = grades[grades["mode"] == "disclosure"]
+    if g.empty:
+        return []
+    wide = _wide(g, ["query_id", "doc_id", "source"], "label", "grade")
+    if "ai" not in wide or "human" not in wide:
+        return []
+    d = (wide["ai"] - wide["human"]).to_numpy(dtype=float)
+    q = wide.index.get_level_values(0).to_numpy()
+    src = wide.index.get_level_values(2).to_numpy()
+    out = [_row("disclosed AI − human", "all", clustered_mean(d, q.tolist(), **kw))]
+    for s in sources:
+        m = src == s
+        if m.any():
+            out.append(_row("disclosed AI − human", f"copies of {s}", clustered_mean(d[m], q[m].tolist(), **kw)))
+    return out
+
+
+def pairwise_rows(pairs: Any, **kw: Any) -> list[dict[str, Any]]:
+    """Per LLM source: the source preference and the position effect (both orders)."""
+    out = []
+    for llm, p in pairs.groupby("llm_source", sort=False):
+        pick_llm = np.where(p["picked"] == "", np.nan, (p["picked"] == llm).astype(float))
+        frame = _wide(p.assign(pick_llm=pick_llm), ["query_id", "doc_id"], "order", "pick_llm")
+        hf = frame.get("human_first", np.full(len(frame), np.nan))
+        lf = frame.get("llm_first", np.full(len(frame), np.nan))
+        eff = pairwise_effects(np.asarray(hf, dtype=float), np.asarray(lf, dtype=float), frame.index.get_level_values(0).tolist(), **kw)
+        out.append(_row("pairwise: LLM copy preferred", str(llm), eff["source"], consistent=eff["consistent"]))
+        out.append(_row("pairwise: first passage preferred", str(llm), eff["position"], consistent=eff["consistent"]))
+    return out
+
+
+def parse_counts(grades: Any, pairs: Any) -> list[dict[str, Any]]:
+    """Per mode: answers, unparseable ones, and expected grades that could not be computed (by reason)."""
+    out = []
+    for mode, g in grades.groupby("mode", sort=False):
+        notes = g.loc[g["expected_note"] != "", "expected_note"].value_counts().to_dict()
+        out.append(
+            {"mode": str(mode), "answers": len(g), "unparseable": int(g["grade"].isna().sum()), "no_expected_grade": {str(k): int(v) for k, v in notes.items()}}
+        )
+    if len(pairs):
+        out.append({"mode": "pairwise", "answers": len(pairs), "unparseable": int((pairs["pick"] == "").sum()), "no_expected_grade": {}})
+    return out
+
+
+def agreement(grades: Any, sources: Sequence[str]) -> list[dict[str, Any]]:
+    """Cohen's κ between the assessors' grades and the judge's grade of each source's copies
+    (the split's judged documents; assessors grade 0–2 on NQ-UTD, the judge 0–3)."""
+    g = grades[(grades["mode"] == "grade") & (grades["origin"] == "qrels")]
+    out = []
+    for s in sources:
+        part = g[g["source"] == s]
+        if len(part):
+            out.append({"source": s, **kappa(part["assessor_grade"].to_numpy(dtype=float), part["grade"].to_numpy(dtype=float))})
+    return out
+
+
+def grade_table(grades: Any, sources: Sequence[str]) -> list[dict[str, Any]]:
+    """Per source: how often the judge gave each grade (parsed answers of the ``grade`` mode)."""
+    g = grades[grades["mode"] == "grade"]
+    out = []
+    for s in sources:
+        v = g.loc[g["source"] == s, "grade"].dropna()
+        out.append(
+            {"source": s, "graded": len(v), "mean": float(v.mean()) if len(v) else float("nan"), **{f"grade_{k}": int((v == k).sum()) for k in range(4)}}
+        )
+    return out
+
+
+def analyse(grades: Any, pairs: Any, human: str, sources: Sequence[str], *, resamples: int = 2000, confidence: float = 0.95, seed: int = 0) -> dict[str, Any]:
+    """Every analysis of a judge run, as plain rows (what ``judge.json`` holds)."""
+    kw = {"resamples": resamples, "confidence": confidence, "seed": seed}
+    llms = [s for s in sources if s != human]
+    return {
+        "twin_bias": twin_bias(grades, human, llms, **kw),
+        "disclosure": disclosure_effect(grades, sources, **kw),
+        "pairwise": pairwise_rows(pairs, **kw),
+        "parse": parse_counts(grades, pairs),
+        "agreement": agreement(grades, sources),
+        "grades": grade_table(grades, sources),
+    }

@@ -1,0 +1,96 @@
+"""The judge's effect on the protocol: the same rankings evaluated with the assessors'
+judgements and with the judge's, and how Relative Δ and ΔNDSR move.
+
+The protocol's qrels give one grade per document, held by every copy (the project's data model:
+the twins of a judged original inherit its grade). A judge grades each copy, so its judgements
+come as one qrels per source: ``judge-<source>`` holds the judge's grade of that source's copy of
+each judged document (what the judge would have written had it judged that copy's collection).
+A judge that grades LLM text higher gives ``judge-<llm>`` higher grades than ``judge-<human>``;
+comparing Relative Δ under each shows whether that would hide or inflate a retriever's bias.
+Documents whose answer was unparseable are left out of the judge's qrels (counted).
+
+Every variant is evaluated on the same rankings (retrieved once) over the judged queries; the
+assessors' qrels are restricted to those queries (``assessors``). System orderings are compared by
+the mean of the measure on target ``all`` (every copy relevant), with Kendall's τ.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from sourcebias.judges.stats import kendall
+
+ASSESSORS = "assessors"
+
+
+def judge_qrels(grades: Any, source: str) -> dict[str, dict[str, int]]:
+    """``{query: {doc_id: grade}}`` of the judge's parsed grades of ``source``'s copies."""
+    g = grades[(grades["mode"] == "grade") & (grades["source"] == source)].dropna(subset=["grade"])
+    out: dict[str, dict[str, int]] = {}
+    for q, d, v in zip(g["query_id"], g["doc_id"], g["grade"]):
+        out.setdefault(str(q), {})[str(d)] = int(v)
+    return out
+
+
+def qrels_variants(dataset: Any, grades: Any, query_ids: Sequence[str]) -> dict[str, dict[str, dict[str, int]]]:
+    """``{variant: qrels}``: ``assessors`` (the split's, on the judged queries) and ``judge-<source>`` per source."""
+    keep = set(query_ids)
+    out = {ASSESSORS: {q: dict(dataset.qrels[q]) for q in dataset.qrels if q in keep}}
+    for s in dataset.sources:
+        out[f"judge-{s}"] = judge_qrels(grades, s)
+    return out
+
+
+def protocol_effect(dataset: Any, runs: Mapping[str, Any], variants: Mapping[str, Mapping[str, Mapping[str, int]]], *, measure: str = "NDCG@10", ndsr_k: int = 10,
+                    resamples: int = 2000, confidence: float = 0.95, seed: int = 0) -> dict[str, Any]:  # fmt: skip
+    """Relative Δ (bootstrap CI) and ΔNDSR@k of each run under each qrels variant.
+
+    Args:
+        dataset: The dataset the runs rank (its mixed corpus).
+        runs: ``{name: Run}``.
+        variants: :func:`qrels_variants`.
+        measure: The target measure of Relative Δ and of the system orderings.
+        ndsr_k, resamples, confidence, seed: The statistics' settings.
+
+    Returns:
+        ``{"rows": [...], "orderings": [...]}``: per run, LLM source and variant the Relative Δ
+        with its CI, ΔNDSR and its p, the queries evaluated; per judge variant Kendall's τ of the
+        system ordering against the assessors'.
+    """
+    from sourcebias.core.errors import DataError
+    from sourcebias.data.qrels import Qrels
+    from sourcebias.evaluation.measures import parse_measure
+    from sourcebias.evaluation.protocol import evaluate
+    from sourcebias.evaluation.results import ALL, MIXED, Key
+    from sourcebias.evaluation.stats import StatContext, compute_statistics
+    from sourcebias.evaluation.stats.relative_delta_ci import RelativeDeltaRecord
+
+    rows, means, skipped = [], {}, []
+    m = parse_measure(measure)
+    for variant, labels in variants.items():
+        ds = dataclasses.replace(dataset, qrels=Qrels(labels))
+        try:
+            result = evaluate(ds, runs=dict(runs), measures=[m], sole=False, seed=seed, keep_runs=True)  # ΔNDSR reads the runs
+        except DataError:  # no judged query has a relevant document under these qrels (a judge that graded everything 0, or nothing parsed)
+            skipped.append(f"qrels {variant}: no query has a relevant judgement; not evaluated")
+            continue
+        stats = compute_statistics(result, StatContext(qrels=ds.qrels, measures=[str(m)], ndsr_k=ndsr_k, bootstrap_resamples=resamples, confidence=confidence, seed=seed),
+                                   ["relative_delta_ci", "delta_ndsr"], correct=False)  # fmt: skip
+        ndsr = {(r.retriever, r.llm_source): r for r in stats.records["delta_ndsr"]}
+        for r in stats.records["relative_delta_ci"]:
+            assert isinstance(r, RelativeDeltaRecord)  # this statistic's own records
+            n = ndsr.get((r.retriever, r.llm_source))
+            rows.append({"run": r.retriever, "llm_source": r.llm_source, "qrels": variant, "measure": str(m), "rel_delta": r.rel_delta, "low": r.rel_delta_ci_low,
+                         "high": r.rel_delta_ci_high, "ci_method": r.ci_method, "delta_ndsr": getattr(n, "delta_ndsr", float("nan")),
+                         "delta_ndsr_p": getattr(n, "delta_ndsr_p", float("nan")), "queries": len(result.query_ids)})  # fmt: skip
+        means[variant] = {name: float(result.per_query[Key(name, MIXED, ALL, str(m))].mean()) for name in result.retriever_names}
+    names = list(runs)
+    orderings = []
+    for variant in variants:
+        if variant != ASSESSORS and variant in means and ASSESSORS in means:
+            orderings.append(
+                {"qrels": variant, "measure": f"{m} (target all)", **kendall([means[ASSESSORS][n] for n in names], [means[variant][n] for n in names])}
+            )
+    return {"rows": rows, "orderings": orderings, "system_means": means, "skipped": skipped}

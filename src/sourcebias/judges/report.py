@@ -1,0 +1,122 @@
+"""A judge run as the one :class:`~sourcebias.report.model.Report` every command renders
+(terminal, Markdown, LaTeX, CSV): the twin bias, the pairwise and disclosure effects, the parse
+failures, the agreement with the assessors and, with runs, the protocol under each qrels."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+from sourcebias.judges.result import JudgeResult
+
+
+def _num(v: Any, digits: int = 3, signed: bool = True) -> str:
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return "–"
+    return f"{v:+.{digits}f}" if signed else f"{v:.{digits}f}"
+
+
+def _p(v: Any) -> str:
+    return "–" if v is None or (isinstance(v, float) and not math.isfinite(v)) else (f"{v:.3g}" if v >= 1e-3 else f"{v:.2e}")
+
+
+def _effect_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{**r, "estimate_text": f"{_num(r['estimate'])} [{_num(r['low'])}, {_num(r['high'])}]", "p_text": _p(r["p"]), "n_text": f"{r['items']:,} / {r['queries']:,}",
+             "missing_text": f"{r['missing']:,}"} for r in rows]  # fmt: skip
+
+
+def _effect_table(key: str, title: str, rows: list[dict[str, Any]], caption: str) -> Any:
+    from sourcebias.evaluation.stats import Column
+    from sourcebias.report.model import Table
+
+    cols = [Column("quantity", "quantity", "text"), Column("llm_source", "LLM source", "text"), Column("estimate_text", "estimate [CI]", "text"),
+            Column("p_text", "p", "text"), Column("n_text", "items / queries", "text"), Column("missing_text", "left out", "text")]  # fmt: skip
+    return Table(key, title, cols, _effect_rows(rows), caption, status_rows=False)
+
+
+def _caption(result: JudgeResult) -> str:
+    s = result.settings
+    return (f"Query-clustered: mean over items, {s['confidence']:.0%} percentile bootstrap CI over queries ({s['resamples']:,} resamples, seed {s['seed']}), "
+            "p: sign-flip test of the query sums; left out: items with an unparseable answer (on either side of a pair).")  # fmt: skip
+
+
+def _protocol_tables(result: JudgeResult) -> list[Any]:
+    from sourcebias.evaluation.stats import Column
+    from sourcebias.report.model import Table
+
+    p = result.protocol
+    if not p:
+        return []
+    rows = [{**r, "rd_text": f"{_num(r['rel_delta'], 1)} [{_num(r['low'], 1)}, {_num(r['high'], 1)}]", "ndsr_text": f"{_num(r['delta_ndsr'])} (p {_p(r['delta_ndsr_p'])})"}
+            for r in p["rows"]]  # fmt: skip
+    cols = [Column("run", "run", "text"), Column("llm_source", "LLM source", "text"), Column("qrels", "qrels", "text"), Column("rd_text", "Rel Δ [CI]", "text"),
+            Column("ndsr_text", "ΔNDSR", "text"), Column("queries", "queries", "int")]  # fmt: skip
+    measure = p["rows"][0]["measure"] if p["rows"] else ""
+    cap = (f"Relative Δ of {measure} = (human − LLM) / mean × 100 (bootstrap CI over queries; < 0: LLM text ranked higher) and ΔNDSR@10 (label-free; it moves only "
+           "through the queries evaluated) of the same rankings under the assessors' qrels and the judge's grades of each source's copies.")  # fmt: skip
+    order = [{**o, "tau_text": _num(o["tau"], 3), "p_text": _p(o["p"])} for o in p["orderings"]]
+    ocols = [Column("qrels", "judge qrels", "text"), Column("measure", "systems ordered by", "text"), Column("tau_text", "Kendall τ", "text"), Column("p_text", "p", "text"),
+             Column("systems", "systems", "int"), Column("note", "note", "text")]  # fmt: skip
+    return [Table("judge:protocol", "The protocol under the assessors' and the judge's qrels", cols, rows, cap, status_rows=False),
+            Table("judge:orderings", "System orderings: judge's qrels against the assessors'", ocols, order, "", status_rows=False)]  # fmt: skip
+
+
+def judge_report(result: JudgeResult, title: str | None = None) -> Any:
+    """The Report of a judge run (tables for each analysis it has, its notes, its rows as data)."""
+    import pandas as pd
+
+    from sourcebias.evaluation.stats import Column
+    from sourcebias.report.model import Report, Table
+
+    cap = _caption(result)
+    tables = [
+        _effect_table(
+            "judge:twin_bias",
+            "Twin bias of the judge: grade of the LLM twin − grade of the human original (> 0: LLM text graded higher)",
+            result.rows("twin_bias"),
+            cap,
+        )
+    ]
+    if result.rows("pairwise"):
+        tables.append(
+            _effect_table(
+                "judge:pairwise", "Pairwise, both orders: preference for the LLM copy and for the first passage (− 1/2)", result.rows("pairwise"), cap
+            )
+        )
+    if result.rows("disclosure"):
+        tables.append(
+            _effect_table(
+                "judge:disclosure",
+                "Disclosed author: grade when told 'an AI wrote it' − when told 'a human wrote it', same passage",
+                result.rows("disclosure"),
+                cap,
+            )
+        )
+    parse = [{**p, "no_expected": ", ".join(f"{k}: {v:,}" for k, v in p["no_expected_grade"].items()) or "–"} for p in result.rows("parse")]
+    tables.append(Table("judge:parse", "Answers and parse failures", [Column("mode", "mode", "text"), Column("answers", "answers", "int"), Column("unparseable", "unparseable", "int"),
+                        Column("no_expected", "no expected grade", "text")], parse, "unparseable: no grade or pick could be read (left out, never defaulted)", status_rows=False))  # fmt: skip
+    agree = [{**a, "k_text": _num(a["kappa"], 3, False), "kq_text": _num(a["kappa_quadratic"], 3, False)} for a in result.rows("agreement")]
+    tables.append(Table("judge:agreement", "Agreement with the assessors (judged documents)", [Column("source", "judge graded copies of", "text"), Column("k_text", "Cohen's κ", "text"),
+                        Column("kq_text", "κ (quadratic)", "text"), Column("items", "items", "int"), Column("note", "note", "text")], agree, "", status_rows=False))  # fmt: skip
+    tables += _protocol_tables(result)
+    judge = result.judge.get("identity", {}).get("model", "judge")
+    return Report(
+        title or f"LLM relevance judge {judge} on {result.dataset.get('name')}",
+        tables,
+        notes=list(result.notes),
+        data={"grades": pd.DataFrame(result.rows("grades"))},
+    )
+
+
+def write_summaries(result: JudgeResult, folder: str | Path) -> dict[str, Path]:
+    """``summary.md`` and ``summary.tex`` (the report) into ``folder``."""
+    from sourcebias.core.atomic import atomic_write_text
+    from sourcebias.report.render import to_latex, to_markdown
+
+    report = judge_report(result)
+    folder = Path(folder)
+    return {
+        "summary": atomic_write_text(folder / "summary.md", to_markdown(report)),
+        "summary_tex": atomic_write_text(folder / "summary.tex", to_latex(report)),
+    }

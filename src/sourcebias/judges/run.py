@@ -1,0 +1,194 @@
+"""``sourcebias judge`` as a library call: claim the output folder, grade the judged documents
+(and optionally the top k of runs) through an LLM client, analyse, and write the folder.
+
+Resumable through the client's answer store: every answer is stored as it arrives, so a killed
+run loses at most the calls in flight and a rerun sends only the calls not answered yet (the
+output folder is written only at the end, atomically)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from sourcebias.core.errors import ConfigError
+from sourcebias.judges.analysis import analyse
+from sourcebias.judges.grading import JudgeSettings, ask
+from sourcebias.judges.items import item_table, judged_queries
+from sourcebias.judges.prompts import describe_prompts
+from sourcebias.judges.result import KIND, JudgeResult
+
+
+def judge(dataset: Any, client: Any, settings: JudgeSettings, *, runs: dict[str, Any] | None = None, top_k: int = 0, max_queries: int | None = None,
+          measure: str = "NDCG@10", resamples: int = 2000, confidence: float = 0.95) -> JudgeResult:  # fmt: skip
+    """Grade ``dataset``'s judged documents (both copies) with ``client`` and analyse the grades.
+
+    Args:
+        dataset: A loaded dataset with a split and LLM twins.
+        client: An :class:`~sourcebias.llmcalls.LLMClient`.
+        settings: Modes, tokens, log-probabilities, seed (:class:`~sourcebias.judges.grading.JudgeSettings`).
+        runs: ``{name: Run}`` of the mixed corpus: their top ``top_k`` documents are graded too,
+            and each is evaluated with the assessors' and the judge's qrels.
+        top_k: How many top documents of each run to grade (0: none).
+        max_queries: Judge a seeded sample of this many queries (``settings.seed``).
+        measure: The measure of Relative Δ under each qrels.
+        resamples: Bootstrap resamples of queries of every CI.
+        confidence: The level of every CI.
+
+    Returns:
+        The :class:`~sourcebias.judges.result.JudgeResult`.
+    """
+    from sourcebias.judges.protocol import protocol_effect, qrels_variants
+
+    queries = judged_queries(dataset, max_queries=max_queries, seed=settings.seed)
+    items = item_table(dataset, queries, runs or {}, top_k)
+    grades, pairs, counts = ask(client, dataset, items, settings)
+    analyses = analyse(grades, pairs, dataset.human_source, list(dataset.sources), resamples=resamples, confidence=confidence, seed=settings.seed)
+    protocol: dict[str, Any] = {}
+    if runs and "grade" in settings.modes:
+        variants = qrels_variants(dataset, grades, queries)
+        protocol = protocol_effect(dataset, runs, variants, measure=measure, resamples=resamples, confidence=confidence, seed=settings.seed)
+    info, notes = dataset.describe(), judge_notes(analyses) + list(protocol.get("skipped", []))
+    return JudgeResult(
+        judge={"identity": client.identity(), **counts},
+        settings={
+            "modes": list(settings.modes),
+            "prompt": settings.prompt,
+            "max_tokens": settings.max_tokens,
+            "top_logprobs": settings.top_logprobs,
+            "seed": settings.seed,
+            "top_k": top_k,
+            "max_queries": max_queries,
+            "measure": measure,
+            "resamples": resamples,
+            "confidence": confidence,
+            "prompts": describe_prompts(),
+        },
+        dataset={
+            "name": info["name"],
+            "split": info["split"],
+            "human_source": dataset.human_source,
+            "sources": list(dataset.sources),
+            "queries": len(queries),
+            "items": len(items),
+            "runs": sorted(runs or {}),
+        },
+        analyses=analyses,
+        grades=grades,
+        pairs=pairs,
+        protocol=protocol,
+        notes=notes,
+    )
+
+
+def judge_notes(analyses: dict[str, Any]) -> list[str]:
+    """What a reader must see: unparseable answers left out, expected grades not available."""
+    out = []
+    for p in analyses.get("parse", []):
+        if p["unparseable"]:
+            out.append(f"{p['mode']}: {p['unparseable']:,} of {p['answers']:,} answers unparseable (left out of every estimate; see grades.tsv / pairs.tsv)")
+        for why, n in (p.get("no_expected_grade") or {}).items():
+            if why != "unparsed":
+                out.append(f"{p['mode']}: no expected grade for {n:,} of {p['answers']:,} answers ({why})")
+    for a in analyses.get("agreement", []):
+        if a.get("note"):
+            out.append(f"Cohen's κ ({a['source']}): {a['note']}")
+    return out
+
+
+def load_runs(
+    dataset: Any, retrievers: Sequence[str], run_files: Sequence[str | Path], query_ids: Sequence[str], *, depth: int = 100, seed: int = 0
+) -> dict[str, Any]:
+    """``{name: Run}``: each retriever spec's ranking of the mixed corpus, and each TREC run file."""
+    from sourcebias.retrieval.registry import build_retriever
+    from sourcebias.retrieval.run import Run
+
+    queries = {q: dataset.queries[q] for q in query_ids}
+    runs: dict[str, Any] = {}
+    for spec in retrievers:
+        r = build_retriever(spec)
+        runs[getattr(r, "name", spec)] = r.retrieve(dataset.corpus, queries, depth, seed=seed)
+    for path in run_files:
+        run = Run.from_trec(path, dataset.corpus, seed=seed)
+        runs[run.name] = run
+    if len(runs) < len(retrievers) + len(run_files):
+        raise ConfigError("two runs share a name; give each retriever or run file a distinct name")
+    return runs
+
+
+def run_judge(dataset_arg: str | Path, spec: str, output: str | Path, *, settings: JudgeSettings | None = None, retrievers: Sequence[str] = (), run_files: Sequence[str | Path] = (),
+              top_k: int = 0, max_queries: int | None = None, measure: str = "NDCG@10", resamples: int = 2000, confidence: float = 0.95, overwrite: bool = False,
+              cache_dir: Any = None, concurrency: int | None = None, device: str | None = None, client: Any = None,
+              emit: Callable[[str], None] | None = None) -> tuple[JudgeResult, Path]:  # fmt: skip
+    """Judge ``dataset_arg`` with ``spec`` and write the folder ``output`` (claimed before any work);
+    ``top_k``, ``max_queries``, ``measure``, ``resamples`` and ``confidence`` are :func:`judge`'s.
+
+    Args:
+        dataset_arg: ``DIR``, ``DIR,split`` or a known dataset's name (split ``test`` by default).
+        spec: The judge (:func:`sourcebias.llmcalls.open_client`: ``smollm2``, a GGUF file,
+            ``openai:MODEL@URL``).
+        output: The output folder.
+        settings: Modes, tokens, log-probabilities, seed.
+        retrievers: Retriever specs whose mixed-corpus rankings are graded (top ``top_k``) and
+            evaluated with each qrels.
+        run_files: TREC runs of the mixed corpus, used like ``retrievers``.
+        overwrite: Replace an earlier result in ``output``.
+        cache_dir: Where the client stores answers (default: the sourcebias cache).
+        concurrency: Requests in flight against servers.
+        device: Where a local model runs.
+        client: An open client to use instead of opening ``spec`` (tests, benchmarks).
+        emit: Receives progress messages.
+
+    Returns:
+        ``(result, path)``.
+    """
+    from sourcebias.core.artifacts import OutputFolder
+    from sourcebias.core.manifest import build_manifest
+    from sourcebias.data import load_dataset
+    from sourcebias.detect.run import dataset_path
+
+    settings = settings or JudgeSettings()
+    if top_k < 0:
+        raise ConfigError(f"--top-k must be 0 or more, got {top_k}")
+    if top_k and not (retrievers or run_files):
+        raise ConfigError("--top-k grades the top documents of runs: give -r RETRIEVER or --run FILE")
+    path, split = dataset_path(dataset_arg)
+    folder = OutputFolder.claim(output, kind=KIND, overwrite=overwrite)
+    own = client is None
+    try:
+        t0 = time.perf_counter()
+        dataset = load_dataset(path, split=split or "test")
+        if own:
+            from sourcebias.llmcalls import open_client
+
+            client = open_client(spec, cache_dir=cache_dir, concurrency=concurrency, device=device)
+        queries = judged_queries(dataset, max_queries=max_queries, seed=settings.seed)
+        runs = load_runs(dataset, retrievers, run_files, queries, seed=settings.seed) if (retrievers or run_files) else {}
+        (emit or (lambda _m: None))(f"judging with {spec}")
+        result = judge(dataset, client, settings, runs=runs, top_k=top_k, max_queries=max_queries, measure=measure, resamples=resamples, confidence=confidence)
+        result.judge["spec"] = spec
+        write_folder(result, folder.staging, dataset, queries)
+        manifest = build_manifest(command=KIND, inputs={"dataset": str(path), "split": dataset.split}, models={"judge": result.judge["identity"]},
+                                  parameters={"judge": spec, **{k: v for k, v in result.settings.items() if k != "prompts"}, "retrievers": list(retrievers),
+                                              "runs": [str(p) for p in run_files]}, timings={"total_s": round(time.perf_counter() - t0, 3)})  # fmt: skip
+        return result, folder.commit(manifest)
+    finally:
+        folder.abort()
+        if own and client is not None:
+            client.close()
+
+
+def write_folder(result: JudgeResult, folder: Path, dataset: Any, queries: Sequence[str]) -> None:
+    """Everything but the manifest: the judge's qrels and dataset copy (grade mode), ``judge.json``
+    and the tables, the summaries and the figure."""
+    from sourcebias.judges.figure import plot_judge
+    from sourcebias.judges.output import write_outputs
+    from sourcebias.judges.protocol import qrels_variants
+    from sourcebias.judges.report import write_summaries
+
+    if "grade" in result.settings["modes"]:
+        result.notes += write_outputs(folder, dataset, qrels_variants(dataset, result.grades, queries))
+    result.save(folder)
+    write_summaries(result, folder)
+    plot_judge(result, folder / "judge.png")

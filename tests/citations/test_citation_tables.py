@@ -1,0 +1,43 @@
+"""From answers to the passage table, by hand: what each answer cites, which rows enter the
+estimates under each rule for answers that cite nothing, the counts and the notes."""
+
+from __future__ import annotations
+
+import pytest
+
+from sourcebias.citations.design import build_contexts, context_order
+from sourcebias.citations.study import CiteSettings, analyse, tables
+from sourcebias.data.corpus import Corpus, Document
+from sourcebias.llmcalls import Answer
+
+
+@pytest.fixture
+def corpus():
+    docs = [Document(d, s, f"title {d}", f"text {d} {s}") for d in ("a", "b") for s in ("human", "llm")]
+    return Corpus.from_documents(docs, source_order=["human", "llm"])  # positions: a/human 0, a/llm 1, b/human 2, b/llm 3
+
+
+def test_orders_are_the_ranking_then_seeded_shuffles():
+    assert context_order(4, 0, 7, "q") == [1, 2, 3, 4]
+    shuffled = context_order(4, 1, 7, "q")
+    assert sorted(shuffled) == [1, 2, 3, 4] and shuffled == context_order(4, 1, 7, "q")  # same seed, same order
+    assert len({tuple(context_order(6, o, s, q)) for o in (1, 2) for s in (0, 1) for q in ("q1", "q2")}) > 1
+
+
+@pytest.mark.parametrize("rule", ["keep", "drop"])
+def test_answers_to_rows(corpus, rule):
+    contexts = build_contexts({"q1": [1, 0, 3], "q2": [2, 3, 0], "q3": [0, 1, 2]}, orders=1, seed=0)
+    answers = [Answer("Yes [1][3].", "stop"), Answer("No idea.", "stop"), Answer("See [4] and [2]", "length")]
+    passages, calls = tables(contexts, answers, corpus, rule)
+    assert list(calls["status"]) == ["cited", "no_citation", "out_of_range"]
+    assert list(calls["citations"]) == ["1 3", "", "2"] and list(calls["out_of_range"]) == ["", "", "4"]
+    # q1 shows a/llm, a/human, b/llm at positions 1..3 and cites 1 and 3; q3 cites position 2 (a/llm)
+    assert list(passages["cited"]) == [1, 0, 1, 0, 0, 0, 0, 1, 0]
+    assert list(passages["source"]) == ["llm", "human", "llm", "human", "llm", "human", "human", "llm", "human"]
+    assert list(passages["used"]) == [True] * 3 + [rule == "keep"] * 3 + [True] * 3
+    result = analyse(passages, calls, CiteSettings(k=3, uncited=rule), "human")
+    assert result.counts == {"answers": 3, "cited": 1, "out_of_range": 1, "no_citation": 1, "empty": 0, "truncated": 1, "echoed": 0}
+    (llm_rate,) = [r for r in result.rates["source"] if r["source"] == "llm"]
+    assert (llm_rate["cited"], llm_rate["n"]) == ((3, 4) if rule == "keep" else (3, 3))
+    assert any("1 of 3 answers cite no passage" in n and f"uncited={rule}" in n for n in result.notes)
+    assert any("outside 1..k" in n for n in result.notes) and any("max_tokens" in n for n in result.notes)

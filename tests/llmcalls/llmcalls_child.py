@@ -1,0 +1,26 @@
+"""A child process for the kill -9 test: answers ``N`` calls through a SimulatedServer (each
+answer takes a while) into the answer store under ``argv[1]``, then prints the client's counts."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+from sourcebias.llmcalls import open_client, user_call
+from sourcebias.llmcalls.simulated import SimulatedServer
+
+N = 40
+
+
+def slow(messages, params):
+    time.sleep(0.05)
+    return messages[-1]["content"].upper(), None
+
+
+if __name__ == "__main__":
+    with SimulatedServer(slow, model="slow") as url:
+        client = open_client(f"openai:slow@{url}", cache_dir=sys.argv[1], concurrency=2)
+        answers = client.answer([user_call(f"call {i}") for i in range(N)])
+        assert [a.text for a in answers] == [f"CALL {i}" for i in range(N)]
+        print(json.dumps(client.describe()["calls"]))
