@@ -51,7 +51,11 @@ def pytest_unconfigure(config):
 
 
 # Modules that must not run beside each other on two workers: both start Ray on this machine.
-_SHARED_SCOPES = {"tests/experiments/test_grid.py": "ray", "tests/experiments/test_ray_cluster.py": "ray"}
+_SHARED_SCOPES = {
+    "tests/experiments/test_grid.py": "ray",
+    "tests/experiments/test_ray_cluster.py": "ray",
+    "tests/experiments/test_ray_encode.py": "ray",
+}
 
 
 def _scope(nodeid: str) -> str:
