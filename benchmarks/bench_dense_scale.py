@@ -142,8 +142,9 @@ def main() -> None:
         for mode in a.modes:
             rows[mode] = measured(["search", mode, str(a.n), str(a.queries)])
             print(f"{mode:11s} {json.dumps(rows[mode])}", flush=True)
-        base = rows.get("numpy") or rows.get("faiss-flat")
-        print(f"\n{a.n:,} vectors x {a.queries} queries, top {DEPTH}, {a.threads} thread(s); ratio to {'numpy' if 'numpy' in rows else 'faiss-flat'}")
+        base_name = next((m for m in ("numpy", "faiss-flat", "ours") if m in rows), a.modes[0])
+        base = rows[base_name]
+        print(f"\n{a.n:,} vectors x {a.queries} queries, top {DEPTH}, {a.threads} thread(s); ratio to {base_name}")
         for mode, r in rows.items():
             extra = f"  recall@100 {r['recall_at_100']:.4f}, build {r['build_s']:.1f} s" if "recall_at_100" in r else ""
             print(f"{mode:11s} wall {r['wall_s']:7.1f} s ({r['wall_s'] / base['wall_s']:.2f}x)  peak {r['peak_rss_mb']:7.0f} MB  load {r['load']:.1f}{extra}")

@@ -55,7 +55,7 @@ def on_cluster(spec: str, corpus: Path, workers: int, cache: Path) -> dict:
         )
         if out.returncode != 0:
             raise SystemExit(out.stderr[-3000:])
-        return json.loads(out.stdout.strip().splitlines()[-1])
+        return json.loads(next(x for x in reversed(out.stdout.splitlines()) if x.startswith('{"wall_s"')))  # Ray may print after it
     finally:
         cluster.stop()
 

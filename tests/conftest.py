@@ -50,8 +50,12 @@ def pytest_unconfigure(config):
         shutil.rmtree(_BUILTIN_COPIES.popitem()[1].parent, ignore_errors=True)
 
 
-# Modules that must not run beside each other on two workers: both start Ray on this machine.
-_SHARED_SCOPES = {"tests/experiments/test_grid.py": "ray", "tests/experiments/test_ray_cluster.py": "ray"}
+# Modules that must not run beside each other on two workers: each starts Ray on this machine.
+_SHARED_SCOPES = {
+    "tests/experiments/test_grid.py": "ray",
+    "tests/experiments/test_ray_cluster.py": "ray",
+    "tests/experiments/test_ray_encode.py": "ray",
+}
 
 
 def _scope(nodeid: str) -> str:

@@ -33,7 +33,7 @@ from sourcebias.experiments.encode import encode_tasks
 ray.init(address=sys.argv[1], log_to_driver=False)
 spec, data, cache, parts = sys.argv[2], Path(sys.argv[3]), sys.argv[4], int(sys.argv[5])
 refs = encode_tasks(ray, RetrieverEntry(spec, "tiny", encode_workers=parts), DatasetEntry(data, "d"), {}, cache)
-print(json.dumps(ray.get(refs)))
+Path(sys.argv[6]).write_text(json.dumps(ray.get(refs)))  # a file: Ray may print to stdout after it
 """
 
 
@@ -73,7 +73,7 @@ def spec_of(model: Path) -> str:
 def start_driver(cluster: LoopbackCluster, model: Path, data: Path, cache: Path, parts: int) -> subprocess.Popen:
     spec = spec_of(model)
     return subprocess.Popen(
-        [sys.executable, "-c", DRIVER, cluster.address, spec, str(data), str(cache), str(parts)],
+        [sys.executable, "-c", DRIVER, cluster.address, spec, str(data), str(cache), str(parts), str(cache) + ".json"],
         env=cluster.env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -83,8 +83,8 @@ def start_driver(cluster: LoopbackCluster, model: Path, data: Path, cache: Path,
 
 def finish(driver: subprocess.Popen) -> list[dict]:
     out, err = driver.communicate(timeout=600)
-    assert driver.returncode == 0, err[-3000:]
-    return json.loads(out.strip().splitlines()[-1])
+    assert driver.returncode == 0, out[-2000:] + err[-3000:]
+    return json.loads(Path(driver.args[-1]).read_text())
 
 
 def corpus_texts(data: Path) -> list[str]:

@@ -1,8 +1,8 @@
 """BM25 at a million documents: the memory-saving paths give what the plain paths give.
 
 At scale the Lucene BM25 retriever indexes from flat int32 term ids (no list per document) and
-ranks one sparse block per query (only the documents sharing a term with it) instead of a dense
-queries x documents block. These tests check each against the plain computation: the term ids
+scores each block of queries as a sparse product, in blocks of bounded size (a few queries each at
+a million documents) instead of a dense float64 block of 256 queries. These tests check each against the plain computation: the term ids
 against the per-text lists, the index against the one built from those lists, and the ranked run
 against ranking full dense score rows, on real text with queries whose terms repeat (boosts 2, 3
 and 5, the non-power-of-two ones scored anew).
@@ -13,8 +13,10 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
+import pytest
 
 from sourcebias.data import load_dataset
+from sourcebias.retrieval import lexical
 from sourcebias.retrieval.base import rank_rows
 from sourcebias.retrieval.lexical import BM25, EnglishAnalyzer
 from sourcebias.retrieval.lucene import LuceneBM25
@@ -52,9 +54,12 @@ def test_sparse_scores_hold_exactly_the_documents_sharing_a_term():
     assert np.array_equal(sparse.toarray(), scorer.score_batch([[1], [2, 2, 2], [4], []]))
 
 
-def test_run_from_sparse_blocks_equals_ranking_dense_rows(nq_utd):
-    """The retriever's run (one sparse block per query) equals the top 100 of each full dense
-    score row ranked by the tie rule, documents scoring 0 left out: same documents, order, scores."""
+@pytest.mark.parametrize("block_scores", [1 << 24, 1])
+def test_run_from_sparse_blocks_equals_ranking_dense_rows(nq_utd, monkeypatch, block_scores):
+    """The retriever's run (bounded blocks, sparse products) equals the top 100 of each full dense
+    score row ranked by the tie rule, documents scoring 0 left out: same documents, order, scores;
+    also with blocks of one query (a corpus as large as the block bound)."""
+    monkeypatch.setattr(lexical, "BLOCK_SCORES", block_scores)
     ds = load_dataset(nq_utd, split="test")
     queries = {**{q: ds.queries[q] for q in list(ds.queries)[:40]}, **REPEATS}
     for corpus in (ds.corpus, ds.sole_corpus(ds.corpus.sources[0])):
