@@ -25,7 +25,7 @@ def effects(data: Path, names: list[str]) -> list[dict]:
 
     from sourcebias.data import load_dataset
     from sourcebias.evaluation import ALL, MIXED, Key, evaluate, measure_grid
-    from sourcebias.reporting import result_report
+    from sourcebias.report import result_report
     from sourcebias.retrieval import build_retriever
 
     ds = load_dataset(data, split="test")

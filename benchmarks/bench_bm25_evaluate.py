@@ -13,10 +13,8 @@ process (so both pay their imports):
 sourcebias additionally validates the input, applies the tie rule, writes per-query values,
 the statistics (bootstrap CI, paired tests with Holm's correction, twin preference, ΔNDSR), the
 figure and a manifest with SHA-256 of the inputs. The printed ratio is ours / raw (lower is
-better), of wall-clock time and of CPU time (the process and its children: with two usable CPUs
-sourcebias computes the statistics and draws the figure in a helper process that imports SciPy,
-statsmodels, pandas and matplotlib while BM25 ranks, see ``sourcebias.reporting.report_process``;
-``--one-cpu`` pins both sides to one CPU, where no helper is started).
+better), of wall-clock time and of CPU time (the process and its children; ``--one-cpu`` pins
+both sides to one CPU).
 
 Every run is cold: a new process, a new empty ``SOURCEBIAS_CACHE``, nothing analysed or scored
 before. Python's own bytecode caches are what an installed package has (pip compiles at install):
@@ -97,7 +95,7 @@ def main() -> None:
     ap.add_argument("--dataset", default=str(here.parent / "shared" / "data" / "nfcorpus"))
     ap.add_argument("--split", default="dev")
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--one-cpu", action="store_true", help="pin both sides to one CPU (no figure helper)")
+    ap.add_argument("--one-cpu", action="store_true", help="pin both sides to one CPU")
     args = ap.parse_args()
     import sourcebias
 

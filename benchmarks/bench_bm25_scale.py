@@ -13,7 +13,7 @@ sentences), one folder per size. Each side runs cold in a fresh process under a 
 parent: wall time; CPU time (user + system of the process and its children, from
 ``resource.getrusage(RUSAGE_CHILDREN)``); peak resident memory, both the largest single process
 (``ru_maxrss`` of the children) and the peak of the summed RSS of the process tree (psutil,
-sampled every 50 ms: sourcebias runs the statistics in a helper process). The load average is
+sampled every 50 ms, so that any child process counts). The load average is
 printed beside every timing (the machine may be shared). Prints a table with the ratios ours /
 bare, the fitted log-log slope of time against size, the statistics' share of our wall time
 (``statistics_s`` of the manifest), writes ``scale.json`` and a log-log figure.

@@ -58,7 +58,7 @@ def main(argv=None) -> int:
     from sourcebias.citations import CiteSettings, run_cite
     from sourcebias.citations.report import citation_report
     from sourcebias.models.llm import smollm2_path
-    from sourcebias.reporting.render import to_markdown
+    from sourcebias.report.render import to_markdown
 
     gguf = args.model or smollm2_path()
     port = free_port()

@@ -13,7 +13,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.2.0"
+from sourcebias.core.version import __version__
 
 if TYPE_CHECKING:  # what _EXPORTS names, for type checkers and editors (imported lazily at run time)
     from sourcebias.core.artifacts import load_artifact as load_artifact

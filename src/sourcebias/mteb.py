@@ -12,7 +12,7 @@ queries are the queries, and every copy of a judged document is relevant (source
 
 The task's scores are MTEB's usual retrieval scores (``ndcg_at_10``, ``map_at_10``, ... over that
 corpus; main score ``ndcg_at_10``) and beside them sourcebias' own protocol, computed by
-:func:`sourcebias.evaluation.evaluate` and :func:`sourcebias.reporting.result_report` on the same
+:func:`sourcebias.evaluation.evaluate` and :func:`sourcebias.report.tables.result_report` on the same
 ranking — not re-implemented: per-target NDCG@k and the other measures (``sourcebias_ndcg_at_10_human``),
 Relative Δ with its bootstrap CI and tests (``sourcebias_relative_delta_ndcg_at_10``, ``..._ci_low``),
 ΔNDSR@k (``sourcebias_delta_ndsr_at_10``), and under ``sourcebias`` every value, statistic, note
@@ -259,7 +259,7 @@ class SourceBiasRetrieval(AbsTaskRetrieval):
     def _sourcebias_scores(self, result: Any) -> dict[str, Any]:
         """Flat ``sourcebias_*`` scores (fractions; Relative Δ and its CI in percent) and a
         ``sourcebias`` entry with every value, statistic, note and parameter."""
-        from sourcebias.reporting import EVALUATE_STATISTICS, result_report
+        from sourcebias.report import EVALUATE_STATISTICS, result_report
 
         o = self.options
         report = result_report(

@@ -343,22 +343,14 @@ def test_the_summary_prints_the_orphan_policy_and_counts(cocktail_dir, tmp_path,
     assert unpaired == (0 if policy == "drop" else 1)  # kept, d1's pair has no LLM copy: unpaired, not a human win
 
 
-def test_significance_option_only_says_what_replaced_it(cocktail_dir, tmp_path, capsys):
-    """--significance (old scripts) computes nothing: it names the paired_tests statistic in
-    statistics.csv and the summary, and no significance.csv is written."""
+def test_the_old_significance_option_is_refused_before_work(cocktail_dir, tmp_path, capsys):
+    """--significance computed nothing (the paired tests are the paired_tests statistic, on by
+    default): it is gone, so an old script that passes it is refused before any work, not ignored."""
     out = tmp_path / "o"
-    code, stdout, _ = run_cli(
-        ["evaluate", str(cocktail_dir), "--k", "1", "--metric", "NDCG", "--significance", "--resamples", "200", "--bootstrap-resamples", "200", "-o", str(out)],
-        capsys,
-    )
-    assert code in (0, None)
-    text = " ".join(stdout.split())
-    assert "--significance is no longer needed and computes nothing" in text and "paired_tests statistic" in text
-    assert not (out / "significance.csv").exists()
-    with (out / "statistics.csv").open() as fh:
-        rows = list(csv.DictReader(fh))
-    assert rows and all(r["p_randomization"] != "" for r in rows)
-    assert "tests" not in json.loads((out / "result.json").read_text())
+    code, stdout, stderr = run_cli(["evaluate", str(cocktail_dir), "--k", "1", "--significance", "-o", str(out)], capsys)
+    assert code == 2
+    assert "No such option: --significance" in " ".join((stdout + stderr).split())
+    assert not out.exists()
 
 
 def _p_text(v: float) -> str:
@@ -374,7 +366,7 @@ def test_no_number_is_cut_in_an_80_column_terminal(nq_out, nq_utd):
 
     from sourcebias.data import load_dataset
     from sourcebias.evaluation import load_result
-    from sourcebias.reporting import result_report, to_rich
+    from sourcebias.report import result_report, to_rich
 
     report = result_report(load_result(nq_out), load_dataset(nq_utd).qrels, significance_resamples=1000)
     console = Console(width=80, record=True, color_system=None)
@@ -425,8 +417,8 @@ def test_a_split_table_keeps_its_caption_and_title_readable_at_the_terminal_widt
     from rich.console import Console
 
     from sourcebias.evaluation.stats.base import Column
-    from sourcebias.reporting.render import to_rich
-    from sourcebias.reporting.report import Report, Table
+    from sourcebias.report.model import Report, Table
+    from sourcebias.report.render import to_rich
 
     columns = [Column("name", "retriever", "text")] + [Column(f"c{i}", f"column number {i}", "num", 3) for i in range(4)]
     caption = "A caption of several sentences that explains the method used. " * 4
@@ -451,8 +443,8 @@ def test_leading_integer_keys_are_repeated_in_every_part_of_a_split_table():
     from rich.console import Console
 
     from sourcebias.evaluation.stats.base import Column
-    from sourcebias.reporting.render import to_rich
-    from sourcebias.reporting.report import Report, Table
+    from sourcebias.report.model import Report, Table
+    from sourcebias.report.render import to_rich
 
     columns = [Column("name", "retriever", "text"), Column("round", "round", "int")] + [Column(f"c{i}", f"value {i}", "num", 3) for i in range(6)]
     rows = [{"name": "bm25", "round": r, **{f"c{i}": 123456.0 + r for i in range(6)}} for r in range(3)]

@@ -9,7 +9,10 @@ import pytest
 from scipy import stats
 
 from sourcebias.data import Corpus, Qrels
-from sourcebias.evaluation.statistics import adjust_pvalues, bootstrap_relative_delta, delta_ndsr, relative_delta_values, twin_preference
+from sourcebias.evaluation.stats.delta_ndsr import delta_ndsr
+from sourcebias.evaluation.stats.multiple import adjust_pvalues
+from sourcebias.evaluation.stats.relative_delta_ci import bootstrap_relative_delta, relative_delta_values
+from sourcebias.evaluation.stats.twin_preference import twin_preference
 from sourcebias.retrieval import Run
 
 H, G = "human", "llm"

@@ -116,7 +116,7 @@ def test_twin_preference_seeded_test_within_monte_carlo_error_of_scipys():
     assert abs(res["p"] - theirs) <= 4 * np.sqrt(2) * se + 2 / 20_000, (res["p"], theirs)
 
 
-def test_holm_through_statsmodels_unchanged_and_the_collector_left_as_it_was():
+def test_holm_through_statsmodels_unchanged_and_the_garbage_collector_left_as_it_was():
     import gc
 
     from sourcebias.evaluation.stats.multiple import adjust_pvalues

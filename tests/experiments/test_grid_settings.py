@@ -10,11 +10,12 @@ from pathlib import Path
 import pytest
 from conftest import tiny_grid_toml
 
-import sourcebias
+import sourcebias.core.version
 from sourcebias.core.errors import DataError
+from sourcebias.core.tomlfile import key_line
 from sourcebias.experiments.config import GridConfig, load_grid_config
 from sourcebias.experiments.grid import dataset_fingerprint, expected_hash, plan_cells
-from sourcebias.experiments.settings import GRID_SETTINGS, key_line, option_kwargs, setting, settings_markdown
+from sourcebias.experiments.settings import GRID_SETTINGS, option_kwargs, setting, settings_markdown
 
 
 def line_of(path: Path, start: str) -> int:
@@ -33,7 +34,7 @@ def grid_with(tmp_path: Path, data: Path, line: str) -> Path:
 
 # -- cell hashes do not change ------------------------------------------------------------------
 # Recorded with the code of main at fcaf3cd (before the settings were declared in one place): the
-# cocktail_dir fixture, tiny_grid_toml with the extra lines below, sourcebias.__version__ set to
+# cocktail_dir fixture, tiny_grid_toml with the extra lines below, sourcebias.core.version.__version__ set to
 # "0.2.0", expected_hash(cfg, cell) for every cell of plan_cells(cfg).
 RECORDED = {
     "": {
@@ -51,7 +52,7 @@ RECORDED = {
 
 @pytest.mark.parametrize("extra", list(RECORDED))
 def test_cell_hashes_of_existing_grids_are_unchanged(tmp_path, cocktail_dir, monkeypatch, extra):
-    monkeypatch.setattr(sourcebias, "__version__", "0.2.0")
+    monkeypatch.setattr(sourcebias.core.version, "__version__", "0.2.0")
     cfg = load_grid_config(tiny_grid_toml(tmp_path, cocktail_dir, extra))
     assert {c.key: expected_hash(cfg, c) for c in plan_cells(cfg)} == RECORDED[extra]
 
@@ -59,7 +60,7 @@ def test_cell_hashes_of_existing_grids_are_unchanged(tmp_path, cocktail_dir, mon
 def test_cell_hash_is_the_documented_formula(tmp_path, cocktail_dir, monkeypatch):
     """The hash written out anew: SHA-256 of the JSON (sorted keys) of the settings that decide a
     cell's results, the dataset's fingerprint, the system and the version; defaults spelled out."""
-    monkeypatch.setattr(sourcebias, "__version__", "9.9.9")
+    monkeypatch.setattr(sourcebias.core.version, "__version__", "9.9.9")
     path = tmp_path / "g.toml"
     path.write_text(f'[options]\nbatch_size = 8\n[[datasets]]\npath = "{cocktail_dir}"\n[[retrievers]]\nspec = "bm25"\n')
     cfg = load_grid_config(path)

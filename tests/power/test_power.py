@@ -344,7 +344,8 @@ def test_relative_delta_is_the_difference_on_the_pilots_scale(pilot_dir):
 def test_pilot_values_are_the_analysis_statistics(pilot_dir):
     from sourcebias.data import load_dataset
     from sourcebias.evaluation import MIXED, RunKey, load_result
-    from sourcebias.evaluation.statistics import delta_ndsr, twin_preference
+    from sourcebias.evaluation.stats.delta_ndsr import delta_ndsr
+    from sourcebias.evaluation.stats.twin_preference import twin_preference
 
     result = load_result(pilot_dir)
     ds = load_dataset(result.dataset["path"], split="test")

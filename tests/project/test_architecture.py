@@ -1,7 +1,11 @@
 """Dependencies point one way, and no module imports another that imports it back.
 
 Every ``import`` statement in the package is read (function-level ones too, which the lazy
-imports are), and checked against the layers of the README's "Layout" section.
+imports are, and the module names of a lazy ``_EXPORTS`` / ``_MOVED`` table, which
+``import_module`` reads), and checked against the layers of docs/contributing.md's "Layout"
+section. The top-level modules are layers too: ``sourcebias/__init__.py`` (the package
+``sourcebias``, whose lazy exports reach the layers above, so nothing in the package imports it)
+and the adapters ``irds.py``, ``pyterrier.py``, ``mteb.py``, ``testing.py``.
 """
 
 from __future__ import annotations
@@ -15,19 +19,24 @@ ROOT = Path(sourcebias.__file__).parent
 
 #: package -> the packages it may import (itself included); only the CLI knows every capability
 ALLOWED = {
+    "sourcebias": None,  # the top-level API re-exports (lazily) from any layer; nothing imports it back
+    "__main__": {"cli", "__main__"},  # python -m sourcebias
     "core": {"core"},
     "data": {"core", "data"},
     "models": {"core", "data", "models"},
     "retrieval": {"core", "data", "models", "llmcalls", "retrieval"},  # llmcalls: the LLM re-rankers
     "llmcalls": {"core", "data", "models", "generation", "llmcalls"},  # LLM calls, cached (re-rankers, judges, citations)
     "evaluation": {"core", "data", "models", "retrieval", "evaluation"},
+    # the one table model (Report) and its renderers: below everything that prints
+    "report": {"core", "data", "models", "retrieval", "evaluation", "report"},
     "generation": {"core", "data", "models", "generation"},
-    "analysis": {"core", "data", "models", "retrieval", "evaluation", "analysis"},
-    "mitigation": {"core", "data", "models", "retrieval", "evaluation", "analysis", "mitigation"},
-    "experiments": {"core", "data", "models", "retrieval", "evaluation", "analysis", "mitigation", "experiments"},
-    "reporting": {"core", "data", "models", "retrieval", "evaluation", "analysis", "mitigation", "experiments", "reporting"},
-    "power": {"core", "data", "evaluation", "reporting", "power"},  # sample sizes from a pilot (its tables through the one Report); nothing below imports it
-    "detect": {"core", "data", "models", "generation", "analysis", "detect"},  # zero-shot detectors of LLM text; audit and simulate use them
+    "analysis": {"core", "data", "models", "retrieval", "evaluation", "report", "analysis"},
+    "mitigation": {"core", "data", "models", "retrieval", "evaluation", "report", "analysis", "mitigation"},
+    "experiments": {"core", "data", "models", "retrieval", "evaluation", "report", "analysis", "mitigation", "experiments"},
+    # the evaluation job and the grid report: above the grids they report on
+    "reporting": {"core", "data", "models", "retrieval", "evaluation", "report", "analysis", "mitigation", "experiments", "reporting"},
+    "power": {"core", "data", "evaluation", "report", "power"},  # sample sizes from a pilot (its tables through the one Report); nothing below imports it
+    "detect": {"core", "data", "models", "generation", "report", "analysis", "detect"},  # zero-shot detectors of LLM text; audit and simulate use them
     "audit": {
         "core",
         "data",
@@ -35,7 +44,7 @@ ALLOWED = {
         "retrieval",
         "evaluation",
         "analysis",
-        "reporting",
+        "report",
         "detect",
         "audit",
     },  # source bias without labels; nothing below imports it
@@ -48,7 +57,7 @@ ALLOWED = {
         "analysis",
         "mitigation",
         "experiments",
-        "reporting",
+        "report",
         "generation",
         "detect",
         "audit",
@@ -60,7 +69,7 @@ ALLOWED = {
         "models",
         "retrieval",
         "evaluation",
-        "reporting",
+        "report",
         "llmcalls",
         "citations",
     },  # sources an LLM answer cites; nothing below imports it
@@ -70,7 +79,7 @@ ALLOWED = {
         "models",
         "retrieval",
         "evaluation",
-        "reporting",
+        "report",
         "detect",
         "llmcalls",
         "judges",
@@ -78,10 +87,14 @@ ALLOWED = {
     # adapters to other tools (top-level modules: sourcebias.irds, sourcebias.pyterrier, sourcebias.mteb)
     "irds": {"core", "data", "irds"},
     "pyterrier": {"core", "data", "models", "retrieval", "pyterrier"},
-    "testing": {"core", "data", "models", "retrieval", "evaluation", "analysis", "detect", "testing"},  # test cases for extension authors
-    "mteb": {"core", "data", "models", "retrieval", "evaluation", "reporting", "mteb"},  # source bias as MTEB tasks
+    "testing": {"core", "data", "models", "retrieval", "evaluation", "report", "analysis", "detect", "testing"},  # test cases for extension authors
+    "mteb": {"core", "data", "models", "retrieval", "evaluation", "report", "mteb"},  # source bias as MTEB tasks
     "cli": None,  # anything
 }
+
+
+#: module-level tables whose string values name the modules a lazy ``__getattr__`` imports
+LAZY_TABLES = {"_EXPORTS", "_MOVED"}
 
 
 def module_name(path: Path) -> str:
@@ -92,8 +105,13 @@ def module_name(path: Path) -> str:
     return ".".join(parts)
 
 
-def imports_of(path: Path) -> set[str]:
-    """Fully qualified sourcebias modules (or names in them) imported anywhere in ``path``."""
+def imports_of(path: Path, *, moved: bool = True) -> set[str]:
+    """Fully qualified sourcebias modules (or names in them) imported anywhere in ``path``.
+
+    ``moved=False`` leaves out the modules of a ``_MOVED`` table: an old import path kept for one
+    release resolves on first attribute access, so it may point at a module that imports this one
+    (``formats.read_json_run`` now lives beside ``Run``); it still counts between layers.
+    """
     tree = ast.parse(path.read_text(encoding="utf-8"))
     me = module_name(path)
     package = me if path.name == "__init__.py" else me.rsplit(".", 1)[0]
@@ -106,6 +124,13 @@ def imports_of(path: Path) -> set[str]:
             if node.level:
                 base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else []))
             out |= {f"{base}.{a.name}" for a in node.names}
+        elif (
+            isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Dict)
+            and any(isinstance(t, ast.Name) and (t.id in LAZY_TABLES if moved else t.id == "_EXPORTS") for t in node.targets)
+        ):
+            # a lazy table maps names to the modules import_module reads them from (or "module:name")
+            out |= {v.value.partition(":")[0] for v in node.value.values if isinstance(v, ast.Constant) and isinstance(v.value, str)}
     return {m for m in out if m == "sourcebias" or m.startswith("sourcebias.")}
 
 
@@ -116,36 +141,30 @@ def resolve(name: str, modules: set[str]) -> str | None:
     return name or None
 
 
-def graph() -> dict[str, set[str]]:
+def graph(*, moved: bool = True) -> dict[str, set[str]]:
     files = {module_name(p): p for p in ROOT.rglob("*.py")}
     modules = set(files)
-    return {m: {r for r in (resolve(i, modules) for i in imports_of(p)) if r and r != m} for m, p in files.items()}
+    return {m: {r for r in (resolve(i, modules) for i in imports_of(p, moved=moved)) if r and r != m} for m, p in files.items()}
 
 
-def package_of(module: str) -> str | None:
+def package_of(module: str) -> str:
+    """The layer of a module: its package, a top-level module's own name, ``sourcebias`` for the top."""
     parts = module.split(".")
-    return parts[1] if len(parts) > 1 else None
+    return parts[1] if len(parts) > 1 else parts[0]
 
 
-def test_dependencies_point_one_way():
-    problems = []
+def package_graph() -> dict[str, set[str]]:
+    """Layer -> the layers it imports (function-level and lazy imports included)."""
+    out: dict[str, set[str]] = {}
     for mod, deps in graph().items():
-        pkg = package_of(mod)
-        if pkg is None or pkg == "__main__":
-            continue
-        assert pkg in ALLOWED, f"package {pkg} is not in the layout (add it to README 'Layout' and to ALLOWED)"
-        allowed = ALLOWED[pkg]
-        for d in deps:
-            dp = package_of(d)
-            if allowed is not None and dp is not None and dp not in allowed:
-                problems.append(f"{mod} imports {d}")
-    assert not problems, "\n".join(problems)
+        out.setdefault(package_of(mod), set()).update(package_of(d) for d in deps)
+    for pkg, deps in out.items():
+        deps.discard(pkg)
+    return out
 
 
-def test_no_import_cycles():
-    g = graph()
-    # Package __init__ files re-export their own modules; an edge into an __init__ from inside the
-    # same package is what a cycle through a package looks like.
+def cycles_of(g: dict[str, set[str]]) -> list[list[str]]:
+    """The cycles a depth-first walk of ``g`` meets (each as a path that returns to its start)."""
     state: dict[str, int] = {}
     stack: list[str] = []
     cycles: list[list[str]] = []
@@ -164,7 +183,42 @@ def test_no_import_cycles():
     for m in sorted(g):
         if m not in state:
             visit(m)
+    return cycles
+
+
+def test_dependencies_point_one_way():
+    problems = []
+    for mod, deps in graph().items():
+        pkg = package_of(mod)
+        assert pkg in ALLOWED, f"package {pkg} is not in the layout (add it to docs/contributing.md 'Layout' and to ALLOWED)"
+        allowed = ALLOWED[pkg]
+        for d in deps:
+            dp = package_of(d)
+            if dp == "sourcebias" and pkg != "sourcebias":
+                problems.append(f"{mod} imports the top-level package ({d}), whose lazy exports reach every layer")
+            elif allowed is not None and dp not in allowed:
+                problems.append(f"{mod} imports {d}")
+    assert not problems, "\n".join(problems)
+
+
+def test_no_import_cycles():
+    # Package __init__ files re-export their own modules; an edge into an __init__ from inside the
+    # same package is what a cycle through a package looks like.
+    cycles = cycles_of(graph(moved=False))
     assert not cycles, "import cycles:\n" + "\n".join(" -> ".join(c) for c in cycles)
+
+
+def test_no_cycles_between_layers():
+    """The layers themselves (packages and top-level modules) form no loop: a module-level import
+    cycle can hide inside a function-level import or a lazy export, a loop between layers cannot."""
+    cycles = cycles_of(package_graph())
+    assert not cycles, "cycles between layers:\n" + "\n".join(" -> ".join(c) for c in cycles)
+
+
+def test_the_layout_itself_points_one_way():
+    """ALLOWED is a layering: no two layers may import each other, through any chain."""
+    cycles = cycles_of({p: set(a) - {p} for p, a in ALLOWED.items() if a is not None})
+    assert not cycles, cycles
 
 
 def test_the_lazy_top_level_api_names_real_objects():

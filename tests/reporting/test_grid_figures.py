@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sourcebias.reporting.axes import value_limits
+from sourcebias.report.axes import value_limits
 from sourcebias.reporting.grid_report import SpreadColumn, _coinciding, _points, fixed
 
 

@@ -95,7 +95,7 @@ def test_several_llm_sources_are_labelled():
 
 
 def test_latex_escape_leaves_no_active_character():
-    from sourcebias.reporting.tables import latex_escape
+    from sourcebias.report.render import latex_escape
 
     assert latex_escape("a_b & 50% #1 {x} $y$ ^~ \\ |") == r"a\_b \& 50\% \#1 \{x\} \$y\$ \textasciicircum{}\textasciitilde{} \textbackslash{} \textbar{}"
     assert latex_escape("bm25>>cdc (Rel Δ × 2 − 1)") == r"bm25\textgreater{}\textgreater{}cdc (Rel $\Delta$ $\times$ 2 -- 1)"

@@ -206,7 +206,7 @@ def test_docnos_table_missing_documents_is_an_error(cocktail_dir, tmp_path):
 
 
 def test_a_docnos_table_beside_the_run_reads_the_same_through_evaluate_and_a_grid_cell(cocktail_dir, tmp_path, capsys):
-    """One rule (sourcebias.retrieval.run.resolve_docnos): a docnos.tsv beside the run names its
+    """One rule (sourcebias.retrieval.docnos.resolve_docnos): a docnos.tsv beside the run names its
     documents, for `evaluate --run` and for a grid's [[runs]] alike."""
     from conftest import QRELS
 
@@ -252,7 +252,7 @@ def test_a_docnos_table_beside_the_run_reads_the_same_through_evaluate_and_a_gri
 
 def test_the_docno_rule_order_and_its_refusals(cocktail_dir, tmp_path):
     from sourcebias.data import load_dataset
-    from sourcebias.retrieval.run import resolve_docnos
+    from sourcebias.retrieval.docnos import resolve_docnos
 
     corpus = load_dataset(cocktail_dir).corpus
     run = tmp_path / "r.trec"

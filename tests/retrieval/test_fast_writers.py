@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 from sourcebias.data import Corpus
-from sourcebias.retrieval.run import Run, _score_formatter
+from sourcebias.retrieval.formats import _score_formatter
+from sourcebias.retrieval.run import Run
 
 
 def _float32_values() -> np.ndarray:
@@ -67,7 +68,7 @@ def test_written_run_lines(tmp_path):
 
 def _old_write_trec(run: Run, path) -> None:
     """``Run.write_trec`` before (one f-string per line, ``str(np.float32(s))`` per score)."""
-    from sourcebias.retrieval.run import DocnoMap
+    from sourcebias.retrieval.docnos import DocnoMap
 
     names = DocnoMap.sourcebias(run.corpus).names
     fmt = (lambda s: str(np.float32(s))) if run._score_dtype() == np.float32 else repr
@@ -79,7 +80,8 @@ def _old_write_trec(run: Run, path) -> None:
 
 def test_files_of_a_real_evaluation_equal_the_old_writers(nq_utd, tmp_path):
     from sourcebias.cli.main import main
-    from sourcebias.evaluation.results import PER_QUERY_COLUMNS, _fmt, load_result
+    from sourcebias.core.atomic import csv_cell as _fmt
+    from sourcebias.evaluation.results import PER_QUERY_COLUMNS, load_result
 
     out = tmp_path / "out"
     with pytest.raises(SystemExit) as info:

@@ -11,7 +11,8 @@ import pytest
 
 import sourcebias as sb
 from sourcebias.core.errors import ConfigError, DataError
-from sourcebias.retrieval.formats import read_feature_jsonl, read_json_run, write_feature_jsonl, write_json_run
+from sourcebias.retrieval.formats import read_feature_jsonl, write_feature_jsonl, write_json_run
+from sourcebias.retrieval.run import read_json_run
 
 COCKTAIL = "{doc_id}-{source}"
 

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from sourcebias.data.corpus import join_title_text
-from sourcebias.retrieval import lexical
-from sourcebias.retrieval.lexical import _IGNORED_HEAD, _SIMPLE_LOWER, _TOKEN_CHAR, LUCENE_ENGLISH_STOP_WORDS, EnglishAnalyzer
+from sourcebias.retrieval import analyzer as lexical_analyzer
+from sourcebias.retrieval.analyzer import _IGNORED_HEAD, _SIMPLE_LOWER, _TOKEN_CHAR, LUCENE_ENGLISH_STOP_WORDS, EnglishAnalyzer
 
 
 class ReferenceAnalyzer:
@@ -147,7 +147,7 @@ def test_porter_without_the_package_import_is_nltks_stemmer(nfcorpus):
     from nltk.stem.porter import PorterStemmer
 
     before = {n: m for n, m in sys.modules.items() if n.startswith("nltk")}
-    isolated = lexical._porter_without_nltk_package()
+    isolated = lexical_analyzer._porter_without_nltk_package()
     # sys.modules is as it was: the real package and its modules, nothing of the shells
     assert {n: m for n, m in sys.modules.items() if n.startswith("nltk")} == before
     assert sys.modules["nltk"] is nltk
@@ -194,7 +194,7 @@ def test_porter_stems_as_the_reference_implementation_on_generated_words():
     from nltk.stem.porter import PorterStemmer
 
     reference = PorterStemmer(mode=PorterStemmer.MARTIN_EXTENSIONS)
-    ours = lexical._stemmer("porter")
+    ours = lexical_analyzer._stemmer("porter")
     departures = ["trekked", "revving", "hyyed", "fistyying", "gerontology", "ideologies", "possibly", "sensibly", "biology", "naïve", "o'neil"]
     words = sorted({w for w in _generated_words(300_000, seed=0) if len(w) > 2}) + departures
     assert len(words) > 250_000
@@ -210,7 +210,7 @@ def test_porter_stems_as_the_reference_implementation_on_generated_words():
 
 def test_building_the_analyzer_does_not_import_nltk_or_scipy_stats():
     code = (
-        "import sys; from sourcebias.retrieval.lexical import EnglishAnalyzer; "
+        "import sys; from sourcebias.retrieval.analyzer import EnglishAnalyzer; "
         "assert EnglishAnalyzer()('Running dogs') == ['run', 'dog']; "
         "print(sorted(m for m in ('nltk', 'nltk.stem.porter', 'scipy.stats', 'sklearn', 'pandas') if m in sys.modules)); "
         # afterwards the real package imports whole, with the same stemmer

@@ -70,7 +70,7 @@ class Param:
 @dataclass
 class AnalysisTable:
     """A table a reader sees: typed columns (:class:`~sourcebias.evaluation.stats.Column`), one dict
-    of raw values per row, a caption (the shape of :class:`sourcebias.reporting.report.Table`)."""
+    of raw values per row, a caption (the shape of :class:`sourcebias.report.model.Table`)."""
 
     key: str
     title: str

@@ -124,7 +124,8 @@ def load_audited_runs(
     elif target.is_file():
         if dataset is None:
             raise ConfigError(f"{target} is a run file: name the dataset it ranks with --dataset DIR")
-        from sourcebias.retrieval.run import Run, resolve_docnos
+        from sourcebias.retrieval.docnos import resolve_docnos
+        from sourcebias.retrieval.run import Run
 
         ds = _load(dataset)
         run = Run.from_trec(target, ds.corpus, docnos=resolve_docnos(target, ds.corpus, docnos=docnos, docno_pattern=docno_pattern))

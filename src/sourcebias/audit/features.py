@@ -184,7 +184,7 @@ def median_idf(corpus, positions: Sequence[int] | np.ndarray, field: str = "text
     ``field`` texts (NaN for a document without terms)."""
     from sourcebias.analysis.artifacts import lucene_idf
     from sourcebias.analysis.perplexity import field_texts
-    from sourcebias.retrieval.lexical import EnglishAnalyzer
+    from sourcebias.retrieval.analyzer import EnglishAnalyzer
 
     analyzer = EnglishAnalyzer()
     terms = [analyzer(t) for t in field_texts(corpus, field)]

@@ -1,5 +1,5 @@
-"""An audit as the one :class:`~sourcebias.reporting.report.Report` that every command renders
-(terminal, Markdown, LaTeX, CSV, HTML through :mod:`sourcebias.reporting.render`): a table for
+"""An audit as the one :class:`~sourcebias.report.model.Report` that every command renders
+(terminal, Markdown, LaTeX, CSV, HTML through :mod:`sourcebias.report.render`): a table for
 Share@k and one for ΔNDSR@k (naive, corrected with their CIs, the correction's flag, whether the
 transfer check lets the corrected figure stand, and where the corpus has labels the truth),
 captions that say what the detector and the intervals are, and the notes a reader must see."""
@@ -84,7 +84,7 @@ def caption(result: AuditResult) -> str:
 
 
 def audit_report(result: AuditResult, title: str | None = None) -> Any:
-    """The :class:`~sourcebias.reporting.report.Report` of an audit.
+    """The :class:`~sourcebias.report.model.Report` of an audit.
 
     Args:
         result: the audit.
@@ -96,7 +96,7 @@ def audit_report(result: AuditResult, title: str | None = None) -> Any:
     """
     import pandas as pd
 
-    from sourcebias.reporting.report import Report, Table
+    from sourcebias.report.model import Report, Table
 
     truth = result.has_truth
     measures = list(dict.fromkeys(r["measure"] for r in result.rows))
@@ -110,7 +110,7 @@ def audit_report(result: AuditResult, title: str | None = None) -> Any:
 def write_summaries(result: AuditResult, folder: str | Path) -> dict[str, Path]:
     """``summary.md`` and ``summary.tex`` (the report) into ``folder``."""
     from sourcebias.core.atomic import atomic_write_text
-    from sourcebias.reporting.render import to_latex, to_markdown
+    from sourcebias.report.render import to_latex, to_markdown
 
     report = audit_report(result)
     folder = Path(folder)

@@ -1,4 +1,4 @@
-"""A citation study as the one :class:`~sourcebias.reporting.report.Report` every command
+"""A citation study as the one :class:`~sourcebias.report.model.Report` every command
 renders: the answers' statuses (how many cite nothing, or a passage that does not exist), the
 citation rates by source and rank and by source and position, the source effect (logit with rank
 and position fixed effects, and matched twins), and the position and rank effects."""
@@ -48,7 +48,7 @@ def effect_rows(result: CitationResult, term: str) -> list[dict[str, Any]]:
 
 
 def citation_report(result: CitationResult, title: str | None = None) -> Any:
-    """The :class:`~sourcebias.reporting.report.Report` of a citation study.
+    """The :class:`~sourcebias.report.model.Report` of a citation study.
 
     Args:
         result: the study.
@@ -61,7 +61,7 @@ def citation_report(result: CitationResult, title: str | None = None) -> Any:
     import pandas as pd
 
     from sourcebias.evaluation.stats import Column
-    from sourcebias.reporting.report import Report, Table
+    from sourcebias.report.model import Report, Table
 
     s, c, m = result.settings, result.counts, result.method
     answers = Table("answers", "Answers by status", [Column(k, k, "int") for k in ("answers", "cited", "out_of_range", "no_citation", "empty", "truncated", "echoed") if k in c], [c],
@@ -106,7 +106,7 @@ def citation_report(result: CitationResult, title: str | None = None) -> Any:
 def write_summaries(result: CitationResult, folder: str | Path) -> dict[str, Path]:
     """``summary.md`` and ``summary.tex`` (the report) into ``folder``."""
     from sourcebias.core.atomic import atomic_write_text
-    from sourcebias.reporting.render import to_latex, to_markdown
+    from sourcebias.report.render import to_latex, to_markdown
 
     report = citation_report(result)
     folder = Path(folder)

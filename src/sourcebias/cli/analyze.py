@@ -151,9 +151,9 @@ def _inputs(result: Any) -> dict[str, Any]:
 
 
 def print_report(analysis: Analysis, result: Any) -> None:
-    """The analysis's tables and notes through the one report (:func:`sourcebias.reporting.render.to_rich`)."""
-    from sourcebias.reporting.render import to_rich
-    from sourcebias.reporting.report import Report, Table
+    """The analysis's tables and notes through the one report (:func:`sourcebias.report.render.to_rich`)."""
+    from sourcebias.report.model import Report, Table
+    from sourcebias.report.render import to_rich
 
     if "field" in result.parameters:
         console.print(f"  field measured: [bold]{result.parameters['field']}[/bold]")

@@ -6,8 +6,7 @@ from pathlib import Path
 
 import typer
 
-from sourcebias.cli import options as o
-from sourcebias.cli import options_audit as a
+from sourcebias.cli import options, options_audit
 from sourcebias.cli.common import console, fail
 
 
@@ -22,13 +21,13 @@ def _threshold(text: str) -> str | float:
 
 
 def audit(
-    target: a.Target, detector: a.Detector = None, scores: a.Scores = None, calibrate: a.Calibrate = None, calibration_scores: a.CalibrationScores = None,
-    dataset: a.RunDataset = None, retriever: a.AuditedRuns = None, k: a.AuditCutoffs = None, model: a.DirectionModel = "minilm", lm: a.FeatureLm = None,
-    field: a.FeatureField = "text", normalize: a.Normalize = "collection", reference_docs: a.ReferenceDocs = 2000, max_pairs: a.MaxPairs = None,
-    calibration_share: a.CalibrationShare = 0.5, threshold: a.Threshold = "youden", resamples: a.AuditResamples = 2000, level: a.Level = 0.95,
-    seed: a.AuditSeed = 0, max_queries: a.MaxQueries = None, human_reference: a.HumanReference = None, check_alpha: a.CheckAlpha = 0.05,
-    check_resamples: a.CheckResamples = 200, strict: a.Strict = False, docnos: a.RunDocnos = None, docno_pattern: a.RunDocnoPattern = None,
-    output: a.AuditOutput = None, overwrite: o.ReplaceResults = False,
+    target: options_audit.Target, detector: options_audit.Detector = None, scores: options_audit.Scores = None, calibrate: options_audit.Calibrate = None, calibration_scores: options_audit.CalibrationScores = None,
+    dataset: options_audit.RunDataset = None, retriever: options_audit.AuditedRuns = None, k: options_audit.AuditCutoffs = None, model: options_audit.DirectionModel = "minilm", lm: options_audit.FeatureLm = None,
+    field: options_audit.FeatureField = "text", normalize: options_audit.Normalize = "collection", reference_docs: options_audit.ReferenceDocs = 2000, max_pairs: options_audit.MaxPairs = None,
+    calibration_share: options_audit.CalibrationShare = 0.5, threshold: options_audit.Threshold = "youden", resamples: options_audit.AuditResamples = 2000, level: options_audit.Level = 0.95,
+    seed: options_audit.AuditSeed = 0, max_queries: options_audit.MaxQueries = None, human_reference: options_audit.HumanReference = None, check_alpha: options_audit.CheckAlpha = 0.05,
+    check_resamples: options_audit.CheckResamples = 200, strict: options_audit.Strict = False, docnos: options_audit.RunDocnos = None, docno_pattern: options_audit.RunDocnoPattern = None,
+    output: options_audit.AuditOutput = None, overwrite: options.ReplaceResults = False,
 ) -> None:  # fmt: skip
     """Measure source bias when the sources are unknown: Share@k and ΔNDSR@k of LLM text from a
     detector's labels, naive and corrected for misclassification (Rogan–Gladen with the Se and Sp
@@ -51,16 +50,16 @@ def audit(
     try:
         settings = AuditSettings(ks=tuple(k or (10,)), resamples=resamples, level=level, seed=seed, check_alpha=check_alpha, check_resamples=check_resamples)
         zero_shot = detector if detector is not None and is_detector_spec(detector) else None
-        options = DetectorOptions(train=None if zero_shot else detector, zero_shot=zero_shot, scores=scores, calibrate=calibrate, calibration_scores=calibration_scores,
+        detector_options = DetectorOptions(train=None if zero_shot else detector, zero_shot=zero_shot, scores=scores, calibrate=calibrate, calibration_scores=calibration_scores,
                                   spec=FeatureSpec(model=model, lm=lm, field=field, normalize=normalize, reference_docs=reference_docs), calibration_share=calibration_share, max_pairs=max_pairs,
                                   threshold=_threshold(threshold), seed=seed)  # fmt: skip
-        options.check()
+        detector_options.check()
     except ConfigError as exc:
         fail(str(exc))
     _run(
         target,
         output,
-        options,
+        detector_options,
         settings,
         strict=strict,
         dataset=dataset,
@@ -73,16 +72,16 @@ def audit(
     )
 
 
-def _run(target: Path, output: Path | None, options, settings, *, strict: bool, **kwargs) -> None:
+def _run(target: Path, output: Path | None, detector_options, settings, *, strict: bool, **kwargs) -> None:
     """Run the audit with progress bars, print the report, exit 3 under ``strict`` when the
     transfer check failed."""
     from sourcebias.audit import run_audit
     from sourcebias.audit.report import audit_report
     from sourcebias.core import progress
-    from sourcebias.reporting.render import to_rich
+    from sourcebias.report.render import to_rich
 
     with progress.RichProgress(console=console, transient=True) as reporter, progress.use(reporter):
-        result, path = run_audit(target, output, detector=options, settings=settings, **kwargs)
+        result, path = run_audit(target, output, detector=detector_options, settings=settings, **kwargs)
     console.print(to_rich(audit_report(result)))
     if path is not None:
         console.print(

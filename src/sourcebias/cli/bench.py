@@ -9,13 +9,13 @@ from pathlib import Path
 import typer
 from rich.markup import escape
 
-from sourcebias.cli import options_bench as b
+from sourcebias.cli import options_bench
 from sourcebias.cli.common import console, err_console
 
 
 def bench(
-    config: b.GridConfig, output: b.GridOutput, ray: b.GridRay = None, only: b.Only = None, overwrite: b.GridOverwrite = False,
-    report: b.WriteReport = True,
+    config: options_bench.GridConfig, output: options_bench.GridOutput, ray: options_bench.GridRay = None, only: options_bench.Only = None, overwrite: options_bench.GridOverwrite = False,
+    report: options_bench.WriteReport = True,
 ) -> None:  # fmt: skip
     """Run every cell of an experiment grid into its own result folder, resumably.
 

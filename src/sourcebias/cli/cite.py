@@ -61,7 +61,7 @@ def cite(
     from sourcebias.citations.report import citation_report
     from sourcebias.core import progress
     from sourcebias.core.errors import ConfigError
-    from sourcebias.reporting.render import to_rich
+    from sourcebias.report.render import to_rich
 
     settings = CiteSettings(
         k=k, orders=orders, seed=seed, max_tokens=max_tokens, temperature=temperature, uncited=uncited, level=level, max_queries=max_queries, shots=shots

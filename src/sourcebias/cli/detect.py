@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import typer
 
-from sourcebias.cli import options as o
-from sourcebias.cli import options_audit as a
+from sourcebias.cli import options, options_audit
 from sourcebias.cli.common import console
 
 
 def detect(
-    dataset: a.DetectDataset, detector: a.ZeroShotDetector, output: a.DetectOutput, field: a.DetectField = "text", max_pairs: a.DetectMaxPairs = None,
-    seed: a.DetectSeed = 0, device: a.DetectDevice = None, batch_size: a.DetectBatchSize = None, threads: a.Threads = None,
-    cache_dir: a.DetectCacheDir = None, overwrite: o.ReplaceResults = False,
+    dataset: options_audit.DetectDataset, detector: options_audit.ZeroShotDetector, output: options_audit.DetectOutput, field: options_audit.DetectField = "text", max_pairs: options_audit.DetectMaxPairs = None,
+    seed: options_audit.DetectSeed = 0, device: options_audit.DetectDevice = None, batch_size: options_audit.DetectBatchSize = None, threads: options_audit.Threads = None,
+    cache_dir: options_audit.DetectCacheDir = None, overwrite: options.ReplaceResults = False,
 ) -> None:  # fmt: skip
     """Score every document of a corpus with a zero-shot detector of LLM text (higher: more
     likely LLM-written; raw scores, calibrated by `sourcebias audit`).

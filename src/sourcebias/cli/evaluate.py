@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from sourcebias.cli import options as o
+from sourcebias.cli import options
 from sourcebias.cli.common import console, fail
 
 if TYPE_CHECKING:
@@ -34,12 +34,6 @@ Examples:
   sourcebias evaluate data/my-dataset --run pyserini=bm25.trec --docno-pattern '{doc_id}-{source}'
 """
 
-#: what ``--significance`` (kept for old scripts; it computes nothing) says
-REPLACED_SIGNIFICANCE = (
-    "is no longer needed and computes nothing: the paired tests of human vs LLM target (t-test, sign test, seeded randomization test and its "
-    "corrected p) are the paired_tests statistic, printed in the statistics table and written to statistics.csv and summary.md "
-    "(on by default; see --statistics); significance.csv is no longer written."
-)
 STYLES = {"info": "{}", "note": "[yellow]Note:[/yellow] {}", "detail": "[dim]{}[/dim]"}
 
 
@@ -62,44 +56,43 @@ def _parse_labels(items: list[str] | None) -> tuple[tuple[str, str], ...]:
 
 
 def evaluate(
-    dataset: o.DatasetArg,
-    retriever: o.Retrievers = None,
-    run: o.Runs = None,
-    docnos: o.Docnos = None,
-    docno_pattern: o.DocnoPattern = None,
-    source_label: o.SourceLabels = None,
-    split: o.Split = "test",
-    k: o.Cutoffs = None,
-    metric: o.Metrics = None,
-    source: o.Sources = None,
-    human_source: o.HumanSource = "human",
-    twins: o.Twins = None,
-    output: o.Output = None,
-    overwrite: o.Overwrite = False,
-    depth: o.Depth = 1000,
-    seed: o.Seed = 0,
-    sole: o.Sole = True,
-    remove_self_matches: o.RemoveSelfMatches = False,
-    skip_unknown_qrels: o.SkipUnknownQrels = False,
-    skip_empty_text: o.SkipEmptyText = False,
-    allow_unknown_files: o.AllowUnknownFiles = False,
-    device: o.Device = None,
-    batch_size: o.BatchSize = None,
-    max_length: o.MaxLength = None,
-    cache_dir: o.CacheDir = None,
-    cache: o.UseCache = True,
-    rerank_depth: o.RerankDepth = None,
-    runs: o.WriteRuns = True,
-    format: o.Format = "csv",
-    significance: o.Significance = False,
-    resamples: o.Resamples = 10_000,
-    statistics: o.Statistics = None,
-    statistics_measure: o.StatisticsMeasures = None,
-    bootstrap_resamples: o.BootstrapResamples = 2000,
-    confidence: o.Confidence = 0.95,
-    correction: o.Correction = "holm",
-    ndsr_k: o.NdsrK = 10,
-    orphans: o.Orphans = "drop",
+    dataset: options.DatasetArg,
+    retriever: options.Retrievers = None,
+    run: options.Runs = None,
+    docnos: options.Docnos = None,
+    docno_pattern: options.DocnoPattern = None,
+    source_label: options.SourceLabels = None,
+    split: options.Split = "test",
+    k: options.Cutoffs = None,
+    metric: options.Metrics = None,
+    source: options.Sources = None,
+    human_source: options.HumanSource = "human",
+    twins: options.Twins = None,
+    output: options.Output = None,
+    overwrite: options.Overwrite = False,
+    depth: options.Depth = 1000,
+    seed: options.Seed = 0,
+    sole: options.Sole = True,
+    remove_self_matches: options.RemoveSelfMatches = False,
+    skip_unknown_qrels: options.SkipUnknownQrels = False,
+    skip_empty_text: options.SkipEmptyText = False,
+    allow_unknown_files: options.AllowUnknownFiles = False,
+    device: options.Device = None,
+    batch_size: options.BatchSize = None,
+    max_length: options.MaxLength = None,
+    cache_dir: options.CacheDir = None,
+    cache: options.UseCache = True,
+    rerank_depth: options.RerankDepth = None,
+    runs: options.WriteRuns = True,
+    format: options.Format = "csv",
+    resamples: options.Resamples = 10_000,
+    statistics: options.Statistics = None,
+    statistics_measure: options.StatisticsMeasures = None,
+    bootstrap_resamples: options.BootstrapResamples = 2000,
+    confidence: options.Confidence = 0.95,
+    correction: options.Correction = "holm",
+    ndsr_k: options.NdsrK = 10,
+    orphans: options.Orphans = "drop",
 ) -> None:
     from sourcebias.data.options import DatasetOptions
     from sourcebias.evaluation.plan import EvaluationPlan, parse_statistics
@@ -117,8 +110,6 @@ def evaluate(
         retriever_options={"device": device, "batch_size": batch_size, "max_length": max_length, "cache_dir": cache_dir if cache else False, "rerank_depth": rerank_depth},
     )  # fmt: skip
     plan.check()  # the job checks it too; here so that a bad option is all that is printed
-    if significance:
-        console.print(f"[yellow]Note:[/yellow] --significance {REPLACED_SIGNIFICANCE}")
     _run(dataset, loading, plan, output, overwrite)
 
 
@@ -127,7 +118,7 @@ def _run(dataset: str, loading: DatasetOptions, plan: EvaluationPlan, output: Pa
     from rich.markup import escape
 
     from sourcebias.core import progress
-    from sourcebias.reporting import to_rich
+    from sourcebias.report import to_rich
     from sourcebias.reporting.evaluation_job import run_evaluation_job
 
     def emit(kind: str, text: str) -> None:  # escaped: "sourcebias[analysis]" is text, not rich markup

@@ -35,7 +35,7 @@ def judge(
     from sourcebias.core import progress
     from sourcebias.judges import JudgeSettings, run_judge
     from sourcebias.judges.report import judge_report
-    from sourcebias.reporting.render import to_rich
+    from sourcebias.report.render import to_rich
 
     settings = JudgeSettings(modes=tuple(dict.fromkeys(mode or ["grade"])), prompt=prompt, max_tokens=max_tokens, top_logprobs=top_logprobs, seed=seed)
     with progress.RichProgress(console=console, transient=True) as reporter, progress.use(reporter):

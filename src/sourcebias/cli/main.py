@@ -43,7 +43,7 @@ app = typer.Typer(
 
 def _version(value: bool) -> None:
     if value:
-        from sourcebias import __version__
+        from sourcebias.core.version import __version__
 
         typer.echo(f"sourcebias {__version__}")
         raise typer.Exit()

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import typer
 
-from sourcebias.cli import options_mitigate as m
+from sourcebias.cli import options_mitigate
 from sourcebias.cli.common import console, fail
 
 cdc_app = typer.Typer(help="Causal Diagnosis and Correction (CDC): fit β̂₂ by 2SLS, then --retriever 'SPEC>>cdc:OUT/cdc.json'.", no_args_is_help=True)
@@ -48,7 +48,7 @@ def print_before_after(result, names: list[str], measure: str, label: str) -> No
 def _write_evaluation(result, folder, command, extra) -> None:
     """The before/after evaluation with its summary and the paired tests (statistics.csv)."""
     from sourcebias.evaluation.artifact import write_result_into
-    from sourcebias.reporting import result_report
+    from sourcebias.report import result_report
     from sourcebias.reporting.outputs import write_summaries
 
     report = result_report(result, statistics=("paired_tests",))
@@ -65,12 +65,12 @@ def _evaluate(target, systems, seed):
 
 @cdc_app.command("fit")
 def cdc_fit(
-    dataset_dir: m.CalibrationDataset, retriever: m.Retriever, output: m.CdcOutput,
-    lm: m.Lm = "lm:smollm2", field: m.Field = "text", split: m.CalibrationSplit = "train", sample: m.Sample = 128, seed: m.CdcSeed = 42,
-    cov: m.Cov = "robust", query_effects: m.QueryEffects = False,
-    eval_split: m.CdcEvalSplit = None, eval_dataset: m.CdcEvalDataset = None, in_sample: m.InSample = False,
-    depth: m.Depth = 100, k: m.BeforeAfterK = 3, evaluation: m.CdcEvaluation = True,
-    device: m.CdcDevice = None, batch_size: m.ModelBatchSize = None, cache_dir: m.CdcCacheDir = None, overwrite: m.CdcOverwrite = False,
+    dataset_dir: options_mitigate.CalibrationDataset, retriever: options_mitigate.Retriever, output: options_mitigate.CdcOutput,
+    lm: options_mitigate.Lm = "lm:smollm2", field: options_mitigate.Field = "text", split: options_mitigate.CalibrationSplit = "train", sample: options_mitigate.Sample = 128, seed: options_mitigate.CdcSeed = 42,
+    cov: options_mitigate.Cov = "robust", query_effects: options_mitigate.QueryEffects = False,
+    eval_split: options_mitigate.CdcEvalSplit = None, eval_dataset: options_mitigate.CdcEvalDataset = None, in_sample: options_mitigate.InSample = False,
+    depth: options_mitigate.Depth = 100, k: options_mitigate.BeforeAfterK = 3, evaluation: options_mitigate.CdcEvaluation = True,
+    device: options_mitigate.CdcDevice = None, batch_size: options_mitigate.ModelBatchSize = None, cache_dir: options_mitigate.CdcCacheDir = None, overwrite: options_mitigate.CdcOverwrite = False,
 ) -> None:  # fmt: skip
     """Fit CDC's β̂₂: 2SLS of the retriever's score on document log-perplexity, the source as instrument.
 
@@ -169,9 +169,9 @@ def _cdc_before_after(fit, where, target, system, retriever: str, options: dict,
 
 @project_app.command("fit")
 def project_fit(
-    calibration: m.CalibrationDatasets, output: m.ProjectionOutput, model: m.ProjectedModel = "minilm", pairs: m.Pairs = 100, seed: m.ProjectionSeed = 42,
-    target: m.ProjectionTarget = None, split: m.ProjectionSplit = "test", k: m.BeforeAfterK = 3, device: m.CdcDevice = None,
-    batch_size: m.EncoderBatchSize = None, cache_dir: m.EmbeddingStore = None, overwrite: m.CdcOverwrite = False,
+    calibration: options_mitigate.CalibrationDatasets, output: options_mitigate.ProjectionOutput, model: options_mitigate.ProjectedModel = "minilm", pairs: options_mitigate.Pairs = 100, seed: options_mitigate.ProjectionSeed = 42,
+    target: options_mitigate.ProjectionTarget = None, split: options_mitigate.ProjectionSplit = "test", k: options_mitigate.BeforeAfterK = 3, device: options_mitigate.CdcDevice = None,
+    batch_size: options_mitigate.EncoderBatchSize = None, cache_dir: options_mitigate.EmbeddingStore = None, overwrite: options_mitigate.CdcOverwrite = False,
 ) -> None:  # fmt: skip
     """Fit the LLM − human direction on calibration datasets (seeded pairs per dataset).
 

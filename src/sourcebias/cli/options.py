@@ -141,7 +141,6 @@ Format = Annotated[
 ]
 
 # -- statistics ----------------------------------------------------------------------------------------
-Significance = Annotated[bool, typer.Option(hidden=True, help="Replaced: the paired tests are the paired_tests statistic (statistics.csv, summary).")]
 Resamples = Annotated[int, typer.Option(**option_kwargs("significance_resamples"))]
 Statistics = Annotated[
     list[str] | None,

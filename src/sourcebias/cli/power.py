@@ -7,8 +7,7 @@ from typing import Any
 import typer
 from rich.markup import escape
 
-from sourcebias.cli import options as o
-from sourcebias.cli import options_power as p
+from sourcebias.cli import options, options_power
 from sourcebias.cli.common import console, err_console, fail  # --n and --effect take several values: cli.common.GREEDY
 
 
@@ -41,10 +40,10 @@ def _parse_effects(items: list[str] | None) -> dict[str, float]:
 
 
 def power(
-    pilot: p.Pilot, alpha: p.Alpha = 0.05, power_: p.Power = 0.8, n: p.StudySizes = None, effect: p.Effects = None, statistic: p.PowerStatistics = None,
-    measure: p.PowerMeasures = None, retriever: p.PilotRetrievers = None, resamples: p.PowerResamples = 2000, seed: p.PowerSeed = 0,
-    max_n: p.MaxN = 20_000, ndsr_k: p.PowerNdsrK = 10, correction: p.PowerCorrection = "holm", dataset: p.PilotDataset = None,
-    output: p.PowerOutput = None, overwrite: o.ReplaceResults = False,
+    pilot: options_power.Pilot, alpha: options_power.Alpha = 0.05, power_: options_power.Power = 0.8, n: options_power.StudySizes = None, effect: options_power.Effects = None, statistic: options_power.PowerStatistics = None,
+    measure: options_power.PowerMeasures = None, retriever: options_power.PilotRetrievers = None, resamples: options_power.PowerResamples = 2000, seed: options_power.PowerSeed = 0,
+    max_n: options_power.MaxN = 20_000, ndsr_k: options_power.PowerNdsrK = 10, correction: options_power.PowerCorrection = "holm", dataset: options_power.PilotDataset = None,
+    output: options_power.PowerOutput = None, overwrite: options.ReplaceResults = False,
 ) -> None:  # fmt: skip
     """How many queries a claim needs: minimum detectable effects and sample sizes from a pilot.
 
@@ -97,7 +96,7 @@ def power(
 
 def _print(result: Any) -> None:
     from sourcebias.power.report import power_report
-    from sourcebias.reporting import to_rich
+    from sourcebias.report import to_rich
 
     console.print(to_rich(power_report(result)))
 

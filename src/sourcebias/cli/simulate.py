@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import typer
 
-from sourcebias.cli import options_bench as b
+from sourcebias.cli import options_bench
 from sourcebias.cli.common import console
 
 
 def simulate(
-    config: b.SimulationConfig, output: b.SimulationOutput, overwrite: b.SimulationOverwrite = False, ray: b.SimulationRay = None,
+    config: options_bench.SimulationConfig, output: options_bench.SimulationOutput, overwrite: options_bench.SimulationOverwrite = False, ray: options_bench.SimulationRay = None,
 ) -> None:  # fmt: skip
     """Simulate LLM text feeding back into a corpus: rank, let a generator write from the top k,
     add what it wrote as a source of its own ('<generator>-round<r>'), repeat.
@@ -22,7 +22,7 @@ def simulate(
     Example:  sourcebias simulate loop.toml -o out/loop
     """
     from sourcebias.core import progress
-    from sourcebias.reporting.render import to_rich
+    from sourcebias.report.render import to_rich
     from sourcebias.simulate import load_simulation_config, run_simulation
 
     cfg = load_simulation_config(config)

@@ -8,9 +8,11 @@ target do not clobber each other's temporary files (the last rename wins, each f
 from __future__ import annotations
 
 import contextlib
+import csv
 import json
+import math
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
 
@@ -69,3 +71,33 @@ def read_json_file(path: str | Path, *, default_name: str | None = None, missing
         return path, json.loads(path.read_text(encoding="utf-8"))
     except ValueError as exc:
         raise DataError(path, f"not valid JSON ({exc})") from None
+
+
+def csv_cell(v: Any) -> Any:
+    """A value as a CSV cell that reads back exactly: a float as its ``repr`` (``nan`` for NaN), a
+    dict or list as JSON, anything else as it is (``None`` an empty cell)."""
+    if isinstance(v, float):
+        return "nan" if math.isnan(v) else repr(v)
+    if isinstance(v, (dict, list)):
+        return json.dumps(v)
+    return v
+
+
+def write_csv(path: str | Path, columns: tuple[str, ...], rows: Iterable[Mapping[str, Any]]) -> Path:
+    """The one writer of sourcebias' table files: ``columns`` as the header, a line per row (a
+    missing field an empty cell), each cell as :func:`csv_cell` writes it; atomically.
+
+    Args:
+        path: The file.
+        columns: The header, in order.
+        rows: One mapping per row.
+
+    Returns:
+        ``path``.
+    """
+    with atomic_open(path, "w", newline="") as fh:
+        w = csv.writer(fh, lineterminator="\n")
+        w.writerow(columns)
+        for r in rows:
+            w.writerow([csv_cell(r.get(c)) for c in columns])
+    return Path(path)

@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import os
 import warnings
+from collections.abc import Sequence
 from importlib import import_module
 from typing import Any
 
 GROUP = "sourcebias.plugins"
 ENV = "SOURCEBIAS_PLUGINS"
 _loaded: set[str] = set()
+_registries: set[tuple[str, ...]] = set()  # the built-in modules of each registry, once imported
 _entry_points: list[Any] = []  # every installed entry point, read once (each read scans every installed package)
 
 
@@ -45,3 +47,16 @@ def load_plugins(group: str = GROUP) -> list[str]:
         except Exception as exc:  # a broken plugin must not break sourcebias itself
             warnings.warn(f"sourcebias plugin '{name}' ({target}) failed to load: {type(exc).__name__}: {exc}", stacklevel=2)
     return names
+
+
+def load_builtins(modules: Sequence[str], *groups: str) -> None:
+    """A registry's first lookup: import its built-in modules, then the plugins of ``groups`` (each
+    registry once per process; the built-ins first, so a plugin can extend them)."""
+    key = tuple(modules)
+    if key in _registries:
+        return
+    _registries.add(key)
+    for name in modules:
+        import_module(name)
+    for group in groups:
+        load_plugins(group)

@@ -18,7 +18,6 @@ from typing import Any
 
 import numpy as np
 
-from sourcebias.core import collector
 from sourcebias.core.errors import ConfigError, DataError
 
 _NO_TEXTS = (
@@ -101,8 +100,7 @@ class Corpus:
         self._metadata = list(metadata) if metadata is not None else None
         self._position: dict[tuple[str, str], int] | None = None
         self._key_hashes: np.ndarray | None = None
-        with collector.paused():  # a set of n key tuples, freed at once: no reference cycle
-            unique = len(set(zip(self._doc_ids, self._codes.tolist())))
+        unique = len(set(zip(self._doc_ids, self._codes.tolist())))
         if unique != n:
             dup = _first_duplicate(zip(self._doc_ids, sources))
             raise ValueError(f"duplicate document (doc_id, source) = {dup}")
@@ -291,8 +289,7 @@ class Corpus:
         """
         if self._position is None:
             names = self._source_names
-            with collector.paused():  # n key tuples: no reference cycle
-                self._position = {(d, names[c]): i for i, (d, c) in enumerate(zip(self._doc_ids, self._codes.tolist()))}
+            self._position = {(d, names[c]): i for i, (d, c) in enumerate(zip(self._doc_ids, self._codes.tolist()))}
         return self._position.get((doc_id, source))
 
     def retrieval_texts(self) -> list[str]:

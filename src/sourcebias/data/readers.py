@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from sourcebias.core import collector
 from sourcebias.core.errors import DataError
 from sourcebias.data.corpus import Corpus
 from sourcebias.data.io import iter_lines
@@ -80,8 +79,7 @@ def read_corpus(
     texts: list[str] = []
     metadata: list[dict | None] = []
     line_of: dict[str, int] = {}
-    with collector.paused():  # JSON records: no reference cycle
-        _read_records(path, ids, titles, texts, metadata, line_of, empty_text, report)
+    _read_records(path, ids, titles, texts, metadata, line_of, empty_text, report)
     if not ids:
         raise DataError(path, "empty corpus: the file holds no documents")
     report.files[str(path)] = len(ids)

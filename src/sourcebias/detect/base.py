@@ -19,7 +19,6 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from importlib import import_module
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
@@ -142,7 +141,6 @@ class EngineKind(DetectorKind):
 
 
 _KINDS: dict[str, DetectorKind] = {}
-_loaded = False
 
 
 def register_detector(kind: DetectorKind) -> DetectorKind:
@@ -168,16 +166,10 @@ def register_detector(kind: DetectorKind) -> DetectorKind:
 
 
 def _load() -> None:
-    global _loaded
-    if _loaded:
-        return
-    _loaded = True
-    from sourcebias.core.plugins import load_plugins
+    from sourcebias.core.plugins import GROUP as PLUGINS
+    from sourcebias.core.plugins import load_builtins
 
-    for name in BUILTIN_MODULES:
-        import_module(name)
-    load_plugins()
-    load_plugins(GROUP)
+    load_builtins(BUILTIN_MODULES, PLUGINS, GROUP)
 
 
 def detector_kinds() -> dict[str, DetectorKind]:

@@ -16,7 +16,8 @@ from sourcebias.evaluation.measures import (
     register_measure,
 )
 from sourcebias.evaluation.protocol import evaluate, score_run, target_qrels
-from sourcebias.evaluation.results import ALL, MIXED, RELATIVE_DELTA, EvaluationResult, Key, RunKey, load_result, read_metrics_csv, relative_delta
+from sourcebias.evaluation.result_io import read_metrics_csv
+from sourcebias.evaluation.results import ALL, MIXED, RELATIVE_DELTA, EvaluationResult, Key, RunKey, load_result, relative_delta
 
 __all__ = [
     "ALL",

@@ -5,7 +5,7 @@ and, for each target, the masked ``ranx.Qrels`` of the protocol: every copy of a
 is listed, copies written by a source other than the target with label 0 (target ``all``: every
 copy keeps its label). The judgements are the dataset's after its orphan rule
 (:mod:`sourcebias.data.pairing`), restricted to the evaluated queries. Documents are named
-``<source>/<doc_id>`` (:meth:`~sourcebias.retrieval.run.DocnoMap.sourcebias`), and the runs carry
+``<source>/<doc_id>`` (:meth:`~sourcebias.retrieval.docnos.DocnoMap.sourcebias`), and the runs carry
 tie-resolved, strictly decreasing scores (:func:`~sourcebias.retrieval.ties.tie_resolved_scores`),
 so ranx (or trec_eval, PyTerrier) re-sorting them keeps sourcebias' order: ``ranx.compare`` on
 them gives the per-target values of the result.
@@ -30,8 +30,9 @@ from sourcebias.core.errors import ConfigError
 from sourcebias.data.corpus import Corpus
 from sourcebias.evaluation.masking import masked_qrels as _masked
 from sourcebias.evaluation.measures import Measure, parse_measure
+from sourcebias.retrieval.docnos import DocnoMap
 from sourcebias.retrieval.formats import nested_run
-from sourcebias.retrieval.run import DocnoMap, Run
+from sourcebias.retrieval.run import Run
 
 #: trec_eval family -> ranx metric name (same definitions: linear gains, log2 discount for NDCG)
 RANX_METRICS = {"ndcg_cut": "ndcg", "map_cut": "map", "recall": "recall", "P": "precision", "success": "hit_rate"}

@@ -181,7 +181,7 @@ class NDSR(RankWeightedShare):
     Label-free, so it works on any query set. With fewer than k documents ranked, the weights of the
     ranked ones are used; a query with an empty ranking gets NaN. ΔNDSR@k = mean over queries of
     NDSR_human − NDSR_LLM (< 0: the retriever prefers LLM text); see
-    :mod:`sourcebias.evaluation.statistics`.
+    :mod:`sourcebias.evaluation.stats.delta_ndsr`.
 
     Reference: Huang et al., *Relevance Supervision Can Teach Neural Retrievers to Prefer
     LLM-Generated Text*, 2026, arXiv 2604.06163 (package ``relevance_source_bias``); their ties are broken by

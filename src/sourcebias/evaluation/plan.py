@@ -41,7 +41,7 @@ class EvaluationPlan:
             means ``bm25``.
         runs: ``(name or None, file)`` of TREC runs made by any system.
         docnos, docno_pattern, source_labels: How the run files name documents (see
-            :func:`sourcebias.retrieval.run.resolve_docnos`).
+            :func:`sourcebias.retrieval.docnos.resolve_docnos`).
         measures, cutoffs: The measure names and cut-offs (every name at every cut-off; empty: NDCG,
             MAP, Recall, P and Share at 1, 3, 5 and 10).
         depth, seed, sole, exclude_self: The protocol's settings (see :func:`sourcebias.evaluation.evaluate`).
@@ -155,7 +155,8 @@ class EvaluationPlan:
             DataError: a run file that does not read (with file and line).
             ConfigError: two systems (runs or retrievers) with one name.
         """
-        from sourcebias.retrieval.run import Run, resolve_docnos
+        from sourcebias.retrieval.docnos import resolve_docnos
+        from sourcebias.retrieval.run import Run
 
         taken = {s.name for s in systems}
         out: dict[str, Any] = {}

@@ -62,10 +62,11 @@ import hashlib
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any
 
-from sourcebias.core.errors import ConfigError, DataError
-from sourcebias.experiments.settings import GRID_SETTINGS, RETRIEVER_SETTINGS, Setting, key_line, unknown_keys
+from sourcebias.core.errors import ConfigError
+from sourcebias.core.tomlfile import TomlFile, key_line
+from sourcebias.experiments.settings import GRID_SETTINGS, RETRIEVER_SETTINGS, Setting
 
 GRID_KEYS = frozenset(s.name for s in GRID_SETTINGS)
 DATASET_KEYS = {"path", "name", "split", "sources", "human_source", "twins"}
@@ -189,23 +190,8 @@ def load_grid_dataset(entry: DatasetEntry | dict[str, Any], orphans: str = "drop
     )
 
 
-class _File:
-    """A grid file being read: errors name the file, the line of the key and what is wrong."""
-
-    def __init__(self, path: Path, text: str):
-        self.path, self.text = path, text
-
-    def fail(self, problem: str, key: str | None = None, table: str | None = None, index: int = 1) -> NoReturn:
-        raise DataError(self.path, problem, key_line(self.text, key, table, index) if key else None)
-
-    def keys(self, table: Any, allowed: set[str] | frozenset[str], where: str, name: str | None = None, index: int = 1) -> dict[str, Any]:
-        """``table`` after checking that it is a table of known keys (a near miss gets a "did you mean")."""
-        if not isinstance(table, dict):
-            self.fail(f"{where}: expected a table, got {table!r}", name, None, index)
-        unknown = unknown_keys(table, allowed)
-        if unknown:
-            self.fail(f"{where}: {unknown[1]}", unknown[0], name, index)
-        return table
+class _File(TomlFile):
+    """A grid file being checked (:class:`~sourcebias.core.tomlfile.TomlFile`), and its declared settings."""
 
     def value(self, table: dict[str, Any], s: Setting, where: str, name: str | None = None, index: int = 1) -> Any:
         """The checked value of setting ``s`` in ``table`` (its declared default when absent)."""
@@ -215,11 +201,6 @@ class _File:
         if problem:
             self.fail(f"{where}.{s.name}: {problem}", s.name, name, index)
         return s.convert(table[s.name])
-
-    def typed(self, value: Any, typ: type, where: str, key: str, table: str | None, index: int = 1) -> Any:
-        if isinstance(value, bool) or not isinstance(value, typ):
-            self.fail(f"{where}.{key}: expected {typ.__name__}, got {value!r}", key, table, index)
-        return value
 
 
 def load_grid_config(path: str | Path) -> GridConfig:
@@ -396,7 +377,7 @@ def _check_primary(cfg: GridConfig, ms: list, f: _File, given: bool = True) -> N
 
 def cell_hash(settings: dict[str, Any], dataset_fingerprint: dict[str, Any], system: dict[str, Any]) -> str:
     """The identity of a cell's results (see the module docstring)."""
-    from sourcebias import __version__
+    from sourcebias.core.version import __version__
 
     body = {"settings": settings, "dataset": dataset_fingerprint, "system": system, "sourcebias": __version__}
     return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()

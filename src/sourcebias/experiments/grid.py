@@ -174,10 +174,10 @@ def finished_hash(folder: Path) -> str | None:
 
 def _cell_system(cell_spec: dict[str, Any], ds: Any, settings: dict[str, Any], cache_dir: str | None) -> tuple[list[Any], dict[str, Any]]:
     """The cell's retriever (built with the grid's options) or its external run (its document
-    names resolved by :func:`~sourcebias.retrieval.run.resolve_docnos`, as ``evaluate --run``
+    names resolved by :func:`~sourcebias.retrieval.docnos.resolve_docnos`, as ``evaluate --run``
     does): ``(systems, runs)`` for :func:`~sourcebias.evaluation.evaluate`."""
     from sourcebias.retrieval import Run, build_retriever
-    from sourcebias.retrieval.run import resolve_docnos
+    from sourcebias.retrieval.docnos import resolve_docnos
 
     s = cell_spec["system"]
     if cell_spec["is_run"]:

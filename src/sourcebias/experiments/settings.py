@@ -22,10 +22,10 @@ statistic reads it, the line that reads it).
 from __future__ import annotations
 
 import builtins
-import difflib
-import re
 from dataclasses import dataclass
 from typing import Any
+
+from sourcebias.core.moved import moved
 
 CORRECTIONS = ("holm", "fdr_bh", "bonferroni", "none")
 MEASURES = ("NDCG", "MAP", "Recall", "P", "Share")  # evaluation.measures.DEFAULT_MEASURES (kept import-light here)
@@ -290,53 +290,5 @@ def settings_markdown(settings: tuple[Setting, ...] = GRID_SETTINGS) -> str:
     return "\n".join(lines) + "\n"
 
 
-# -- where a key is, and what was meant --------------------------------------------------------
-_HEADER = re.compile(r"\s*\[(\[)?\s*([^\]]+?)\s*\]\]?\s*(?:#.*)?$")
-
-
-def key_line(text: str, key: str, table: str | None = None, index: int = 1) -> int | None:
-    """The line of ``key = ...`` in a TOML text, for error messages.
-
-    Args:
-        text: the file's text.
-        key: the key (bare or quoted in the file).
-        table: the table it is in (``[table]``, or the ``index``-th ``[[table]]``); None: the top
-            level, where ``key`` may also be a table's header (``[grdi]``).
-        index: which ``[[table]]`` entry, from 1.
-
-    Returns:
-        The line number (from 1), or None when the key is not there as a plain ``key =`` line.
-    """
-    here: str | None = None
-    seen: dict[str, int] = {}
-    key_re = re.compile(rf"""\s*(["']?){re.escape(key)}\1\s*=""")
-    for i, line in enumerate(text.splitlines(), start=1):
-        m = _HEADER.match(line)
-        if m:
-            here = m.group(2)
-            seen[here] = seen.get(here, 0) + 1
-            if table is None and here == key:
-                return i
-            continue
-        if here == table and (table is None or seen.get(table) == index) and key_re.match(line):
-            return i
-    return None
-
-
-def unknown_keys(table: dict[str, Any], allowed: set[str] | frozenset[str]) -> tuple[str, str] | None:
-    """The keys of ``table`` not in ``allowed``, with a "did you mean" for close misspellings.
-
-    Args:
-        table: a parsed TOML table.
-        allowed: its known keys.
-
-    Returns:
-        ``(the first unknown key, the problem)``, e.g. ``("primry", "unknown key(s) primry (did
-        you mean primary?); allowed: ...")`` (difflib's closest match, if any is close), or None
-        when every key is known.
-    """
-    unknown = sorted(set(table) - set(allowed))
-    if not unknown:
-        return None
-    guesses = [f"{k} (did you mean {g[0]}?)" if (g := difflib.get_close_matches(k, allowed, n=1, cutoff=0.6)) else k for k in unknown]
-    return unknown[0], f"unknown key(s) {', '.join(guesses)}; allowed: {', '.join(sorted(allowed))}"
+_MOVED = {"key_line": "sourcebias.core.tomlfile", "unknown_keys": "sourcebias.core.tomlfile"}  # one TOML checker, in core
+__getattr__ = moved(__name__, _MOVED)

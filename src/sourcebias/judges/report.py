@@ -1,4 +1,4 @@
-"""A judge run as the one :class:`~sourcebias.reporting.report.Report` every command renders
+"""A judge run as the one :class:`~sourcebias.report.model.Report` every command renders
 (terminal, Markdown, LaTeX, CSV): the twin bias, the pairwise and disclosure effects, the parse
 failures, the agreement with the assessors and, with runs, the protocol under each qrels."""
 
@@ -28,7 +28,7 @@ def _effect_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def _effect_table(key: str, title: str, rows: list[dict[str, Any]], caption: str) -> Any:
     from sourcebias.evaluation.stats import Column
-    from sourcebias.reporting.report import Table
+    from sourcebias.report.model import Table
 
     cols = [Column("quantity", "quantity", "text"), Column("llm_source", "LLM source", "text"), Column("estimate_text", "estimate [CI]", "text"),
             Column("p_text", "p", "text"), Column("n_text", "items / queries", "text"), Column("missing_text", "left out", "text")]  # fmt: skip
@@ -43,7 +43,7 @@ def _caption(result: JudgeResult) -> str:
 
 def _protocol_tables(result: JudgeResult) -> list[Any]:
     from sourcebias.evaluation.stats import Column
-    from sourcebias.reporting.report import Table
+    from sourcebias.report.model import Table
 
     p = result.protocol
     if not p:
@@ -67,7 +67,7 @@ def judge_report(result: JudgeResult, title: str | None = None) -> Any:
     import pandas as pd
 
     from sourcebias.evaluation.stats import Column
-    from sourcebias.reporting.report import Report, Table
+    from sourcebias.report.model import Report, Table
 
     cap = _caption(result)
     tables = [
@@ -112,7 +112,7 @@ def judge_report(result: JudgeResult, title: str | None = None) -> Any:
 def write_summaries(result: JudgeResult, folder: str | Path) -> dict[str, Path]:
     """``summary.md`` and ``summary.tex`` (the report) into ``folder``."""
     from sourcebias.core.atomic import atomic_write_text
-    from sourcebias.reporting.render import to_latex, to_markdown
+    from sourcebias.report.render import to_latex, to_markdown
 
     report = judge_report(result)
     folder = Path(folder)

@@ -78,7 +78,7 @@ def evaluation_target(
 def evaluate_before_after(dataset: Any, systems: Sequence[Any], *, seed: int = 0, measures: Sequence[Any] | None = None) -> Any:
     """The evaluation protocol for the systems before and after a mitigation (NDCG, MAP and
     Share at 1, 3, 5 and 10 by default), ties seeded with ``seed``; the paired tests are the
-    ``paired_tests`` statistic of its report (:func:`sourcebias.reporting.result_report`)."""
+    ``paired_tests`` statistic of its report (:func:`sourcebias.report.tables.result_report`)."""
     from sourcebias.evaluation import evaluate
     from sourcebias.evaluation.measures import measure_grid
 

@@ -110,7 +110,7 @@ def write_power(result: PowerResult, folder: Any, *, pilot: Path, seconds: float
     from sourcebias.core.manifest import build_manifest, describe_file
     from sourcebias.power.figure import plot_power_curves
     from sourcebias.power.report import power_report
-    from sourcebias.reporting.render import to_latex, to_markdown
+    from sourcebias.report.render import to_latex, to_markdown
 
     result.save(folder.staging)
     report = power_report(result)

@@ -1,4 +1,4 @@
-"""The table of a power analysis as a :class:`~sourcebias.reporting.report.Report`, so the one
+"""The table of a power analysis as a :class:`~sourcebias.report.model.Report`, so the one
 renderer writes it for the terminal, Markdown, LaTeX, CSV and HTML like every other table.
 
 One row per pilot (statistic, retriever, LLM source, measure) and test: first the test that marks
@@ -101,8 +101,8 @@ def caption(result: PowerResult) -> str:
 
 
 def power_report(result: PowerResult) -> Any:
-    """The :class:`~sourcebias.reporting.report.Report` of ``result``: its table, caption and notes."""
-    from sourcebias.reporting.report import Report, Table
+    """The :class:`~sourcebias.report.model.Report` of ``result``: its table, caption and notes."""
+    from sourcebias.report.model import Report, Table
 
     s, p = result.settings, result.pilot
     title = f"Power on {p.get('dataset')} ({p.get('split')}, pilot of {p.get('queries')} queries): α = {s['alpha']:g}, power = {s['power']:g}"

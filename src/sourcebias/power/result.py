@@ -18,13 +18,13 @@ Folder contents::
 
 from __future__ import annotations
 
-import csv
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from sourcebias.core.artifacts import json_plain
+from sourcebias.core.atomic import write_csv
 
 FORMAT_VERSION = 2  # 2: statistics named as in the registry, rows and curves per test (star / uncorrected)
 ROW_COLUMNS = ("statistic", "retriever", "llm_source", "measure", "test", "quantity", "method", "n", "effect", "effect_source", "value", "note")
@@ -110,9 +110,9 @@ class PowerResult:
         body = {"format": FORMAT_VERSION, "kind": "power", **_plain(self.__dict__)}
         return {
             "power": atomic_write_json(folder / "power.json", body),
-            "rows": _write_csv(folder / "power.csv", ROW_COLUMNS, self.rows),
-            "pilots": _write_csv(folder / "pilots.csv", PILOT_COLUMNS, self.pilots),
-            "curves": _write_csv(folder / "curves.csv", CURVE_COLUMNS, self.curves),
+            "rows": write_csv(folder / "power.csv", ROW_COLUMNS, self.rows),
+            "pilots": write_csv(folder / "pilots.csv", PILOT_COLUMNS, self.pilots),
+            "curves": write_csv(folder / "curves.csv", CURVE_COLUMNS, self.curves),
         }
 
     @classmethod
@@ -153,16 +153,3 @@ def _restore(obj: Any, key: str = "") -> Any:
     if obj is None and key in NUMERIC:
         return math.nan
     return obj
-
-
-def _write_csv(path: Path, columns: tuple[str, ...], rows: list[dict[str, Any]]) -> Path:
-    from sourcebias.core.atomic import atomic_open
-
-    with atomic_open(path, "w", newline="") as fh:
-        w = csv.writer(fh, lineterminator="\n")
-        w.writerow(columns)
-        for r in rows:
-            w.writerow(
-                ["nan" if isinstance(r.get(c), float) and math.isnan(r[c]) else (repr(r[c]) if isinstance(r.get(c), float) else r.get(c, "")) for c in columns]
-            )
-    return path

@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sourcebias.core import collector
 from sourcebias.data.options import DatasetOptions
 from sourcebias.evaluation.plan import EvaluationPlan
 
@@ -67,33 +66,25 @@ def run_evaluation_job(
     emit = emit or (lambda _kind, _text: None)
     plan.check()
     folder = _claim(output, overwrite, emit)
-    helper = None
-    with collector.Freezer() as frozen:  # later collections do not re-scan the corpus and runs
-        try:
-            systems = plan.build_systems()
-            with collector.paused():  # reading records creates no reference cycle; frozen at its end
-                ds, t_load = _load(dataset, options, emit)
-            runs = plan.load_runs(ds, systems)
-            for run in runs.values():
-                emit("detail", f"{run.name}: {run.info['lines']:,} lines from {run.info['source_file']} (documents named by {run.info['docnos']})")
-            helper = _report_helper(ds, folder)
-            result = _evaluate(ds, systems, runs, plan, keep_runs=(folder is not None and plan.write_runs) or plan.statistics != ())
-            frozen.now()
-            for kind, text in run_notes(result):
-                emit(kind, text)
-            t_stats = time.perf_counter()
-            report = _report(result, ds, plan, helper)
-            timings = {"load_s": round(t_load, 3), "statistics_s": round(time.perf_counter() - t_stats, 3)}
-            _submit_figure(helper, result, folder)
-            timings["total_s"] = round(time.perf_counter() - t_start, 3)
-            path = _write(result, report, folder, helper, plan, timings)
-            _tell_not_done(path, helper, emit)
-            return EvaluationJob(ds, result, report, path)
-        finally:
-            if helper is not None:
-                helper.close()
-            if folder is not None:
-                folder.abort()  # no-op after a commit; otherwise releases the lock, keeps nothing half-written
+    try:
+        systems = plan.build_systems()
+        ds, t_load = _load(dataset, options, emit)
+        runs = plan.load_runs(ds, systems)
+        for run in runs.values():
+            emit("detail", f"{run.name}: {run.info['lines']:,} lines from {run.info['source_file']} (documents named by {run.info['docnos']})")
+        result = _evaluate(ds, systems, runs, plan, keep_runs=(folder is not None and plan.write_runs) or plan.statistics != ())
+        for kind, text in run_notes(result):
+            emit(kind, text)
+        t_stats = time.perf_counter()
+        report = _report(result, ds, plan)
+        timings = {"load_s": round(t_load, 3), "statistics_s": round(time.perf_counter() - t_stats, 3)}
+        timings["total_s"] = round(time.perf_counter() - t_start, 3)
+        path = _write(result, report, folder, plan, timings)
+        _tell_figure_not_drawn(path, emit)
+        return EvaluationJob(ds, result, report, path)
+    finally:
+        if folder is not None:
+            folder.abort()  # no-op after a commit; otherwise releases the lock, keeps nothing half-written
 
 
 def _claim(output: str | Path | None, overwrite: bool, emit: Emit) -> Any:
@@ -104,13 +95,6 @@ def _claim(output: str | Path | None, overwrite: bool, emit: Emit) -> Any:
     if folder is not None and folder.same_run:
         emit("note", f"{folder.path} holds the results of this same command (same settings, input files and versions): they are replaced")
     return folder
-
-
-def _tell_not_done(path: Path | None, helper: Any, emit: Emit) -> None:
-    """Notes for a figure not drawn and for each part the report process did not make (it failed, stalled or was stopped)."""
-    _tell_figure_not_drawn(path, emit)
-    for task, why in (helper.fallbacks if helper is not None else {}).items():
-        emit("note", f"the {task} {'was' if task == 'figure' else 'were'} made in the evaluating process, not by the report process: {why}")
 
 
 def _load(dataset: str | Path, options: DatasetOptions, emit: Emit) -> tuple[Any, float]:
@@ -131,13 +115,13 @@ def _load(dataset: str | Path, options: DatasetOptions, emit: Emit) -> tuple[Any
     return ds, seconds
 
 
-def _write(result: Any, report: Any, folder: Any, figure: Any, plan: EvaluationPlan, timings: dict[str, float]) -> Path | None:
+def _write(result: Any, report: Any, folder: Any, plan: EvaluationPlan, timings: dict[str, float]) -> Path | None:
     """Write the output folder (``None`` without one)."""
     if folder is None:
         return None
     from sourcebias.reporting.outputs import write_evaluation
 
-    return write_evaluation(result, folder, report=report, figure=figure, write_runs=plan.write_runs, timings=timings, format=plan.format)
+    return write_evaluation(result, folder, report=report, write_runs=plan.write_runs, timings=timings, format=plan.format)
 
 
 def _tell_figure_not_drawn(path: Path | None, emit: Emit) -> None:
@@ -149,29 +133,6 @@ def _tell_figure_not_drawn(path: Path | None, emit: Emit) -> None:
         emit("note", note.read_text(encoding="utf-8").strip())
 
 
-def _report_helper(ds: Any, folder: Any) -> Any:
-    """A process that imports the statistics' and the figure's libraries while the retrievers rank
-    (:mod:`sourcebias.reporting.report_process`); ``None`` where it would not pay."""
-    if folder is None:
-        return None
-    from sourcebias.reporting import report_process
-
-    return report_process.start(len(ds.corpus))
-
-
-def _submit_figure(helper: Any, result: Any, folder: Any) -> None:
-    """Send the figure's values to the helper, which draws while the results are written."""
-    if helper is None:
-        return
-    from sourcebias.reporting.evaluation_figure import FIGURE_FILE, figure_data
-
-    data = figure_data(result)
-    if data is None:  # nothing to draw: the helper ends
-        helper.close()
-    else:
-        helper.submit_figure(data, folder.staging / FIGURE_FILE)
-
-
 def _evaluate(ds: Any, systems: list[Any], runs: dict[str, Any], plan: EvaluationPlan, *, keep_runs: bool) -> Any:
     from sourcebias.evaluation import evaluate
 
@@ -181,35 +142,16 @@ def _evaluate(ds: Any, systems: list[Any], runs: dict[str, Any], plan: Evaluatio
     )  # fmt: skip
 
 
-def _report(result: Any, ds: Any, plan: EvaluationPlan, helper: Any) -> Any:
+def _report(result: Any, ds: Any, plan: EvaluationPlan) -> Any:
     from sourcebias.core import progress
-    from sourcebias.reporting.report import EVALUATE_STATISTICS, result_report
+    from sourcebias.report.tables import EVALUATE_STATISTICS, result_report
 
     statistics = list(EVALUATE_STATISTICS if plan.statistics is None else plan.statistics)
     with progress.task("Statistics"):
         return result_report(
             result, ds.qrels, statistics=statistics, measures=list(plan.statistics_measures) or None, bootstrap_resamples=plan.bootstrap_resamples,
             confidence=plan.confidence, significance_resamples=plan.resamples, correction=plan.correction, ndsr_k=plan.ndsr_k,
-            compute=_statistics_by(helper),
         )  # fmt: skip
-
-
-def _statistics_by(helper: Any) -> Any:
-    """What computes the statistics: the helper where it takes them, this process otherwise (and
-    where the helper could not: an error is then raised here, as without a helper)."""
-    from sourcebias.core.errors import SourceBiasError
-    from sourcebias.evaluation.stats import compute_statistics
-
-    if helper is None or not helper.takes_statistics:
-        return compute_statistics
-
-    def compute(result: Any, ctx: Any, names: list[str]) -> Any:
-        try:
-            return helper.statistics(result, ctx, names)
-        except SourceBiasError:
-            return compute_statistics(result, ctx, names)
-
-    return compute
 
 
 def llm_stage_notes(where: str, info: dict[str, Any]) -> list[tuple[str, str]]:

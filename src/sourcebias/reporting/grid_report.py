@@ -1,5 +1,5 @@
-"""The report of an experiment grid: the cells table as a :class:`~sourcebias.reporting.report.Report`
-(rendered by :mod:`sourcebias.reporting.render`, like a single evaluation's), figures, and one
+"""The report of an experiment grid: the cells table as a :class:`~sourcebias.report.model.Report`
+(rendered by :mod:`sourcebias.report.render`, like a single evaluation's), figures, and one
 self-contained HTML file (figures embedded, no external CSS, JavaScript or fonts).
 
 Layout of ``DIR/report/``::
@@ -32,9 +32,10 @@ from typing import Any
 
 from sourcebias.evaluation.stats import SIGNIFICANCE, Column
 from sourcebias.evaluation.stats.base import _number
+from sourcebias.report.model import Report
+from sourcebias.report.render import to_html, to_latex, to_markdown, to_rich
+from sourcebias.report.tables import cells_report
 from sourcebias.reporting.palette import HUMAN_COLOR, LLM_COLOR, UNDEFINED_COLOR
-from sourcebias.reporting.render import to_html, to_latex, to_markdown, to_rich
-from sourcebias.reporting.report import Report, cells_report
 
 
 def _mark(row: dict[str, Any]) -> str:
@@ -123,7 +124,7 @@ def _with_seeds(report: Report, cells) -> Report:
     """A report of a cells table of several seeds: a seed column in the per-seed tables, and per
     dataset a table of the mean and spread across seeds (data ``seeds`` for seeds.csv)."""
     from sourcebias.experiments.aggregate import seed_summary
-    from sourcebias.reporting.report import Table
+    from sourcebias.report.model import Table
 
     summary = seed_summary(cells)
     report.data["seeds"] = summary
@@ -170,7 +171,7 @@ def figure_accuracy_vs_bias(cells, path: Path) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from sourcebias.reporting.axes import value_limits
+    from sourcebias.report.axes import value_limits
 
     ok = cells[cells["status"] == "ok"]
     several = ok["llm_source"].nunique() > 1
@@ -386,7 +387,7 @@ def figure_seeds(cells, dataset: str, path: Path) -> Path:
 # -- the report folder -------------------------------------------------------------------------
 def _timings_table(timings: dict[str, Any]):
     from sourcebias.evaluation.stats import Column
-    from sourcebias.reporting.report import Table
+    from sourcebias.report.model import Table
 
     rows = [{"cell": k, "seconds": v.get("seconds"), "status": f"{v.get('status')}{' (reused)' if v.get('reused') else ''}"} for k, v in timings.items()]
     return Table(
@@ -400,7 +401,7 @@ def _timings_table(timings: dict[str, Any]):
 
 def _versions_table(versions: dict[str, str]):
     from sourcebias.evaluation.stats import Column
-    from sourcebias.reporting.report import Table
+    from sourcebias.report.model import Table
 
     return Table(
         "versions",
@@ -418,7 +419,7 @@ def write_grid_report(cells, cfg: Any, root: str | Path) -> dict[str, Path]:
 
     from sourcebias.core.atomic import atomic_write_text
     from sourcebias.core.manifest import package_versions
-    from sourcebias.reporting.render import to_csv
+    from sourcebias.report.render import to_csv
 
     root = Path(root)
     final = root / "report"

@@ -1,6 +1,6 @@
 """Write an evaluation to an output folder: the result's files, the summary tables, the manifest.
 
-Layout (see :mod:`sourcebias.evaluation.results` for the result's own files)::
+Layout (see :mod:`sourcebias.evaluation.result_io` for the result's own files)::
 
     OUT/manifest.json          kind, inputs (with checksums), parameters, models, versions,
                                timings, and every file written (bytes, SHA-256)
@@ -27,14 +27,13 @@ from typing import TYPE_CHECKING
 from sourcebias.core.artifacts import OutputFolder
 from sourcebias.evaluation.artifact import WriteOptions, evaluation_manifest, write_result
 from sourcebias.evaluation.results import EvaluationResult
-from sourcebias.reporting.render import to_csv, to_markdown
-from sourcebias.reporting.render import to_latex as latex_table
-from sourcebias.reporting.report import Report, result_report
+from sourcebias.report.model import Report
+from sourcebias.report.render import to_csv, to_markdown
+from sourcebias.report.render import to_latex as latex_table
+from sourcebias.report.tables import result_report
 
 if TYPE_CHECKING:  # typing.Unpack is Python 3.11+; the annotations are never evaluated at run time
     from typing_extensions import Unpack
-
-    from sourcebias.reporting.report_process import ReportProcess
 
 __all__ = ["evaluation_manifest", "write_evaluation", "write_summaries"]
 
@@ -64,7 +63,7 @@ def write_summaries(result: EvaluationResult, folder: str | Path, report: Report
     return out | to_csv(report, folder)
 
 
-def write_figure(result: EvaluationResult, folder: str | Path, helper: ReportProcess | None = None) -> dict[str, Path]:
+def write_figure(result: EvaluationResult, folder: str | Path) -> dict[str, Path]:
     """Write ``figures/source_bias.png`` into ``folder``.
 
     See :func:`~sourcebias.reporting.evaluation_figure.plot_source_bias`; nothing is drawn when the
@@ -74,8 +73,6 @@ def write_figure(result: EvaluationResult, folder: str | Path, helper: ReportPro
     Args:
         result: The evaluation.
         folder: The output folder.
-        helper: A :class:`~sourcebias.reporting.report_process.ReportProcess` that was sent this
-            figure: its file is waited for instead of drawn here.
 
     Returns:
         ``{"figure": path}``, ``{"figure_note": path}`` or ``{}``.
@@ -83,13 +80,6 @@ def write_figure(result: EvaluationResult, folder: str | Path, helper: ReportPro
     from sourcebias.reporting.evaluation_figure import FIGURE_FILE
 
     target = Path(folder) / FIGURE_FILE
-    if helper is not None and helper.path == target:  # matplotlib is not imported here
-        from sourcebias.core.errors import SourceBiasError
-
-        try:
-            return {"figure": helper.wait_figure()}
-        except SourceBiasError:  # the helper could not draw it: drawn here instead (a fault of the drawing is raised here)
-            pass
     try:
         import matplotlib  # noqa: F401
     except ModuleNotFoundError:
@@ -110,7 +100,6 @@ def write_evaluation(
     *,
     overwrite: bool = False,
     report: Report | None = None,
-    figure: ReportProcess | None = None,
     **options: Unpack[WriteOptions],
 ) -> Path:
     """Write ``result`` and its report as an output folder (see :func:`sourcebias.evaluation.artifact.write_result`).
@@ -120,9 +109,8 @@ def write_evaluation(
         out: a path (claimed here) or an :class:`OutputFolder` claimed before any work.
         overwrite: replace the results of an earlier run at ``out``.
         report: the report rendered into ``summary.md``/``summary.tex``/``statistics.csv``, e.g.
-            :func:`~sourcebias.reporting.report.result_report` with the dataset's qrels; by
+            :func:`~sourcebias.report.tables.result_report` with the dataset's qrels; by
             default the result's own.
-        figure: a helper process already drawing the figure (see :func:`write_figure`).
         **options: see :class:`~sourcebias.evaluation.artifact.WriteOptions`.
 
     Returns:
@@ -131,10 +119,7 @@ def write_evaluation(
     extra = dict(options.pop("manifest_extra", None) or {})
 
     def render(res: EvaluationResult, folder: Path) -> dict[str, Path]:
-        files = write_summaries(res, folder, report) | write_figure(res, folder, figure)
-        if figure is not None and figure.describe():  # where the statistics and the figure were made, known once it is drawn
-            extra["report_process"] = figure.describe()  # the manifest is built after render, from this dict
-        return files
+        return write_summaries(res, folder, report) | write_figure(res, folder)
 
     options["manifest_extra"] = extra
     return write_result(result, out, overwrite=overwrite, render=render, **options)

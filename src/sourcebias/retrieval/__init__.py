@@ -7,10 +7,12 @@ Kinds are built from specifications (``build_retriever("bm25>>cut:20>>lm:smollm2
 registers itself in its own module (:mod:`sourcebias.retrieval.specs`).
 """
 
+from sourcebias.retrieval.analyzer import EnglishAnalyzer
 from sourcebias.retrieval.base import FirstStage, Pipeline, Retriever, RunBuilder, ScoreBlock, Stage, StageChain, rank_rows
-from sourcebias.retrieval.lexical import BM25, EnglishAnalyzer, TfIdf
+from sourcebias.retrieval.docnos import DocnoMap
+from sourcebias.retrieval.lexical import BM25, TfIdf
 from sourcebias.retrieval.registry import available_retrievers, build_retriever, build_stage
-from sourcebias.retrieval.run import DocnoMap, Run
+from sourcebias.retrieval.run import Run
 from sourcebias.retrieval.stages import Cutoff, SelfMatchFilter
 from sourcebias.retrieval.ties import TieRule, select_top, tie_keys
 

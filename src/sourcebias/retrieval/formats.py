@@ -1,14 +1,19 @@
-"""Other tools' files in and out: nested-JSON runs and per-document feature JSON Lines.
+"""Run files in and out: TREC runs, nested-JSON runs, and per-document feature JSON Lines.
+
+**TREC runs** ``qid Q0 docno rank score tag`` (trec_eval's format; ``.gz`` too) are read by
+:func:`read_trec` and written by :func:`write_trec` (:meth:`Run.from_trec` and :meth:`Run.write_trec`
+call them): documents ordered by score and equal scores by the tie rule, never by the rank column
+or by name; scores written with as many digits as they need to read back exactly.
 
 **Nested-JSON runs** ``{"<query_id>": {"<document name>": score, ...}, ...}`` are what BEIR's
 ``EvaluateRetrieval.retrieve`` returns and what the Cocktail code saves (``json.dump`` of those
 results), and the shape of the nested-JSON runs of Huang et al.'s 2026 package. A mixed corpus
 holds two copies of each ``doc_id``, so a bare ``doc_id`` cannot say which copy was ranked: the
 Cocktail code and the 2026 package name a copy ``<doc_id>-<source>``. How a name maps to a
-document is never guessed from the name: it is a :class:`~sourcebias.retrieval.run.DocnoMap` the
+document is never guessed from the name: it is a :class:`~sourcebias.retrieval.docnos.DocnoMap` the
 user names (``DocnoMap.from_pattern("{doc_id}-{source}", corpus)``, ``--docno-pattern
 "{doc_id}-{source}"`` on the command line, or a ``docnos.tsv`` table), resolved by the one rule
-of :func:`~sourcebias.retrieval.run.resolve_docnos`; a name that maps to no document stops with
+of :func:`~sourcebias.retrieval.docnos.resolve_docnos`; a name that maps to no document stops with
 ``file:line``.
 
 **Feature JSON Lines** ``{"_id": "<document name>", "value": 31.4}``, one document a line (the
@@ -25,22 +30,24 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from sourcebias.core.errors import ConfigError, DataError
+from sourcebias.core.moved import moved
 from sourcebias.data.corpus import Corpus
-from sourcebias.retrieval.run import DocnoMap, Run, resolve_docnos, unknown_docno
+from sourcebias.data.io import iter_lines
+from sourcebias.retrieval.docnos import WHITESPACE, DocnoMap, resolve_docnos, unknown_docno
 from sourcebias.retrieval.ties import TieRule, tie_resolved_scores
 
 _WS = re.compile(r"[ \t\n\r]*")
 _DECODER = json.JSONDecoder()
 
 
-def nested_run(run: Run, docnos: DocnoMap | None = None, query_ids: list[str] | None = None) -> dict[str, dict[str, float]]:
+def nested_run(run: Any, docnos: DocnoMap | None = None, query_ids: list[str] | None = None) -> dict[str, dict[str, float]]:
     """``{query_id: {document name: tie-resolved score}}``, in rank order (queries with an empty
     ranking are left out; ``query_ids`` restricts and orders the queries)."""
     docnos = docnos or DocnoMap.sourcebias(run.corpus)
@@ -56,7 +63,7 @@ def nested_run(run: Run, docnos: DocnoMap | None = None, query_ids: list[str] | 
     return out
 
 
-def write_json_run(run: Run, path: str | Path, docnos: DocnoMap | None = None, *, indent: int | None = 1) -> Path:
+def write_json_run(run: Any, path: str | Path, docnos: DocnoMap | None = None, *, indent: int | None = 1) -> Path:
     """Write ``run`` as a nested-JSON run (BEIR / Cocktail results, the 2026 package's runs).
 
     Names come from ``docnos`` (default ``<source>/<doc_id>``; pass
@@ -72,24 +79,27 @@ def write_json_run(run: Run, path: str | Path, docnos: DocnoMap | None = None, *
     return Path(path)
 
 
-def read_json_run(
+def read_json(
     path: str | Path,
     corpus: Corpus,
     *,
     docnos: DocnoMap | None = None,
     docno_pattern: str | None = None,
     source_labels: dict[str, str] | None = None,
-    name: str | None = None,
     seed: int = 0,
-) -> Run:
+) -> tuple[str, dict[str, np.ndarray], dict[str, np.ndarray], dict[str, Any]]:
     """Read a nested-JSON run ``{query_id: {name: score}}`` over ``corpus``.
 
-    Names are mapped by ``docnos``, or else by :func:`~sourcebias.retrieval.run.resolve_docnos`
+    Names are mapped by ``docnos``, or else by :func:`~sourcebias.retrieval.docnos.resolve_docnos`
     with ``docno_pattern`` / ``source_labels`` (a ``docnos.tsv`` beside the file, or the
     ``<source>/<doc_id>`` names otherwise). Documents are ordered by score, equal scores by the
     tie rule with ``seed`` (as :meth:`Run.from_trec`). A name that maps to no document, a query
     or document given twice, or a score that is not a number stops with ``file:line``; a query
     with an empty object is kept as an empty ranking.
+
+    Returns ``(name, positions, scores, info)``: the file's name without its suffixes, per query the
+    corpus positions and scores in their final order, and what the run's ``info`` records
+    (:func:`sourcebias.retrieval.run.read_json_run` builds the :class:`~sourcebias.retrieval.run.Run`).
     """
     path = Path(path)
     docnos = _file_docnos(path, corpus, docnos, docno_pattern, source_labels)
@@ -122,12 +132,12 @@ def read_json_run(
         "order": f"ordered by score, ties by the tie rule (seed {seed})",
         "format": "nested JSON",
     }
-    return Run(corpus, name or _stem(path), positions, scores, info)
+    return _stem(path), positions, scores, info
 
 
 def _file_docnos(path: Path, corpus: Corpus, docnos: DocnoMap | None, docno_pattern: str | None, source_labels: dict[str, str] | None) -> DocnoMap:
     """How the file ``path`` names documents: the map given, or else the one rule of
-    :func:`~sourcebias.retrieval.run.resolve_docnos` (pattern, table beside the file, default)."""
+    :func:`~sourcebias.retrieval.docnos.resolve_docnos` (pattern, table beside the file, default)."""
     if docnos is None:
         return resolve_docnos(path, corpus, docno_pattern=docno_pattern, source_labels=source_labels)
     if docno_pattern is not None or source_labels:
@@ -257,7 +267,7 @@ def read_feature_jsonl(
     """Per-document values ``{"_id": name, "value": x}`` (one JSON object a line; ``.gz`` too)
     as a float64 vector aligned with ``corpus`` (``out[i]`` is the value of ``corpus[i]``).
 
-    Names map to documents by ``docnos`` or else :func:`~sourcebias.retrieval.run.resolve_docnos`
+    Names map to documents by ``docnos`` or else :func:`~sourcebias.retrieval.docnos.resolve_docnos`
     (``docno_pattern`` such as ``"{doc_id}-{source}"``, a ``docnos.tsv`` beside the file, or
     ``<source>/<doc_id>``). A name that maps to no document, a document given twice, or a value
     that is not a finite number stops with ``file:line``; a document of ``corpus`` without a
@@ -304,3 +314,169 @@ def write_feature_jsonl(values: np.ndarray, path: str | Path, corpus: Corpus, do
         for name, v in zip(docnos.names, values.tolist()):
             fh.write(json.dumps({"_id": name, "value": v}) + "\n")
     return Path(path)
+
+
+# -- TREC runs ------------------------------------------------------------------------------------
+def write_trec(run: Any, path: str | Path, docnos: DocnoMap | None = None, tag: str | None = None) -> None:
+    """Write ``run`` as a TREC run ``qid Q0 docno rank score tag``: what :meth:`Run.write_trec` does
+    (its arguments and errors; scores with as many digits as their type needs to read back exactly)."""
+    from sourcebias.core.atomic import atomic_open
+
+    docnos = docnos or DocnoMap.sourcebias(run.corpus)
+    names = docnos.names
+    tag = re.sub(r"\s+", "_", tag or run.name) or "run"
+    spaced = [q for q in run.positions if WHITESPACE.search(q)]
+    if spaced:
+        raise ConfigError(f"run '{run.name}': query id {spaced[0]!r} contains whitespace, which a TREC run cannot hold ({len(spaced)} such queries)")
+    ranked = [q for q, pos in run.positions.items() if len(pos)]
+    # every distinct score of the run formatted in one call; each line looks its text up, so
+    # the run's 7 million lines at MS MARCO's size never exist as 7 million strings at once
+    table, index = _score_table(run._score_dtype())(np.concatenate([run.scores[q] for q in ranked]) if ranked else [])
+    text_of = table.__getitem__
+    ranks = [str(r) for r in range(1, 1 + max((len(p) for p in run.positions.values()), default=0))]
+    start = 0
+    with atomic_open(path, "w") as fh:
+        for q in ranked:
+            pos = run.positions[q]
+            end = start + len(pos)
+            head, tail = f"{q} Q0 ", f" {tag}\n"  # each line: head, "docno rank score", tail
+            texts = map(text_of, index[start:end].tolist())
+            fh.write(head + (tail + head).join(map(" ".join, zip(map(names.__getitem__, pos.tolist()), ranks, texts))) + tail)
+            start = end
+
+
+def read_trec(
+    path: str | Path,
+    corpus: Corpus,
+    *,
+    docnos: DocnoMap | None = None,
+    seed: int = 0,
+    order: str = "score",
+) -> tuple[str, dict[str, np.ndarray], dict[str, np.ndarray], dict[str, Any]]:
+    """Read a TREC run (``.gz`` too): what :meth:`Run.from_trec` builds its run from (its arguments and
+    errors; equal scores ordered by the tie rule, never by the rank column or by name).
+
+    Returns ``(name, positions, scores, info)``: the file's name without its suffixes, per query the
+    corpus positions and scores in their final order, and what the run's ``info`` records.
+    """
+    if order not in ("score", "rank"):
+        raise ConfigError(f"order must be 'score' or 'rank', got '{order}'")
+    path = Path(path)
+    docnos = docnos or DocnoMap.sourcebias(corpus)
+    if docnos.corpus is not corpus:
+        raise ValueError("the docno map was built for another corpus")
+    per_query, n = _read_trec(path, docnos, order)
+    rule = TieRule(corpus, seed)
+    positions: dict[str, np.ndarray] = {}
+    scores: dict[str, np.ndarray] = {}
+    for q, (plist, slist, _) in per_query.items():
+        p = np.asarray(plist, dtype=np.int64)
+        if order == "rank":
+            r = np.asarray([x[0] for x in slist], dtype=np.int64)
+            s = np.asarray([x[1] for x in slist], dtype=np.float64)
+            idx = np.argsort(r, kind="stable")
+        else:
+            s = np.asarray(slist, dtype=np.float64)
+            idx = rule.order(q, s, p)
+        positions[q], scores[q] = p[idx], s[idx]
+    ties = f"ordered by score, ties by the tie rule (seed {seed})" if order == "score" else "the file's rank order"
+    info = {"source_file": str(path), "docnos": docnos.describe(), "lines": n, "order": ties}
+    return _run_name(path), positions, scores, info
+
+
+def _read_trec(path: Path, docnos: DocnoMap, order: str) -> tuple[dict[str, tuple[list[int], list[Any], dict[int, int]]], int]:
+    """Per query, the listed corpus positions, their scores (``(rank, score)`` with ``order="rank"``) and the line of each position; and the number of entries.
+
+    Every malformed line stops with file:line.
+    """
+    per_query: dict[str, tuple[list[int], list[Any], dict[int, int]]] = {}
+    ranks: dict[str, dict[int, int]] = {}
+    n = 0
+    for lineno, line in iter_lines(path):
+        parts = line.split()
+        if not parts:
+            continue
+        if len(parts) != 6:
+            spaced = " (a query or document id cannot contain whitespace)" if len(parts) > 6 else ""
+            raise DataError(path, f"expected 6 columns (qid Q0 docno rank score tag), got {len(parts)}{spaced}", lineno)
+        qid, _, docno, rank_s, score_s, _tag = parts
+        try:
+            score = float(score_s)
+        except ValueError:
+            raise DataError(path, f"score '{score_s}' is not a number", lineno) from None
+        try:
+            rank = int(rank_s)
+        except ValueError:
+            raise DataError(path, f"rank '{rank_s}' is not an integer", lineno) from None
+        pos = docnos.position(docno)
+        if pos is None:
+            raise DataError(path, unknown_docno(docno, docnos), lineno)
+        plist, slist, seen = per_query.setdefault(qid, ([], [], {}))
+        if pos in seen:
+            raise DataError(path, f"document '{docno}' is listed twice for query '{qid}' (first on line {seen[pos]})", lineno)
+        seen[pos] = lineno
+        if order == "rank":
+            rq = ranks.setdefault(qid, {})
+            if rank in rq:
+                raise DataError(path, f"rank {rank} is used twice for query '{qid}' (first on line {rq[rank]})", lineno)
+            rq[rank] = lineno
+        plist.append(pos)
+        slist.append((rank, score) if order == "rank" else score)
+        n += 1
+    if n == 0:
+        raise DataError(path, "empty run: no ranked documents")
+    return per_query, n
+
+
+def _run_name(path: Path) -> str:
+    name = path.name
+    for suffix in (".gz", ".trec", ".run", ".txt", ".tsv"):
+        if name.endswith(suffix):
+            name = name[: -len(suffix)]
+    return name or "run"
+
+
+def _score_formatter(dtype: np.dtype) -> Callable[[Any], list[str]]:
+    """Scores -> the shortest texts that read back to the same values of the scores' type.
+
+    float32: ``astype(str)``, numpy's shortest float32 repr, the text of ``str(np.float32(s))``
+    for every value, in one call, computed once per distinct value (bit pattern: ``-0.0`` and
+    ``0.0`` stay apart): BM25's scores repeat (one-byte length norms), e.g. 110,534 distinct
+    values among nfcorpus's 399,636 scores.
+    """
+    if dtype == np.float32:
+        return _float32_texts
+    return lambda scores: [repr(s) for s in np.asarray(scores).tolist()]
+
+
+def _score_table(dtype: Any) -> Callable[[Any], tuple[list[str], np.ndarray]]:
+    """As :func:`_score_formatter`, as ``(texts, index)``.
+
+    Score ``i``'s text is ``texts[index[i]]`` (float32: the distinct values' texts only).
+    """
+    if dtype == np.float32:
+        return _float32_table
+
+    def table(scores: Any) -> tuple[list[str], np.ndarray]:
+        texts = [repr(s) for s in np.asarray(scores).tolist()]
+        return texts, np.arange(len(texts))
+
+    return table
+
+
+def _float32_table(scores: Any) -> tuple[list[str], np.ndarray]:
+    bits = np.ascontiguousarray(scores, dtype=np.float32).view(np.uint32)
+    distinct, index = np.unique(bits, return_inverse=True)
+    return distinct.view(np.float32).astype(str).tolist(), index.reshape(-1)
+
+
+def _float32_texts(scores: Any) -> list[str]:
+    """``str(np.float32(s))`` of each score (see :func:`_score_formatter`)."""
+    bits = np.ascontiguousarray(scores, dtype=np.float32).view(np.uint32)
+    distinct, index = np.unique(bits, return_inverse=True)
+    texts: list[str] = distinct.view(np.float32).astype(str)[index.reshape(-1)].tolist()
+    return texts
+
+
+_MOVED = {"read_json_run": "sourcebias.retrieval.run"}  # builds a Run, so it lives beside it (one release)
+__getattr__ = moved(__name__, _MOVED)

@@ -30,7 +30,8 @@ import numpy as np
 from sourcebias.core.errors import ConfigError
 from sourcebias.data.corpus import Corpus
 from sourcebias.retrieval.base import Retriever, Stage
-from sourcebias.retrieval.run import DocnoMap, Run
+from sourcebias.retrieval.docnos import DocnoMap
+from sourcebias.retrieval.run import Run
 from sourcebias.retrieval.specs import Param, register_stage
 from sourcebias.retrieval.stages import append_stage_info
 from sourcebias.retrieval.ties import TieRule

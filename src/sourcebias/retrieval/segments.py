@@ -140,7 +140,7 @@ class SegmentedBM25:
         ``"lucene"`` (one-byte lengths, Elasticsearch's scores) or ``"exact"``, as
         :class:`~sourcebias.retrieval.lucene.LuceneBM25`.
     analyzer:
-        Text to terms (default :class:`~sourcebias.retrieval.lexical.EnglishAnalyzer`).
+        Text to terms (default :class:`~sourcebias.retrieval.analyzer.EnglishAnalyzer`).
     max_segments:
         ``add`` merges adjacent segments while there are more than this (``None``: never).
 
@@ -155,7 +155,7 @@ class SegmentedBM25:
         if max_segments is not None and max_segments < 1:
             raise ConfigError(f"SegmentedBM25: max_segments must be at least 1 (or None), got {max_segments}")
         if analyzer is None:
-            from sourcebias.retrieval.lexical import EnglishAnalyzer
+            from sourcebias.retrieval.analyzer import EnglishAnalyzer
 
             analyzer = EnglishAnalyzer()
         self.k1, self.b, self.norms, self.analyzer, self.max_segments = float(k1), float(b), norms, analyzer, max_segments

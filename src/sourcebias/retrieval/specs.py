@@ -28,7 +28,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from importlib import import_module
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -133,7 +132,6 @@ class Kind:
 
 
 _KINDS: dict[str, Kind] = {}
-_loaded = False
 #: a kind's factory ``(params, text) -> Retriever or Stage``, as the registration decorators keep it
 _Factory = TypeVar("_Factory", bound=Callable[[dict[str, Any], str], Any])
 
@@ -215,15 +213,9 @@ def register_stage(
 
 def load_plugins() -> None:
     """Import the built-in kind modules and the plugin modules (once)."""
-    global _loaded
-    if _loaded:
-        return
-    _loaded = True
-    for name in BUILTIN_MODULES:
-        import_module(name)
-    from sourcebias.core.plugins import load_plugins as load_external
+    from sourcebias.core.plugins import GROUP, load_builtins
 
-    load_external()
+    load_builtins(BUILTIN_MODULES, GROUP)
 
 
 def kinds(role: str | None = None) -> dict[str, Kind]:

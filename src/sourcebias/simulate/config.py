@@ -50,10 +50,9 @@ import json
 import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
-from sourcebias.core.errors import DataError
-from sourcebias.experiments.settings import key_line, unknown_keys
+from sourcebias.core.tomlfile import TomlFile
 
 SIM_KEYS = {"name", "rounds", "queries_per_round", "k", "depth", "seed", "eval_queries", "cache_dir"}
 DATASET_KEYS = {"path", "split", "sources", "human_source"}
@@ -171,53 +170,14 @@ class SimulationConfig:
         return f"{self.generator.name}-round{round_}"
 
 
-class _Checker:
-    """Type and range checks whose errors name the file, the line of the key (inside the table
-    ``where`` names: ``[generator]``, ``retrievers[2]``) and the problem."""
-
-    def __init__(self, path: Path, text: str):
-        self.path, self.text = path, text
-
-    def fail(self, where: str, problem: str, key: str | None = None) -> NoReturn:
-        m = re.match(r"\[?([a-z_]+)\]?(?:\[(\d+)\])?", where)
-        table, index = (m.group(1), int(m.group(2) or 1)) if m and where != "the file" else (None, 1)
-        raise DataError(self.path, f"{where}: {problem}", key_line(self.text, key, table, index) if key else None)
-
-    def keys(self, table: Any, allowed: set[str], where: str) -> dict[str, Any]:
-        if not isinstance(table, dict):
-            self.fail(where, f"expected a table, got {table!r}")
-        unknown = unknown_keys(table, allowed)
-        if unknown:
-            self.fail(where, unknown[1], unknown[0])
-        return table
-
-    def get(self, table: dict[str, Any], key: str, typ: Any, where: str, default: Any = None, minimum: float | None = None) -> Any:
-        if key not in table:
-            return default
-        v = table[key]
-        bad_bool = isinstance(v, bool) and typ in (int, float, (int, float))
-        if bad_bool or not isinstance(v, typ):
-            name = typ.__name__ if isinstance(typ, type) else " or ".join(t.__name__ for t in typ)
-            self.fail(f"{where}.{key}", f"expected {name}, got {v!r}", key)
-        if minimum is not None and v < minimum:
-            self.fail(f"{where}.{key}", f"must be at least {minimum}, got {v!r}", key)
-        return v
-
-    def choice(self, table: dict[str, Any], key: str, choices: tuple[str, ...], where: str, default: str) -> str:
-        v = self.get(table, key, str, where, default)
-        if v not in choices:
-            self.fail(f"{where}.{key}", f"'{v}' is not one of {', '.join(choices)}", key)
-        return v
-
-
 def load_simulation_config(path: str | Path) -> SimulationConfig:
     """Read and check a simulation TOML file (see the module docstring)."""
     from sourcebias.core.tomlfile import read_toml
 
     path, text, raw = read_toml(path, "simulation configuration")
-    c = _Checker(path, text)
-    c.keys(raw, {"simulation", "dataset", "retrievers", "generator", "intervention"}, "the file")
-    sim = c.keys(raw.get("simulation", {}), SIM_KEYS, "[simulation]")
+    c = TomlFile(path, text)
+    c.keys_at(raw, {"simulation", "dataset", "retrievers", "generator", "intervention"}, "the file")
+    sim = c.keys_at(raw.get("simulation", {}), SIM_KEYS, "[simulation]")
     dataset, split, sources, human = _dataset(c, raw, path)
     retrievers = _retrievers(c, raw)
     generator = _generator(c, raw)
@@ -243,67 +203,67 @@ def load_simulation_config(path: str | Path) -> SimulationConfig:
     if "cache_dir" in sim:
         cfg.cache_dir = (path.parent / c.get(sim, "cache_dir", str, "[simulation]")).resolve()
     if cfg.depth < cfg.k:
-        c.fail("[simulation].depth", f"must be at least k ({cfg.k}), got {cfg.depth}", "depth")
+        c.fail_at("[simulation].depth", f"must be at least k ({cfg.k}), got {cfg.depth}", "depth")
     if generator.write == "answer" and generator.context > cfg.k:
-        c.fail("[generator].context", f"the prompt can hold at most the top k ({cfg.k}) documents, got {generator.context}", "context")
+        c.fail_at("[generator].context", f"the prompt can hold at most the top k ({cfg.k}) documents, got {generator.context}", "context")
     return cfg
 
 
-def _dataset(c: _Checker, raw: dict[str, Any], path: Path) -> tuple[Path, str, tuple[str, ...] | None, str]:
+def _dataset(c: TomlFile, raw: dict[str, Any], path: Path) -> tuple[Path, str, tuple[str, ...] | None, str]:
     if "dataset" not in raw:
-        c.fail("[dataset]", "missing: the dataset whose human corpus starts the loop (path = DIR)")
-    d = c.keys(raw["dataset"], DATASET_KEYS, "[dataset]")
+        c.fail_at("[dataset]", "missing: the dataset whose human corpus starts the loop (path = DIR)")
+    d = c.keys_at(raw["dataset"], DATASET_KEYS, "[dataset]")
     if "path" not in d:
-        c.fail("[dataset]", "missing path = DIR")
+        c.fail_at("[dataset]", "missing path = DIR")
     from sourcebias.core.errors import ConfigError
     from sourcebias.data.dataset import resolve_in
 
     try:
         folder, _ = resolve_in(c.get(d, "path", str, "[dataset]"), path.parent)  # a folder, or a known dataset's name
     except ConfigError as exc:
-        c.fail("[dataset].path", str(exc), "path")
+        c.fail_at("[dataset].path", str(exc), "path")
     if not folder.is_dir():
-        c.fail("[dataset].path", f"{folder} is not a folder", "path")
+        c.fail_at("[dataset].path", f"{folder} is not a folder", "path")
     sources = c.get(d, "sources", list, "[dataset]")
     if sources is not None and (not sources or not all(isinstance(s, str) for s in sources)):
-        c.fail("[dataset].sources", f"expected a non-empty list of source names, got {sources!r}", "sources")
+        c.fail_at("[dataset].sources", f"expected a non-empty list of source names, got {sources!r}", "sources")
     return folder, c.get(d, "split", str, "[dataset]", "test"), tuple(sources) if sources else None, c.get(d, "human_source", str, "[dataset]", "human")
 
 
-def _retrievers(c: _Checker, raw: dict[str, Any]) -> list[tuple[str, str]]:
+def _retrievers(c: TomlFile, raw: dict[str, Any]) -> list[tuple[str, str]]:
     from sourcebias.retrieval.specs import get_kind, split_stage
 
     entries = raw.get("retrievers")
     if not isinstance(entries, list) or not entries:
-        c.fail("[[retrievers]]", 'at least one retriever is needed (spec = "bm25")', "retrievers")
+        c.fail_at("[[retrievers]]", 'at least one retriever is needed (spec = "bm25")', "retrievers")
     out: list[tuple[str, str]] = []
     for i, e in enumerate(entries, start=1):
-        e = c.keys(e, RETRIEVER_KEYS, f"retrievers[{i}]")
+        e = c.keys_at(e, RETRIEVER_KEYS, f"retrievers[{i}]")
         if "spec" not in e:
-            c.fail(f"retrievers[{i}]", 'missing spec = "..."')
+            c.fail_at(f"retrievers[{i}]", 'missing spec = "..."')
         spec = c.get(e, "spec", str, f"retrievers[{i}]")
         kind, _ = split_stage(spec.split(">>")[0])
         if get_kind(kind) is None:
-            c.fail(f"retrievers[{i}].spec", f"unknown retriever '{kind}' (sourcebias retrievers lists them)", "spec")
+            c.fail_at(f"retrievers[{i}].spec", f"unknown retriever '{kind}' (sourcebias retrievers lists them)", "spec")
         name = c.get(e, "name", str, f"retrievers[{i}]", spec)
         if not re.fullmatch(r"[A-Za-z0-9._:,=>-]+", name) or any(name == n for n, _ in out):
-            c.fail(f"retrievers[{i}].name", f"'{name}' is a duplicate or has characters a folder name cannot hold", "name")
+            c.fail_at(f"retrievers[{i}].name", f"'{name}' is a duplicate or has characters a folder name cannot hold", "name")
         out.append((name, spec))
     return out
 
 
-def _generator(c: _Checker, raw: dict[str, Any]) -> GeneratorEntry:
+def _generator(c: TomlFile, raw: dict[str, Any]) -> GeneratorEntry:
     if "generator" not in raw:
-        c.fail("[generator]", 'missing: the model that writes each round\'s documents (model = "smollm2")')
-    g = c.keys(raw["generator"], GENERATOR_KEYS, "[generator]")
+        c.fail_at("[generator]", 'missing: the model that writes each round\'s documents (model = "smollm2")')
+    g = c.keys_at(raw["generator"], GENERATOR_KEYS, "[generator]")
     w = "[generator]"
     if "model" not in g:
-        c.fail(w, 'missing model = "..."')
+        c.fail_at(w, 'missing model = "..."')
     base_url = c.get(g, "base_url", (str, list), w, [])
     base_url = [base_url] if isinstance(base_url, str) else base_url
     backend = c.choice(g, "backend", ("local", "openai"), w, "openai" if base_url else "local")
     if (backend == "openai") != bool(base_url):
-        c.fail(f"{w}.backend", "openai needs base_url = [...]; base_url is only for openai", "backend")
+        c.fail_at(f"{w}.backend", "openai needs base_url = [...]; base_url is only for openai", "backend")
     model = c.get(g, "model", str, w)
     name = c.get(g, "name", str, w, re.sub(r"[^A-Za-z0-9._-]+", "-", Path(model).stem if model.endswith(".gguf") else model.split("/")[-1]))
     write = c.choice(g, "write", WRITES, w, "answer")
@@ -329,15 +289,15 @@ def _generator(c: _Checker, raw: dict[str, Any]) -> GeneratorEntry:
     )
 
 
-def _intervention(c: _Checker, raw: dict[str, Any], path: Path) -> InterventionEntry:
-    t = c.keys(raw.get("intervention", {}), INTERVENTION_KEYS, "[intervention]")
+def _intervention(c: TomlFile, raw: dict[str, Any], path: Path) -> InterventionEntry:
+    t = c.keys_at(raw.get("intervention", {}), INTERVENTION_KEYS, "[intervention]")
     w = "[intervention]"
     kind = c.choice(t, "kind", INTERVENTIONS, w, "none")
     detector = c.get(t, "detector", str, w)
     if kind == "detector" and not detector:
-        c.fail(f"{w}.detector", 'kind = "detector" needs detector = "DIR[,split]": labelled twins to train and calibrate it on', "kind")
+        c.fail_at(f"{w}.detector", 'kind = "detector" needs detector = "DIR[,split]": labelled twins to train and calibrate it on', "kind")
     if detector and kind != "detector":
-        c.fail(f"{w}.detector", f'only used with kind = "detector" (kind is "{kind}")', "detector")
+        c.fail_at(f"{w}.detector", f'only used with kind = "detector" (kind is "{kind}")', "detector")
     if detector:
         head, sep, tail = detector.rpartition(",")
         folder = path.parent / (head if sep and "/" not in tail else detector)

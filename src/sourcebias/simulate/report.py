@@ -1,5 +1,5 @@
-"""The simulation's table and curves: one :class:`~sourcebias.reporting.report.Report` (rendered to
-the terminal, Markdown, CSV and HTML by :mod:`sourcebias.reporting.render`) and one figure of
+"""The simulation's table and curves: one :class:`~sourcebias.report.model.Report` (rendered to
+the terminal, Markdown, CSV and HTML by :mod:`sourcebias.report.render`) and one figure of
 each measure against the round, a line per retriever (matplotlib)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from sourcebias.evaluation.stats import Column
-from sourcebias.reporting.report import Report, Table
+from sourcebias.report.model import Report, Table
 
 COLUMNS = [
     Column("retriever", "retriever", "text"),
@@ -60,9 +60,9 @@ def simulation_report(result: Any, figure: Path | None = None) -> Report:
 
 def curve_panels(result: Any) -> list[tuple[str, dict[str, tuple[list[int], list[float]]], tuple[float, float]]]:
     """Per panel of :data:`PANELS`: its title, each retriever's (rounds, values in percent), and
-    the y-limits by :func:`~sourcebias.reporting.axes.value_limits` (a least span, so that a change
+    the y-limits by :func:`~sourcebias.report.axes.value_limits` (a least span, so that a change
     of 0.03 points does not fill a panel like a collapse)."""
-    from sourcebias.reporting.axes import value_limits
+    from sourcebias.report.axes import value_limits
 
     k = result.settings.get("k")
     out = []
@@ -80,7 +80,7 @@ def plot_curves(result: Any, path: Path) -> Path | None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from sourcebias.reporting.axes import RULE
+    from sourcebias.report.axes import RULE
 
     if not result.rows:
         return None

@@ -162,7 +162,7 @@ def write_report(result: SimulationResult, root: Path, cfg: SimulationConfig, *,
     from sourcebias.core.artifacts import MANIFEST, list_files
     from sourcebias.core.atomic import atomic_write_json, atomic_write_text
     from sourcebias.core.manifest import build_manifest
-    from sourcebias.reporting.render import to_csv, to_html, to_markdown
+    from sourcebias.report.render import to_csv, to_html, to_markdown
     from sourcebias.simulate.report import plot_curves
 
     figure = plot_curves(result, root / "curves.png")

@@ -1,0 +1,293 @@
+"""The one renderer of a :class:`~sourcebias.report.model.Report`: every cell's text and
+colour is decided once (:func:`table_cells`, from the columns the statistics declare), and each
+format only writes it down — Markdown, LaTeX (booktabs), the terminal (rich), CSV, and a
+self-contained HTML page (figures embedded, no external CSS, JavaScript or fonts).
+
+Colours: a Relative Δ or ΔNDSR below 0 (LLM-generated ranked higher) is red/vermillion, above 0
+(human-written ranked higher) blue/teal; an undefined value (–) is not coloured.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sourcebias.report.model import Report, Table
+
+_LATEX = {
+    "\\": r"\textbackslash{}", "{": r"\{", "}": r"\}", "$": r"\$", "&": r"\&", "%": r"\%", "#": r"\#", "_": r"\_",
+    "^": r"\textasciicircum{}", "~": r"\textasciitilde{}", ">": r"\textgreater{}", "<": r"\textless{}", "|": r"\textbar{}",
+    "Δ": r"$\Delta$", "−": "--", "×": r"$\times$", "·": r"$\cdot$", "α": r"$\alpha$", "β": r"$\beta$", "±": r"$\pm$",
+}  # fmt: skip
+
+
+def latex_escape(value: Any) -> str:
+    """Text safe in a LaTeX table cell: special characters escaped (``>`` would print as ¡ in
+    the default font encoding), the Greek letters and signs our names use in math mode."""
+    return "".join(_LATEX.get(ch, ch) for ch in str(value))
+
+
+@dataclass
+class RowView:
+    """A row as shown: cell texts and signs (-1 LLM higher, +1 human higher, 0 none), or, for a
+    cell without results, ``status`` (its first cell's text is kept)."""
+
+    texts: list[str]
+    signs: list[int]
+    status: str | None = None
+
+
+def table_cells(table: Table) -> list[RowView]:
+    out = []
+    for row in table.rows:
+        if table.status_rows and row.get("status", "ok") != "ok":
+            first = table.columns[0].text(row)
+            err = row.get("error") or ""
+            out.append(RowView([first], [0], f"{row['status']}: {err}" if isinstance(err, str) and err else str(row["status"])))
+            continue
+        out.append(RowView([c.text(row) for c in table.columns], [c.sign(row) for c in table.columns]))
+    return out
+
+
+def _numeric(table: Table) -> list[bool]:
+    return [c.kind != "text" for c in table.columns]
+
+
+# -- Markdown ----------------------------------------------------------------------------------
+def to_markdown(report: Report) -> str:
+    lines = [f"# {report.title}", ""]
+    lines += [f"> **Note:** {n}" for n in report.notes] + ([""] if report.notes else [])
+    for t in report.tables:
+        lines += _markdown_table(t, heading=t.title != report.title)
+    for heading, body in report.sections:
+        lines += [f"## {heading}", ""] + (_markdown_table(body, heading=False) if isinstance(body, Table) else ["```", body, "```", ""])
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _markdown_table(t: Table, heading: bool = True) -> list[str]:
+    esc = lambda s: s.replace("|", "\\|")  # noqa: E731
+    lines = ([f"## {t.title}", ""] if heading else []) + [
+        "| " + " | ".join(c.header for c in t.columns) + " |",
+        "|" + "|".join("---:" if n else "---" for n in _numeric(t)) + "|",
+    ]
+    for r in table_cells(t):
+        cells = r.texts + [esc(r.status)] + [""] * (len(t.columns) - 2) if r.status else r.texts
+        lines.append("| " + " | ".join(esc(c) for c in cells) + " |")
+    return lines + ([""] + [t.caption] if t.caption else []) + [""]
+
+
+# -- LaTeX (booktabs) --------------------------------------------------------------------------
+def to_latex(report: Report) -> str:
+    out = [f"% {latex_escape(report.title)}; needs \\usepackage{{booktabs,xcolor}}"]
+    out += [f"% Note: {n}" for n in report.notes]
+    for t in report.tables:
+        out += _latex_table(t, report.notes)
+    return "\n".join(out) + "\n"
+
+
+def _latex_table(t: Table, notes: list[str]) -> list[str]:
+    align = "".join("r" if n else "l" for n in _numeric(t))
+    out = [
+        r"\begin{table}[t]",
+        r"\centering",
+        r"\small",
+        rf"\begin{{tabular}}{{{align}}}",
+        r"\toprule",
+        " & ".join(latex_escape(c.header) for c in t.columns) + r" \\",
+        r"\midrule",
+    ]
+    for r in table_cells(t):
+        if r.status:
+            out.append(f"{latex_escape(r.texts[0])} & \\multicolumn{{{len(t.columns) - 1}}}{{l}}{{{latex_escape(r.status)}}} \\\\")
+            continue
+        cells = []
+        for text, sign in zip(r.texts, r.signs):
+            s = latex_escape(text).replace("*", "$^*$")
+            cells.append(f"\\textcolor{{{'red' if sign < 0 else 'teal'}}}{{{s}}}" if sign else s)
+        out.append(" & ".join(cells) + r" \\")
+    caption = " ".join([t.title + "."] + ([t.caption] if t.caption else []) + notes)
+    return out + [r"\bottomrule", r"\end{tabular}", r"\caption{" + latex_escape(caption) + "}", r"\end{table}"]
+
+
+# -- terminal (rich) ---------------------------------------------------------------------------
+#: what a column costs besides its text in a rich table with the default box: padding 2, a rule 1
+_COLUMN_EDGE = 3
+
+
+def to_rich(report: Report):
+    """A ``rich`` renderable: each table with its caption, then the notes. A table is laid out
+    for the console's width when printed (:class:`FittedTable`): no number or header word is
+    ever cut; a table too wide is split into several that repeat the identity columns."""
+    from rich.console import Group
+    from rich.text import Text
+
+    parts: list[Any] = []
+    for t in report.tables:
+        title = report.title if t.key == "source_bias" or t.title == report.title else f"{report.title}: {t.title}" if t.key.startswith("dataset:") else t.title
+        parts.append(FittedTable(t, title))
+    parts += [Text(f"Note: {n}", style="yellow") for n in report.notes]
+    return Group(*parts)
+
+
+def _width(text: str) -> int:
+    from rich.cells import cell_len
+
+    return cell_len(text)
+
+
+def _longest_word(text: str) -> int:
+    return max((_width(w) for w in text.split()), default=0)
+
+
+def column_groups(widths: list[int], identity: int, available: int) -> list[list[int]]:
+    """Column indices per stacked table: the first ``identity`` columns in each, the others added
+    in order while the table fits ``available`` cells (at least one per table)."""
+    base = sum(widths[:identity]) + _COLUMN_EDGE * identity + 1
+    groups: list[list[int]] = []
+    current: list[int] = []
+    used = base
+    for i in range(identity, len(widths)):
+        cost = widths[i] + _COLUMN_EDGE
+        if current and used + cost > available:
+            groups.append(current)
+            current, used = [], base
+        current.append(i)
+        used += cost
+    return [list(range(identity)) + g for g in groups + ([current] if current else [])] or [list(range(len(widths)))]
+
+
+class FittedTable:
+    """A :class:`~sourcebias.report.model.Table` for the terminal, laid out when printed for
+    the console's width: each column as wide as its widest cell and its header's longest word
+    (so nothing is cut: headers wrap between words), widened to the whole header where room is
+    left, and split into stacked tables when the columns do not fit side by side."""
+
+    def __init__(self, table: Table, title: str):
+        self.table, self.title = table, title
+
+    def __rich_console__(self, console: Any, options: Any):
+        t = self.table
+        views = table_cells(t)
+        cells = [r.texts for r in views if not r.status]
+        minimal = [max([_width(row[i]) for row in cells] + [_longest_word(c.header), 1]) for i, c in enumerate(t.columns)]
+        natural = [max(m, _width(c.header)) for m, c in zip(minimal, t.columns)]
+        identity = next((i for i, c in enumerate(t.columns) if c.kind not in ("text", "int")), len(t.columns))  # leading keys: names, rounds, seeds
+        identity = min(identity, max(1, len(t.columns) - 1))
+        groups = column_groups(minimal, identity, options.max_width)
+        from rich.text import Text
+
+        for k, group in enumerate(groups):
+            widths = _widen([minimal[i] for i in group], [natural[i] for i in group], options.max_width - _COLUMN_EDGE * len(group) - 1)
+            title = self.title + (f" ({k + 1} of {len(groups)})" if len(groups) > 1 else "")
+            table_width = sum(widths) + _COLUMN_EDGE * len(group) + 1
+            if _width(title) > table_width:  # a title wider than its table reads better on its own lines than folded inside it
+                yield Text(title, style="italic")
+                title = ""
+            yield self._part(views, group, widths, title)
+        if t.caption:  # the caption spans the console, not the (possibly narrow) last part of a split table
+            yield Text(t.caption)
+
+    def _part(self, views: list[RowView], group: list[int], widths: list[int], title: str):
+        from rich.table import Table as RichTable
+        from rich.text import Text
+
+        t = self.table
+        rt = RichTable(title=title or None)
+        for i, w in zip(group, widths):
+            rt.add_column(t.columns[i].header, justify="right" if t.columns[i].kind != "text" else "left", width=w, overflow="fold")
+        for r in views:
+            if r.status and len(group) > 1:
+                rt.add_row(Text(r.texts[0]), Text(r.status, style="red"), *[""] * (len(group) - 2))
+                continue
+            if r.status:
+                rt.add_row(Text(f"{r.texts[0]}: {r.status}", style="red"))
+                continue
+            rt.add_row(*[Text(r.texts[i], style="red" if r.signs[i] < 0 else "green" if r.signs[i] > 0 else "") for i in group])
+        return rt
+
+
+def _widen(minimal: list[int], natural: list[int], budget: int) -> list[int]:
+    """Column widths from ``minimal`` towards ``natural`` (whole headers on one line), left to
+    right, within ``budget`` cells."""
+    widths = list(minimal)
+    spare = budget - sum(widths)
+    for i, (m, n) in enumerate(zip(minimal, natural)):
+        extra = min(max(spare, 0), n - m)
+        widths[i] += extra
+        spare -= extra
+    return widths
+
+
+# -- CSV ---------------------------------------------------------------------------------------
+def to_csv(report: Report, folder: str | Path) -> dict[str, Path]:
+    """Each data frame of the report as ``<name>.csv`` (every field, unformatted)."""
+    from sourcebias.core.atomic import atomic_open
+
+    out = {}
+    for name, frame in report.data.items():
+        path = Path(folder) / f"{name}.csv"
+        with atomic_open(path, "w", newline="") as fh:
+            frame.to_csv(fh, index=False, lineterminator="\n")
+        out[name] = path
+    return out
+
+
+# -- HTML --------------------------------------------------------------------------------------
+_CSS = """
+body{font-family:-apple-system,"Segoe UI",Helvetica,Arial,sans-serif;margin:2em auto;max-width:70em;color:#222;line-height:1.45}
+h1{font-size:1.6em}h2{font-size:1.25em;margin-top:1.6em;border-bottom:1px solid #ccc}
+table{border-collapse:collapse;margin:0.6em 0;font-size:0.92em}
+th,td{border-bottom:1px solid #ddd;padding:0.25em 0.7em}
+th.num,td.num{text-align:right}th.text,td.text{text-align:left}
+thead th{border-bottom:2px solid #444}
+td.neg{color:#b33c00;font-weight:600}td.pos{color:#005a8c;font-weight:600}
+td.failed{color:#a00}
+p.note{background:#fff6e0;border-left:4px solid #e0a000;padding:0.4em 0.8em}
+caption{caption-side:bottom;text-align:left;font-size:0.85em;color:#555;padding-top:0.4em;max-width:60em}
+figure{margin:1em 0}img{max-width:min(100%,44em);height:auto}figcaption{font-size:0.85em;color:#555}
+pre{background:#f6f6f6;padding:0.8em;overflow-x:auto;font-size:0.85em}
+@media print{body{margin:0;max-width:none}h2{page-break-after:avoid}figure,table{page-break-inside:avoid}}
+"""
+
+
+def _img(path: Path, alt: str) -> str:
+    data = base64.b64encode(Path(path).read_bytes()).decode("ascii")
+    return f'<img src="data:image/png;base64,{data}" alt="{html.escape(alt)}">'
+
+
+def _html_table(t: Table) -> str:
+    e = html.escape
+    kinds = ["num" if n else "text" for n in _numeric(t)]
+    parts = [
+        f"<table><caption>{e(t.caption)}</caption><thead><tr>"
+        + "".join(f"<th class='{k}'>{e(c.header)}</th>" for c, k in zip(t.columns, kinds))
+        + "</tr></thead><tbody>"
+    ]
+    for r in table_cells(t):
+        if r.status:
+            parts.append(f"<tr><td class='text'>{e(r.texts[0])}</td><td class='failed text' colspan='{len(t.columns) - 1}'>{e(r.status)}</td></tr>")
+            continue
+        cells = "".join(f"<td class='{k}{' neg' if s < 0 else ' pos' if s > 0 else ''}'>{e(x)}</td>" for x, s, k in zip(r.texts, r.signs, kinds))
+        parts.append(f"<tr>{cells}</tr>")
+    return "".join(parts) + "</tbody></table>"
+
+
+def to_html(report: Report) -> str:
+    e = html.escape
+    parts = [
+        f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{e(report.title)}</title><style>{_CSS}</style></head><body>",
+        f"<h1>{e(report.title)}</h1>",
+    ]
+    parts += [f"<p class='note'>{e(n)}</p>" for n in report.notes]
+    for t in report.tables:
+        parts.append(f"<h2>{e(t.title)}</h2>{_html_table(t)}")
+    if report.figures:
+        parts.append("<h2>Figures</h2>")
+        parts += [f"<figure>{_img(path, name)}<figcaption>{e(name)}</figcaption></figure>" for name, path in report.figures.items()]
+    for heading, body in report.sections:
+        parts.append(f"<h2>{e(heading)}</h2>" + (_html_table(body) if isinstance(body, Table) else f"<pre>{e(body)}</pre>"))
+    parts.append("</body></html>")
+    return "\n".join(parts)
