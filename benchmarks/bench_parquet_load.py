@@ -70,13 +70,14 @@ def main() -> None:
     import pyarrow.parquet as pq
 
     import sourcebias as sb
+    from sourcebias.evaluation.result_io import save_result
 
     result = build_result(args.queries, args.measures, args.retrievers)
     n_values = len(result.per_query) * len(result.query_ids)
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.perf_counter()
         folder = Path(tmp) / "out"
-        result.save(folder, write_runs=False, format="parquet")  # the result's files (no manifest: no dataset files here)
+        save_result(result, folder, write_runs=False, format="parquet")  # the result's own files (no manifest: no dataset files here)
         t_write = time.perf_counter() - t0
         path = folder / "per_query.parquet"
         loaded = sb.load_result(folder)

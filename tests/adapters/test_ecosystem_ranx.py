@@ -65,10 +65,9 @@ def test_masked_qrels_are_the_protocols_target_qrels(nq_result, nq_export):
 
 
 def test_to_ranx_of_a_reloaded_folder_loads_the_dataset_again(nq_result, tmp_path):
-    from sourcebias.evaluation.artifact import write_result
-
+    
     _ds, result = nq_result
-    folder = write_result(result, tmp_path / "out")
+    folder = result.save(tmp_path / "out")
     export = sb.load_result(folder).to_ranx()
     report = ranx.compare(export.qrels["llama-2-7b-chat-tmp0.2"], export.runs_of("mixed"), ["ndcg@3"], make_comparable=True)
     assert report.results["bm25"]["ndcg@3"] == pytest.approx(result.mean("bm25", "mixed", "llama-2-7b-chat-tmp0.2", "NDCG@3"), abs=1e-9)

@@ -14,7 +14,6 @@ import pytest
 
 import sourcebias as sb
 from sourcebias.core.errors import ConfigError, DataError
-from sourcebias.evaluation.artifact import write_result
 
 
 @pytest.fixture
@@ -26,7 +25,7 @@ def tiny_result(cocktail_dir):
 def test_parquet_folder_loads_back_equal(tiny_result, tmp_path):
     share = next(k for k in tiny_result.per_query if k.measure == "Share@1")
     tiny_result.per_query[share][0] = np.nan  # an undefined value (Share@k of an empty list) is kept
-    folder = write_result(tiny_result, tmp_path / "out", format="parquet")
+    folder = tiny_result.save(tmp_path / "out", format="parquet")
     assert (folder / "per_query.parquet").is_file() and not (folder / "per_query.csv").exists()
     loaded = sb.load_result(folder)
     assert loaded == tiny_result
@@ -39,13 +38,13 @@ def test_parquet_folder_loads_back_equal(tiny_result, tmp_path):
 
 
 def test_csv_and_parquet_folders_hold_the_same_values(tiny_result, tmp_path):
-    a = sb.load_result(write_result(tiny_result, tmp_path / "csv"))
-    b = sb.load_result(write_result(tiny_result, tmp_path / "pq", format="parquet"))
+    a = sb.load_result(tiny_result.save(tmp_path / "csv"))
+    b = sb.load_result(tiny_result.save(tmp_path / "pq", format="parquet"))
     assert a == b
 
 
 def test_rows_in_any_order_read_back_the_same(tiny_result, tmp_path):
-    folder = write_result(tiny_result, tmp_path / "out", format="parquet")
+    folder = tiny_result.save(tmp_path / "out", format="parquet")
     table = pq.read_table(folder / "per_query.parquet")
     shuffled = table.take(pa.array(np.random.default_rng(0).permutation(table.num_rows)))
     pq.write_table(shuffled, folder / "per_query.parquet")
@@ -56,7 +55,7 @@ def test_rows_in_any_order_read_back_the_same(tiny_result, tmp_path):
 
 
 def test_a_query_that_is_not_the_results_is_refused(tiny_result, tmp_path):
-    folder = write_result(tiny_result, tmp_path / "out", format="parquet")
+    folder = tiny_result.save(tmp_path / "out", format="parquet")
     df = pd.read_parquet(folder / "per_query.parquet").astype({"query_id": str})
     df.loc[0, "query_id"] = "nope"
     df.to_parquet(folder / "per_query.parquet")
@@ -66,7 +65,7 @@ def test_a_query_that_is_not_the_results_is_refused(tiny_result, tmp_path):
 
 def test_unknown_format_is_refused(tiny_result, tmp_path):
     with pytest.raises(ConfigError, match="csv' or 'parquet'"):
-        write_result(tiny_result, tmp_path / "out", format="feather")
+        tiny_result.save(tmp_path / "out", format="feather")
 
 
 def test_cli_format_parquet(cocktail_dir, tmp_path):
@@ -119,7 +118,7 @@ def _assert_loads_as_held(folder, query_ids):
 
 
 def test_a_target_label_edited_with_pyarrow_loads_as_edited(tiny_result, tmp_path):
-    folder = write_result(tiny_result, tmp_path / "out", format="parquet")
+    folder = tiny_result.save(tmp_path / "out", format="parquet")
     path = folder / "per_query.parquet"
     table = pq.read_table(path, read_dictionary=["target"])  # the schema metadata comes along
     col = table.column("target").combine_chunks()
@@ -134,7 +133,7 @@ def test_a_target_label_edited_with_pyarrow_loads_as_edited(tiny_result, tmp_pat
 
 
 def test_one_cell_edited_with_pandas_loads_as_edited(tiny_result, tmp_path):
-    folder = write_result(tiny_result, tmp_path / "out", format="parquet")
+    folder = tiny_result.save(tmp_path / "out", format="parquet")
     path = folder / "per_query.parquet"
     df = pd.read_parquet(path).astype({"target": str})
     df.loc[3, "target"] = "renamed"
@@ -144,7 +143,7 @@ def test_one_cell_edited_with_pandas_loads_as_edited(tiny_result, tmp_path):
 
 
 def test_rows_reversed_read_back_the_same(tiny_result, tmp_path):
-    folder = write_result(tiny_result, tmp_path / "out", format="parquet")
+    folder = tiny_result.save(tmp_path / "out", format="parquet")
     table = pq.read_table(folder / "per_query.parquet")
     pq.write_table(table.take(pa.array(np.arange(table.num_rows)[::-1])), folder / "per_query.parquet")
     loaded = _assert_loads_as_held(folder, tiny_result.query_ids)
@@ -153,7 +152,7 @@ def test_rows_reversed_read_back_the_same(tiny_result, tmp_path):
 
 
 def test_a_key_and_query_given_twice_is_refused(tiny_result, tmp_path):
-    folder = write_result(tiny_result, tmp_path / "out", format="parquet")
+    folder = tiny_result.save(tmp_path / "out", format="parquet")
     path = folder / "per_query.parquet"
     df = pd.read_parquet(path).astype({"metric": str})
     metrics = df["metric"].unique()

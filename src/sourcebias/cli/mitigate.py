@@ -47,12 +47,11 @@ def print_before_after(result, names: list[str], measure: str, label: str) -> No
 
 def _write_evaluation(result, folder, command, extra) -> None:
     """The before/after evaluation with its summary and the paired tests (statistics.csv)."""
-    from sourcebias.evaluation.artifact import write_result_into
     from sourcebias.report import result_report
     from sourcebias.reporting.outputs import write_summaries
 
     report = result_report(result, statistics=("paired_tests",))
-    write_result_into(result, folder, command=command, manifest_extra=extra, render=lambda res, out: write_summaries(res, out, report))
+    result.save(folder, nested=True, command=command, manifest_extra=extra, render=lambda res, out: write_summaries(res, out, report))
 
 
 def _evaluate(target, systems, seed):

@@ -192,7 +192,6 @@ def _evaluate_model(spec: str, label: str, alpha: float | None, *, target, folde
     with ``max_length`` (the training's), the base model is evaluated on as many tokens."""
     from sourcebias.core import progress
     from sourcebias.evaluation import evaluate, load_result
-    from sourcebias.evaluation.artifact import write_result
     from sourcebias.evaluation.measures import measure_grid
     from sourcebias.evaluation.results import MIXED
     from sourcebias.evaluation.stats import StatContext, compute_statistics
@@ -205,7 +204,7 @@ def _evaluate_model(spec: str, label: str, alpha: float | None, *, target, folde
         r.name = label
         with progress.RichProgress(console=console, transient=True) as reporter, progress.use(reporter):
             result = evaluate(target, [r], measures=measure_grid(["NDCG", "MAP", "Share"], [1, 3, 5, 10]))
-        write_result(result, folder, overwrite=True, command="train evaluation")
+        result.save(folder, overwrite=True, command="train evaluation")
     name = result.retriever_names[0]
     human, other = result.human_source, result.other_sources[0]
     m = f"NDCG@{k}"

@@ -1,28 +1,39 @@
-"""Writing an evaluation as an output folder (claimed before work, atomic, with a manifest).
+"""An evaluation as an output folder: claimed before work, atomic, with a manifest.
 
-:func:`write_result` writes the result's own files (see :mod:`.results`) and the manifest; a
-``render`` callback may add rendered files (the summary tables of :mod:`sourcebias.reporting`)
-into the same staging folder, so that they are listed in the manifest and appear atomically.
+:func:`save_folder` is what :meth:`EvaluationResult.save` does, the one write path of a result: it
+claims the folder (or takes one claimed earlier), writes the result's own files (see
+:mod:`.result_io`), lets a ``render`` callback add rendered files (the summary tables of
+:mod:`sourcebias.reporting`) into the same staging folder, so that they are listed in the manifest
+and appear atomically, and commits. ``write_result`` and ``write_result_into``, the two wrappers
+that did this before, remain for one release with a ``DeprecationWarning``.
+
+The model imports this module (its ``save`` calls it), so, as in :mod:`.result_io`, a result is
+typed ``Any`` here: an :class:`~sourcebias.evaluation.results.EvaluationResult`.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any
 
 from sourcebias.core.artifacts import OutputFolder
 from sourcebias.core.manifest import build_manifest, describe_file
-from sourcebias.evaluation.results import EvaluationResult
+from sourcebias.evaluation.result_io import WriteOptions, save_result
 
 if TYPE_CHECKING:  # typing.Unpack is Python 3.11+; the annotations are never evaluated at run time
     from typing_extensions import Unpack
 
+__all__ = ["TIE_RULE", "WriteOptions", "evaluation_manifest", "save_folder", "write_result", "write_result_into"]
+
 TIE_RULE = "score desc, then splitmix64(blake2b(source, doc_id) ^ blake2b(seed, query_id)) asc (sourcebias.retrieval.ties)"
+
+Render = Callable[[Any, Path], Any]
 
 
 def evaluation_manifest(
-    result: EvaluationResult, *, timings: dict[str, Any] | None = None, command: str = "evaluate", extra: dict[str, Any] | None = None
+    result: Any, *, timings: dict[str, Any] | None = None, command: str = "evaluate", extra: dict[str, Any] | None = None
 ) -> dict[str, Any]:
     """The manifest of an evaluation: inputs with checksums, parameters, models, timings.
 
@@ -56,65 +67,52 @@ def evaluation_manifest(
     )
 
 
-class WriteOptions(TypedDict, total=False):
-    """How an evaluation is written.
-
-    The keyword arguments that :func:`write_result`, :func:`write_result_into` and
-    :func:`sourcebias.reporting.outputs.write_evaluation` share.
-
-    Attributes:
-        write_runs: write the runs as TREC files (default True).
-        timings: timings for the manifest (seconds, by name).
-        command: the command the manifest names (default ``evaluate``).
-        manifest_extra: more fields for the manifest.
-        format: of the per-query values, ``csv`` (``per_query.csv``, the default) or ``parquet``
-            (``per_query.parquet``); :func:`~sourcebias.evaluation.results.load_result` reads either.
-    """
-
-    write_runs: bool
-    timings: dict[str, Any] | None
-    command: str
-    manifest_extra: dict[str, Any] | None
-    format: str
-
-
 def _check_options(options: Mapping[str, object]) -> None:
-    """A keyword the writers do not know is refused (a TypedDict checks nothing at run time)."""
+    """A keyword the writer does not know is refused (a TypedDict checks nothing at run time)."""
     unknown = sorted(set(options) - set(WriteOptions.__annotations__))
     if unknown:
-        raise TypeError(f"unexpected keyword argument(s) {', '.join(unknown)}; known: {', '.join(WriteOptions.__annotations__)}, render, overwrite")
+        raise TypeError(f"unexpected keyword argument(s) {', '.join(unknown)}; known: {', '.join(WriteOptions.__annotations__)}, render, overwrite, nested")
 
 
-def _write_files(result: EvaluationResult, folder: Path, render: Callable[[EvaluationResult, Path], Any] | None, options: WriteOptions) -> dict[str, Any]:
+def _write_files(result: Any, folder: Path, render: Render | None, options: WriteOptions) -> dict[str, Any]:
     """Write the result's files (and ``render``'s) into ``folder``; return its manifest."""
-    result.save(folder, write_runs=options.get("write_runs", True), format=options.get("format", "csv"))
+    save_result(result, folder, write_runs=options.get("write_runs", True), format=options.get("format", "csv"))
     if render is not None:
         render(result, folder)
     return evaluation_manifest(result, timings=options.get("timings"), command=options.get("command", "evaluate"), extra=options.get("manifest_extra"))
 
 
-def write_result_into(
-    result: EvaluationResult, folder: str | Path, *, render: Callable[[EvaluationResult, Path], Any] | None = None, **options: Unpack[WriteOptions]
+def save_folder(
+    result: Any,
+    out: str | Path | OutputFolder,
+    *,
+    overwrite: bool = False,
+    nested: bool = False,
+    render: Render | None = None,
+    **options: Unpack[WriteOptions],
 ) -> Path:
-    """Write ``result`` and its manifest (with every file listed) into ``folder``.
+    """Write ``result`` as an output folder: what :meth:`EvaluationResult.save` does.
 
-    ``folder`` is a folder inside an output folder that is already claimed (e.g. the before/after
-    evaluation of ``cdc fit``).
-
-    Args:
-        result: the evaluation.
-        folder: where to write (created if need be).
-        render: adds rendered files (e.g. the summary tables) to the folder before the manifest.
-        **options: see :class:`WriteOptions`.
-
-    Returns:
-        ``folder``.
+    Its arguments, what it returns and what it raises are :meth:`EvaluationResult.save`'s.
     """
+    _check_options(options)
+    if nested:
+        if isinstance(out, OutputFolder):
+            raise TypeError("nested=True takes a path inside an output folder claimed earlier, not an OutputFolder")
+        return _save_nested(result, Path(out), render, options)
+    folder = out if isinstance(out, OutputFolder) else OutputFolder.claim(out, kind="evaluate", overwrite=overwrite)
+    try:
+        return folder.commit(_write_files(result, folder.staging, render, options))
+    except BaseException:
+        folder.abort()
+        raise
+
+
+def _save_nested(result: Any, folder: Path, render: Render | None, options: WriteOptions) -> Path:
+    """Write into ``folder``, part of an output folder claimed earlier, with its own manifest."""
     from sourcebias.core.artifacts import MANIFEST, list_files
     from sourcebias.core.atomic import atomic_write_json
 
-    _check_options(options)
-    folder = Path(folder)
     manifest = _write_files(result, folder, render, options)
     manifest["kind"] = "evaluate"
     manifest["outputs"] = {**(manifest.get("outputs") or {}), "files": list_files(folder)}
@@ -122,31 +120,17 @@ def write_result_into(
     return folder
 
 
-def write_result(
-    result: EvaluationResult,
-    out: str | Path | OutputFolder,
-    *,
-    overwrite: bool = False,
-    render: Callable[[EvaluationResult, Path], Any] | None = None,
-    **options: Unpack[WriteOptions],
-) -> Path:
-    """Write ``result`` as an output folder and return its path.
+def write_result(result: Any, out: str | Path | OutputFolder, **kwargs: Any) -> Path:
+    """Deprecated: :meth:`EvaluationResult.save` (the same arguments); goes in the next release."""
+    warnings.warn("write_result(result, out, ...) is result.save(out, ...); the old name goes in the next release", DeprecationWarning, stacklevel=2)
+    return save_folder(result, out, **kwargs)
 
-    Args:
-        result: the evaluation.
-        out: a path (claimed here: refused if it holds another run's results, unless
-            ``overwrite``) or an :class:`OutputFolder` claimed earlier (before any work).
-        overwrite: replace the results of an earlier run at ``out``.
-        render: adds rendered files (e.g. the summary tables) to the folder before the manifest.
-        **options: see :class:`WriteOptions` (``format="parquet"`` for ``per_query.parquet``).
 
-    Returns:
-        The folder's path.
-    """
-    _check_options(options)
-    folder = out if isinstance(out, OutputFolder) else OutputFolder.claim(out, kind="evaluate", overwrite=overwrite)
-    try:
-        return folder.commit(_write_files(result, folder.staging, render, options))
-    except BaseException:
-        folder.abort()
-        raise
+def write_result_into(result: Any, folder: str | Path, **kwargs: Any) -> Path:
+    """Deprecated: :meth:`EvaluationResult.save` with ``nested=True``; goes in the next release."""
+    warnings.warn(
+        "write_result_into(result, folder, ...) is result.save(folder, nested=True, ...); the old name goes in the next release",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return save_folder(result, folder, nested=True, **kwargs)

@@ -1,5 +1,5 @@
 """An :class:`~sourcebias.evaluation.results.EvaluationResult`'s files: written by
-:func:`save_result` (what :meth:`EvaluationResult.save` does) and read back by :func:`read_result`
+:func:`save_result` (the files part of :meth:`EvaluationResult.save`) and read back by :func:`read_result`
 (:meth:`EvaluationResult.load`), apart from the model so that the model reads as what a result *is*.
 The model imports this module (its ``save`` and ``load`` call it), so a result is typed ``Any``
 here and the class to build is passed in.
@@ -22,7 +22,7 @@ import csv
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -33,9 +33,42 @@ from sourcebias.evaluation.measures import parse_measure
 from sourcebias.retrieval.run import Run
 
 
+class WriteOptions(TypedDict, total=False):
+    """How :meth:`EvaluationResult.save` writes a result (its keyword arguments besides the folder's).
+
+    Attributes:
+        write_runs: write the runs as TREC files (default True).
+        timings: timings for the manifest (seconds, by name).
+        command: the command the manifest names (default ``evaluate``).
+        manifest_extra: more fields for the manifest.
+        format: of the per-query values, ``csv`` (``per_query.csv``, the default) or ``parquet``
+            (``per_query.parquet``); :meth:`EvaluationResult.load` reads either.
+    """
+
+    write_runs: bool
+    timings: dict[str, Any] | None
+    command: str
+    manifest_extra: dict[str, Any] | None
+    format: str
+
+
 def save_result(result: Any, folder: str | Path, *, write_runs: bool = True, format: str = "csv") -> dict[str, Path]:
-    """Write ``result``'s files into ``folder``: what :meth:`EvaluationResult.save` does (its arguments,
-    what it returns and raises); a result is duck-typed here (the model imports this module)."""
+    """Write ``result``'s own files into ``folder`` (no manifest, no claim): the files part of
+    :meth:`EvaluationResult.save`, which claims the folder and writes the manifest
+    (:mod:`sourcebias.evaluation.artifact`). A result is duck-typed here (the model imports this module).
+
+    Args:
+        result: The evaluation.
+        folder: Where to write (created if need be).
+        write_runs: Also write the runs (``runs/*.trec`` and ``runs/docnos.tsv``).
+        format: ``csv`` (``per_query.csv``) or ``parquet`` (``per_query.parquet``).
+
+    Returns:
+        What was written, ``{"result": path, "metrics": path, "per_query": path, ...}``.
+
+    Raises:
+        ConfigError: An unknown ``format``.
+    """
     from sourcebias.core.atomic import atomic_write_json
 
     folder = Path(folder)

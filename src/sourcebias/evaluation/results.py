@@ -10,7 +10,7 @@ or :func:`load_result` into an equal object), the ranx and ir_measures exports :
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,10 +25,12 @@ from sourcebias.retrieval.run import Run
 
 if TYPE_CHECKING:
     import pandas as pd
+    from typing_extensions import Unpack  # typing.Unpack is Python 3.11+; annotations are never evaluated
 
     from sourcebias.data.dataset import Dataset
     from sourcebias.data.options import DatasetOptions
     from sourcebias.evaluation.export import RanxExport
+    from sourcebias.evaluation.result_io import WriteOptions
 
 
 def relative_delta(human: float, llm: float) -> float:
@@ -350,30 +352,45 @@ class EvaluationResult:
         return dataset.qrels
 
     # -- the artifact (written and read by .result_io) --------------------------------------
-    def save(self, folder: str | Path, *, write_runs: bool = True, format: str = "csv") -> dict[str, Path]:
-        """Write the result's files into ``folder``: the one write path of a result.
+    def save(
+        self,
+        out: str | Path | Any,
+        *,
+        overwrite: bool = False,
+        nested: bool = False,
+        render: Callable[[EvaluationResult, Path], Any] | None = None,
+        **options: Unpack[WriteOptions],
+    ) -> Path:
+        """Write the result as an output folder that :meth:`load` reads back: the one write path of a result.
 
-        The output folder and its manifest are :func:`sourcebias.evaluation.artifact.write_result`'s,
-        which calls this.
-
-        ``folder`` is normally an :class:`~sourcebias.core.artifacts.OutputFolder`'s staging folder.
-        Renders nothing: tables and the manifest are the caller's.
+        The folder is claimed before anything is written (refused if it holds another run's results,
+        unless ``overwrite``), filled in a staging folder (the result's files, ``render``'s files, and
+        a manifest listing every file with its checksum) and moved into place whole.
 
         Args:
-            folder: Where to write (created if need be).
-            write_runs: Also write the runs (``runs/*.trec`` and ``runs/docnos.tsv``).
-            format: The per-query values' format: ``csv`` (``per_query.csv``) or ``parquet``
-                (``per_query.parquet``, see :mod:`.columnar`).
+            out: A path (claimed here), or an :class:`~sourcebias.core.artifacts.OutputFolder`
+                claimed before any work.
+            overwrite: Replace the results of an earlier run at ``out``.
+            nested: ``out`` is a folder inside an output folder claimed earlier (e.g. the
+                before/after evaluation of ``cdc fit``): written in place with its own manifest, not
+                claimed.
+            render: Adds files (e.g. the summary tables of :mod:`sourcebias.reporting`) to the folder
+                before the manifest, so that they are listed in it.
+            **options: See :class:`~sourcebias.evaluation.artifact.WriteOptions` (``write_runs``,
+                ``format="parquet"``, ``timings``, ``command``, ``manifest_extra``).
 
         Returns:
-            What was written, ``{"result": path, "metrics": path, "per_query": path, ...}``.
+            The folder's path.
 
         Raises:
+            OutputError: ``out`` cannot be written (see
+                :meth:`~sourcebias.core.artifacts.OutputFolder.claim`).
             ConfigError: An unknown ``format``.
+            TypeError: An unknown keyword.
         """
-        from sourcebias.evaluation.result_io import save_result
+        from sourcebias.evaluation.artifact import save_folder
 
-        return save_result(self, folder, write_runs=write_runs, format=format)
+        return save_folder(self, out, overwrite=overwrite, nested=nested, render=render, **options)
 
     @classmethod
     def load(cls, folder: str | Path, *, dataset: Any = None, runs: bool = True) -> EvaluationResult:

@@ -215,7 +215,6 @@ def _evaluate_cell(cell_spec: dict[str, Any], folder_path: Path, settings: dict[
     """Evaluate the cell and commit its result folder, unless the folder holds this cell's finished
     result already."""
     from sourcebias.evaluation import evaluate
-    from sourcebias.evaluation.artifact import write_result
     from sourcebias.evaluation.measures import measure_grid
     from sourcebias.experiments.config import load_grid_dataset
 
@@ -229,7 +228,7 @@ def _evaluate_cell(cell_spec: dict[str, Any], folder_path: Path, settings: dict[
         measures = measure_grid(settings["measures"], settings["cutoffs"])
         result = evaluate(ds, systems, runs=runs, measures=measures, depth=settings["depth"], seed=settings["seed"], sole=settings["sole"])
         extra = {"grid": {"cell_hash": expected, "cell": key}}
-        write_result(result, folder, timings={"cell_s": round(time.perf_counter() - t0, 3)}, command="bench", manifest_extra=extra)
+        result.save(folder, timings={"cell_s": round(time.perf_counter() - t0, 3)}, command="bench", manifest_extra=extra)
     finally:
         folder.abort()  # no-op after the commit
 

@@ -21,11 +21,13 @@ misuse is refused, two writers are refused, and the folder appears complete or n
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sourcebias.core.artifacts import OutputFolder
-from sourcebias.evaluation.artifact import WriteOptions, evaluation_manifest, write_result
+from sourcebias.evaluation.artifact import evaluation_manifest
+from sourcebias.evaluation.result_io import WriteOptions
 from sourcebias.evaluation.results import EvaluationResult
 from sourcebias.report.model import Report
 from sourcebias.report.render import to_csv, to_markdown
@@ -35,7 +37,7 @@ from sourcebias.report.tables import result_report
 if TYPE_CHECKING:  # typing.Unpack is Python 3.11+; the annotations are never evaluated at run time
     from typing_extensions import Unpack
 
-__all__ = ["evaluation_manifest", "write_evaluation", "write_summaries"]
+__all__ = ["evaluation_manifest", "summary_renderer", "write_evaluation", "write_summaries"]
 
 
 def write_summaries(result: EvaluationResult, folder: str | Path, report: Report | None = None) -> dict[str, Path]:
@@ -102,7 +104,10 @@ def write_evaluation(
     report: Report | None = None,
     **options: Unpack[WriteOptions],
 ) -> Path:
-    """Write ``result`` and its report as an output folder (see :func:`sourcebias.evaluation.artifact.write_result`).
+    """Write ``result`` and its report as an output folder, summary tables and figure included.
+
+    This is :meth:`EvaluationResult.save <sourcebias.evaluation.results.EvaluationResult.save>` (the
+    one write path) with the summaries and the figure rendered into it (:func:`summary_renderer`).
 
     Args:
         result: the evaluation.
@@ -111,15 +116,26 @@ def write_evaluation(
         report: the report rendered into ``summary.md``/``summary.tex``/``statistics.csv``, e.g.
             :func:`~sourcebias.report.tables.result_report` with the dataset's qrels; by
             default the result's own.
-        **options: see :class:`~sourcebias.evaluation.artifact.WriteOptions`.
+        **options: see :class:`~sourcebias.evaluation.result_io.WriteOptions`.
 
     Returns:
         The folder's path.
     """
-    extra = dict(options.pop("manifest_extra", None) or {})
+    return result.save(out, overwrite=overwrite, render=summary_renderer(report), **options)
+
+
+def summary_renderer(report: Report | None = None) -> Callable[[EvaluationResult, Path], dict[str, Path]]:
+    """The ``render`` callback of :meth:`EvaluationResult.save` that writes the summaries and the figure.
+
+    Args:
+        report: The report rendered into ``summary.md``/``summary.tex``/``statistics.csv`` (by
+            default the result's own papers' table).
+
+    Returns:
+        ``render(result, folder)``: :func:`write_summaries` and :func:`write_figure`.
+    """
 
     def render(res: EvaluationResult, folder: Path) -> dict[str, Path]:
         return write_summaries(res, folder, report) | write_figure(res, folder)
 
-    options["manifest_extra"] = extra
-    return write_result(result, out, overwrite=overwrite, render=render, **options)
+    return render

@@ -105,68 +105,6 @@ def _utf16_length(text: str) -> int:
     return len(text.encode("utf-16-le")) // 2
 
 
-def _porter_stemmer_class() -> Any:
-    """NLTK's ``PorterStemmer`` class, without NLTK's package import when NLTK is not loaded yet.
-
-    ``import nltk.stem.porter`` runs ``nltk/__init__``, which imports most of NLTK (its
-    collocations pull in SciPy's stats, its classifiers scikit-learn and pandas): about 3 s, for
-    one pure-Python module that itself needs only ``nltk.redos``, ``nltk.stem.api`` and
-    ``nltk.termsec``. So NLTK's own ``stem/porter.py`` is imported under two empty package
-    shells (``nltk``, ``nltk.stem``, pointing at NLTK's folders) that are removed from
-    ``sys.modules`` at once, together with every ``nltk.*`` module loaded meanwhile: a later
-    ``import nltk`` anywhere in the process then imports the real package from scratch. The
-    class is NLTK's unchanged code (``tests/retrieval/test_lexical_fast_analysis.py`` checks it stems
-    every word of the development corpora as the fully imported NLTK does). When NLTK is already
-    imported, or the shells do not suffice (a future NLTK whose ``porter.py`` needs more of its
-    package), the ordinary import is used: slower, the same class. (Another thread importing
-    ``nltk`` during those few milliseconds would see a shell; sourcebias builds analyzers in
-    one thread.)
-    """
-    import sys
-
-    if "nltk" not in sys.modules:
-        try:
-            return _porter_without_nltk_package()
-        except (ImportError, AttributeError):  # the shells did not suffice: import NLTK whole
-            pass
-    from nltk.stem.porter import PorterStemmer
-
-    return PorterStemmer
-
-
-def _porter_without_nltk_package() -> type:
-    """``nltk.stem.porter.PorterStemmer`` imported under empty package shells; ``sys.modules``
-    is left as it was found (any ``nltk`` modules already there are put back)."""
-    import importlib
-    import importlib.machinery
-    import importlib.util
-    import os
-    import sys
-    import types
-
-    spec = importlib.util.find_spec("nltk")
-    if spec is None or not spec.submodule_search_locations:
-        raise ImportError("nltk is not installed")
-
-    def nltk_modules() -> list[str]:
-        return [n for n in sys.modules if n == "nltk" or n.startswith("nltk.")]
-
-    saved = {n: sys.modules.pop(n) for n in nltk_modules()}
-    root = list(spec.submodule_search_locations)
-    try:
-        for name, path in (("nltk", root), ("nltk.stem", [os.path.join(p, "stem") for p in root])):
-            shell = types.ModuleType(name)
-            shell.__path__ = path
-            shell.__spec__ = importlib.machinery.ModuleSpec(name, None, is_package=True)
-            shell.__spec__.submodule_search_locations = path
-            sys.modules[name] = shell
-        return importlib.import_module("nltk.stem.porter").PorterStemmer
-    finally:
-        for name in nltk_modules():
-            del sys.modules[name]
-        sys.modules.update(saved)
-
-
 # Words that Snowball's Porter (PyStemmer, compiled C) may stem otherwise than Lucene's Porter:
 # Lucene's PorterStemmer is Martin Porter's reference implementation, whose step 2 rewrites
 # "bli" (not only "abli") and "logi", and whose step 1b undoubles every double consonant but
@@ -196,8 +134,9 @@ def _stemmer(name: str) -> Callable[[str], str]:
 
     @functools.cache
     def reference() -> Callable[..., str]:  # NLTK's stemmer, imported at its first word
-        porter = _porter_stemmer_class()
-        return porter(mode=porter.MARTIN_EXTENSIONS).stem
+        from nltk.stem.porter import PorterStemmer
+
+        return PorterStemmer(mode=PorterStemmer.MARTIN_EXTENSIONS).stem
 
     # Every Porter rule strips or rewrites a suffix of the letters a-z (the one rule with an
     # empty suffix, step 1b's "(m=1 and *o) -> e", runs only after "ed" or "ing" was
