@@ -15,10 +15,12 @@ every figure (the development machine is shared).
 * ``encode``: the first T texts of a corpus folder (``make_scale_corpus.py`` output) encoded by
   all-MiniLM-L6-v2 through the streaming embedding store (shards of 2,048) with each backend
   (``torch``: sentence-transformers on PyTorch; ``openvino-bf16``, the fastest CPU backend of
-  docs/guides/fast-encoding.md), texts/s and peak RSS, and the linear projection to 1,084,406.
+  docs/guides/fast-encoding.md), texts/s and peak RSS, and the linear projection to 1,084,406;
+  with ``--hnsw-queries Q``, FAISS's HNSW (as above) over these real embeddings, with its
+  recall@100 against exact search on the corpus's first Q queries.
 
     python benchmarks/bench_dense_scale.py search --n 1000000 --queries 200
-    python benchmarks/bench_dense_scale.py encode --corpus /tmp/scale/s100000 --texts 100000 --threads 2
+    python benchmarks/bench_dense_scale.py encode --corpus /tmp/scale/s100000 --texts 100000 --threads 2 --hnsw-queries 1000
 """
 
 from __future__ import annotations
@@ -90,20 +92,46 @@ def search_child(mode: str, n: int, queries: int) -> dict:
     return {"wall_s": time.perf_counter() - t, **info}
 
 
-def encode_child(backend: str, corpus: Path, texts: int) -> dict:
+def encode_child(backend: str, corpus: Path, texts: int, hnsw_queries: int = 0) -> dict:
     from sourcebias.data import load_dataset
     from sourcebias.retrieval import build_retriever
 
-    all_texts = load_dataset(corpus, split=None).corpus.retrieval_texts()[:texts]
+    ds = load_dataset(corpus, split=None)
+    all_texts = ds.corpus.retrieval_texts()[:texts]
     with tempfile.TemporaryDirectory() as cache:
         retriever = build_retriever(BACKENDS[backend], cache_dir=cache)
         retriever.embed(["warm-up text"], "document")
         t = time.perf_counter()
-        retriever.embed_unique(all_texts, "document")
+        vectors, _ = retriever.embed_unique(all_texts, "document")
         wall = time.perf_counter() - t
         shards = len(list(Path(cache).glob("embeddings/*/shard-*.npz")))
+        queries = [ds.queries[q] for q in list(ds.queries)[:hnsw_queries]]
+        q_vecs = retriever.embed(queries, "query") if queries else None
     n = len(set(all_texts))
-    return {"wall_s": wall, "texts": n, "texts_per_s": n / wall, "projected_1_08M_h": MSMARCO / (n / wall) / 3600, "shards": shards}
+    out = {"wall_s": wall, "texts": n, "texts_per_s": n / wall, "projected_1_08M_h": MSMARCO / (n / wall) / 3600, "shards": shards}
+    if q_vecs is not None:  # FAISS's HNSW on these real embeddings, its recall@100 against exact search
+        out["hnsw"] = hnsw_on(vectors, q_vecs)
+    return out
+
+
+def hnsw_on(vectors, q_vecs) -> dict:
+    """Build ``IndexHNSWFlat`` (M=32, efSearch=256, as ``faiss-hnsw`` of the search part) over
+    ``vectors``, search ``q_vecs``, and give build and search time and recall@100 against exact."""
+    import faiss
+    import numpy as np
+
+    from sourcebias.retrieval.dense import recall_at_k
+
+    vectors, q_vecs = np.ascontiguousarray(vectors, dtype=np.float32), np.ascontiguousarray(q_vecs, dtype=np.float32)
+    t = time.perf_counter()
+    index = faiss.IndexHNSWFlat(vectors.shape[1], 32, faiss.METRIC_INNER_PRODUCT)
+    index.hnsw.efSearch = 256
+    index.add(vectors)
+    build = time.perf_counter() - t
+    t = time.perf_counter()
+    _, ix = index.search(q_vecs, DEPTH)
+    search = time.perf_counter() - t
+    return {"vectors": len(vectors), "queries": len(q_vecs), "build_s": build, "search_s": search, "recall_at_100": recall_at_k(vectors, q_vecs, ix, DEPTH)}
 
 
 def measured(args: list[str]) -> dict:
@@ -128,11 +156,12 @@ def main() -> None:
     ap.add_argument("--texts", type=int, default=100_000)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--backends", nargs="+", default=list(BACKENDS), choices=list(BACKENDS))
+    ap.add_argument("--hnsw-queries", type=int, default=0, help="encode: also index the vectors with FAISS's HNSW and give its recall@100 on this many queries")
     ap.add_argument("--json", type=Path)
     a = ap.parse_args()
     if a.part == "child":
         kind, *rest = a.rest
-        res = search_child(rest[0], int(rest[1]), int(rest[2])) if kind == "search" else encode_child(rest[0], Path(rest[1]), int(rest[2]))
+        res = search_child(rest[0], int(rest[1]), int(rest[2])) if kind == "search" else encode_child(rest[0], Path(rest[1]), int(rest[2]), int(rest[3]))
         ru = resource.getrusage(resource.RUSAGE_SELF)
         print(json.dumps({**res, "cpu_s": ru.ru_utime + ru.ru_stime, "peak_rss_mb": ru.ru_maxrss / 1024}))
         return
@@ -150,12 +179,18 @@ def main() -> None:
             print(f"{mode:11s} wall {r['wall_s']:7.1f} s ({r['wall_s'] / base['wall_s']:.2f}x)  peak {r['peak_rss_mb']:7.0f} MB  load {r['load']:.1f}{extra}")
     else:
         for backend in a.backends:
-            rows[backend] = measured(["encode", backend, str(a.corpus), str(a.texts)])
+            rows[backend] = measured(["encode", backend, str(a.corpus), str(a.texts), str(a.hnsw_queries)])
             r = rows[backend]
             print(
                 f"{backend:14s} {r['texts']:,} texts {r['texts_per_s']:7.1f}/s ({r['texts_per_s'] / rows[a.backends[0]]['texts_per_s']:.2f}x)  1.08M projected {r['projected_1_08M_h']:.1f} h  load {r['load']:.1f}",
                 flush=True,
             )
+            if "hnsw" in r:
+                h = r["hnsw"]
+                print(
+                    f"{'':14s} HNSW over these {h['vectors']:,} vectors: recall@100 {h['recall_at_100']:.4f} on {h['queries']:,} queries; build {h['build_s']:.1f} s, search {h['search_s']:.1f} s",
+                    flush=True,
+                )
     if a.json:
         a.json.write_text(json.dumps(rows, indent=2))
 

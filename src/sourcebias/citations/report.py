@@ -94,7 +94,9 @@ def citation_report(result: CitationResult, title: str | None = None) -> Any:
         Column("or_text", "odds ratio", "text"),
         Column("p", "p", "p"),
     ]
-    tables.append(Table("effects:position", "Rank and position effects (logit, against rank 1 / position 1)", fe_cols, fe, "", status_rows=False))
+    # an empty table says why it is empty (every level left out, or no logit fitted), never a bare header
+    fe_caption = "" if fe else "none estimated: the logit was not fitted or every rank and position level was left out (see the notes)."
+    tables.append(Table("effects:position", "Rank and position effects (logit, against rank 1 / position 1)", fe_cols, fe, fe_caption, status_rows=False))
     return Report(
         title or f"Sources cited by {result.generator_name}",
         tables,

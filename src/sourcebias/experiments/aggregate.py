@@ -89,10 +89,39 @@ def cell_rows(
             folder / "result.json",
             f"cell {cell.key} is finished but holds no {measure} values of a human and an LLM target on the mixed corpus; its report row cannot be made",
         )
-    out = [{**base, **row, "status": "ok", "error": ""} for row in rows]
+    llm = llm_stage_counts(result)  # only cells with an LLM re-ranker get these columns
+    out = [{**base, **row, **llm, "status": "ok", "error": ""} for row in rows]
     if cell.seed is not None:  # a grid of several seeds: mean |ΔNDSR| of this seed, per row
         for row in out:
             row["mean_abs_delta_ndsr"] = mean_abs_delta_ndsr(result, row["retriever"], row["llm_source"], ndsr_k, cfg.orphans)
+    return out
+
+
+#: the counts :func:`llm_stage_counts` adds to the cells of an LLM re-ranker
+LLM_COLUMNS = ("llm_answers", "llm_repaired", "llm_unparseable", "llm_choice_missing")
+
+
+def llm_stage_counts(result: Any) -> dict[str, int]:
+    """What the LLM re-rankers of a cell's mixed-corpus ranking report, summed over its stages.
+
+    ``llm_answers``, ``llm_repaired`` and ``llm_unparseable`` (listwise answers, those that needed a
+    repair, those with no ranking at all) and ``llm_choice_missing`` (pointwise pairs whose Yes/No
+    answer was outside a server's top tokens); empty when the cell has no LLM stage. A grid whose
+    re-ranker ignored the prompt must say so beside its figures (the report's notes).
+    """
+    from sourcebias.evaluation.keys import MIXED
+
+    out: dict[str, int] = {}
+    for key, info in result.run_info.items():
+        if key.setting != MIXED:
+            continue
+        for st in info.get("stages", []):
+            a = st.get("llm_answers")
+            if a:
+                for name, field in (("llm_answers", "answers"), ("llm_repaired", "repaired"), ("llm_unparseable", "unparseable")):
+                    out[name] = out.get(name, 0) + int(a[field])
+            if "choice_missing" in st:
+                out["llm_choice_missing"] = out.get("llm_choice_missing", 0) + int(st["choice_missing"])
     return out
 
 
@@ -126,7 +155,8 @@ def aggregate_grid(cfg: GridConfig, root: str | Path, *, measure: str | None = N
         statistics: the registered statistics to compute; default :data:`DEFAULT_STATISTICS`.
 
     Returns:
-        A pandas DataFrame with :data:`COLUMNS` (or the columns of ``statistics``).
+        A pandas DataFrame with :data:`COLUMNS` (or the columns of ``statistics``), and
+        :data:`LLM_COLUMNS` where a cell has an LLM re-ranker.
     """
     import pandas as pd
 
@@ -148,6 +178,8 @@ def aggregate_grid(cfg: GridConfig, root: str | Path, *, measure: str | None = N
     cols = columns(names)
     if cfg.several_seeds:
         cols = (*cols[:3], "seed", *cols[3:-2], "mean_abs_delta_ndsr", *cols[-2:])
+    llm = [c for c in LLM_COLUMNS if c in table]  # only a grid with an LLM re-ranker has them
+    cols = (*cols[:-2], *llm, *cols[-2:])
     for c in cols:
         if c not in table:
             table[c] = "" if c in TEXT_COLUMNS else np.nan

@@ -300,6 +300,25 @@ def grid_caption(ok: Any) -> str:
     return text + " The table shows p (adj.); every p-value and count is in cells.csv."
 
 
+def llm_stage_notes(ok: Any) -> list[str]:
+    """One note per cell whose LLM re-ranker needed repairs or missed answers (the counts of
+    :func:`sourcebias.experiments.aggregate.llm_stage_counts`, in ``cells.csv`` too)."""
+    notes = []
+    if "llm_answers" not in ok and "llm_choice_missing" not in ok:
+        return notes
+    for r in ok.drop_duplicates(["dataset", "retriever", *(["seed"] if "seed" in ok else [])]).to_dict("records"):
+        where = f"{r['dataset']}/{r['retriever']}" + (f" (seed {r['seed']})" if "seed" in r else "")
+        answers, repaired = r.get("llm_answers"), r.get("llm_repaired")
+        if answers == answers and answers is not None and repaired:  # not NaN: the cell has a listwise stage
+            notes.append(
+                f"{where}: {int(repaired)} of {int(answers)} LLM re-ranker answers repaired ({int(r['llm_unparseable'])} with no ranking at all, kept in shown order)"
+            )
+        missing = r.get("llm_choice_missing")
+        if missing == missing and missing:
+            notes.append(f"{where}: {int(missing)} LLM yes/no answers outside the server's top tokens (bounded by the lowest listed log-probability)")
+    return notes
+
+
 def cells_report(cells: Any, title: str) -> Report:
     """The report of a grid's cells table (:func:`sourcebias.experiments.aggregate.aggregate_grid`).
 
@@ -321,6 +340,7 @@ def cells_report(cells: Any, title: str) -> Report:
     for ds, part in current.groupby("dataset", sort=False):
         tables.append(Table(f"dataset:{ds}", f"{ds} ({part['split'].iloc[0]})", grid_columns(several), part.to_dict("records"), caption))
     report = Report(title, tables, data={"cells": cells})
+    report.notes.extend(llm_stage_notes(ok))
     failed = current[current["status"] != "ok"]
     listing = [
         Column("dataset", "dataset", "text"),
