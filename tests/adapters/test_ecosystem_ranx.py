@@ -65,7 +65,6 @@ def test_masked_qrels_are_the_protocols_target_qrels(nq_result, nq_export):
 
 
 def test_to_ranx_of_a_reloaded_folder_loads_the_dataset_again(nq_result, tmp_path):
-    
     _ds, result = nq_result
     folder = result.save(tmp_path / "out")
     export = sb.load_result(folder).to_ranx()
