@@ -303,7 +303,7 @@ def grid_caption(ok: Any) -> str:
 def llm_stage_notes(ok: Any) -> list[str]:
     """One note per cell whose LLM re-ranker needed repairs or missed answers (the counts of
     :func:`sourcebias.experiments.aggregate.llm_stage_counts`, in ``cells.csv`` too)."""
-    notes = []
+    notes: list[str] = []
     if "llm_answers" not in ok and "llm_choice_missing" not in ok:
         return notes
     for r in ok.drop_duplicates(["dataset", "retriever", *(["seed"] if "seed" in ok else [])]).to_dict("records"):
