@@ -106,3 +106,15 @@ def test_analyse_collects_every_section():
     by_source = {r["source"]: r for r in out["grades"]}
     assert (by_source["llm"]["grade_1"], by_source["llm"]["grade_2"], by_source["llm"]["grade_3"]) == (2, 1, 1)
     assert by_source["human"]["graded"] == 3 and by_source["human"]["mean"] == pytest.approx(1.0)
+
+
+def test_the_parse_table_says_0_when_every_graded_answer_has_an_expected_grade():
+    """A count of 0 reads as 0, not as "–" (not applicable); pairwise answers have no grade to expect."""
+    from sourcebias.judges.report import _no_expected
+
+    full = GRADES[GRADES["query_id"] == "a"]  # every answer of query a has an expected grade
+    (p,) = parse_counts(full, pd.DataFrame(columns=list(PAIR_COLUMNS)))
+    assert p["no_expected_grade"] == {} and _no_expected(p) == "0"
+    (q,) = parse_counts(GRADES, pd.DataFrame(columns=list(PAIR_COLUMNS)))
+    assert _no_expected(q) == "unparsed: 1"  # d4's human copy: no grade, so no expected grade
+    assert _no_expected({"mode": "pairwise", "no_expected_grade": {}}) == "– (no grade asked)"

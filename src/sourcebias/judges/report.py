@@ -62,6 +62,14 @@ def _protocol_tables(result: JudgeResult) -> list[Any]:
             Table("judge:orderings", "System orderings: judge's qrels against the assessors'", ocols, order, "", status_rows=False)]  # fmt: skip
 
 
+def _no_expected(row: dict[str, Any]) -> str:
+    """The parse table's cell: answers without an expected grade, by reason; 0 when every graded
+    answer has one; "– (no grade asked)" for pairwise answers, which have none to compute."""
+    if row["mode"] == "pairwise":
+        return "– (no grade asked)"
+    return ", ".join(f"{k}: {v:,}" for k, v in row["no_expected_grade"].items()) or "0"
+
+
 def judge_report(result: JudgeResult, title: str | None = None) -> Any:
     """The Report of a judge run (tables for each analysis it has, its notes, its rows as data)."""
     import pandas as pd
@@ -93,7 +101,7 @@ def judge_report(result: JudgeResult, title: str | None = None) -> Any:
                 cap,
             )
         )
-    parse = [{**p, "no_expected": ", ".join(f"{k}: {v:,}" for k, v in p["no_expected_grade"].items()) or "–"} for p in result.rows("parse")]
+    parse = [{**p, "no_expected": _no_expected(p)} for p in result.rows("parse")]
     tables.append(Table("judge:parse", "Answers and parse failures", [Column("mode", "mode", "text"), Column("answers", "answers", "int"), Column("unparseable", "unparseable", "int"),
                         Column("no_expected", "no expected grade", "text")], parse, "unparseable: no grade or pick could be read (left out, never defaulted)", status_rows=False))  # fmt: skip
     agree = [{**a, "k_text": _num(a["kappa"], 3, False), "kq_text": _num(a["kappa_quadratic"], 3, False)} for a in result.rows("agreement")]
