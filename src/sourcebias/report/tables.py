@@ -300,8 +300,8 @@ def grid_caption(ok: Any) -> str:
     return text + " The table shows p (adj.); every p-value and count is in cells.csv."
 
 
-def llm_stage_notes(ok: Any) -> list[str]:
-    """One note per cell whose LLM re-ranker needed repairs or missed answers (the counts of
+def grid_llm_notes(ok: Any) -> list[str]:
+    """One note per grid cell whose LLM re-ranker needed repairs or missed answers (the counts of
     :func:`sourcebias.experiments.aggregate.llm_stage_counts`, in ``cells.csv`` too)."""
     notes: list[str] = []
     if "llm_answers" not in ok and "llm_choice_missing" not in ok:
@@ -340,7 +340,7 @@ def cells_report(cells: Any, title: str) -> Report:
     for ds, part in current.groupby("dataset", sort=False):
         tables.append(Table(f"dataset:{ds}", f"{ds} ({part['split'].iloc[0]})", grid_columns(several), part.to_dict("records"), caption))
     report = Report(title, tables, data={"cells": cells})
-    report.notes.extend(llm_stage_notes(ok))
+    report.notes.extend(grid_llm_notes(ok))
     failed = current[current["status"] != "ok"]
     listing = [
         Column("dataset", "dataset", "text"),
