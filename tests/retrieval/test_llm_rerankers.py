@@ -96,6 +96,19 @@ def test_malformed_answers_are_repaired_and_counted_in_the_evaluate_notes():
     assert notes[0][0] == "note" and "2 of 2 LLM answers repaired (1 with no ranking at all" in notes[0][1]
 
 
+def test_an_echo_of_the_conversation_or_a_cut_reasoning_is_no_ranking():
+    # issue 38 point 7: "Received passage [3]." (the conversation's last turn, repeated) read as "passage 3 first" before;
+    # a reasoning model's <think> block is not read, its answer after it is
+    answers = iter(["Received passage [3].", "<think>[1] looks best", "<think>[1] looks best</think>[3] > [1] > [2]"])
+    _, run = valued_run([1, 2, 3])
+    with SimulatedServer(lambda m, p: (next(answers), None)) as url:
+        stage = build_retriever(f"bm25>>rankgpt:openai:sim@{url},depth=3,window=3,orders=3,cache=false").stages[0]
+        out = stage.apply(run, {"q": "q"})
+    a = out.info["stages"][-1]["llm_answers"]
+    assert a == {"answers": 3, "repaired": 2, "unparseable": 2, "length_cut": 0, "ids_unknown": 0, "ids_duplicates": 0, "ids_missing": 6}
+    assert "<think>" in out.info["stages"][-1]["repair_rule"]
+
+
 def yesno_responder(messages, params):
     text = messages[-1]["content"]
     if "alpha" in text:
