@@ -147,8 +147,10 @@ def test_the_issues_parse_cases():
         assert parse_grade(answer)[0] == grade  # unparseable before
     ((_, prompt),) = grade_messages("who won", "Team X won.")
     assert parse_grade(prompt, echo_of=[prompt]) == (None, None)  # grade 1 before, from "Assign category 1 if…"
+    assert parse_grade(prompt) == (None, None)  # the template's own text is always known
     assert parse_grade("Important Instruction: Assign category 1 if the passage is somewhat related", echo_of=[prompt]) == (None, None)
     assert parse_grade("<think>score: 1</think>##final score: 3")[0] == 3
     assert parse_pick("A or B") is None and parse_pick("A and B") is None  # "A" before
     ((_, pair),) = pair_messages("q", "first text", "second text")
     assert parse_pick("Answer with one letter only: A or B.", [pair]) is None
+    assert parse_pick("Passage A: first text", [pair]) is None and parse_pick("Passage A: first text") == "A"  # the call's prompt, echoed

@@ -217,7 +217,17 @@ def test_the_offset_points_at_the_digit_in_the_whole_answer():
 
 @pytest.mark.parametrize(
     ("answer", "grade"),
-    [("2", 2), (" 3", 3), ("2 - the passage answers it", 2), ("1.", None), ("2.", None), ("1. 0 = represent", None), ("10", None), ("The score is 1.", 1), ("<think>hmm</think>3", 3)],
+    [
+        ("2", 2),
+        (" 3", 3),
+        ("2 - the passage answers it", 2),
+        ("1.", None),
+        ("2.", None),
+        ("1. 0 = represent", None),
+        ("10", None),
+        ("The score is 1.", 1),
+        ("<think>hmm</think>3", 3),
+    ],
 )
 def test_digit_prompt_reads_a_leading_grade_not_a_list_number(answer, grade):
     assert parse_digit_grade(answer, [DIGIT])[0] == grade

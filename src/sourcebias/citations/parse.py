@@ -16,9 +16,10 @@ are counted in the output, so a study whose generator did not cite says so.
 
 What the answer repeats of its prompt is not a citation: a repeated passage header, ``Document
 [n](Title: ...)`` as the prompt writes it (small models often continue the prompt's list of
-documents, inventing ``Document [6]``), and any verbatim copy of the prompt of four words or more
-(the instruction's "use [1][2][3]", the demonstration's answer). Those are removed before the
-citations are read, and the answer is marked ``echoed`` (counted apart). A reasoning model's
+documents, inventing ``Document [6]``), and any bracketed number inside a verbatim copy of the
+prompt of four words or more (the instruction's "use [1][2][3]", the demonstration's answer).
+Those are removed before the citations are read, and the answer is marked ``echoed`` (counted
+apart; an answer that quotes a passage without its bracketed numbers is not). A reasoning model's
 ``<think>`` block is not read either.
 """
 

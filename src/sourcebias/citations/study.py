@@ -29,9 +29,9 @@ UNCITED_RULES = ("keep", "drop")
 class CiteSettings:
     """How the study is run: the top ``k`` passages, ``orders`` context orders per query (0: as
     ranked, then seeded shuffles), the ``seed`` (shuffles, query sample, and sent
-    with each call), generation parameters, ``uncited`` (``keep``: an answer that cites nothing
-    counts as citing none of its passages; ``drop``: its passages are left out of the
-    estimates; counted either way), the intervals' ``level``, ``max_queries`` (a seeded
+    with each call), generation parameters, ``uncited`` (``keep``: an answer that cites no
+    passage, with no citation or only numbers outside 1..k, counts as citing none of its
+    passages; ``drop``: its passages are left out of the estimates; counted either way), the intervals' ``level``, ``max_queries`` (a seeded
     sample; all when None) and ``shots`` (1: the prompt's one demonstration first; 0: none)."""
 
     k: int = 5
@@ -127,8 +127,8 @@ def _notes(counts: dict[str, Any], settings: CiteSettings, used: pd.DataFrame, p
         notes.append(f"{counts['out_of_range']} of {n} answers cite a number outside 1..k: those numbers were dropped, their other citations kept.")
     if counts["echoed"]:
         notes.append(
-            f"{counts['echoed']} of {n} answers repeat the prompt (its passage headers, Document [n](Title: ...), e.g. continuing the list of documents, "
-            "or its text): those are not read as citations."
+            f"{counts['echoed']} of {n} answers repeat the prompt's passage headers (Document [n](Title: ...)), e.g. continuing the list of documents, "
+            "or a bracketed number of its text (the instruction's [1][2][3], the demonstration): those are not read as citations."
         )
     if counts["truncated"]:
         notes.append(f"{counts['truncated']} of {n} answers stopped at max_tokens={settings.max_tokens}: citations after the cut are missing.")

@@ -47,12 +47,11 @@ its grade. Such answers are counted under that reason, with their mass kept in t
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from typing import Any
 
-from sourcebias.llmcalls.parsers import PARSERS, Prompt, grade_is_first_token, parse_pick
-
-__all__ = ["parse_grade", "parse_pick"]  # parse_pick: the ``ab-pick`` parser, imported from here by callers
+from sourcebias.llmcalls.parsers import PARSERS, Prompt, grade_is_first_token
 
 GRADES = (0, 1, 2, 3)
 
@@ -124,12 +123,27 @@ def pair_messages(query: str, a: str, b: str) -> tuple[tuple[str, str], ...]:
     return (("user", PAIRWISE_PROMPT.format(query=query, a=a, b=b)),)
 
 
+def _with_template(echo_of: Prompt, template: str, *extra: str) -> list[str]:
+    """The prompt an answer must not be read from: ``echo_of`` (the call's messages) and always
+    the fixed text of ``template`` (its parts between the fields), so that an echo of the
+    instructions is caught even when the caller does not pass the prompt."""
+    given = [echo_of] if isinstance(echo_of, str) else list(echo_of or ())
+    return [*given, *(part for part in re.split(r"\{\w+\}", template) if part.strip()), *extra]
+
+
 def parse_grade(text: str | None, prompt: str = "umbrela", echo_of: Prompt = None) -> tuple[int | None, int | None]:
     """The grade an answer gives and where its digit is: the ``umbrela-grade`` parser for UMBRELA's
     prompt, ``digit-grade`` for the digit variant (:mod:`sourcebias.llmcalls.parsers`, where the
-    rules and their differences from UMBRELA's own parser are). ``echo_of``: the prompt, whose
-    echoes are not read. Returns ``(grade, offset)`` or ``(None, None)`` (unparseable)."""
-    return PARSERS[GRADE_PARSERS[prompt]](text, echo_of)
+    rules and their differences from UMBRELA's own parser are). ``echo_of``: the prompt (with the
+    template's own text always added), whose echoes are not read. Returns ``(grade, offset)`` or
+    ``(None, None)`` (unparseable)."""
+    return PARSERS[GRADE_PARSERS[prompt]](text, _with_template(echo_of, UMBRELA_PROMPT, DIGIT_ENDING))
+
+
+def parse_pick(text: str | None, echo_of: Prompt = None) -> str | None:
+    """``"A"``, ``"B"`` or ``None``: the ``ab-pick`` parser (:func:`sourcebias.llmcalls.parsers.parse_pick`)
+    with the pairwise prompt (and its template's own text) as what the answer must not echo."""
+    return PARSERS["ab-pick"](text, _with_template(echo_of, PAIRWISE_PROMPT))
 
 
 def _token_at(top_logprobs: Sequence[dict[str, float]], text: str, offset: int) -> int | None:

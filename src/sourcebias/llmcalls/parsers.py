@@ -4,15 +4,15 @@ Each parser is a pure function of the answer text (and of what it needs to know:
 size, the number of passages, the prompt the answer may echo), registered by name in
 :data:`PARSERS` so that a prompt can name the parser of its answers:
 
-====================== ============================ ======================================== ==========================================
-name                   answers to                   returns                                  peer it follows
-====================== ============================ ======================================== ==========================================
-``umbrela-grade``      UMBRELA's 0–3 prompt         ``(grade or None, offset of its digit)`` castorini/umbrela ``parse_fewshot_response``
-``digit-grade``        the one-digit variant        the same                                 a leading digit, then ``umbrela-grade``
-``ab-pick``            "which passage, A or B"      ``"A"``, ``"B"`` or ``None``             (none: hand-written rule)
-``rankgpt-permutation`` a RankGPT window            ``(order, repair counts)``               castorini/rank_llm ``receive_permutation``
-``alce-citations``     ALCE's cited answer          :class:`ParsedAnswer`                    princeton-nlp/ALCE ``eval.py``
-====================== ============================ ======================================== ==========================================
+* ``umbrela-grade``: the 0–3 grade of an answer to UMBRELA's prompt, and where its digit is
+  (castorini/umbrela's ``parse_fewshot_response``);
+* ``digit-grade``: the same for the one-digit variant (a leading grade digit first);
+* ``ab-pick``: which of two passages, ``"A"`` or ``"B"``, a pairwise answer picks (no peer: a
+  hand-written rule);
+* ``rankgpt-permutation``: the order a RankGPT window's answer gives, and its repairs
+  (castorini/rank_llm's ``receive_permutation``);
+* ``alce-citations``: the passages an answer to ALCE's prompt cites (princeton-nlp/ALCE's
+  ``eval.py``).
 
 Two rules come first, whatever the parser:
 
@@ -299,7 +299,7 @@ _HEADER = re.compile(r"Document\s*\[\s*\d+\s*\]\s*\(\s*Title:")
 class ParsedAnswer:
     """What one answer cites: ``cited`` the context positions (1-based, sorted, each once),
     ``out_of_range`` the numbers that name no passage, ``status`` one of :data:`STATUSES`,
-    ``echoed`` whether it repeats the prompt (passage headers or other text, not read)."""
+    ``echoed`` whether it repeats a passage header or a bracketed number of the prompt (not read)."""
 
     cited: tuple[int, ...]
     out_of_range: tuple[int, ...]
@@ -327,9 +327,11 @@ def parse_citations(text: str | None, k: int, echo_of: Prompt = None) -> ParsedA
     body, _start, spans = _visible(text, echo_of)
     if not body.strip():
         return ParsedAnswer((), (), "empty")
-    body, headers = _HEADER.subn("\0", _masked(body, spans))
-    echoed = headers > 0 or bool(spans)
-    numbers = [int(n) for m in _BRACKET.finditer(body) for n in re.findall(r"\d+", m.group(1))]
+    body, headers = _HEADER.subn(lambda m: "\0" * len(m.group()), body)  # the same length: the echoes' offsets hold
+    found = [(m.start(), m.group(1)) for m in _BRACKET.finditer(body)]
+    kept = [inner for at, inner in found if not _inside(at, spans)]
+    echoed = headers > 0 or len(kept) < len(found)  # counted where the echo held a citation, not for every quote of a passage
+    numbers = [int(n) for inner in kept for n in re.findall(r"\d+", inner)]
     if not numbers:
         return ParsedAnswer((), (), "no_citation", echoed)
     inside = tuple(sorted({n for n in numbers if 1 <= n <= k}))
