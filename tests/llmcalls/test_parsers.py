@@ -165,6 +165,48 @@ def test_a_grade_umbrela_reads_is_read_alike(answer):
     assert parse_umbrela_grade(answer, [UMBRELA])[0] == grade
 
 
+#: the forms judges state a grade in, each with every grade 0-3
+GRADE_FORMS = [
+    "##final score: {g}",
+    "Final score: {g}",
+    "final score - {g}",
+    "The final score is {g}.",
+    "score: {g}",
+    "Score: {g}/3",
+    "O: {g}",
+    '"O": {g}',
+    '{{"M": 1, "T": 2, "O": {g}}}',
+    "I would give it a score of {g}.",
+    "I'd give it a {g}.",
+    "Grade: {g}",
+    "Relevance: {g}",
+    "{g}",
+    "**{g}**",
+    "Category {g}",
+    "The relevance category is {g}.",
+    "Overall: {g}",
+    "Final Score = {g}",
+    "##final score: {g}\nThe passage is on topic.",
+    "The passage mentions the query. ##final score: {g}",
+    "M: 2, T: 1\n##final score: {g}",
+    "Output: {g}",
+    "I rate this passage {g}.",
+    "My score is {g}",
+    "Answer: {g}",
+    "{g} - the passage answers it",
+    "final_score: {g}",
+    "(O): {g}",
+]
+
+
+@pytest.mark.parametrize("form", GRADE_FORMS)
+def test_every_form_of_a_stated_grade_is_read_as_umbrela_reads_it(form):
+    for g in range(4):
+        answer = form.format(g=g)
+        assert umbrela_parse(answer) == (g, 1)
+        assert parse_umbrela_grade(answer, [UMBRELA])[0] == g, answer
+
+
 @pytest.mark.parametrize(
     ("answer", "ours", "umbrela", "why"),
     [
@@ -177,6 +219,7 @@ def test_a_grade_umbrela_reads_is_read_alike(answer):
         ("The passage is from 2023 and is relevant.", None, (3, 1), "a year is not a grade"),
         ("It is hard to say; the passage talks about 1 team.", None, (1, 1), "'X is N' with no grade word; any-digit catch-all"),
         ("score: 2.5", None, (2, 1), "a fraction is not a grade"),
+        ("Rating: 2 out of 3", 2, (3, 1), "UMBRELA's catch-all takes the last digit, the scale's 3"),
         ("<think>Maybe score: 3, it names the winner", None, (3, 1), "cut while reasoning: no answer"),
         ("Assign category 1 if the passage is somewhat related to the topic", None, (1, 1), "an echo of the prompt"),
         ("Important Instruction: Assign category 1 if the passage is somewhat related to the topic but not completely, category 2", None, (2, 1), "echo, cut"),
@@ -185,7 +228,7 @@ def test_a_grade_umbrela_reads_is_read_alike(answer):
     ],
 )
 def test_where_we_differ_from_umbrela_on_purpose(answer, ours, umbrela, why):
-    assert parse_umbrela_grade(answer, [UMBRELA]) == (ours, None), why
+    assert parse_umbrela_grade(answer, [UMBRELA])[0] == ours, why
     if umbrela is not None:
         assert umbrela_parse(answer) == umbrela
 

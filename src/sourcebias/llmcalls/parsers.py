@@ -146,7 +146,8 @@ _UMBRELA_PATTERNS = tuple(
         rf"\bcategory\s*{_G}",
         rf"relevance category for this passage would be\s+{_G}",
         rf"the relevance category would be\s+{_G}",
-        rf"\b(?:grade|rating|relevance|label)\s*[:=-]\s*{_G}",
+        rf"\b(?:grade|rating|relevance|label|overall|output|answer|result)\s*[:=-]\s*{_G}",
+        rf"\A[^\w\n]*{_G}\s*[-–—:]\s",  # 2 - the passage answers it
         rf"\b(?:give|assign|rate)s?\s+(?:it|this|this passage|the passage)\s+(?:a\s+|an\s+|as\s+)?{_G}",
         rf"(?:\A|\n)[^\w\n]*{_G}[^\w\n]*\s*\Z",  # the answer, or its last line, is one grade digit: "2", " 1.\n", "**3**"
     )
@@ -170,15 +171,15 @@ def parse_umbrela_grade(text: str | None, echo_of: Prompt = None) -> tuple[int |
     The rule is UMBRELA's (castorini/umbrela ``parse_fewshot_response``): its patterns in its
     order (``"O": 2``, ``O: 2``, ``final score: 2``, ``final score is 2``, ``score is 2``,
     ``score of 2``, ``score: 2``, ``category 2``, …; case-insensitive); the first pattern that
-    matches gives the grade, from its **last** match in the answer. Then a few forms UMBRELA reaches
-    only through its catch-all (``grade: 2``, ``I give it a 2``) and an answer (or last line) that
-    is one digit 0–3. Read after the reasoning and outside the echoes of the prompt (module).
+    matches gives the grade, from its **last** match in the answer. Then the forms UMBRELA reaches
+    only through its catch-all (``Grade: 2``, ``Overall: 2``, ``Answer: 2``, ``I give it a 2``,
+    ``2 - the passage answers it``) and an answer (or its last line) that is one digit 0–3. Read after the reasoning and outside the echoes of the prompt (module).
 
     Differences from UMBRELA, on purpose: an answer with no grade is unparseable (``None``),
     where UMBRELA returns grade 0 (with a flag); UMBRELA's catch-all ``\\n*(0|1|2|3)`` (the last
-    digit 0–3 anywhere: "10/10" is grade 0, "2024" grade 2) is not used, nor its patterns' reading
-    of a grade out of any word ending in "o" or any "X is N"; a digit that is part of a number
-    ("10", "2.5") is not a grade; an echoed prompt is not read.
+    digit 0–3 anywhere: "10/10" is grade 0, "from 2023" grade 3, "Rating: 2 out of 3" grade 3) is
+    not used, nor its patterns' reading of a grade out of any word ending in "o" or any "X is N";
+    a digit that is part of a number ("10", "2.5") is not a grade; an echoed prompt is not read.
 
     Returns:
         ``(grade, character offset of its digit in text)``, or ``(None, None)``.
