@@ -28,11 +28,12 @@ UNCITED_RULES = ("keep", "drop")
 @dataclass(frozen=True)
 class CiteSettings:
     """How the study is run: the top ``k`` passages, ``orders`` context orders per query (0: as
-    ranked, then seeded shuffles), the ``seed`` (shuffles, query sample, and sent
-    with each call), generation parameters, ``uncited`` (``keep``: an answer that cites no
-    passage, with no citation or only numbers outside 1..k, counts as citing none of its
-    passages; ``drop``: its passages are left out of the estimates; counted either way), the intervals' ``level``, ``max_queries`` (a seeded
-    sample; all when None) and ``shots`` (1: the prompt's one demonstration first; 0: none)."""
+    ranked, then seeded shuffles), the ``seed`` (shuffles, query sample, and sent with each
+    call), generation parameters, ``uncited`` (``keep``: an answer that cites no passage, with no
+    citation or only numbers outside 1..k, counts as citing none of its passages; ``drop``: its
+    passages are left out of the estimates; counted either way), the intervals' ``level``,
+    ``max_queries`` (a seeded sample; all when None) and ``shots`` (1: the prompt's one
+    demonstration first; 0: none)."""
 
     k: int = 5
     orders: int = 1
