@@ -173,7 +173,8 @@ def parse_umbrela_grade(text: str | None, echo_of: Prompt = None) -> tuple[int |
     ``score of 2``, ``score: 2``, ``category 2``, …; case-insensitive); the first pattern that
     matches gives the grade, from its **last** match in the answer. Then the forms UMBRELA reaches
     only through its catch-all (``Grade: 2``, ``Overall: 2``, ``Answer: 2``, ``I give it a 2``,
-    ``2 - the passage answers it``) and an answer (or its last line) that is one digit 0–3. Read after the reasoning and outside the echoes of the prompt (module).
+    ``2 - the passage answers it``) and an answer (or its last line) that is one digit 0–3. Read
+    after the reasoning and outside the echoes of the prompt (module).
 
     Differences from UMBRELA, on purpose: an answer with no grade is unparseable (``None``),
     where UMBRELA returns grade 0 (with a flag); UMBRELA's catch-all ``\\n*(0|1|2|3)`` (the last
@@ -211,7 +212,8 @@ def grade_is_first_token(text: str | None, offset: int | None) -> bool:
 _PASSAGE = r"(?:(?i:passage|document|option)\s+)?"
 #: "A or B", "A and B", "passage A nor passage B", "A/B", "A vs B": a list of both, not a pick
 _BOTH = re.compile(rf"\b{_PASSAGE}[AB]\s*(?i:or|and|nor|/|,|&|vs\.?|versus)\s*{_PASSAGE}[AB]\b")
-_ARTICLE = re.compile(r"A\s+(?!(?:is|was|seems|appears|better|more|wins|because|answers|provides|contains)\b)[a-z]")
+#: "A passage about…": the article, not a pick (a lower-case word after it on the same line, not a verb of a pick)
+_ARTICLE = re.compile(r"A[ \t]+(?!(?:is|was|seems|appears|better|more|wins|because|answers|provides|contains)\b)[a-z]")
 _LEADING_PICK = re.compile(rf"\A[^\w\n]*{_PASSAGE}([AB]|[ab](?=[^\w]*\Z))(?![\w])")
 _STATED = tuple(
     re.compile(p)
