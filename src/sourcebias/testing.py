@@ -459,9 +459,11 @@ class AnalysisTestCase(_Case):
 
 
 class PromptTestCase(_Case):
-    """Contract of a prompt plug-in (:mod:`sourcebias.llmcalls.prompts`). Implement
-    :meth:`prompt_spec` (its registered name, or its file) and, to check its parser on an answer
-    in its format, :meth:`answer`."""
+    """Contract of a prompt plug-in (:mod:`sourcebias.llmcalls.prompts`).
+
+    Implement :meth:`prompt_spec` (its registered name, or its file) and, to check its parser on an
+    answer in its format, :meth:`answer`.
+    """
 
     def prompt_spec(self) -> str:
         """The prompt to test; implement it in your subclass.

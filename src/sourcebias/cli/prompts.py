@@ -12,6 +12,7 @@ Spec = Annotated[
     str | None, typer.Argument(metavar="[NAME|FILE]", help="Print this prompt's file (a registered name or a prompt file, checked).", show_default=False)
 ]
 
+
 def prompts(spec: Spec = None) -> None:
     """List the prompts the LLM stages take by name (--prompt NAME, prompt=NAME): the files sourcebias ships and those plug-ins register, with the
     answer each asks for and its parser. With NAME or FILE: print that prompt's file."""

@@ -162,7 +162,10 @@ def prompts_reference() -> str:
     for name, p in prompt_kinds().items():
         reading = f"parser `{p.parser}`" if p.parser else f"choices {', '.join(f'`{c}`' for c in p.choices)}"
         probabilities = f"; probabilities: `{p.probabilities}`" if p.probabilities != "none" else ""
-        out.append(f"### `{name}`\n\n{p.description}.\n\nAnswer: `{p.answer}` ({reading}{probabilities}). Taken by: {'; '.join(f'`{t}`' for t in taken_by(p))}.\n\nFrom: {p.reference}.\n")
+        out.append(
+            f"### `{name}`\n\n{_escape_text(p.description)}.\n\nAnswer: `{p.answer}` ({reading}{probabilities}). "
+            f"Taken by: {'; '.join(f'`{t}`' for t in taken_by(p))}.\n\nFrom: {_escape_text(p.reference)}.\n"
+        )
     return "\n".join(out)
 
 

@@ -58,6 +58,12 @@ class JudgeSettings:
             raise ConfigError(f"max_tokens must be at least 1, got {self.max_tokens}")
         self.prompts()
 
+    def describe(self) -> dict[str, Any]:
+        """The settings as ``judge.json`` records them (the prompts by name; their files in ``prompts``)."""
+        grade, pair = self.prompts()
+        names = {"prompt": grade.name if grade is not None else None, "pair_prompt": pair.name if pair is not None else None}
+        return {"modes": list(self.modes), **names, "max_tokens": self.max_tokens, "top_logprobs": self.top_logprobs, "seed": self.seed}
+
     def prompts(self) -> tuple[Any, Any]:
         """``(grade prompt, pairwise prompt)`` of the modes asked (``None`` for a mode not asked), checked."""
         grading = "grade" in self.modes or "disclosure" in self.modes

@@ -54,12 +54,7 @@ def judge(dataset: Any, client: Any, settings: JudgeSettings, *, runs: dict[str,
     return JudgeResult(
         judge={"identity": client.identity(), **counts},
         settings={
-            "modes": list(settings.modes),
-            "prompt": grade.name if grade is not None else None,
-            "pair_prompt": pair.name if pair is not None else None,
-            "max_tokens": settings.max_tokens,
-            "top_logprobs": settings.top_logprobs,
-            "seed": settings.seed,
+            **settings.describe(),
             "top_k": top_k,
             "max_queries": max_queries,
             "measure": measure,

@@ -260,8 +260,9 @@ class Prompt:
 
     def parse(self, text: str | None, *args: Any, messages: Sequence[tuple[str, str]] | None = None) -> Any:
         """The answer read by the prompt's parser (``args``: what it needs besides the text, e.g.
-        the number of passages). ``messages``: the call's, whose echoes are not read; without
-        them, the prompt's own words are (an answer that repeats the instructions reads nothing)."""
+        the number of passages). ``messages``: the call's, whose echoes are not read; ``None``:
+        the prompt's own words instead (an answer that repeats the instructions reads nothing);
+        ``()``: no echo is looked for."""
         from sourcebias.llmcalls.parsers import get_parser
 
         if self.parser is None:
@@ -376,7 +377,7 @@ class Prompt:
         """What a result records: the prompt's name, file, digest and text, and how it is read."""
         return {
             "name": self.name,
-            "file": str(self.path) if self.path is not None else None,
+            "file": str(self.path.resolve()) if self.path is not None else None,
             "sha256": self.digest(),
             "reference": self.reference,
             "answer": self.answer,
@@ -581,11 +582,23 @@ def load_prompt(spec: str | Path | Prompt, use: PromptUse | None = None) -> Prom
         if text in known:
             prompt = known[text]
         elif Path(text).expanduser().is_file():
-            prompt = read_prompt_file(Path(text).expanduser())
+            prompt = _read_cached(Path(text).expanduser())
         else:
             names = [n for n, p in known.items() if use is None or p.answer in use.answers]
             raise ConfigError(f"prompt '{text}' is neither a registered prompt ({', '.join(names)}) nor a prompt file")
     return prompt.check_use(use) if use is not None else prompt
+
+
+_FILES: dict[tuple[str, int, int], Prompt] = {}
+
+
+def _read_cached(path: Path) -> Prompt:
+    """:func:`read_prompt_file`, read again only when the file changed (a stage loads its prompt often)."""
+    stat = path.stat()
+    key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size)
+    if key not in _FILES:
+        _FILES[key] = read_prompt_file(path)
+    return _FILES[key]
 
 
 def taken_by(prompt: Prompt) -> list[str]:
