@@ -248,7 +248,8 @@ def test_a_prompt_for_another_answer_is_refused_by_the_stage_naming_the_file(tmp
     alce = prompt_kinds()["alce"]
     with pytest.raises(DataError) as info:
         grade_prompt("alce")
-    assert info.value.path == alce.path and info.value.line == 8
+    answer_line = next(i for i, line in enumerate(alce.text.splitlines(), start=1) if line.startswith("answer ="))
+    assert info.value.path == alce.path and info.value.line == answer_line
     assert 'answer = "citations" (an answer citing numbered passages): the judge\'s grade modes read(s) answer = "grade"' in info.value.problem
     with pytest.raises(DataError, match="the judge's pairwise mode read"):
         JudgeSettings(modes=("pairwise",), pair_prompt="umbrela")

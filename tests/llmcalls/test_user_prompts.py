@@ -16,7 +16,7 @@ from sourcebias.cli.main import main
 from sourcebias.core.artifacts import read_manifest
 from sourcebias.data import load_dataset
 from sourcebias.data.corpus import Corpus, Document
-from sourcebias.llmcalls.prompts import read_prompt_file
+from sourcebias.llmcalls.prompts import load_prompt, read_prompt_file
 from sourcebias.llmcalls.simulated import SimulatedServer
 from sourcebias.retrieval import build_retriever
 from sourcebias.retrieval.run import Run
@@ -125,7 +125,9 @@ def test_a_users_judge_prompt_through_the_command_line(nq_utd, tmp_path, capsys)
     recorded(result.settings["prompts"]["grade"], path)
     assert result.settings["prompt"] == "terse-judge"
     recorded(read_manifest(out)["parameters"]["prompts"]["grade"], path)
-    assert code == 2 and 'alce.toml:8: answer = "citations"' in err and 'the judge\'s grade modes read(s) answer = "grade"' in err
+    alce = load_prompt("alce")
+    answer_line = next(i for i, line in enumerate(alce.text.splitlines(), start=1) if line.startswith("answer ="))
+    assert code == 2 and f'{alce.path}:{answer_line}: answer = "citations"' in err and 'the judge\'s grade modes read(s) answer = "grade"' in err
     assert not (tmp_path / "refused").exists()
 
 
