@@ -12,8 +12,8 @@ from generation_helpers import copy_nq_subset, human_ids, read_twin
 
 from sourcebias.cli.main import main
 from sourcebias.data import load_dataset
-from sourcebias.llmcalls.backends import GenerationRequest
 from sourcebias.generation.postprocess import STATUSES
+from sourcebias.llmcalls.backends import GenerationRequest
 
 NAME = "smollm2-tmp0.2"
 BUDGET = ["--min-new-tokens", "16", "--max-new-tokens", "64", "--threads", "1"]  # 1 thread: see LocalBackend
@@ -123,7 +123,10 @@ def test_local_backend_honours_seed_and_budget(twin_dataset):
         (["generate", "{ds}", "--name", "x", "--model", "m", "--base-url", "localhost:8000"], "must look like http://HOST:PORT/v1"),
         (["generate", "{ds}", "--name", "x", "--model", "openai:m@localhost:8000"], "--model 'openai:m@localhost:8000': a server is named openai:MODEL@http"),
         (["generate", "{ds}", "--name", "x", "--model", "openai:m@http://127.0.0.1:9/v1"], "no server is usable: http://127.0.0.1:9/v1: unreachable"),
-        (["generate", "{ds}", "--name", "x", "--model", "openai:m@http://127.0.0.1:9/v1", "--base-url", "http://127.0.0.1:9/v1"], "--base-url goes with a model name"),
+        (
+            ["generate", "{ds}", "--name", "x", "--model", "openai:m@http://127.0.0.1:9/v1", "--base-url", "http://127.0.0.1:9/v1"],
+            "--base-url goes with a model name",
+        ),
         (
             ["generate", "{ds}", "--name", "x", "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--api-key-env", "SB_SURELY_UNSET_KEY"],
             "SB_SURELY_UNSET_KEY (named by --api-key-env) is not set",

@@ -7,7 +7,6 @@ import pytest
 from conftest import write_jsonl, write_qrels
 
 from sourcebias.core.errors import ConfigError, DataError
-from sourcebias.llmcalls.backends.openai import normalize_base_url, parse_retry_after
 from sourcebias.generation.prompts import load_prompt
 from sourcebias.generation.rewrite import (
     RewriteSettings,
@@ -18,6 +17,7 @@ from sourcebias.generation.rewrite import (
     read_done_ids,
     resolve_target,
 )
+from sourcebias.llmcalls.backends.openai import normalize_base_url, parse_retry_after
 
 
 def test_document_seed_depends_on_seed_and_id_only():
@@ -170,8 +170,8 @@ def test_generation_depends_only_on_the_allowed_modules():
 def test_a_second_run_on_the_same_twin_is_refused_while_the_first_holds_it(cocktail_dir):
     import fcntl
 
-    from sourcebias.llmcalls.backends.openai import OpenAIBackend
     from sourcebias.generation.rewrite import rewrite_corpus
+    from sourcebias.llmcalls.backends.openai import OpenAIBackend
 
     target = resolve_target(cocktail_dir, "smol")
     target.state_dir.mkdir(parents=True)

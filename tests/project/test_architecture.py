@@ -37,7 +37,16 @@ ALLOWED = {
     # the evaluation job and the grid report: above the grids they report on
     "reporting": {"core", "data", "models", "retrieval", "evaluation", "report", "analysis", "mitigation", "experiments", "reporting"},
     "power": {"core", "data", "evaluation", "report", "power"},  # sample sizes from a pilot (its tables through the one Report); nothing below imports it
-    "detect": {"core", "data", "models", "llmcalls", "generation", "report", "analysis", "detect"},  # zero-shot detectors of LLM text; audit and simulate use them
+    "detect": {
+        "core",
+        "data",
+        "models",
+        "llmcalls",
+        "generation",
+        "report",
+        "analysis",
+        "detect",
+    },  # zero-shot detectors of LLM text; audit and simulate use them
     "audit": {
         "core",
         "data",

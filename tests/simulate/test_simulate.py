@@ -266,9 +266,13 @@ def test_the_old_server_keys_read_as_the_model_spec_with_a_warning_and_the_same_
     from sourcebias.simulate import load_simulation_config
 
     new = load_simulation_config(write_config(tmp_path, config_text(nq_utd, generator='model = "openai:qwen@http://h:1/v1@http://h:2/v1"'), "new.toml"))
-    with pytest.warns(SourceBiasDeprecationWarning, match='backend = "openai", base_url = .* is deprecated: use openai:qwen@http://h:1/v1@http://h:2/v1'):
+    with pytest.warns(
+        SourceBiasDeprecationWarning, match='backend = "openai", base_url = .* is deprecated: use model = "openai:qwen@http://h:1/v1@http://h:2/v1"'
+    ):
         old = load_simulation_config(
-            write_config(tmp_path, config_text(nq_utd, generator='model = "qwen"\nbackend = "openai"\nbase_url = ["http://h:1/v1", "http://h:2/v1"]'), "old.toml")
+            write_config(
+                tmp_path, config_text(nq_utd, generator='model = "qwen"\nbackend = "openai"\nbase_url = ["http://h:1/v1", "http://h:2/v1"]'), "old.toml"
+            )
         )
     assert (old.generator.model, old.generator.backend, old.generator.base_url) == ("qwen", "openai", ("http://h:1/v1", "http://h:2/v1"))
     assert old.generator == new.generator and old.loop_settings() == new.loop_settings()  # finished rounds of 0.2.0 are reused

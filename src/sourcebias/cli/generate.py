@@ -80,7 +80,7 @@ def model_spec(model: str, backend: o.BackendKind | None, base_url: list[str] | 
         if spec.backend == "openai" or backend is o.BackendKind.local:
             raise ConfigError("--base-url goes with a model name, not with a local model or an openai:MODEL@URL spec (which names its servers)")
         flags = ("--backend openai " if backend else "") + " ".join(f"--base-url {u}" for u in base_url)
-        return server_spec(model, base_url, old=f"--model {model} {flags}")
+        return server_spec(model, base_url, old=f"--model {model} {flags}", new="--model {spec}")
     if backend is o.BackendKind.openai and spec.backend != "openai":
         raise ConfigError("--backend openai: name the servers in the model spec, --model openai:MODEL@http://HOST:PORT/v1")
     if backend is not None:

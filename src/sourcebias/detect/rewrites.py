@@ -137,7 +137,7 @@ class Raidar(EngineKind):
         if opts.get("base_url"):  # the 0.2.0 form
             if parse_model_spec(model, what=spec).backend == "openai":
                 raise ConfigError(f"{spec}: base_url= goes with a model name, not with an openai:MODEL@URL spec (which names its server)")
-            named = server_spec(model, [opts["base_url"]], old=f"{self.name}:{model},base_url={opts['base_url']}")
+            named = server_spec(model, [opts["base_url"]], old=f"{self.name}:{model},base_url={opts['base_url']}", new=f"{self.name}:{{spec}}")
         prompt = None
         if opts.get("prompt"):
             from sourcebias.generation import load_prompt

@@ -67,14 +67,14 @@ def parse_model_spec(text: str, *, what: str = "the model") -> ModelSpec:
     return ModelSpec("openai", model, tuple(u.strip() for u in urls))
 
 
-def server_spec(model: str, base_urls: Sequence[str], *, old: str) -> ModelSpec:
+def server_spec(model: str, base_urls: Sequence[str], *, old: str, new: str = "{spec}") -> ModelSpec:
     """``model`` at ``base_urls``, given in an old form (``old``: how the user wrote it), with a
-    deprecation warning naming the spec to write instead (the URLs are checked where they are
-    used, as before)."""
+    deprecation warning naming what to write instead (``new``, with ``{spec}`` for the spec). The
+    URLs are checked where they are used, as before."""
     from sourcebias.core.moved import deprecated
 
     spec = ModelSpec("openai", model, tuple(base_urls))
-    deprecated(old, str(spec), stacklevel=3)
+    deprecated(old, new.format(spec=spec), stacklevel=3)
     return spec
 
 
@@ -130,7 +130,8 @@ def open_backend(
     if s.backend == "openai":
         from sourcebias.llmcalls.backends.openai import OpenAIBackend
 
-        return OpenAIBackend(list(s.urls), s.model, concurrency=concurrency or 4, what=f"{what} {s}".strip(), **options)
+        named = what if str(s) in what else f"{what} {s}".strip()  # "--judge openai:M@URL"; a stage spec names it already
+        return OpenAIBackend(list(s.urls), s.model, concurrency=concurrency or 4, what=named, **options)
     from sourcebias.llmcalls.backends.local import LocalBackend
 
     return LocalBackend(s.model, device=device, threads=threads, dtype=dtype, cache_dir=model_cache_dir, what=what, **options)

@@ -305,7 +305,7 @@ def _model_spec(c: TomlFile, g: dict[str, Any], w: str) -> Any:
         if not base_url:
             c.fail_at(f"{w}.backend", 'a server is named in the model: model = "openai:MODEL@http://HOST:PORT/v1"', "backend")
         old = f'{w} backend = "openai", base_url = {base_url}, model = "{text}"'
-        return server_spec(text, base_url, old=old)
+        return server_spec(text, base_url, old=old, new='model = "{spec}"')
     if "backend" in g:
         from sourcebias.core.moved import deprecated
 
