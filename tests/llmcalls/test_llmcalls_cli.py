@@ -62,6 +62,6 @@ def test_raidar_base_url_still_works_with_a_warning(tmp_path):
     from sourcebias.detect import build_detector
 
     url = free_url()
-    with pytest.warns(SourceBiasDeprecationWarning, match=rf"raidar:m,base_url={url} is deprecated: use raidar:openai:m@{url}"):
-        with pytest.raises(ConfigError, match=rf"raidar:m,base_url={url} openai:m@{url}: nothing answers at {url}"):
-            build_detector(f"raidar:m,base_url={url}", cache_dir=tmp_path)
+    warned = pytest.warns(SourceBiasDeprecationWarning, match=rf"raidar:m,base_url={url} is deprecated: use raidar:openai:m@{url}")
+    with warned, pytest.raises(ConfigError, match=rf"raidar:m,base_url={url} openai:m@{url}: nothing answers at {url}"):
+        build_detector(f"raidar:m,base_url={url}", cache_dir=tmp_path)
