@@ -4,8 +4,9 @@ studies), Raidar's rewrites, the rewriting job and the simulated readers all go 
 
 * A model is named by one grammar (:mod:`.spec`): ``smollm2`` / ``gemma3`` / a GGUF file / a
   transformers folder or name (a local model), ``openai:MODEL@http://HOST:PORT/v1`` (several
-  ``@URL``: a pool of servers). :func:`open_backend` opens the backend it names (request level:
-  :mod:`.backends`), :func:`open_client` a client of it.
+  ``@URL``: a pool of servers), or a kind a plug-in registers (:func:`register_backend`).
+  :func:`open_backend` opens the backend it names (request level: :mod:`.backends`),
+  :func:`open_client` a client of it.
 * A client takes requests (:class:`Call`) and gives answers (:class:`Answer`), each stored once in
   the answer store (:mod:`.cache`) with what it cost, so a rerun sends only what is not answered yet.
 """
@@ -16,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from sourcebias.llmcalls.base import Answer, Call, LLMClient, call_key, choices_from_top, user_call
-from sourcebias.llmcalls.spec import ModelSpec, open_backend, parse_model_spec, required_extra
+from sourcebias.llmcalls.spec import ModelSpec, open_backend, parse_model_spec, register_backend, required_extra
 
 __all__ = [
     "Answer",
@@ -28,6 +29,7 @@ __all__ = [
     "open_backend",
     "open_client",
     "parse_model_spec",
+    "register_backend",
     "required_extra",
     "user_call",
 ]

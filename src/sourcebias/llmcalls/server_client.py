@@ -62,7 +62,7 @@ class ServerClient(CachingClient):
 
     # -- identity ---------------------------------------------------------------------------
     def store_identity(self) -> dict[str, Any]:
-        return {"backend": "openai", "model": self.model, "api": self.api}
+        return {"backend": self.backend.kind, "model": self.model, "api": self.api}
 
     def identity(self) -> dict[str, Any]:
         return {**self.store_identity(), "server": self.served}

@@ -80,6 +80,8 @@ class _Server:
     requests: int = 0
     errors: int = 0
     verified: bool = False  # its report compared with the answer store's (reset when it fails)
+    refused: bool = False  # its last connection was refused (nothing listening)
+    responded: bool = False  # it has given an HTTP answer (of any status)
 
 
 class OpenAIBackend:
@@ -262,7 +264,7 @@ class OpenAIBackend:
             if result is not None:
                 result.seconds, result.attempts, result.server = time.perf_counter() - t0, attempt + 1, server.url
                 return result
-            if refused and not self._answered and attempt + 1 >= self.startup_attempts:
+            if refused and attempt + 1 >= self.startup_attempts and self._nothing_listening():
                 urls = ", ".join(redact_url_credentials(u) for u in self.base_urls)
                 raise GenerationError(
                     f"nothing answers at {urls} (connection refused, {attempt + 1} attempts over {time.perf_counter() - t0:.1f} s): "
@@ -276,6 +278,11 @@ class OpenAIBackend:
                 time.sleep(wait)
         raise GenerationError(f"gave up after {self.max_retries + 1} attempts; last error: {last}", retryable=True, attempts=self.max_retries + 1)
 
+    def _nothing_listening(self) -> bool:
+        """No server of the pool has ever answered, and each refused its last connection."""
+        with self._lock:
+            return not self._answered and all(s.refused and not s.responded for s in self._servers)
+
     def _attempt(self, server: _Server, path: str, body: dict[str, Any], wait: float) -> tuple[GenerationResult | None, str, float, bool]:
         """One try on ``server``: ``(result or None, the error, the wait before the next try,
         whether the connection was refused)``; raises :class:`GenerationError` when repeating
@@ -284,8 +291,10 @@ class OpenAIBackend:
             resp = self._client.post(server.url + path, json=body, headers=self._headers)
         except httpx.TransportError as exc:  # refused, reset, timeout, broken keep-alive connection
             server.verified = False  # it may come back with another model
+            server.refused = isinstance(exc, httpx.ConnectError)
             self._release(server, ok=False, cooldown=wait)
-            return None, redact_url_credentials(f"{server.url}: {type(exc).__name__}: {exc}".rstrip(": ")), wait, isinstance(exc, httpx.ConnectError)
+            return None, redact_url_credentials(f"{server.url}: {type(exc).__name__}: {exc}".rstrip(": ")), wait, server.refused
+        server.refused, server.responded = False, True
         status = resp.status_code
         if status == 200:
             try:
