@@ -39,6 +39,14 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+@pytest.fixture(autouse=True)
+def _quick_probes(monkeypatch):
+    """A refused server is asked 3 times, 1 s apart; here 0.05 s apart (the count is what is tested)."""
+    import sourcebias.llmcalls.server_client as sc
+
+    monkeypatch.setattr(sc, "PROBE_WAIT", 0.05)
+
+
 def lines(path: Path) -> list[dict]:
     return [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines()]
 

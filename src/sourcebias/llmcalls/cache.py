@@ -126,7 +126,8 @@ class AnswerStore:
     def refresh(self) -> None:
         """Read what other processes appended since the last look."""
         with self._lock:
-            self._read_new()
+            if self.path.stat().st_size > self._offset:
+                self._read_new()
 
     def __contains__(self, key: str) -> bool:
         return key in self._records
@@ -156,10 +157,11 @@ class AnswerStore:
             if key in self._records:
                 return False
             with self.path.open("ab") as fh, _locked(fh):
-                self._repair_under_lock()
-                self._read_new()
-                if key in self._records:
-                    return False
+                if os.fstat(fh.fileno()).st_size > self._offset:  # another process wrote since
+                    self._repair_under_lock()
+                    self._read_new()
+                    if key in self._records:
+                        return False
                 fh.write(line)
                 fh.flush()
             self._keep(rec)

@@ -35,7 +35,8 @@ from sourcebias.llmcalls.client import CachingClient, OnAnswer
 from sourcebias.llmcalls.local import plain_prompt
 
 CHOICE_TOP_K = 20  # top tokens asked for to read choice log-probabilities (OpenAI's maximum)
-PROBE_ATTEMPTS = 3  # asks of a server that refuses connections when the client opens, 1 s apart
+PROBE_ATTEMPTS = 3  # asks of a server that refuses connections when the client opens,
+PROBE_WAIT = 1.0  # ... this many seconds apart
 
 
 class ServerClient(CachingClient):
@@ -72,13 +73,14 @@ class ServerClient(CachingClient):
 
     def _served(self) -> dict[str, Any]:
         """What the servers report serving, asked now (refused connections up to
-        :data:`PROBE_ATTEMPTS` times, 1 s apart); every server that answers must agree."""
+        :data:`PROBE_ATTEMPTS` times, :data:`PROBE_WAIT` seconds apart); every server that answers
+        must agree."""
         t0 = time.perf_counter()
         for attempt in range(PROBE_ATTEMPTS):
             probes = self.backend.probe()
             if any(p.status != "refused" for p in probes) or attempt + 1 == PROBE_ATTEMPTS:
                 break
-            time.sleep(1.0)
+            time.sleep(PROBE_WAIT)
         what = self.backend.what
         unlisted = [p for p in probes if p.status == "unlisted"]
         if unlisted:

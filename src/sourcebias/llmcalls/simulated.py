@@ -116,7 +116,8 @@ class SimulatedServer:
         return self.server.url
 
     def __enter__(self) -> str:
-        self._thread = threading.Thread(target=self.server.serve_forever, name="simulated-server", daemon=True)
+        # polled every 50 ms (not 0.5 s): leaving the block waits for the next poll
+        self._thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, name="simulated-server", daemon=True)
         self._thread.start()
         return self.url
 

@@ -171,7 +171,9 @@ def open_backend(
         spec: A model spec (see the module).
         what: Where the user named it (``--model``, ``--judge``, ``rankgpt:...``): named in errors
             (an unknown local model, a server that does not serve the name).
-        device, threads, dtype: Where and how a local model runs (ignored for servers).
+        device: Where a local model runs (ignored for servers).
+        threads: PyTorch threads of a local model while it generates.
+        dtype: A local model's weights type (``float32``, ``bfloat16``).
         model_cache_dir: Where a local GGUF file is converted (default: the sourcebias cache).
         concurrency: Requests in flight against servers (default 4; a local model answers one
             at a time).
