@@ -220,3 +220,21 @@ def test_the_server_speaks_both_logprobs_formats_and_refuses_bad_requests():
     assert lp["tokens"] == ["yes"] and lp["top_logprobs"] == [{"yes": pytest.approx(math.log(0.5)), "no": pytest.approx(math.log(0.3))}]
     assert bad.status_code == 400 and "needs 'logprobs': true" in bad.json()["error"]["message"]
     assert none["choices"][0]["logprobs"] is None
+
+
+def test_a_local_store_of_an_earlier_version_is_read_as_it_is(tmp_path):
+    """Before format 2 a store had a header without "format" and answers without usage; a local
+    model's identity (weights digest) is unchanged, so its answers are read back."""
+    from sourcebias.llmcalls import call_key
+    from sourcebias.llmcalls.cache import store_path
+
+    client = open_client("smollm2", cache_dir=tmp_path)
+    call = user_call("Is Paris in France?", max_tokens=0, choices=("Yes", "No"))
+    ident = client.identity()
+    path = store_path(ident, tmp_path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    old = {"text": "", "finish_reason": None, "top_logprobs": None, "choice_logprobs": {"Yes": -0.25, "No": -1.5}}
+    path.write_text(json.dumps({"identity": ident}) + "\n" + json.dumps({"key": call_key(ident, call), "answer": old}) + "\n")
+    got = client.answer([call])[0]
+    assert got.cached and got.choice_logprobs == {"Yes": -0.25, "No": -1.5} and got.usage is None
+    assert client.describe()["usage"]["answers"]["without_token_counts"] == 1

@@ -50,7 +50,7 @@ def generate(
         limit=limit, keep_raw=keep_raw, fsync=fsync, max_consecutive_failures=max_consecutive_failures, length_control=LengthControl.parse(length_control) if length_control else None,
     )  # fmt: skip
     settings.validate()
-    if spec.backend == "openai":
+    if spec.backend != "local":
         engine = _openai_backend(spec, api_key_env, concurrency=concurrency, timeout=timeout, max_retries=max_retries, chat=not completions)
     else:
         engine = _local_backend(spec, device, threads)
@@ -77,11 +77,11 @@ def model_spec(model: str, backend: o.BackendKind | None, base_url: list[str] | 
 
     spec = parse_model_spec(model, what="--model")
     if base_url:
-        if spec.backend == "openai" or backend is o.BackendKind.local:
+        if spec.backend != "local" or backend is o.BackendKind.local:
             raise ConfigError("--base-url goes with a model name, not with a local model or an openai:MODEL@URL spec (which names its servers)")
         flags = ("--backend openai " if backend else "") + " ".join(f"--base-url {u}" for u in base_url)
         return server_spec(model, base_url, old=f"--model {model} {flags}", new="--model {spec}")
-    if backend is o.BackendKind.openai and spec.backend != "openai":
+    if backend is o.BackendKind.openai and spec.backend == "local":
         raise ConfigError("--backend openai: name the servers in the model spec, --model openai:MODEL@http://HOST:PORT/v1")
     if backend is not None:
         deprecated(f"--backend {backend.value}", f"--model {spec}")

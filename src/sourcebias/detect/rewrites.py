@@ -135,7 +135,7 @@ class Raidar(EngineKind):
             raise ConfigError(f"{spec}: name the rewriting model, e.g. raidar:smollm2 or raidar:openai:MODEL@http://HOST:PORT/v1")
         named: Any = model
         if opts.get("base_url"):  # the 0.2.0 form
-            if parse_model_spec(model, what=spec).backend == "openai":
+            if parse_model_spec(model, what=spec).backend != "local":
                 raise ConfigError(f"{spec}: base_url= goes with a model name, not with an openai:MODEL@URL spec (which names its server)")
             named = server_spec(model, [opts["base_url"]], old=f"{self.name}:{model},base_url={opts['base_url']}", new=f"{self.name}:{{spec}}")
         prompt = None

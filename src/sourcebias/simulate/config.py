@@ -298,10 +298,12 @@ def _model_spec(c: TomlFile, g: dict[str, Any], w: str) -> Any:
         c.fail_at(f"{w}.model", str(exc), "model")
     base_url = c.get(g, "base_url", (str, list), w, [])
     base_url = [base_url] if isinstance(base_url, str) else base_url
-    backend = c.choice(g, "backend", ("local", "openai"), w, "openai" if base_url else spec.backend)
-    if base_url and (spec.backend == "openai" or backend != "openai"):
+    if "backend" not in g and not base_url:
+        return spec
+    backend = c.choice(g, "backend", ("local", "openai"), w, "openai" if base_url else "local")
+    if base_url and (spec.backend != "local" or backend != "openai"):
         c.fail_at(f"{w}.base_url", 'base_url goes with backend = "openai" and a model name; write model = "openai:MODEL@URL" instead', "base_url")
-    if backend == "openai" and spec.backend != "openai":
+    if backend == "openai" and spec.backend == "local":
         if not base_url:
             c.fail_at(f"{w}.backend", 'a server is named in the model: model = "openai:MODEL@http://HOST:PORT/v1"', "backend")
         old = f'{w} backend = "openai", base_url = {base_url}, model = "{text}"'

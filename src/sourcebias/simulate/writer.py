@@ -156,7 +156,7 @@ def make_backend(gen: Any) -> Any:
     from sourcebias.llmcalls import ModelSpec, open_backend
 
     spec = ModelSpec(gen.backend, gen.model, tuple(gen.base_url))
-    if gen.backend == "openai":
+    if gen.backend != "local":
         from sourcebias.llmcalls.backends.openai import DEFAULT_API_KEY_ENV
 
         return open_backend(

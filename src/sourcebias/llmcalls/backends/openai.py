@@ -316,7 +316,8 @@ class OpenAIBackend:
             self._release(server, ok=False, cooldown=wait)
             return None, last, wait, False
         self._release(server, ok=True)
-        hint = f" (is '{self.model}' the name the server knows?{self._named_by()})" if status == 404 else ""
+        named = f" It was named by {self.what}." if self.what else ""
+        hint = f" (is '{self.model}' a name this server knows?{named})" if status == 404 else ""
         raise GenerationError(last + hint, retryable=False)
 
     def _named_by(self) -> str:
