@@ -95,8 +95,10 @@ class ServerClient(CachingClient):
             self.backend.mark_verified(list(ok))
             return next(iter(ok.values()))
         notes = "; ".join(f"{_url(p.url)}: {_why(p)}" for p in probes)
+        if any(p.status == "denied" for p in probes):
+            raise ConfigError(f"{what}: {notes}")
         recorded = self._recorded_server()
-        if recorded is not None and not any(p.status == "denied" for p in probes):
+        if recorded is not None:
             self.unverified = notes
             return recorded
         if all(p.status == "refused" for p in probes):
