@@ -115,10 +115,14 @@ def test_the_citation_study_sends_the_calls_it_sent_before(nq, judged, bm25_top)
 
 
 class Recorder:
-    """A client that passes every call to a real one (against the simulated server) and keeps them."""
+    """A client that passes every call to a real one (against the simulated server) and keeps them;
+    ``exact``: whether it says it scores choices exactly (as a local model's client does), which
+    decides the calls a stage builds."""
 
-    def __init__(self, client):
+    def __init__(self, client, exact=None):
         self.client, self.calls = client, []
+        self.exact_choices = client.exact_choices if exact is None else exact
+        self.choice_top_k = client.choice_top_k
 
     def answer(self, calls, *, task=None):
         self.calls += list(calls)
@@ -150,7 +154,7 @@ def test_the_llm_rerankers_send_the_calls_they_sent_before(nq, judged, bm25_top)
         for model in ("openai:sim@URL", "smollm2"):
             for answers in ("yesno", "grade"):
                 stage = build_retriever(f"bm25>>llm-yesno:{model.replace('URL', url)},depth=3,words=30,answers={answers},cache=false").stages[0]
-                stage._client, stage._loaded = Recorder(open_client(f"openai:sim@{url}", cache=False)), True
+                stage._client, stage._loaded = Recorder(open_client(f"openai:sim@{url}", cache=False), exact=model == "smollm2"), True
                 stage.apply(bm25_top, queries)
                 assert [call_digest(c) for c in stage._client.calls] == SENT["calls"][f"llm-yesno:{model},depth=3,words=30,answers={answers}"]
 
