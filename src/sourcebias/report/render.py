@@ -183,19 +183,25 @@ class ColumnWidths:
     least: list[int]
     natural: list[int]
     wraps: list[bool]
+    words: list[int]  # the longest word of a column's cells and header
 
 
 def column_widths(table: Table, views: list[RowView]) -> ColumnWidths:
     cells = [r.texts for r in views if not r.status]
-    least, natural, wraps = [], [], []
+    least, natural, wraps, words = [], [], [], []
     for i, c in enumerate(table.columns):
         texts = [row[i] for row in cells]
         widest = max([_width(x) for x in texts] + [1])
+        words.append(max([_longest_word(x) for x in texts] + [_longest_word(c.header), 1]))
         text = c.kind == "text"
-        least.append(max([_longest_word(x) for x in texts] + [_longest_word(c.header), 1]) if text else max(widest, _longest_word(c.header)))
+        least.append(words[-1] if text else max(widest, _longest_word(c.header)))
         natural.append(max(widest, _width(c.header), least[-1]))
         wraps.append(text)
-    return ColumnWidths(least, natural, wraps)
+    status = [r.status for r in views if r.status]
+    if status and len(least) > 1:  # a row without results shows its status in the second column: its words whole
+        least[1] = max([least[1]] + [_longest_word(x) for x in status])
+        natural[1] = max([natural[1]] + [_width(x) for x in status])
+    return ColumnWidths(least, natural, wraps, words)
 
 
 def _shrink(widths: list[int], floors: list[int], over: int) -> list[int]:
@@ -255,7 +261,10 @@ def fitted_layout(table: Table, available: int, views: list[RowView] | None = No
     groups = [*groups, current] if current else groups or [[]]
     parts = []
     for g in groups:
-        least = [min(cw.least[i], max(_FOLD, available - base - _COLUMN_EDGE)) if cw.wraps[i] else cw.least[i] for i in g]
+        # a column wider than what the identity columns leave (a very narrow terminal): a text folds, a
+        # number cell wraps between its numbers ("+0.4 [+0.3," / "+0.5]"), never inside one
+        left = max(_FOLD, available - base - _COLUMN_EDGE)
+        least = [min(cw.least[i], max(left, _FOLD if cw.wraps[i] else cw.words[i])) for i in g]
         widths = _widen(id_widths + least, [cw.natural[i] for i in ident + g], available - _edges(n_id + len(g)), first=n_id)
         parts.append((ident + g, widths))
     return parts
