@@ -59,8 +59,17 @@ def one_audit(rng, scenario, reference=0, queries=80, k=10, pairs=150):
     table = calibration_table(np.repeat([f"p{i}" for i in range(pairs)], 2), ["human", "llm"] * pairs, lab, cal, thr)
     det = CalibratedDetector(score=lambda _c, pos: scores[np.asarray(pos)], threshold=thr, calibration_table=table, info={"kind": "simulated"})
     ref = [(f"d{i}", "human") for i in range(queries * k, queries * k + reference)] or None
-    domain = "audited" if SCENARIOS[scenario] == CAL else "other"  # the calibration twins are of the audited domain only where its components are the calibration's
-    res = audit({"sim": run}, det, AuditSettings(resamples=500, check_resamples=100, seed=int(rng.integers(1 << 31))), human_source="human", reference=ref, calibration_domain=domain)
+    domain = (
+        "audited" if SCENARIOS[scenario] == CAL else "other"
+    )  # the calibration twins are of the audited domain only where its components are the calibration's
+    res = audit(
+        {"sim": run},
+        det,
+        AuditSettings(resamples=500, check_resamples=100, seed=int(rng.integers(1 << 31))),
+        human_source="human",
+        reference=ref,
+        calibration_domain=domain,
+    )
     r = res.row("sim", "Share@10")
     return {"scenario": scenario, "reference": reference, "passed": res.diagnostic["passed"], "reliable": res.reliable, "p_value": res.diagnostic["p_value"], "true": r["true"], "naive": r["naive"],
             "corrected": r["corrected"], "low": r["corrected_low"], "high": r["corrected_high"], "covers": r["corrected_covers"], "precise": r["precise"], "se": r["sensitivity"], "sp": r["specificity"]}  # fmt: skip

@@ -40,7 +40,13 @@ def row_line(audited: str, calibrated: str, r: dict, check: dict) -> str:
     hit = err is not None and abs(err) <= TARGETS[r["quantity"]] and (s or (r["corrected_covers"] and (r["corrected_high"] - r["corrected_low"]) / 2 <= 0.10))
     verdict = "passed" if check["passed"] else f"**flagged** (p = {check['p_value']:.3g})"
     reason = r.get("unreliable_reason") or ""
-    called = ("UNRELIABLE (" + ("another domain" if reason.startswith("calibrated on another domain") else "the check") + ")") if not r["reliable"] else "IMPRECISE" if r.get("precise") is False else "ok"
+    called = (
+        ("UNRELIABLE (" + ("another domain" if reason.startswith("calibrated on another domain") else "the check") + ")")
+        if not r["reliable"]
+        else "IMPRECISE"
+        if r.get("precise") is False
+        else "ok"
+    )
     covers = {True: "yes", False: "no", None: "–"}[r["corrected_covers"]]
     return (f"| {audited} | {calibrated} | {r['run']} | {r['measure']} | {fmt(r['naive'], s)} | {fmt(r['corrected'], s)} {ci} | {fmt(r['true'], s)} | {fmt(err, True)} | "
             f"{covers} | {'yes' if hit else 'no'} | {verdict} | {called} |")  # fmt: skip
@@ -77,7 +83,9 @@ def main() -> None:
     ap.add_argument("--max-queries", type=int, default=80)
     ap.add_argument("--resamples", type=int, default=2000)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--calibrate-on", choices=("other", "same"), default="other", help="the other dataset's twins, or held-out twins of the audited dataset (in domain)")
+    ap.add_argument(
+        "--calibrate-on", choices=("other", "same"), default="other", help="the other dataset's twins, or held-out twins of the audited dataset (in domain)"
+    )
     ap.add_argument(
         "--human-reference",
         type=int,

@@ -354,7 +354,19 @@ def test_a_corrected_figure_whose_interval_cannot_pin_it_down_is_marked_imprecis
         AuditSettings(max_half_width=0)
     out = tmp_path / "audit"
     i = audit_inputs
-    args = ["audit", str(i["eval"]), *score_args(i), "--k", "3", "--resamples", "300", "--calibration-domain", "audited", "-o", str(out)]  # in domain by the user's word
+    args = [
+        "audit",
+        str(i["eval"]),
+        *score_args(i),
+        "--k",
+        "3",
+        "--resamples",
+        "300",
+        "--calibration-domain",
+        "audited",
+        "-o",
+        str(out),
+    ]  # in domain by the user's word
     code, stdout, err = run_cli(args, capsys)
     assert code in (0, None), err
     result = load_audit(out)

@@ -139,7 +139,9 @@ def test_nfcorpus_calibration_on_nq_utd_is_flagged(nq_utd, nfcorpus):
     assert row["corrected_covers"] is False  # the corrected interval misses the truth ...
     assert not res.reliable and row["reliable"] is False  # ... and the audit says so
     assert res.diagnostic["p_value"] < 0.05
-    assert res.domain["domain"] == "other" and row["unreliable_reason"].startswith("calibrated on another domain")  # nfcorpus' twins: none is an nq-utd document
+    assert res.domain["domain"] == "other" and row["unreliable_reason"].startswith(
+        "calibrated on another domain"
+    )  # nfcorpus' twins: none is an nq-utd document
 
 
 def shifted_world(seed: int, shift: float, queries: int = 80, k: int = 10, pairs: int = 150):
@@ -162,8 +164,10 @@ def shifted_world(seed: int, shift: float, queries: int = 80, k: int = 10, pairs
     thr = choose_threshold(lab, cal)
     ids, sources = np.repeat([f"p{i}" for i in range(pairs)], 2), ["human", "llm"] * pairs
     cal_corpus = Corpus.keys_only(list(ids), sources, source_order=["human", "llm"])
-    det = CalibratedDetector(score=lambda _c, pos: scores[np.asarray(pos)], threshold=thr, calibration_table=calibration_table(ids, sources, lab, cal, thr),
-                             info={"kind": "simulated"}, calibration_corpus=cal_corpus)  # fmt: skip
+    table = calibration_table(ids, sources, lab, cal, thr)
+    det = CalibratedDetector(
+        score=lambda _c, pos: scores[np.asarray(pos)], threshold=thr, calibration_table=table, info={"kind": "simulated"}, calibration_corpus=cal_corpus
+    )
     return run, det
 
 
@@ -179,7 +183,10 @@ def test_a_calibration_from_another_domain_is_unreliable_even_where_the_check_pa
     assert res.diagnostic["passed"] and res.diagnostic["p_value"] > 0.5  # the check passes ...
     assert row["corrected_covers"] is False and row["corrected_low"] - row["true"] > 0.2  # ... and the interval misses the truth by far
     assert not res.reliable and all(r["reliable"] is False for r in res.rows)  # now: refused as an estimate, with the reason
-    assert row["unreliable_reason"].startswith("calibrated on another domain") and "0 of the calibration's 150 human documents are documents of the audited corpus" in row["unreliable_reason"]
+    assert (
+        row["unreliable_reason"].startswith("calibrated on another domain")
+        and "0 of the calibration's 150 human documents are documents of the audited corpus" in row["unreliable_reason"]
+    )
     assert res.domain["domain"] == "other" and res.domain["matched"] == 0
     assert any(n.startswith("UNRELIABLE corrected figures: calibrated on another domain") for n in res.notes)
     from sourcebias.audit.report import audit_report, caption
@@ -209,7 +216,11 @@ def test_the_calibration_domain_is_read_from_the_documents(tmp_path):
     renamed = tiny_dataset(tmp_path / "r", 30, "t")  # the target's ids, other texts
     human = renamed / "corpus" / "human.jsonl"
     human.write_text("\n".join(json.dumps({**json.loads(x), "text": json.loads(x)["text"] + " omega"}) for x in human.read_text().splitlines()) + "\n")
-    for ds, path, expected, matched in ((target, tmp_path / "t", "audited", 30), (other, tmp_path / "c", "other", 0), (load_dataset(renamed), renamed, "other", 0)):
+    for ds, path, expected, matched in (
+        (target, tmp_path / "t", "audited", 30),
+        (other, tmp_path / "c", "other", 0),
+        (load_dataset(renamed), renamed, "other", 0),
+    ):
         scores = read_scores(score_file(tmp_path / f"{path.name}.tsv", path, 1))
         det = score_file_detector(scores, ds, scores)
         dom = calibration_domain(det, target.corpus)

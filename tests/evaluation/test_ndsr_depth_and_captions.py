@@ -160,7 +160,25 @@ def test_a_run_file_shorter_than_the_ndsr_cut_off_is_refused_per_run(nq_utd, tmp
 
     def stats(out, *extra):
         with pytest.raises(SystemExit) as info:
-            main(["evaluate", str(nq_utd), *extra, "--k", "4", "--k", "10", "--metric", "NDCG", "--metric", "Share", "--statistics", "delta_ndsr", "-o", str(out)])
+            main(
+                [
+                    "evaluate",
+                    str(nq_utd),
+                    *extra,
+                    "--k",
+                    "4",
+                    "--k",
+                    "10",
+                    "--metric",
+                    "NDCG",
+                    "--metric",
+                    "Share",
+                    "--statistics",
+                    "delta_ndsr",
+                    "-o",
+                    str(out),
+                ]
+            )
         assert info.value.code in (0, None)
         rows = list(csv.DictReader((out / "statistics.csv").open()))
         metrics = {(r["target"], r["metric"]): r["value"] for r in csv.DictReader((out / "metrics.csv").open())}
@@ -177,5 +195,7 @@ def test_a_run_file_shorter_than_the_ndsr_cut_off_is_refused_per_run(nq_utd, tmp
     assert float(row4["delta_ndsr"]) == pytest.approx(0.0703, abs=5e-4) and row4["delta_ndsr_depth_note"] == ""  # within the run: computed
     # a run whose queries differ in depth: computed at 10, the short queries counted
     row, metrics, summary = stats(tmp_path / "c", "--run", f"mixed={mixed}", "--ndsr-k", "10")
-    assert row["delta_ndsr_depth_note"].startswith("7 of 80 queries rank fewer than 10 documents (the shortest 4)") and float(row["delta_ndsr"]) == float(row["delta_ndsr"])
+    assert row["delta_ndsr_depth_note"].startswith("7 of 80 queries rank fewer than 10 documents (the shortest 4)") and float(row["delta_ndsr"]) == float(
+        row["delta_ndsr"]
+    )
     assert "mixed/mixed: 7 of 80 queries rank fewer than 10 documents (the shortest 4)" in summary.replace("\n", " ")

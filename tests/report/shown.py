@@ -12,6 +12,7 @@ part's columns joined to the table's by header.
 from __future__ import annotations
 
 import io
+import itertools
 import re
 from dataclasses import dataclass, field
 
@@ -51,6 +52,10 @@ def _cuts(line: str) -> list[int]:
     return [i for i, ch in enumerate(line) if ch in "┏┳┓┃│┡╇┩┗┻┛└┴┘"]
 
 
+def _cells(line: str, cuts: list[int]) -> list[str]:
+    return [line[a + 1 : b].strip() for a, b in itertools.pairwise(cuts)]
+
+
 def terminal_parts(text: str) -> list[Part]:
     """Every box table of a terminal print, in order."""
     parts, lines, i = [], text.splitlines(), 0
@@ -59,16 +64,15 @@ def terminal_parts(text: str) -> list[Part]:
             i += 1
             continue
         cuts = _cuts(lines[i])
-        cells = lambda ln: [ln[a + 1 : b].strip() for a, b in zip(cuts, cuts[1:])]  # noqa: E731
         i += 1
         head: list[list[str]] = []
         while not lines[i].startswith(HEADER_END):
-            head.append(cells(lines[i]))
+            head.append(_cells(lines[i], cuts))
             i += 1
         part = Part([" ".join(x for x in col if x) for col in zip(*head)], [[] for _ in cuts[1:]])
         i += 1
         while not lines[i].startswith(BOTTOM):
-            for k, frag in enumerate(cells(lines[i])):
+            for k, frag in enumerate(_cells(lines[i], cuts)):
                 part.lines[k].append(frag)
             i += 1
         parts.append(part)

@@ -46,7 +46,22 @@ def test_judge_tables_at_80_columns(nq_utd, tmp_path, capsys, at_80):
 
     ds = load_dataset(nq_utd)
     with SimulatedServer(BiasedJudge.from_corpus(ds.corpus, ds.human_source, delta=0.4)) as url:
-        args = ["judge", nq_utd, "--judge", f"openai:sim@{url}", "--max-queries", "12", "--mode", "grade", "--mode", "pairwise", "-r", "bm25", "--cache-dir", tmp_path / "c"]
+        args = [
+            "judge",
+            nq_utd,
+            "--judge",
+            f"openai:sim@{url}",
+            "--max-queries",
+            "12",
+            "--mode",
+            "grade",
+            "--mode",
+            "pairwise",
+            "-r",
+            "bm25",
+            "--cache-dir",
+            tmp_path / "c",
+        ]
         printed = run_cli([*args, "-o", tmp_path / "j"], capsys)
     result = load_judge(tmp_path / "j")
     report = judge_report(result)
@@ -72,7 +87,22 @@ def test_cite_tables_at_80_columns(nq_utd, tmp_path, capsys, at_80):
 
     ds = load_dataset(nq_utd)
     with SimulatedServer(responder_for(ds.corpus, ds.human_source, (0.6, 0.0, -0.4, -0.8), 1.0)) as url:
-        args = ["cite", nq_utd, "-r", "bm25", "--generator", f"openai:sim@{url}", "-k", "4", "--orders", "2", "--max-queries", "20", "--cache-dir", tmp_path / "c"]
+        args = [
+            "cite",
+            nq_utd,
+            "-r",
+            "bm25",
+            "--generator",
+            f"openai:sim@{url}",
+            "-k",
+            "4",
+            "--orders",
+            "2",
+            "--max-queries",
+            "20",
+            "--cache-dir",
+            tmp_path / "c",
+        ]
         printed = run_cli([*args, "-o", tmp_path / "cite"], capsys)
     result = load_citations(tmp_path / "cite")
     report = citation_report(result)
@@ -101,7 +131,9 @@ def test_evaluate_with_a_served_reranker_and_a_label(nq_utd, tmp_path):
 
     with SimulatedServer(respond, model="qwen2.5-coder-1.5b") as url:
         spec = f"bm25>>rankgpt:openai:qwen2.5-coder-1.5b@{url},depth=10,window=10,cache=false"
-        plan = EvaluationPlan(retrievers=(f"rg={spec}", spec), measures=("NDCG",), cutoffs=(1, 10), statistics=("relative_delta_ci", "delta_ndsr"), bootstrap_resamples=200)
+        plan = EvaluationPlan(
+            retrievers=(f"rg={spec}", spec), measures=("NDCG",), cutoffs=(1, 10), statistics=("relative_delta_ci", "delta_ndsr"), bootstrap_resamples=200
+        )
         with pytest.raises(Exception, match="two retrievers are named 'rg'"):
             EvaluationPlan(retrievers=(f"rg={spec}", "rg=bm25")).check()
         job = run_evaluation_job(nq_utd, DatasetOptions(), plan, tmp_path / "e")
@@ -138,7 +170,16 @@ def test_audit_tables_at_80_columns(tmp_path, capsys, at_80):
 
     target, calib = tiny_dataset(tmp_path / "t", 40, "t"), tiny_dataset(tmp_path / "c", 60, "c")
     evaluate(load_dataset(target), [build_retriever("bm25")], measures=[parse_measure("NDCG@3")]).save(tmp_path / "eval")
-    args = ["audit", tmp_path / "eval", "--scores", score_file(tmp_path / "t.tsv", target, 1), "--calibrate", calib, "--calibration-scores", score_file(tmp_path / "c.tsv", calib, 2)]
+    args = [
+        "audit",
+        tmp_path / "eval",
+        "--scores",
+        score_file(tmp_path / "t.tsv", target, 1),
+        "--calibrate",
+        calib,
+        "--calibration-scores",
+        score_file(tmp_path / "c.tsv", calib, 2),
+    ]
     printed = run_cli([*args, "--k", "3", "--resamples", "200", "-o", tmp_path / "a"], capsys)
     result = load_audit(tmp_path / "a")
     report = audit_report(result)

@@ -18,19 +18,26 @@ SPEC = "bm25>>rankgpt:openai:qwen2.5-coder-1.5b@http://127.0.0.1:8088/v1,depth=1
 def judge_like() -> Report:
     """The judge's twin-bias table as the issue found it at 80 columns: p cut to "2.", counts to
     "17" (of 177), "left out" dropped: every figure written as text beside two long names."""
-    cols = [Column("q", "quantity", "text"), Column("s", "LLM source", "text"), Column("e", "estimate [CI]", "cell"), Column("p", "p", "cell"),
-            Column("n", "items / queries", "cell"), Column("m", "left out", "cell")]  # fmt: skip
+    cols = [Column("q", "quantity", "text"), Column("s", "LLM source", "text"), Column("e", "estimate [CI]", "cell"), Column("p", "p", "cell")]
+    cols += [Column("n", "items / queries", "cell"), Column("m", "left out", "cell")]
     rows = [
         {"q": "grade", "s": "llama-2-7b-chat-tmp0.2", "e": "+0.425 [+0.360, +0.490]", "p": "2.00e-04", "n": "177 / 80", "m": "1,023"},
         {"q": "expected grade", "s": "llama-2-7b-chat-tmp0.2", "e": "-0.389 [-0.449, -0.329]", "p": "0.0312", "n": "1,177 / 80", "m": "0"},
     ]
-    return Report("LLM relevance judge", [Table("judge:twin_bias", "Twin bias of the judge", cols, rows, "Query-clustered CIs.")], notes=["grade: 9 unparseable"])
+    return Report(
+        "LLM relevance judge", [Table("judge:twin_bias", "Twin bias of the judge", cols, rows, "Query-clustered CIs.")], notes=["grade: 9 unparseable"]
+    )
 
 
 def wide_identity() -> Report:
     """evaluate's table when a retriever is a stage spec with a server URL (97 characters)."""
-    cols = [Column("r", "retriever", "text"), Column("m", "metric", "text")] + [Column(k, k, "num", 1) for k in ("all", "human", "LLM", "Rel Δ", "human only", "LLM only")]
-    rows = [{"r": SPEC, "m": m, **{k: v + i for i, k in enumerate(("all", "human", "LLM", "Rel Δ", "human only", "LLM only"))}} for m, v in (("NDCG@1", 66.25), ("NDCG@10", -1.55))]
+    cols = [Column("r", "retriever", "text"), Column("m", "metric", "text")] + [
+        Column(k, k, "num", 1) for k in ("all", "human", "LLM", "Rel Δ", "human only", "LLM only")
+    ]
+    rows = [
+        {"r": SPEC, "m": m, **{k: v + i for i, k in enumerate(("all", "human", "LLM", "Rel Δ", "human only", "LLM only"))}}
+        for m, v in (("NDCG@1", 66.25), ("NDCG@10", -1.55))
+    ]
     return Report("Source bias on nq-utd (test)", [Table("source_bias", "Source bias", cols, rows, "Percent.")])
 
 
@@ -63,12 +70,22 @@ def test_a_wide_terminal_keeps_one_table():
 
 
 def test_status_rows_and_a_table_of_text_only():
-    cols = [Column("dataset", "dataset", "text"), Column("retriever", "retriever", "text"), Column("status", "status", "text"), Column("error", "error", "text")]
+    cols = [
+        Column("dataset", "dataset", "text"),
+        Column("retriever", "retriever", "text"),
+        Column("status", "status", "text"),
+        Column("error", "error", "text"),
+    ]
     rows = [{"dataset": "nq-utd", "retriever": SPEC, "status": "failed", "error": "HTTP 404: the model 'qwen' does not exist; this server serves 'sim'"}]
     failed = Table("failed", "Cells without results", cols, rows, status_rows=False)
     report = Report("grid", [failed], sections=[("Configuration", "[grid]\nname = 'x'")])
     for width in (60, 80, 200):
         check_terminal(report, width)
     check_markdown(report)
-    status = Table("cells", "cells", [Column("retriever", "retriever", "text"), Column("v", "value", "num", 2)], [{"retriever": "bm25", "v": 0.5}, {"retriever": "x", "status": "failed", "error": "boom"}])
+    status = Table(
+        "cells",
+        "cells",
+        [Column("retriever", "retriever", "text"), Column("v", "value", "num", 2)],
+        [{"retriever": "bm25", "v": 0.5}, {"retriever": "x", "status": "failed", "error": "boom"}],
+    )
     same_everywhere(Report("r", [status]), widths=(20, 80))

@@ -238,7 +238,9 @@ def audit(runs: dict[str, Any], detector: CalibratedDetector, settings: AuditSet
     flags = flags_of(len(corpus), positions, scores, detector.threshold)
     unreliable = "; ".join(x for x in (domain["reason"], check.reason()) if x)
     rows = [
-        row for name, run in runs.items() for row in audit_run(name, run, flags, detector, settings, human_source, unreliable=unreliable, calibration=calibration)
+        row
+        for name, run in runs.items()
+        for row in audit_run(name, run, flags, detector, settings, human_source, unreliable=unreliable, calibration=calibration)
     ]
     notes = _audit_notes(rows, unreliable, in_domain if reference else None)
     det = {**detector.info, **detector.summary(), "models": detector.models}
@@ -327,7 +329,14 @@ def run_audit(target: str | Path, output: str | Path | None, *, detector: Detect
         det = build_detector(detector, cache_dir=cache_dir, emit=emit)
         (emit or (lambda _m: None))("labelling the audited documents")
         result = audit(
-            runs, det, settings, human_source=ds.human_source, run_info=info, reference=reference, reference_path=human_reference, calibration_domain=calibration_domain
+            runs,
+            det,
+            settings,
+            human_source=ds.human_source,
+            run_info=info,
+            reference=reference,
+            reference_path=human_reference,
+            calibration_domain=calibration_domain,
         )
         if folder is None:
             return result, None

@@ -247,8 +247,8 @@ def calibration_domain(detector: CalibratedDetector, corpus: Any, asserted: str 
         out |= {"domain": "unknown", "how": "the detector does not carry the corpus it was calibrated on"}
     else:
         matched = _documents_in(detector.calibration_corpus, humans, corpus)
-        out |= {"matched": matched, "domain": "audited" if matched >= IN_DOMAIN_SHARE * len(humans) else "other",
-                "how": f"{matched:,} of the calibration's {len(humans):,} human documents are documents of the audited corpus"}  # fmt: skip
+        how = f"{matched:,} of the calibration's {len(humans):,} human documents are documents of the audited corpus"
+        out |= {"matched": matched, "domain": "audited" if matched >= IN_DOMAIN_SHARE * len(humans) else "other", "how": how}
     out["reason"] = "" if out["domain"] == "audited" else _domain_reason(out, name)
     return out
 
@@ -273,6 +273,5 @@ def _domain_reason(domain: dict[str, Any], name: str) -> str:
         "other": f"calibrated on another domain ({name}: {domain['how']})",
         "unknown": f"the calibration's domain is not known ({domain['how']})",
     }.get(domain["domain"], f"calibrated on another domain ({name}, {domain['how']})")
-    return (f"{what}: the interval carries the sampling noise of Se and Sp, not a change of domain, which can move them far "
-            "(and which the transfer check can miss); calibrate on twins of documents of the audited corpus (sourcebias generate), or say --calibration-domain audited "
-            "where the calibration twins come from the audited domain")  # fmt: skip
+    advice = "calibrate on twins of documents of the audited corpus (sourcebias generate), or say --calibration-domain audited where the calibration twins come from it"
+    return f"{what}: the interval carries the sampling noise of Se and Sp, not a change of domain, which can move them far (and which the transfer check can miss); {advice}"

@@ -203,7 +203,9 @@ def train_detector(
     def score(target_corpus, positions: Sequence[int] | np.ndarray) -> np.ndarray:
         return model.predict_proba(_matrix(features(target_corpus, positions), spec))[:, 1]
 
-    return CalibratedDetector(score=score, threshold=thr, calibration_table=table, info=info, models=extractor.models(), features=features, calibration_corpus=corpus)
+    return CalibratedDetector(
+        score=score, threshold=thr, calibration_table=table, info=info, models=extractor.models(), features=features, calibration_corpus=corpus
+    )
 
 
 def _fit_classifier(

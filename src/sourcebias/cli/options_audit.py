@@ -127,7 +127,8 @@ CalibrationDomain = Annotated[
 CheckAlpha = Annotated[float, typer.Option(help="Level of the transfer check: below it the corrected figures are marked unreliable.")]
 CheckResamples = Annotated[int, typer.Option(min=20, help="Parametric bootstrap resamples of the transfer check.")]
 Strict = Annotated[
-    bool, typer.Option(help="Exit with status 3 (after writing the results) when the corrected figures are unreliable (another domain, or a failed transfer check).")
+    bool,
+    typer.Option(help="Exit with status 3 (after writing the results) when the corrected figures are unreliable (another domain, or a failed transfer check)."),
 ]
 RunDocnos = Annotated[Path | None, typer.Option(metavar="FILE", help="Table docno<TAB>doc_id<TAB>source naming the documents of a TREC run.")]
 RunDocnoPattern = Annotated[str | None, typer.Option(metavar="PATTERN", help="How a TREC run names documents, e.g. '{doc_id}-{source}'.")]

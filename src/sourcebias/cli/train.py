@@ -239,9 +239,12 @@ def _print_sweep(table, k: int) -> None:
     from sourcebias.report.render import to_rich
 
     pct = [f"ndcg@{k}_all", f"ndcg@{k}_human", f"ndcg@{k}_llm", f"ndcg@{k}_human_only", f"ndcg@{k}_llm_only"]
-    rows = [{**r, "positives": r.get("positives") if isinstance(r.get("positives"), str) else "—", **{c: r[c] * 100 for c in pct}} for r in table.to_dict("records")]
-    cols = [Column("model", "model", "text"), Column("positives", "positives", "text"), Column(pct[0], "all", "num"), Column(pct[1], "human", "num"), Column(pct[2], "LLM", "num"),
-            Column(f"rel_delta@{k}", f"Rel Δ @{k}", "delta"), Column("rel_delta@1", "Rel Δ @1", "num"), Column(pct[3], "human only", "num"), Column(pct[4], "LLM only", "num")]  # fmt: skip
+    rows = [
+        {**r, "positives": r.get("positives") if isinstance(r.get("positives"), str) else "—", **{c: r[c] * 100 for c in pct}} for r in table.to_dict("records")
+    ]
+    cols = [Column("model", "model", "text"), Column("positives", "positives", "text")]
+    cols += [Column(pct[0], "all", "num"), Column(pct[1], "human", "num"), Column(pct[2], "LLM", "num"), Column(f"rel_delta@{k}", f"Rel Δ @{k}", "delta")]
+    cols += [Column("rel_delta@1", "Rel Δ @1", "num"), Column(pct[3], "human only", "num"), Column(pct[4], "LLM only", "num")]
     title = f"Debiased training: NDCG@{k} (percent) and Relative Δ by α"
     caption = "Rel Δ > 0: human-written ranked higher; < 0: LLM-generated ranked higher"
     console.print(to_rich(Report(title, [Table("sweep", title, cols, rows, caption, identity=2)])))

@@ -44,12 +44,12 @@ def depth_summary(run: Any, query_ids: Sequence[str], cutoffs: Iterable[int]) ->
     lengths = ranking_lengths(run, query_ids)
     ranked = lengths[lengths > 0]
     corpus = len(run.corpus)
-    short = {str(k): int(((ranked < k) & (ranked < corpus)).sum()) for k in sorted(set(int(c) for c in cutoffs))}
+    short = {str(k): int(((ranked < k) & (ranked < corpus)).sum()) for k in sorted({int(c) for c in cutoffs})}
     return {
         "longest": int(ranked.max()) if len(ranked) else 0,
         "shortest": int(ranked.min()) if len(ranked) else 0,
         "corpus": corpus,
-        "queries": int(len(ranked)),
+        "queries": len(ranked),
         "short": {k: n for k, n in short.items() if n},
     }
 

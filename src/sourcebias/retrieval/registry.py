@@ -36,16 +36,20 @@ def split_label(text: str) -> tuple[str | None, str]:
 
 
 def short_name(spec: str) -> str:
-    """A specification without its servers' addresses: the name a system gets when it has no
-    label (``bm25>>rankgpt:openai:qwen@http://127.0.0.1:8088/v1,depth=10`` ->
-    ``bm25>>rankgpt:openai:qwen,depth=10``); the full specification goes into the notes and the
-    manifest."""
+    """A specification without its servers' addresses.
+
+    The name a system gets when it has no label (``bm25>>rankgpt:openai:qwen@http://127.0.0.1:8088/v1,depth=10``
+    -> ``bm25>>rankgpt:openai:qwen,depth=10``); the full specification goes into the notes and the
+    manifest.
+    """
     return _URL.sub("", spec.strip())
 
 
 def system_name(text: str) -> str:
-    """The name of the system ``text`` (``LABEL=SPEC`` or ``SPEC``) builds: its label, or its
-    :func:`short_name`."""
+    """The name of the system ``text`` (``LABEL=SPEC`` or ``SPEC``) builds.
+
+    Its label, or its :func:`short_name`.
+    """
     label, spec = split_label(text)
     return label or short_name(spec)
 

@@ -154,11 +154,19 @@ class DeltaNDSR(Statistic):
             depth = depth_summary(run, result.query_ids, [ctx.ndsr_k])
             if beyond(depth, ctx.ndsr_k):  # every ranking is shorter than k: the figure would be ΔNDSR at the run's depth
                 reason = refusal(ctx.ndsr_k, depth, "ΔNDSR")
-                out.append(DeltaNDSRRecord(name, llm, "", delta_ndsr_k=ctx.ndsr_k, delta_ndsr_rule=DROP_RULE if policy == "drop" else KEEP_RULE, delta_ndsr_depth_note=reason))
+                out.append(
+                    DeltaNDSRRecord(
+                        name, llm, "", delta_ndsr_k=ctx.ndsr_k, delta_ndsr_rule=DROP_RULE if policy == "drop" else KEEP_RULE, delta_ndsr_depth_note=reason
+                    )
+                )
                 continue
             r = delta_ndsr(run, result.query_ids, result.human_source, llm, ctx.ndsr_k, orphans=policy)
             short = short_count(depth, ctx.ndsr_k)
-            note = f"{short:,} of {depth['queries']:,} queries rank fewer than {ctx.ndsr_k} documents (the shortest {depth['shortest']:,}): their NDSR is over the documents they rank" if short else ""
+            note = (
+                f"{short:,} of {depth['queries']:,} queries rank fewer than {ctx.ndsr_k} documents (the shortest {depth['shortest']:,}): their NDSR is over the documents they rank"
+                if short
+                else ""
+            )
             out.append(
                 DeltaNDSRRecord(
                     name,
@@ -201,7 +209,9 @@ class DeltaNDSR(Statistic):
 
     def notes(self, records: Sequence[Record]) -> list[str]:
         recs = cast("Sequence[DeltaNDSRRecord]", records)  # this statistic's own records
-        undefined = [f"{r.retriever} / {r.llm_source}: ΔNDSR t-test {r.delta_ndsr_ttest_note}" for r in recs if (r.delta_ndsr_ttest_note or "").startswith("undefined")]
+        undefined = [
+            f"{r.retriever} / {r.llm_source}: ΔNDSR t-test {r.delta_ndsr_ttest_note}" for r in recs if (r.delta_ndsr_ttest_note or "").startswith("undefined")
+        ]
         return undefined + [f"{r.retriever} / {r.llm_source}: {r.delta_ndsr_depth_note}" for r in recs if r.delta_ndsr_depth_note]
 
 
