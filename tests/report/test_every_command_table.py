@@ -52,7 +52,7 @@ def test_judge_tables_at_80_columns(nq_utd, tmp_path, capsys, at_80):
             "--judge",
             f"openai:sim@{url}",
             "--max-queries",
-            "12",
+            12,
             "--mode",
             "grade",
             "--mode",
@@ -87,22 +87,7 @@ def test_cite_tables_at_80_columns(nq_utd, tmp_path, capsys, at_80):
 
     ds = load_dataset(nq_utd)
     with SimulatedServer(responder_for(ds.corpus, ds.human_source, (0.6, 0.0, -0.4, -0.8), 1.0)) as url:
-        args = [
-            "cite",
-            nq_utd,
-            "-r",
-            "bm25",
-            "--generator",
-            f"openai:sim@{url}",
-            "-k",
-            "4",
-            "--orders",
-            "2",
-            "--max-queries",
-            "20",
-            "--cache-dir",
-            tmp_path / "c",
-        ]
+        args = ["cite", nq_utd, "--generator", f"openai:sim@{url}", "-r", "bm25", "-k", 4, "--orders", 2, "--max-queries", 20, "--cache-dir", tmp_path / "c"]
         printed = run_cli([*args, "-o", tmp_path / "cite"], capsys)
     result = load_citations(tmp_path / "cite")
     report = citation_report(result)
