@@ -35,6 +35,7 @@ from sourcebias.core.errors import ConfigError
 from sourcebias.data.corpus import Corpus
 from sourcebias.data.dataset import Dataset, require_evaluable
 from sourcebias.data.qrels import Qrels
+from sourcebias.evaluation.depth import INFO_KEY, beyond, depth_summary
 from sourcebias.evaluation.masking import masked_qrels, masked_qrels_by_target
 from sourcebias.evaluation.measures import DEFAULT_CUTOFFS, DEFAULT_MEASURES, Measure, SourceMeasureKind, measure_grid, trec_measure_spec
 from sourcebias.evaluation.results import ALL, MIXED, EvaluationResult, Key, RunKey
@@ -104,7 +105,9 @@ def score_run(
     Returns:
         ``{(target, "NDCG@10"): values}`` for the target measures and every target, and ``{(source,
         "Share@3"): values}`` for the source measures; 0 for a query with no retrieved document, NaN
-        where a source measure is undefined.
+        where a source measure is undefined, and for every query where its cut-off lies beyond the
+        run's longest ranking (:mod:`sourcebias.evaluation.depth`: the share would be the share
+        of the run's depth under another name).
 
     Raises:
         ConfigError: A measure of scope ``source`` whose kind is not a
@@ -124,13 +127,14 @@ def score_run(
                 key = m.trec_key
                 out[(target, str(m))] = np.array([res.get(q, {}).get(key, 0.0) for q in query_ids], dtype=np.float64)
     if source_measures:
+        depth = depth_summary(run, query_ids, ())
         for m in measures:
             if m.scope != "source":
                 continue
             kind = m.kind
             if not isinstance(kind, SourceMeasureKind):
                 raise ConfigError(f"measure {m}: a kind of scope 'source' must subclass SourceMeasureKind (it has no per_query)")
-            mat = kind.per_query(run, query_ids, m.cutoff)
+            mat = kind.per_query(run, query_ids, m.cutoff) if not beyond(depth, m.cutoff) else np.full((len(query_ids), len(run.corpus.sources)), np.nan)
             for j, s in enumerate(run.corpus.sources):
                 out[(s, str(m))] = mat[:, j]
     return out
@@ -283,7 +287,6 @@ class _Recorder:
         key = RunKey(name, setting)
         timing = {"evaluate_s": round(time.perf_counter() - t1, 3)}
         result.timings[key] = {"retrieve_s": round(retrieve_s, 3), **timing} if retrieve_s is not None else timing
-        if run.info:
-            result.run_info[key] = json_safe(run.info)
+        result.run_info[key] = json_safe({**run.info, INFO_KEY: depth_summary(run, result.query_ids, [m.cutoff for m in result.measures])})
         if self.keep_runs:
             result.runs[key] = run
