@@ -222,7 +222,11 @@ class EnglishAnalyzer:
         self._is_token = regex.compile(_TOKEN_CHAR).search
         self._head = regex.compile(_IGNORED_HEAD)
         self._has_sa = regex.compile(r"\p{Line_Break=Complex_Context}").search
-        self._attached = regex.compile(r"(?<=.)[\p{WB=Extend}\p{WB=Format}]", regex.DOTALL)
+        # (a ZWJ too, but not one between two emoji: it joins them, as in Lucene's emoji sequences)
+        self._attached = regex.compile(
+            r"(?<=.)(?:[\p{WB=Extend}\p{WB=Format}]|\p{WB=ZWJ}(?!\p{Extended_Pictographic})|(?<!\p{Extended_Pictographic}[\p{WB=Extend}\p{WB=Format}]*)\p{WB=ZWJ})",
+            regex.DOTALL,
+        )
         self._sa_run = regex.compile(_SA_RUN).fullmatch
         self._plain = re.compile(r"[a-z0-9]+\Z").match
         self._stem = _stemmer(stemmer) if stemmer else None
@@ -318,7 +322,10 @@ class EnglishAnalyzer:
         units, cut as StandardTokenizer cuts it: the longest prefix of at most that many units
         that is a whole segment on its own (the grammar accepts it) is one token, and the chunk is
         segmented afresh from the character after it; characters Lucene skips before a token
-        (:data:`_IGNORED_HEAD`) are skipped first."""
+        (:data:`_IGNORED_HEAD`) are skipped first. When that prefix holds no letter or digit (a
+        run of ``_`` or another ExtendNumLet before the word's first letter), only the grammar's
+        catch-all rule ``[^]`` matches: Lucene skips one character and scans again, until its
+        buffer reaches the first letter (:meth:`_skipped_before_token`)."""
         out: list[str] = []
         rest = chunk
         while rest:
@@ -332,7 +339,9 @@ class EnglishAnalyzer:
                     continue
                 head = None if self._sa_run(seg) else self._head.match(seg)
                 cut = len(head.group()) if head else self._token_prefix(seg)
-                if not head:
+                if not head and not self._is_token(seg[:cut]):
+                    cut = self._skipped_before_token(seg)
+                elif not head:
                     term = self._term_of[seg[:cut]]
                     if term is not None:
                         out.append(term)
@@ -341,6 +350,19 @@ class EnglishAnalyzer:
             else:
                 rest = ""
         return tuple(out)
+
+    def _skipped_before_token(self, segment: str) -> int:
+        """How many characters of ``segment`` (a token whose first :data:`MAX_TOKEN_LENGTH`
+        UTF-16 units hold no letter or digit) Lucene skips one by one with its catch-all rule
+        before its buffer, starting at the next one, holds the segment's first letter or digit:
+        ``"_" * 300 + "abc"`` skips 46 and then emits ``"_" * 254 + "a"`` and ``"bc"``."""
+        first = self._is_token(segment)
+        end = first.end() if first else len(segment)
+        units, skip = _utf16_length(segment[:end]), 0
+        while units > MAX_TOKEN_LENGTH:
+            units -= 2 if ord(segment[skip]) > 0xFFFF else 1
+            skip += 1
+        return max(skip, 1)
 
     def _token_prefix(self, segment: str) -> int:
         """The length of the longest prefix of ``segment`` within :data:`MAX_TOKEN_LENGTH` UTF-16
