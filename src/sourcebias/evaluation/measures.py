@@ -389,11 +389,12 @@ def is_measure_name(token: str) -> bool:
 
 
 def trec_depth(measures: Sequence[Measure]) -> int | None:
-    """How many documents of each ranking trec_eval needs for ``measures``: the largest cut-off
-    when every measure's family is in :data:`TOP_K_FAMILIES` (``ndcg_cut.10``, ``map_cut.10``,
-    ``recall.10`` and ``P.10`` read the top 10 and the qrels, nothing deeper), else ``None`` (the
-    whole ranking). Passing 10 documents a query instead of 1,000 is most of trec_eval's time at
-    MS MARCO's 6,979 queries, for the same values.
+    """How many documents of each ranking trec_eval needs for ``measures``.
+
+    The largest cut-off when every measure's family is in :data:`TOP_K_FAMILIES` (``ndcg_cut.10``,
+    ``map_cut.10``, ``recall.10`` and ``P.10`` read the top 10 and the qrels, nothing deeper),
+    else ``None`` (the whole ranking). Passing 10 documents a query instead of 1,000 is most of
+    trec_eval's time at MS MARCO's 6,979 queries, for the same values.
 
     Args:
         measures: Target measures.
