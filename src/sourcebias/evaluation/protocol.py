@@ -79,7 +79,7 @@ def trec_run(run: Run, query_ids: Sequence[str], depth: int | None = None) -> di
     """
     out: dict[str, dict[str, float]] = {}
     names: dict[int, str] = {}  # a position's document name, made once
-    name = names.get
+    name = names.__getitem__
     longest = min(max((len(p) for p in run.positions.values()), default=0), depth if depth is not None else len(run.corpus))
     score = [float(i) for i in range(longest + 1)].__getitem__  # one float object per rank, shared by all queries
     for q in query_ids:

@@ -76,7 +76,7 @@ class ScoreBlock:
     """
 
     query_ids: Sequence[str]
-    scores: np.ndarray
+    scores: Any  # a dense array, or a SciPy CSR matrix
     positions: np.ndarray | None = None
 
 
@@ -113,7 +113,7 @@ class RunBuilder:
             ValueError: The block's scores do not have one row per query and one column per document.
         """
         sparse = hasattr(block.scores, "indptr")  # a SciPy CSR matrix: each row's stored entries
-        scores = block.scores if sparse else np.asarray(block.scores)
+        scores: Any = block.scores if sparse else np.asarray(block.scores)
         if scores.ndim != 2 or scores.shape[0] != len(block.query_ids):
             raise ValueError(f"score block of shape {scores.shape} for {len(block.query_ids)} queries")
         positions = self._all if block.positions is None else np.asarray(block.positions, dtype=np.int64)
