@@ -33,7 +33,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from peer_bm25s import PHASES, SCORED_DEPTH, SOURCES, SPEC, load, phase
+from peer_bm25s import PHASES, SCORED_DEPTH, SOURCES, load, phase, score_setting
 
 
 def write_collections(work: Path, args: argparse.Namespace) -> tuple[list[str], dict[str, dict[str, int]]]:
@@ -94,8 +94,8 @@ def main() -> None:
     work = args.out / "anserini-work"
     shutil.rmtree(work, ignore_errors=True)
     with phase("load"):
-        import numpy as np
-        import pytrec_eval
+        import numpy as np  # noqa: F401 (imported here so that the load phase holds the imports)
+        import pytrec_eval  # noqa: F401 (imported here so that the load phase holds the imports)
 
         qids, qrels = write_collections(work, args)
         (work / "plan.tsv").write_text(plan(work, args.out, args.memory_buffer), encoding="utf-8")
@@ -123,13 +123,7 @@ def main() -> None:
     rows = []
     with phase("score"):
         for setting, targets in (("mixed", [*SOURCES, "all"]), *((s, [s]) for s in SOURCES)):
-            run = read_run(args.out / f"anserini.{setting}.trec", SCORED_DEPTH)
-            sources = [*SOURCES] if setting == "mixed" else [setting]
-            for t in targets:
-                tq = {q: {f"{s}/{d}": (g if t in ("all", s) else 0) for d, g in qrels[q].items() for s in sources} for q in qids}
-                ev = pytrec_eval.RelevanceEvaluator(tq, SPEC).evaluate(run)
-                for m in sorted(next(iter(ev.values()))):
-                    rows.append(("anserini", setting, t, m, float(np.mean([ev[q][m] if q in ev else 0.0 for q in qids]))))
+            rows += score_setting("anserini", setting, targets, read_run(args.out / f"anserini.{setting}.trec", SCORED_DEPTH), qrels, qids)
     with phase("write"), (args.out / "metrics.csv").open("w", newline="", encoding="utf-8") as fh:
         csv.writer(fh).writerows([("retriever", "corpus", "target", "metric", "value"), *rows])
     shutil.rmtree(work)

@@ -60,6 +60,22 @@ def load(root: Path, split: str):
     return docs, queries, qrels, qids
 
 
+def score_setting(side: str, setting: str, targets: list[str], run: dict, qrels: dict, qids: list[str]) -> list[tuple]:
+    """metrics.csv's rows of one setting: every measure's mean over ``qids`` for each target (a
+    copy of another source counts 0 for a source's target, as the protocol masks it)."""
+    import numpy as np
+    import pytrec_eval
+
+    sources = [*SOURCES] if setting == "mixed" else [setting]
+    rows = []
+    for t in targets:
+        tq = {q: {f"{s}/{d}": (g if t in ("all", s) else 0) for d, g in qrels[q].items() for s in sources} for q in qids}
+        res = pytrec_eval.RelevanceEvaluator(tq, SPEC).evaluate(run)
+        for m in sorted(next(iter(res.values()))):
+            rows.append((side, setting, t, m, float(np.mean([res[q][m] if q in res else 0.0 for q in qids]))))
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("dataset", type=Path)
@@ -71,7 +87,7 @@ def main() -> None:
     with phase("load"):
         import bm25s
         import numpy as np
-        import pytrec_eval
+        import pytrec_eval  # noqa: F401 (imported here so that the load phase holds the imports)
         import Stemmer
 
         docs, queries, qrels, qids = load(args.dataset, args.split)
@@ -106,12 +122,7 @@ def main() -> None:
                 run[q] = dict(zip(part_names[ids[i][keep]].tolist(), scores[i][keep].tolist()))
             # every measure is at a cut-off of at most 10: trec_eval reads the top 10 and the qrels
             top = {q: dict(list(ranked.items())[:SCORED_DEPTH]) for q, ranked in run.items()}
-            sources = [*SOURCES] if setting == "mixed" else [setting]
-            for t in targets:
-                tq = {q: {f"{s}/{d}": (g if t in ("all", s) else 0) for d, g in qrels[q].items() for s in sources} for q in qids}
-                res = pytrec_eval.RelevanceEvaluator(tq, SPEC).evaluate(top)
-                for m in sorted(next(iter(res.values()))):
-                    rows.append(("bm25s", setting, t, m, float(np.mean([res[q][m] if q in res else 0.0 for q in qids]))))
+            rows += score_setting("bm25s", setting, targets, top, qrels, qids)
         with phase("write"), (args.out / f"bm25s.{setting}.trec").open("w", encoding="utf-8") as fh:
             for q, ranked in run.items():
                 fh.writelines(f"{q} Q0 {d} {r} {s:.6g} bm25s\n" for r, (d, s) in enumerate(ranked.items(), 1))
