@@ -16,7 +16,9 @@ Sides (each run cold, in a fresh process under a fresh measuring parent, one aft
   the two per size is "bm25s at its best", and the table says which;
 * ``anserini``: ``peer_anserini.py`` (Anserini's IndexCollection and SearchCollection in one JVM,
   one thread, the serial collector, the heap given: ``--heap``, by default 256 MB + 1 KB per
-  document), when ``--anserini-jar`` names Anserini's fat jar (Pyserini's wheel ships it).
+  document + 200 KB per query, since ``SearchCollection`` holds every query's hits, stored fields
+  loaded, until it writes the run: with 265 MB for 6,979 queries it spent its time collecting
+  garbage), when ``--anserini-jar`` names Anserini's fat jar (Pyserini's wheel ships it).
 
 Measured per run: wall time; CPU time (user + system of the process and its children, from
 ``resource.getrusage(RUSAGE_CHILDREN)``); peak memory, the peak of the summed resident memory of the
@@ -126,7 +128,8 @@ def run_side(side: str, folder: Path, tmp: Path, args: argparse.Namespace) -> di
     if side.startswith("bm25s"):
         cmd = [sys.executable, str(HERE / "peer_bm25s.py"), str(folder), "test", str(out), "--backend", side.split("-")[1]]
     else:
-        heap = args.heap if args.heap != "auto" else f"{256 + shape(folder)[0] // 1024}m"
+        docs, queries = shape(folder)
+        heap = args.heap if args.heap != "auto" else f"{256 + docs // 1024 + queries // 5}m"  # SearchCollection holds every hit until it writes
         cmd = [sys.executable, str(HERE / "peer_anserini.py"), str(folder), "test", str(out), "--jar", args.anserini_jar, "--classes", str(args.classes)]
         cmd += ["--heap", heap, "--memory-buffer", str(max(16, int(heap[:-1]) // 4))]
     res = measure(cmd, env)
@@ -201,8 +204,10 @@ def table(rows: list[dict]) -> str:
         cpu_a = f"{o['cpu_s'] / a['cpu_s']:.2f}" if o and a else "–"
         loads = ", ".join(f"{r[s]['load']:.1f}" if s in r else "–" for s in ("ours", b or "", "anserini"))
         commits = sorted({r[s]["commit"] for s in SIDES if s in r})
+        other = next((s for s in ("bm25s-numpy", "bm25s-numba") if s in r and s != b), None)
+        best = (b or "–").replace("bm25s-", "") + (f" ({other.replace('bm25s-', '')}: {r[other]['cpu_s']:,.1f} s CPU)" if other else "")
         lines.append(
-            f"| {r['docs']:,} | {r['queries']:,} | {ow} | {op} | {(b or '–').replace('bm25s-', '')} | {bw} | {bp} | {cpu_b} | {mem_b} | {aw} | {ap} | {cpu_a} | {loads} | {', '.join(commits)} |"
+            f"| {r['docs']:,} | {r['queries']:,} | {ow} | {op} | {best} | {bw} | {bp} | {cpu_b} | {mem_b} | {aw} | {ap} | {cpu_a} | {loads} | {', '.join(commits)} |"
         )
     return "\n".join(lines)
 
