@@ -239,15 +239,16 @@ def figure(rows: list[dict], path: Path) -> None:
     for ax, key, label in ((axes[0], "cpu_s", "CPU time (s)"), (axes[1], "tree_peak_mb", "peak memory, process tree (MB)")):
         for queries, dash in sorted({(r["queries"], "-" if r["queries"] > 1000 else ":") for r in rows}, reverse=True):
             sub = [r for r in rows if r["queries"] == queries]
-            for side, marker, name in (
-                ("ours", "o", "sourcebias evaluate -r bm25"),
-                ("bm25s", "s", "bm25s at its best"),
-                ("anserini", "^", "Lucene (Anserini)"),
+            for side, marker, colour, name in (
+                ("ours", "o", "tab:blue", "sourcebias evaluate -r bm25"),
+                ("bm25s", "s", "tab:orange", "bm25s at its best"),
+                ("anserini", "^", "tab:green", "Lucene (Anserini)"),
             ):
                 pts = [(r["docs"], r[best_bm25s(r) if side == "bm25s" else side][key]) for r in sub if (best_bm25s(r) if side == "bm25s" else side) in r]
                 if pts:
                     xs, ys = zip(*pts)
-                    ax.plot(xs, ys, marker=marker, linestyle=dash, label=f"{name}, {queries:,} queries (slope {slope(list(xs), list(ys)):.2f})")
+                    fit = f" (slope {slope(list(xs), list(ys)):.2f})" if len(xs) > 1 else ""
+                    ax.plot(xs, ys, marker=marker, color=colour, linestyle=dash, label=f"{name}, {queries:,} queries{fit}")
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("documents in the mixed corpus")
