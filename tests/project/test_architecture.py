@@ -24,19 +24,29 @@ ALLOWED = {
     "core": {"core"},
     "data": {"core", "data"},
     "models": {"core", "data", "models"},
+    # the one way to reach a model (backends, model specs, clients, the answer store, the servers)
+    "llmcalls": {"core", "data", "models", "llmcalls"},
     "retrieval": {"core", "data", "models", "llmcalls", "retrieval"},  # llmcalls: the LLM re-rankers
-    "llmcalls": {"core", "data", "models", "generation", "llmcalls"},  # LLM calls, cached (re-rankers, judges, citations)
     "evaluation": {"core", "data", "models", "retrieval", "evaluation"},
     # the one table model (Report) and its renderers: below everything that prints
     "report": {"core", "data", "models", "retrieval", "evaluation", "report"},
-    "generation": {"core", "data", "models", "generation"},
+    "generation": {"core", "data", "models", "llmcalls", "generation"},
     "analysis": {"core", "data", "models", "retrieval", "evaluation", "report", "analysis"},
     "mitigation": {"core", "data", "models", "retrieval", "evaluation", "report", "analysis", "mitigation"},
     "experiments": {"core", "data", "models", "retrieval", "evaluation", "report", "analysis", "mitigation", "experiments"},
     # the evaluation job and the grid report: above the grids they report on
     "reporting": {"core", "data", "models", "retrieval", "evaluation", "report", "analysis", "mitigation", "experiments", "reporting"},
     "power": {"core", "data", "evaluation", "report", "power"},  # sample sizes from a pilot (its tables through the one Report); nothing below imports it
-    "detect": {"core", "data", "models", "generation", "report", "analysis", "detect"},  # zero-shot detectors of LLM text; audit and simulate use them
+    "detect": {
+        "core",
+        "data",
+        "models",
+        "llmcalls",
+        "generation",
+        "report",
+        "analysis",
+        "detect",
+    },  # zero-shot detectors of LLM text; audit and simulate use them
     "audit": {
         "core",
         "data",
@@ -58,6 +68,7 @@ ALLOWED = {
         "mitigation",
         "experiments",
         "report",
+        "llmcalls",
         "generation",
         "detect",
         "audit",

@@ -186,7 +186,7 @@ def test_minilm_llm_yesno_smollm2_scores_equal_a_plain_forward_pass(two_queries)
     q = keep[0]
     run = pipe.retrieve(ds.corpus, {q: ds.queries[q]}, 2)
     stage = pipe.stages[0]
-    tok, model = stage._client.backend._tok, stage._client.backend._model
+    tok, model = stage._client.backend.tokenizer, stage._client.backend.transformers_model
     top = int(run.positions[q][0])
     doc = " ".join(ds.corpus.retrieval_texts()[top].split()[:30])
     msgs = [{"role": "user", "content": PROMPT.format(document=doc, query=ds.queries[q])}]

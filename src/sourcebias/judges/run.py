@@ -51,7 +51,7 @@ def judge(dataset: Any, client: Any, settings: JudgeSettings, *, runs: dict[str,
         protocol = protocol_effect(dataset, runs, variants, measure=measure, resamples=resamples, confidence=confidence, seed=settings.seed)
     info, notes = dataset.describe(), judge_notes(analyses) + list(protocol.get("skipped", []))
     return JudgeResult(
-        judge={"identity": client.identity(), **counts},
+        judge={"identity": client.identity(), **counts, "client": client.describe()},
         settings={
             "modes": list(settings.modes),
             "prompt": settings.prompt,
@@ -162,7 +162,7 @@ def run_judge(dataset_arg: str | Path, spec: str, output: str | Path, *, setting
         if own:
             from sourcebias.llmcalls import open_client
 
-            client = open_client(spec, cache_dir=cache_dir, concurrency=concurrency, device=device)
+            client = open_client(spec, cache_dir=cache_dir, concurrency=concurrency, device=device, what="--judge")
         queries = judged_queries(dataset, max_queries=max_queries, seed=settings.seed)
         runs = load_runs(dataset, retrievers, run_files, queries, seed=settings.seed) if (retrievers or run_files) else {}
         (emit or (lambda _m: None))(f"judging with {spec}")

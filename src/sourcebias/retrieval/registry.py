@@ -119,6 +119,10 @@ def _require_extras(spec: Any, params: dict[str, Any], text: str) -> None:
     what = f"--retriever {text.strip()}"
     if spec.extra is not None:
         require(spec.extra, what, spec.extra_modules)
+    for name, param in spec.params.items():
+        if param.extra_of is not None and params.get(name) is not None:
+            extra, modules = param.extra_of(params[name], text.strip())
+            require(extra, what, modules)
     backend = params.get("backend")
     if isinstance(backend, str) and backend in _BACKEND_MODULES:
         require("fast", what, _BACKEND_MODULES[backend])

@@ -85,18 +85,20 @@ class LLMYesNoReranker(PairwiseReranker):
         self._client: Any = None
 
     def load(self) -> None:
-        self._client = open_llm(self.params)
+        self._client = open_llm(self.params, what=self.name)
 
     def score_pairs(self, queries, documents, task=None) -> np.ndarray:
         from sourcebias.llmcalls import Call
 
-        remote = self.params["model"].startswith("openai:")
+        # exact choice log-probabilities (a local model) need no generated token; read from the
+        # first token's top log-probabilities (a server), they do, and the top list bounds a missing one
+        exact = self._client.exact_choices
         calls = [
             Call(
                 messages=(("user", self.prompt.format(document=cut_words(d, self.words), query=q)),),
-                max_tokens=1 if remote else 0,
+                max_tokens=0 if exact else 1,
                 choices=self.choices,
-                top_logprobs=20 if remote else 0,
+                top_logprobs=0 if exact else self._client.choice_top_k,
             )
             for q, d in zip(queries, documents)
         ]

@@ -142,7 +142,7 @@ class RankGPTReranker(Stage):
     @property
     def client(self) -> Any:
         if self._client is None:
-            self._client = open_llm(self.params)
+            self._client = open_llm(self.params, what=self.name)
         return self._client
 
     def input_depth(self, depth: int, corpus: Any) -> int:
