@@ -53,13 +53,20 @@ class _LexicalRetriever(FirstStage):
             with progress.task(f"{self.name}: ranking", total=len(qids), unit="queries") as t:
                 for start in range(0, len(qids), self.batch_size):
                     batch = qids[start : start + self.batch_size]
-                    t0 = time.perf_counter()
-                    blocks = list(self._blocks(batch, q_ids[start : start + self.batch_size]))
-                    self._timings["rank_s"] += time.perf_counter() - t0
-                    yield from blocks
+                    yield from self._timed(self._blocks(batch, q_ids[start : start + self.batch_size]))
                     t.advance(len(batch))
         finally:
             self._release()  # the index is not kept alive while the next corpus is indexed
+
+    def _timed(self, blocks: Iterator[ScoreBlock]) -> Iterator[ScoreBlock]:
+        """``blocks`` one at a time (only one alive), the seconds spent making them added to ``rank_s``."""
+        while True:
+            t0 = time.perf_counter()
+            block = next(blocks, None)
+            self._timings["rank_s"] += time.perf_counter() - t0
+            if block is None:
+                return
+            yield block
 
     def run_info(self) -> dict[str, Any]:
         """The vocabulary's size, and the seconds spent analysing, indexing and scoring (ranking the
