@@ -162,13 +162,19 @@ class EvaluationPlan:
 
     def build_systems(self) -> list[Any]:
         """The retrievers (:func:`sourcebias.retrieval.build_retriever` with the command-wide
-        options), each named as :meth:`named_specs` says."""
+        options), each named by its ``LABEL=``, else by its own name (``name=``, a backend's
+        precision) without its servers' addresses."""
         from sourcebias.retrieval import build_retriever
+        from sourcebias.retrieval.registry import short_name, split_label
 
-        systems = []
-        for name, spec in self.named_specs().items():
+        systems: list[Any] = []
+        self.named_specs()  # two specifications of one name are refused before any model loads
+        for text in self.specs:
+            label, spec = split_label(text)
             system = build_retriever(spec, **self.retriever_options)
-            system.name = name
+            system.name = label or short_name(system.name)  # the retriever's own name (name=, backend) unless labelled
+            if system.name in {s.name for s in systems}:
+                raise ConfigError(f"two retrievers are named '{system.name}'; label them: --retriever LABEL=SPEC")
             systems.append(system)
         return systems
 

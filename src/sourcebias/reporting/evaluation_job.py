@@ -141,9 +141,9 @@ def _evaluate(ds: Any, systems: list[Any], runs: dict[str, Any], plan: Evaluatio
         ds, systems, runs=runs, measures=plan.measure_list(), depth=plan.depth, seed=plan.seed, sole=plan.sole, exclude_self=plan.exclude_self,
         keep_runs=keep_runs,
     )  # fmt: skip
-    for name, spec in plan.named_specs().items():  # the full specification beside the name the tables use (result.json, manifest)
-        if name in result.retrievers:
-            result.retrievers[name]["spec"] = spec
+    for system, spec in zip(systems, plan.named_specs().values()):  # the full specification beside the name the tables use
+        if system.name in result.retrievers:
+            result.retrievers[system.name]["spec"] = spec
     return result
 
 
