@@ -51,6 +51,15 @@ def collinear_terms(x: np.ndarray, names: Sequence[str], tol: float = 1e-8) -> l
     return out
 
 
+def dependency_text(groups: Sequence[Sequence[str]]) -> str:
+    """``collinear_terms``' groups as a phrase: "a, b and c are linearly dependent; ..."."""
+    parts = []
+    for g in groups:
+        names = list(g)
+        parts.append((", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else names[0]) + " are linearly dependent")
+    return "; ".join(parts)
+
+
 @dataclass
 class ClusteredFit:
     """A fitted (or refused) clustered OLS: per term the coefficient, SE, interval and p."""
@@ -98,7 +107,7 @@ def clustered_ols(y: Any, design: np.ndarray, names: Sequence[str], groups: Any,
         return out
     groups_of = collinear_terms(x, names)
     if groups_of:
-        out.refused = "collinear: " + "; ".join(" with ".join(grp) for grp in groups_of)
+        out.refused = "collinear: " + dependency_text(groups_of)
         return out
     out.interval_refused = interval_refusal(queries, level)
     fit = sm.OLS(y, x).fit(cov_type="cluster", cov_kwds={"groups": codes}, use_t=True) if queries > 1 else sm.OLS(y, x).fit()
