@@ -37,7 +37,14 @@ ALLOWED = {
     "experiments": {"core", "data", "models", "retrieval", "evaluation", "report", "analysis", "mitigation", "experiments"},
     # the evaluation job and the grid report: above the grids they report on
     "reporting": {"core", "data", "models", "retrieval", "evaluation", "report", "analysis", "mitigation", "experiments", "reporting"},
-    "power": {"core", "clustered", "data", "evaluation", "report", "power"},  # sample sizes from a pilot (its tables through the one Report); nothing below imports it
+    "power": {
+        "core",
+        "clustered",
+        "data",
+        "evaluation",
+        "report",
+        "power",
+    },  # sample sizes from a pilot (its tables through the one Report); nothing below imports it
     "detect": {"core", "data", "models", "generation", "report", "analysis", "detect"},  # zero-shot detectors of LLM text; audit and simulate use them
     "audit": {
         "core",
@@ -92,7 +99,18 @@ ALLOWED = {
     # adapters to other tools (top-level modules: sourcebias.irds, sourcebias.pyterrier, sourcebias.mteb)
     "irds": {"core", "data", "irds"},
     "pyterrier": {"core", "data", "models", "retrieval", "pyterrier"},
-    "testing": {"core", "clustered", "data", "models", "retrieval", "evaluation", "report", "analysis", "detect", "testing"},  # test cases for extension authors
+    "testing": {
+        "core",
+        "clustered",
+        "data",
+        "models",
+        "retrieval",
+        "evaluation",
+        "report",
+        "analysis",
+        "detect",
+        "testing",
+    },  # test cases for extension authors
     "mteb": {"core", "data", "models", "retrieval", "evaluation", "report", "mteb"},  # source bias as MTEB tasks
     "cli": None,  # anything
 }

@@ -281,7 +281,7 @@ def _logit_term(fit: Any, x: np.ndarray, i: int, names: Sequence[tuple[str, Any]
     term, lvl = names[i]
     b, se = float(fit.params[i]), float(fit.bse[i])
     source_cols = [j for j, (t, _) in enumerate(names) if t == "source"]
-    extra = dict(zip(("ame", "ame_low", "ame_high"), _ame(fit, x, i, source_cols, z))) if term == "source" else {}
+    extra: dict[str, Any] = dict(zip(("ame", "ame_low", "ame_high"), _ame(fit, x, i, source_cols, z))) if term == "source" else {}
     if refused:
         if extra:
             extra.update(ame_low=None, ame_high=None)

@@ -1,6 +1,7 @@
-"""Query-clustered estimates: one registered estimator per kind of quantity, with the refusal
-rules they share, used by every layer that reports one (the retrievers' twin preference, the
-listwise re-rankers, the judges, the citation study, the analyses).
+"""Query-clustered estimates: one registered estimator per kind of quantity, and their refusal rules.
+
+Used by every layer that reports one (the retrievers' twin preference, the listwise re-rankers,
+the judges, the citation study, the analyses).
 
 Built in (:func:`get_estimator` names):
 

@@ -56,8 +56,9 @@ def interval_refusal(queries: int, level: float) -> str:
 
 
 def nothing_refusal(left_out: int, what: str = "item") -> str:
-    """The reason of an estimate with nothing to estimate from: every unit was left out (an
-    unparseable or repaired answer) or there was none.
+    """The reason of an estimate with nothing to estimate from.
+
+    Every unit was left out (an unparseable or repaired answer), or there was none.
 
     Args:
         left_out: Units left out.
@@ -135,8 +136,10 @@ def finite_or_none(v: Any) -> Any:
 
 
 class Estimator(ABC):
-    """A query-clustered estimator of one kind of quantity: one class in one file, one
-    registration line. ``refusals`` lists, for its docstring and the docs, when it refuses."""
+    """A query-clustered estimator of one kind of quantity: one class in one file, one registration line.
+
+    ``refusals`` lists, for its docstring and the docs, when it refuses.
+    """
 
     name: str = ""
     description: str = ""
@@ -144,12 +147,21 @@ class Estimator(ABC):
 
     @abstractmethod
     def estimate(self, *args: Any, **kwargs: Any) -> Any:
-        """The estimate (an :class:`Estimate`, or a fit holding several)."""
+        """The estimate.
+
+        Args:
+            *args: The estimator's inputs (per item values and their queries).
+            **kwargs: Its options (the level, seeds).
+
+        Returns:
+            An :class:`Estimate`, or a fit's dict holding several.
+        """
 
     @abstractmethod
     def example(self, queries: int, seed: int) -> dict[str, Any]:
-        """Keyword arguments of :meth:`estimate` for a study of ``queries`` queries with a known
-        effect: what :class:`sourcebias.testing.EstimatorTestCase` feeds it.
+        """Keyword arguments of :meth:`estimate` for a study of ``queries`` queries with a known effect.
+
+        What :class:`sourcebias.testing.EstimatorTestCase` feeds it.
 
         Args:
             queries: Clusters.

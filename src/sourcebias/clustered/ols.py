@@ -45,7 +45,7 @@ def collinear_terms(x: np.ndarray, names: Sequence[str], tol: float = 1e-8) -> l
     out = []
     for v in vt[rank:]:
         w = np.abs(v) / np.abs(v).max()
-        group = [str(names[i]) for i in np.flatnonzero(w > 1e-6)]
+        group = [str(names[int(i)]) for i in np.flatnonzero(w > 1e-6)]
         if group and group not in out:
             out.append(group)
     return out

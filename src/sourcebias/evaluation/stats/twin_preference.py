@@ -105,12 +105,15 @@ def twin_preference(
     from scipy import stats
 
     from sourcebias.clustered import get_estimator
+    from sourcebias.clustered.mean_difference import MeanDifference
 
     c = pair_counts(run, qrels, query_ids, human, llm)
     lf, hf = c["llm_first"], c["human_first"]
     llm_first, human_first = int(lf.sum()), int(hf.sum())
     n = llm_first + human_first
-    est = get_estimator("mean_difference").from_query_sums(lf - hf, lf + hf, level=confidence, test_resamples=n_resamples, seed=seed)
+    estimator = get_estimator("mean_difference")
+    assert isinstance(estimator, MeanDifference)  # the registered one
+    est = estimator.from_query_sums(lf - hf, lf + hf, level=confidence, test_resamples=n_resamples, seed=seed)
     return {
         "rate": llm_first / n if n else float("nan"),
         "llm_first": llm_first,
