@@ -12,6 +12,10 @@ and 1-15 items (10 for the pairwise kind):
 * pairwise: the pairwise position effect, ((A_1 + A_2)/2 − 1/2) with P(A) = 0.65 ± 0.3 per query
   (truth 0.15).
 
+The tests' size is measured under a null of the same design with the two copies exchangeable
+(the judge's and the rare event's LLM copy drawn like the original; P(A) = 0.5 ± 0.3), the
+hypothesis the sign-flip test assumes.
+
 Run:  python benchmarks/clustered_mean_coverage.py [--studies 400] [--resamples 1000]
 """
 
@@ -30,21 +34,24 @@ from sourcebias.clustered.signflip import sign_flip_test
 TRUTH = {"judge": 0.3, "rare": 0.05, "pairwise": 0.15}
 
 
-def draw(kind: str, queries: int, rng: np.random.Generator, shift: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
-    """Per-query sums and item counts of one study (``shift`` moves the truth, for the size: −truth)."""
+def draw(kind: str, queries: int, rng: np.random.Generator, null: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Per-query sums and item counts of one study; ``null``: the two copies exchangeable (the
+    sign-flip test's H0: each difference symmetric about 0)."""
     m = np.full(queries, 10) if kind == "pairwise" else rng.integers(1, 16, size=queries)
     sums = np.zeros(queries)
     for q in range(queries):
         if kind == "judge":
-            bump = rng.random(m[q]) < 0.3 + rng.uniform(-0.1, 0.1)
+            p = 0.3 + rng.uniform(-0.1, 0.1)
+            bump = (rng.random(m[q]) < p).astype(float) - (null * (rng.random(m[q]) < p))
             noise = [np.where(rng.random(m[q]) < 0.2, -1, np.where(rng.random(m[q]) < 0.25, 1, 0)) for _ in range(2)]
             d = bump + noise[0] - noise[1]
         elif kind == "rare":
-            d = (rng.random(m[q]) < 0.05 + rng.uniform(-0.05, 0.05)).astype(float)
+            p = 0.05 + rng.uniform(-0.05, 0.05)
+            d = (rng.random(m[q]) < p).astype(float) - (null * (rng.random(m[q]) < p))
         else:
-            p = 0.65 + rng.uniform(-0.3, 0.3)
+            p = (0.5 if null else 0.65) + rng.uniform(-0.3, 0.3)
             d = ((rng.random(m[q]) < p).astype(float) + (rng.random(m[q]) < p)) / 2 - 0.5
-        sums[q] = d.sum() + shift * m[q]
+        sums[q] = d.sum()
     return sums, m.astype(float)
 
 
@@ -74,7 +81,7 @@ def cell(kind: str, queries: int, studies: int, resamples: int, seed: int) -> di
         for method, key in (("percentile", "percentile"), ("BCa", "bca")):
             lo, hi = bootstrap(sums, counts, method, resamples, s)
             hits[key] += lo <= truth <= hi
-        null_sums, null_counts = draw(kind, queries, rng, shift=-truth)  # the same design, mean 0
+        null_sums, null_counts = draw(kind, queries, rng, null=True)  # the same design, copies exchangeable
         rejects["sign-flip"] += sign_flip_test(null_sums, n_resamples=999, seed=s)["p"] < 0.05
         est, lo, hi, se = cr1_mean_interval(null_sums, null_counts)
         rejects["t (CR1)"] += bool(se > 0 and 2 * stats.t.sf(abs(est / se), queries - 1) < 0.05)

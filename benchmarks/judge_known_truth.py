@@ -88,7 +88,7 @@ def run(scenario: str, ds: Any, studies: int, queries: int, delta: float) -> lis
                 if r is None:  # no row at all: nothing parsed in either copy
                     tally.add(None, None, None, "no row: nothing parsed")
                     continue
-                tally.add(r["low"], r["high"], r["p"], r.get("refused") or r.get("note") or "")
+                tally.add(r["low"], r["high"], r["p"], r.get("refused") or r.get("note") or "", test_defined=not r.get("refused"))
     return list(tallies.values())
 
 

@@ -285,7 +285,7 @@ def _logit_term(fit: Any, x: np.ndarray, i: int, names: Sequence[tuple[str, Any]
     if refused:
         if extra:
             extra.update(ame_low=None, ame_high=None)
-        return _logit_row(term, lvl, estimate=b, se=se, odds_ratio=float(np.exp(b)), status="no_interval", note=refused, **counts, **extra)
+        return _logit_row(term, lvl, estimate=b, se=se, odds_ratio=float(np.exp(b)), status="no_interval", note=refused, refused=refused, **counts, **extra)
     values = {"estimate": b, "se": se, "low": b - z * se, "high": b + z * se, "p": float(fit.pvalues[i]), "odds_ratio": float(np.exp(b))}
     return _logit_row(term, lvl, **values, status=_status(counts["queries"]), note=_few_note(counts["queries"]), **counts, **extra)
 
@@ -335,7 +335,7 @@ def twin_differences(passages: pd.DataFrame, human: str, level: float = 0.95) ->
         se = float(cr1_mean_interval(sums["sum"].to_numpy(), sums["size"].to_numpy(), level)[3]) if len(sums) > 1 else float("nan")
         row.update(estimate=e.estimate, se=finite_or_none(se), low=finite_or_none(e.low), high=finite_or_none(e.high), p=finite_or_none(e.p))
         if e.refused or e.note:
-            rows.append({**row, "se": None if e.refused else row["se"], "status": "no_interval", "note": e.refused or e.note})
+            rows.append({**row, "se": None if e.refused else row["se"], "status": "no_interval", "note": e.refused or e.note, "refused": e.refused})
             continue
         rows.append({**row, "status": _status(row["queries"]), "note": _few_note(row["queries"])})
     return rows

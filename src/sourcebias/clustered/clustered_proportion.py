@@ -102,7 +102,7 @@ class ClusteredProportion(Estimator):
             out.method, out.note = METHOD_EXTREME, EXTREME_NOTE
         n_eff *= df_factor
         low, high = proportion_confint(out.estimate * n_eff, n_eff, alpha=1.0 - level, method="wilson")
-        out.low, out.high = float(low), float(high)
+        out.low, out.high = min(float(low), out.estimate), max(float(high), out.estimate)  # Wilson's bounds of a rate of 0 or 1 sit a rounding error inside it
         return out
 
     def example(self, queries: int, seed: int) -> dict[str, Any]:

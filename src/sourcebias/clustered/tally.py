@@ -5,7 +5,10 @@ The known-truth benchmarks of the judge, the listwise re-ranker and the citation
 (``benchmarks/judge_known_truth.py``, ``known_truth_rankgpt.py``, ``citations_known_truth.py``)
 and their tests feed every study's estimate to a :class:`Tally`; the bar an estimate must meet
 (issue 38) is :meth:`Tally.holds`: it covers the truth in at least 90% of the studies, or it is
-refused (with a reason) in every study where it does not, and never shows a p without an interval.
+refused (with a reason) in every study where it does not, and never shows a p-value where its test
+was refused (a p beside a missing interval is allowed only where the test itself is defined: every
+query giving the same value leaves no clustered variance for an interval, while the sign-flip test
+of the query sums is exact there).
 """
 
 from __future__ import annotations
@@ -37,8 +40,9 @@ class Tally:
     significant: int = 0
     p_without_interval: int = 0
     reasons: Counter = field(default_factory=Counter)
+    per_study: bool = False  # the truth was given study by study (then the table says so)
 
-    def add(self, low: Any, high: Any, p: Any, reason: str = "") -> None:
+    def add(self, low: Any, high: Any, p: Any, reason: str = "", *, test_defined: bool = False, truth: float | None = None) -> None:
         """One study's estimate: its interval (None or NaN: none), p, and why it has none.
 
         Args:
@@ -46,12 +50,18 @@ class Tally:
             high: Upper bound.
             p: The p-value shown (None or NaN: none).
             reason: Why there is no interval.
+            test_defined: Whether the estimate's test is defined though its interval is not (then
+                a p may be shown).
+            truth: This study's truth, where it differs between studies (an AME, a rate cell);
+                the tally's ``truth`` otherwise.
         """
+        if truth is not None:
+            self.truth, self.per_study = truth, True
         self.studies += 1
         if not (_finite(low) and _finite(high)):
             self.refused += 1
             self.reasons[reason or "(no reason given)"] += 1
-            self.p_without_interval += int(_finite(p))
+            self.p_without_interval += int(_finite(p) and not test_defined)
             return
         self.covered += int(self.truth is not None and low <= self.truth <= high)
         self.significant += int(_finite(p) and p < 0.05)
@@ -81,7 +91,7 @@ class Tally:
         return {
             "scenario": self.scenario,
             "estimate": self.estimate,
-            "truth": "–" if self.truth is None else f"{self.truth:+.3f}",
+            "truth": "–" if self.truth is None else "per study" if self.per_study else f"{self.truth:+.3f}",
             "studies": self.studies,
             "refused": self.refused,
             "coverage": "–" if not self.given else f"{self.coverage:.1%}",
