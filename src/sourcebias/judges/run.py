@@ -33,8 +33,7 @@ def judge(dataset: Any, client: Any, settings: JudgeSettings, *, runs: dict[str,
         top_k: How many top documents of each run to grade (0: none).
         max_queries: Judge a seeded sample of this many queries (``settings.seed``).
         measure: The measure of Relative Δ under each qrels.
-        resamples: Bootstrap resamples of queries of the protocol's Relative Δ CI (the judge's own
-            estimates have closed-form clustered intervals).
+        resamples: Bootstrap resamples of the protocol's Relative Δ CI (the judge's own are closed-form).
         confidence: The level of every CI.
 
     Returns:
