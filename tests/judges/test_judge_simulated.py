@@ -196,3 +196,18 @@ def test_qrels_with_nothing_relevant_are_reported_not_evaluated(nq_utd, nq, tmp_
     # two queries: the estimate, and no CI or p (the audit's rule), said in the notes
     assert result.twin_bias()["estimate"] == 0 and math.isnan(result.twin_bias()["p"]) and result.twin_bias()["refused"].startswith("2 queries give 3")
     assert any(n.startswith("grade (") and "no CI and no p: 2 queries" in n for n in result.notes)
+    # issue 38, point 5: the caption never names a CI the rows do not have
+    from sourcebias.judges.report import judge_report
+    from sourcebias.report.render import to_markdown
+
+    text = to_markdown(judge_report(result))
+    assert "bootstrap CI over queries" not in text.split("## Answers")[0] and "row(s) without CI or p, the reason in the notes" in text
+
+
+def test_a_judge_that_never_grades_gives_no_estimate(nq):
+    """Every answer "I cannot grade this passage.": nothing parsed, so no estimate, no interval, no p."""
+    with SimulatedServer(lambda messages, params: ("I cannot grade this passage.", None)) as url:
+        r = judge(nq, open_client(f"openai:sim@{url}", cache=False), JudgeSettings(seed=1, top_logprobs=0), max_queries=6)
+    (row,) = r.rows("twin_bias")
+    assert math.isnan(row["estimate"]) and math.isnan(row["low"]) and math.isnan(row["p"]) and row["missing"] == 60
+    assert row["refused"] == "nothing to estimate from: all 60 items were left out (no value the model gave could be read)"
