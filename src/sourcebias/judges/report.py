@@ -43,7 +43,7 @@ def _caption(result: JudgeResult, rows: list[dict[str, Any]]) -> str:
     ci = sorted({str(r["ci_method"]) for r in computed if not str(r["ci_method"]).startswith("none")})
     tests = sorted({str(r["p_method"]).split(" (")[0] for r in computed if r.get("p_method")})
     text = f"Query-clustered: mean over items; {s['confidence']:.0%} CI: {'; '.join(ci) or 'none computed'}"
-    text += f"; p: {'; '.join(tests) or 'none computed'} of the query sums (seed {s['seed']})"
+    text += f"; p: {'; '.join(tests)} of the query sums (seed {s['seed']})" if tests else "; p: none computed"
     refused = len(rows) - len(computed) + sum(1 for r in computed if r.get("note"))
     if refused:
         text += f"; [–, –] or p –: {refused} row(s) without CI or p, the reason in the notes"
@@ -104,19 +104,21 @@ def judge_report(result: JudgeResult, title: str | None = None) -> Any:
     from sourcebias.evaluation.stats import Column
     from sourcebias.report.model import Report, Table
 
-    cap = _caption(result, result.rows("twin_bias") + result.rows("pairwise") + result.rows("disclosure"))
     tables = [
         _effect_table(
             "judge:twin_bias",
             "Twin bias of the judge: grade of the LLM twin − grade of the human original (> 0: LLM text graded higher)",
             result.rows("twin_bias"),
-            cap,
+            _caption(result, result.rows("twin_bias")),
         )
     ]
     if result.rows("pairwise"):
         tables.append(
             _effect_table(
-                "judge:pairwise", "Pairwise, both orders: preference for the LLM copy and for the first passage (− 1/2)", result.rows("pairwise"), cap
+                "judge:pairwise",
+                "Pairwise, both orders: preference for the LLM copy and for the first passage (− 1/2)",
+                result.rows("pairwise"),
+                _caption(result, result.rows("pairwise")),
             )
         )
     if result.rows("disclosure"):
@@ -125,7 +127,7 @@ def judge_report(result: JudgeResult, title: str | None = None) -> Any:
                 "judge:disclosure",
                 "Disclosed author: grade when told 'an AI wrote it' − when told 'a human wrote it', same passage",
                 result.rows("disclosure"),
-                cap,
+                _caption(result, result.rows("disclosure")),
             )
         )
     parse = [{**p, "no_expected": _no_expected(p)} for p in result.rows("parse")]
