@@ -48,8 +48,37 @@ def test_answers_to_rows(corpus, rule):
     assert list(passages["source"]) == ["llm", "human", "llm", "human", "llm", "human", "human", "llm", "human"]
     assert list(passages["used"]) == [True] * 3 + [rule == "keep"] * 3 + [True] * 3
     result = analyse(passages, calls, CiteSettings(k=3, uncited=rule), "human")
-    assert result.counts == {"answers": 3, "cited": 1, "out_of_range": 1, "no_citation": 1, "empty": 0, "truncated": 1, "echoed": 0}
+    assert result.counts == {"answers": 3, "cited": 1, "out_of_range": 1, "no_citation": 1, "empty": 0, "only_out_of_range": 0, "truncated": 1, "echoed": 0}
     (llm_rate,) = [r for r in result.rates["source"] if r["source"] == "llm"]
     assert (llm_rate["cited"], llm_rate["n"]) == ((3, 4) if rule == "keep" else (3, 3))
     assert any("1 of 3 answers cite no passage" in n and f"uncited={rule}" in n for n in result.notes)
     assert any("outside 1..k" in n for n in result.notes) and any("max_tokens" in n for n in result.notes)
+
+
+@pytest.mark.parametrize("rule", ["keep", "drop"])
+def test_an_answer_citing_only_numbers_out_of_range_cites_nothing(corpus, rule):
+    # issue 38 point 9b: under uncited=drop, "[7]" with k = 3 was kept (as citing none of its passages) before
+    contexts = build_contexts({"q1": [1, 0, 3], "q2": [2, 3, 0]}, orders=1, seed=0)
+    answers = [Answer("Yes [1].", "stop"), Answer("It was in 2023 [7][9].", "stop")]
+    passages, calls = tables(contexts, answers, corpus, rule)
+    assert list(calls["status"]) == ["cited", "out_of_range"] and list(calls["citations"]) == ["1", ""]
+    assert list(passages["used"]) == [True] * 3 + [rule == "keep"] * 3
+    result = analyse(passages, calls, CiteSettings(k=3, uncited=rule), "human")
+    assert result.counts["only_out_of_range"] == 1 and result.counts["out_of_range"] == 1
+    note = "1 of 2 answers cite no passage (0 without a citation, 0 empty, 1 citing only numbers outside 1..k)"
+    assert any(note in n and f"uncited={rule}" in n for n in result.notes)
+    (llm_rate,) = [r for r in result.rates["source"] if r["source"] == "llm"]
+    # q1 shows a/llm (cited), a/human, b/llm; q2 shows b/human, b/llm, a/human: llm rows cited 1 of 3 (keep), of 2 (drop: q2 out)
+    assert (llm_rate["cited"], llm_rate["n"]) == ((1, 3) if rule == "keep" else (1, 2))
+
+
+def test_echoes_of_the_prompt_are_not_citations(corpus):
+    from sourcebias.citations.prompt import DEMONSTRATION
+    from sourcebias.citations.study import calls_for
+
+    contexts = build_contexts({"q1": [1, 0, 3]}, orders=1, seed=0)
+    calls = calls_for(contexts, corpus, {"q1": "which?"}, CiteSettings(k=3))
+    echo = f"{DEMONSTRATION[2]} When citing several search results, use [1][2][3]."
+    passages, frame = tables(contexts, [Answer(echo + " Also text a [2].", "stop")], corpus, "keep", calls)
+    assert list(frame["citations"]) == ["2"] and bool(frame["echoed"].iloc[0])
+    assert list(passages["cited"]) == [0, 1, 0]

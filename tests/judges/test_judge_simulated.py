@@ -78,6 +78,26 @@ def test_unparseable_answers_are_counted_and_left_out(nq):
     assert any("no log-probabilities" in n for n in r.notes)
 
 
+def test_refusals_give_no_expected_grade_digit_prompt(nq):
+    # issue 38 point 1: every answer "I cannot grade this passage." (unparseable) with its first token's top log-probabilities on
+    # "I" and about 5% on the grades; before, the expected-grade row was fitted on them: originals (3·e^-3.5 + e^-4) / (e^-3.5 + e^-4)
+    # = 2.245, twins (swapped) 1.755, so "expected grade −0.490, left out 0" beside "grade: every answer unparseable"
+    llm_texts = {d.retrieval_text() for d in nq.corpus if d.source != nq.human_source}
+
+    def responder(messages, params):
+        is_llm = any(f"Passage: {t}\n" in messages[-1]["content"] for t in llm_texts)
+        return "I cannot grade this passage.", ({"I": -0.05, "1": -3.5, "3": -4.0} if is_llm else {"I": -0.05, "3": -3.5, "1": -4.0})
+
+    with SimulatedServer(responder) as url:
+        r = judge(nq, open_client(f"openai:sim@{url}", cache=False), JudgeSettings(prompt="digit", max_tokens=1), max_queries=3)
+    (p,) = r.rows("parse")
+    assert (p["answers"], p["unparseable"], p["no_expected_grade"]) == (60, 60, {"unparsed": 60})
+    assert r.grades["expected"].isna().all() and r.grades["grade_mass"].isna().all()
+    assert not [x for x in r.rows("twin_bias") if x["quantity"] == "expected grade" and x["items"] > 0]
+    assert r.twin_bias()["items"] == 0 and r.twin_bias()["missing"] == 30
+    assert any("60 of 60 answers unparseable" in n for n in r.notes)
+
+
 def assessor_responder(ds):
     """Grades an original as the assessors did and its twin one grade higher (at most 3)."""
     grade_of = {}

@@ -85,18 +85,32 @@ def test_sliding_window_bubbles_the_best_up_as_worked_by_hand():
     assert info["llm_answers"] == {"answers": 3, "repaired": 0, "unparseable": 0, "length_cut": 0, "ids_unknown": 0, "ids_duplicates": 0, "ids_missing": 0}
 
 
+def scripted_rankgpt(texts):
+    """A window of three passages shown in ``len(texts)`` orders, answered ``texts`` in turn: the run."""
+    answers = iter(texts)
+    _, run = valued_run([1, 2, 3])
+    with SimulatedServer(lambda m, p: (next(answers), None)) as url:
+        stage = build_retriever(f"bm25>>rankgpt:openai:sim@{url},depth=3,window=3,orders={len(texts)},cache=false").stages[0]
+        return stage.apply(run, {"q": "q"})
+
+
 def test_malformed_answers_are_repaired_and_counted_in_the_evaluate_notes():
     from sourcebias.reporting.evaluation_job import llm_stage_notes
 
-    answers = iter(["[9] > [2] > [2]", "no idea"])
-    _, run = valued_run([1, 2, 3])
-    with SimulatedServer(lambda m, p: (next(answers), None)) as url:
-        stage = build_retriever(f"bm25>>rankgpt:openai:sim@{url},depth=3,window=3,orders=2,cache=false").stages[0]
-        out = stage.apply(run, {"q": "q"})
+    out = scripted_rankgpt(["[9] > [2] > [2]", "no idea"])
     a = out.info["stages"][-1]["llm_answers"]
     assert a == {"answers": 2, "repaired": 2, "unparseable": 1, "length_cut": 0, "ids_unknown": 1, "ids_duplicates": 1, "ids_missing": 5}
     notes = llm_stage_notes("r/mixed", out.info)
     assert notes[0][0] == "note" and "2 of 2 LLM answers repaired (1 with no ranking at all" in notes[0][1]
+
+
+def test_an_echo_of_the_conversation_or_a_cut_reasoning_is_no_ranking():
+    # issue 38 point 7: "Received passage [3]." (the conversation's last turn, repeated) read as "passage 3 first" before;
+    # a reasoning model's <think> block is not read, its answer after it is
+    out = scripted_rankgpt(["Received passage [3].", "<think>[1] looks best", "<think>[1] looks best</think>[3] > [1] > [2]"])
+    a = out.info["stages"][-1]["llm_answers"]
+    assert a == {"answers": 3, "repaired": 2, "unparseable": 2, "length_cut": 0, "ids_unknown": 0, "ids_duplicates": 0, "ids_missing": 6}
+    assert "<think>" in out.info["stages"][-1]["repair_rule"]
 
 
 def yesno_responder(messages, params):

@@ -82,7 +82,7 @@ def citation_report(result: CitationResult, title: str | None = None) -> Any:
 
     s, c, m = result.settings, result.counts, result.method
     answers = Table("answers", "Answers by status", [Column(k, k, "int") for k in ("answers", "cited", "out_of_range", "no_citation", "empty", "truncated", "echoed") if k in c], [c],
-                    f"cited: every number names a passage; out_of_range: a number outside 1..{s['k']} (dropped); no_citation / empty: cites nothing (uncited={s['uncited']}); truncated: stopped at max_tokens; echoed: repeats the prompt's passage headers (not read as citations).", status_rows=False)  # fmt: skip
+                    f"cited: every number names a passage; out_of_range: a number outside 1..{s['k']} (dropped; with none inside, the answer cites nothing); no_citation / empty: cites nothing (uncited={s['uncited']}); truncated: stopped at max_tokens; echoed: repeats the prompt (its passage headers or text: not read as citations).", status_rows=False)  # fmt: skip
     tables = [answers]
     for key, table, heading in (("rank", "source_rank", "retrieval rank"), ("position", "source_position", "position in the context")):
         rows, sources = rate_rows(result, table, key)

@@ -29,10 +29,11 @@ UNCITED_RULES = ("keep", "drop")
 class CiteSettings:
     """How the study is run: the top ``k`` passages, ``orders`` context orders per query (rows of
     a cyclic Latin square, order 0 as ranked: at most ``k``; ``orders = k`` balances each query's
-    contexts, which the matched twins need), the ``seed`` (query sample, and sent with each call), generation parameters, ``uncited`` (``keep``: an answer that cites nothing
-    counts as citing none of its passages; ``drop``: its passages are left out of the
-    estimates; counted either way), the intervals' ``level``, ``max_queries`` (a seeded
-    sample; all when None) and ``shots`` (1: the prompt's one demonstration first; 0: none)."""
+    contexts, which the matched twins need), the ``seed`` (query sample, and sent with each call),
+    generation parameters, ``uncited`` (``keep``: an answer that cites no passage, with no citation
+    or only numbers outside 1..k, counts as citing none of its passages; ``drop``: its passages are
+    left out of the estimates; counted either way), the intervals' ``level``, ``max_queries`` (a
+    seeded sample; all when None) and ``shots`` (1: the prompt's one demonstration first; 0: none)."""
 
     k: int = 5
     orders: int = 1
@@ -85,49 +86,60 @@ def calls_for(contexts: list[Context], corpus: Any, queries: Mapping[str, str], 
     return calls
 
 
-def tables(contexts: list[Context], answers: list[Any], corpus: Any, uncited: str) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """``(passages, answers)`` frames (see :mod:`.result`) from the contexts and their answers."""
-    rows, calls = [], []
-    for c, a in zip(contexts, answers):
-        parsed: ParsedAnswer = parse_citations(a.text, len(c.positions))
-        used = parsed.status in ("cited", "out_of_range") or uncited == "keep"
-        calls.append({"query_id": c.query_id, "order": c.order, "status": parsed.status, "citations": " ".join(map(str, parsed.cited)), "out_of_range": " ".join(map(str, parsed.out_of_range)), "echoed": parsed.echoed,
-                      "finish_reason": a.finish_reason or "", "cached": bool(a.cached), "text": a.text})  # fmt: skip
+def tables(contexts: list[Context], answers: list[Any], corpus: Any, uncited: str, calls: list[Any] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``(passages, answers)`` frames (see :mod:`.result`) from the contexts and their answers.
+
+    A passage row is ``used`` (enters the estimates) when its answer cites a passage of its
+    context, or under ``uncited="keep"``: an answer that cites nothing, or only numbers outside
+    1..k, cites no passage. ``calls``: the calls answered (their prompts are what an answer must
+    not be read from: an echo is not a citation); ``None``: no echo is looked for.
+    """
+    rows, out = [], []
+    for i, (c, a) in enumerate(zip(contexts, answers)):
+        echo_of = [content for _role, content in calls[i].messages] if calls is not None else None
+        parsed: ParsedAnswer = parse_citations(a.text, len(c.positions), echo_of)
+        used = bool(parsed.cited) or uncited == "keep"
+        cited, outside = " ".join(map(str, parsed.cited)), " ".join(map(str, parsed.out_of_range))
+        done = {"finish_reason": a.finish_reason or "", "cached": bool(a.cached), "text": a.text}
+        out.append(
+            {"query_id": c.query_id, "order": c.order, "status": parsed.status, "citations": cited, "out_of_range": outside, "echoed": parsed.echoed, **done}
+        )
         for pos, (p, rank) in enumerate(zip(c.positions, c.ranks), start=1):
-            rows.append({"query_id": c.query_id, "order": c.order, "doc_id": corpus.doc_ids[p], "source": corpus.source_of(p), "rank": rank, "position": pos,
-                         "cited": int(pos in parsed.cited), "status": parsed.status, "used": used})  # fmt: skip
-    return pd.DataFrame(rows), pd.DataFrame(calls)
+            where = {"doc_id": corpus.doc_ids[p], "source": corpus.source_of(p), "rank": rank, "position": pos}
+            rows.append({"query_id": c.query_id, "order": c.order, **where, "cited": int(pos in parsed.cited), "status": parsed.status, "used": used})
+    return pd.DataFrame(rows), pd.DataFrame(out)
 
 
 def status_counts(answers: pd.DataFrame) -> dict[str, Any]:
-    """How many answers have each status, and how many hit the token limit."""
-    counts = {s: int((answers["status"] == s).sum()) if len(answers) else 0 for s in STATUSES}
-    extra = (
-        {"truncated": int((answers["finish_reason"] == "length").sum()), "echoed": int(answers["echoed"].sum())}
-        if len(answers)
-        else {"truncated": 0, "echoed": 0}
-    )
-    return {"answers": len(answers), **counts, **extra}
+    """How many answers have each status, how many cite only numbers outside 1..k (``out_of_range``
+    answers that cite no passage), how many hit the token limit and how many repeat the prompt."""
+    if not len(answers):
+        return {"answers": 0, **dict.fromkeys(STATUSES, 0), "only_out_of_range": 0, "truncated": 0, "echoed": 0}
+    counts = {s: int((answers["status"] == s).sum()) for s in STATUSES}
+    only = int(((answers["status"] == "out_of_range") & (answers["citations"].fillna("").astype(str) == "")).sum())
+    truncated, echoed = int((answers["finish_reason"] == "length").sum()), int(answers["echoed"].sum())
+    return {"answers": len(answers), **counts, "only_out_of_range": only, "truncated": truncated, "echoed": echoed}
 
 
 def _notes(counts: dict[str, Any], settings: CiteSettings, used: pd.DataFrame, passages: pd.DataFrame) -> list[str]:
     n = counts["answers"]
     notes = []
-    if counts["no_citation"] or counts["empty"]:
+    only = counts.get("only_out_of_range", 0)
+    if counts["no_citation"] or counts["empty"] or only:
         rule = "counted as citing none of their passages" if settings.uncited == "keep" else "left out of the estimates"
-        notes.append(
-            f"{counts['no_citation'] + counts['empty']} of {n} answers cite no passage ({counts['no_citation']} without a citation, {counts['empty']} empty): {rule} (uncited={settings.uncited})."
-        )
+        parts = f"{counts['no_citation']} without a citation, {counts['empty']} empty" + (f", {only} citing only numbers outside 1..k" if only else "")
+        notes.append(f"{counts['no_citation'] + counts['empty'] + only} of {n} answers cite no passage ({parts}): {rule} (uncited={settings.uncited}).")
     if counts["out_of_range"]:
         notes.append(f"{counts['out_of_range']} of {n} answers cite a number outside 1..k: those numbers were dropped, their other citations kept.")
     if counts["echoed"]:
         notes.append(
-            f"{counts['echoed']} of {n} answers repeat the prompt's passage headers (Document [n](Title: ...)), e.g. continuing the list of documents: those are not read as citations."
+            f"{counts['echoed']} of {n} answers repeat the prompt's passage headers (Document [n](Title: ...)), e.g. continuing the list of documents, "
+            "or a bracketed number of its text (the instruction's [1][2][3], the demonstration): those are not read as citations."
         )
     if counts["truncated"]:
         notes.append(f"{counts['truncated']} of {n} answers stopped at max_tokens={settings.max_tokens}: citations after the cut are missing.")
     if len(used) < len(passages):
-        notes.append(f"{len(passages) - len(used)} of {len(passages)} passage rows left out of the estimates (their answer cites nothing).")
+        notes.append(f"{len(passages) - len(used)} of {len(passages)} passage rows left out of the estimates (their answer cites no passage).")
     short = passages.groupby(["query_id", "order"]).size()
     if len(short) and short.min() < settings.k:
         notes.append(f"{int((short < settings.k).sum())} contexts hold fewer than k={settings.k} passages (their ranking is shorter).")
@@ -232,5 +244,5 @@ def cite_run(
     calls = calls_for(contexts, run.corpus, queries, settings)
     with progress.task("cited answers", total=len(calls), unit="answer") as task:
         answers = client.answer(calls, task=task)
-    passages, answer_frame = tables(contexts, answers, run.corpus, settings.uncited)
+    passages, answer_frame = tables(contexts, answers, run.corpus, settings.uncited, calls)
     return analyse(passages, answer_frame, settings, human, generator=client.describe(), inputs=inputs)

@@ -32,7 +32,7 @@ Orders = Annotated[
 Seed = Annotated[int, typer.Option(help="Seed of the query sample (also sent with each call).")]
 MaxTokens = Annotated[int, typer.Option(min=1, help="Most tokens per answer.")]
 Temperature = Annotated[float, typer.Option(min=0.0, help="Sampling temperature (0: greedy).")]
-Uncited = Annotated[str, typer.Option(help="An answer that cites nothing: keep (it cites none of its passages) or drop (left out); counted either way.")]
+Uncited = Annotated[str, typer.Option(help="An answer citing no passage (none, or only numbers outside 1..k): keep (cites none) or drop (left out); counted.")]
 Level = Annotated[float, typer.Option(help="Level of the confidence intervals.")]
 MaxQueries = Annotated[int | None, typer.Option(min=1, help="Ask about a seeded sample of this many queries. \\[default: all]")]
 Concurrency = Annotated[int | None, typer.Option(min=1, help="Requests in flight against a server. \\[default: 4]")]

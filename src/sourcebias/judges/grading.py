@@ -14,8 +14,7 @@ from sourcebias.judges.prompts import (
     DISCLOSURES,
     GRADE_CHOICES,
     PROMPTS,
-    expected_from_choices,
-    expected_grade,
+    expected_for,
     grade_messages,
     pair_messages,
     parse_grade,
@@ -99,26 +98,44 @@ def build_calls(dataset: Any, items: Any, settings: JudgeSettings) -> tuple[list
     return calls, meta
 
 
-def parse_answers(meta: Sequence[tuple[str, dict[str, Any]]], answers: Sequence[Any], human: str, prompt: str = "umbrela") -> tuple[Any, Any]:
-    """The grades table and the pairs table from the answers (:data:`GRADE_COLUMNS`, :data:`PAIR_COLUMNS`)."""
+def parse_answers(
+    meta: Sequence[tuple[str, dict[str, Any]]], answers: Sequence[Any], human: str, prompt: str = "umbrela", calls: Sequence[Any] | None = None
+) -> tuple[Any, Any]:
+    """The grades table and the pairs table from the answers (:data:`GRADE_COLUMNS`, :data:`PAIR_COLUMNS`).
+
+    ``calls``: the calls answered (aligned with ``answers``): their prompts are what an answer
+    must not be read from (an echo of the prompt is unparseable); ``None``: no echo is looked for.
+    An expected grade is computed only for an answer whose grade was parsed
+    (:func:`~sourcebias.judges.prompts.expected_for`).
+    """
     import pandas as pd
 
     grades, pairs = [], []
-    for (kind, row), ans in zip(meta, answers):
+    for i, ((kind, row), ans) in enumerate(zip(meta, answers)):
         text = ans.text or ""
+        echo_of = [content for _role, content in calls[i].messages] if calls is not None else None
         if kind == "pair":
-            pick = parse_pick(text)
+            pick = parse_pick(text, echo_of)
             first, second = (human, row["llm_source"]) if row["order"] == HUMAN_FIRST else (row["llm_source"], human)
             picked = "" if pick is None else (first if pick == "A" else second)
             pairs.append({**row, "pick": pick or "", "picked": picked, "finish_reason": ans.finish_reason or "", "answer": text})
             continue
-        grade, offset = parse_grade(text, prompt)
-        if prompt == "digit":
-            exp, mass, note = expected_from_choices(ans.choice_logprobs)
-        else:
-            exp, mass, note = expected_grade(ans.top_logprobs, text, offset)
-        grades.append({**row, "mode": "grade" if kind == "grade" else "disclosure", "grade": float("nan") if grade is None else float(grade),
-                       "expected": exp, "grade_mass": mass, "expected_note": note, "finish_reason": ans.finish_reason or "", "answer": text})  # fmt: skip
+        grade, offset = parse_grade(text, prompt, echo_of)
+        exp, mass, note = expected_for(ans, offset, prompt)
+        mode = "grade" if kind == "grade" else "disclosure"
+        value = float("nan") if grade is None else float(grade)
+        grades.append(
+            {
+                **row,
+                "mode": mode,
+                "grade": value,
+                "expected": exp,
+                "grade_mass": mass,
+                "expected_note": note,
+                "finish_reason": ans.finish_reason or "",
+                "answer": text,
+            }
+        )
     return pd.DataFrame(grades, columns=list(GRADE_COLUMNS)), pd.DataFrame(pairs, columns=list(PAIR_COLUMNS))
 
 
@@ -133,5 +150,5 @@ def ask(client: Any, dataset: Any, items: Any, settings: JudgeSettings) -> tuple
     calls, meta = build_calls(dataset, items, settings)
     with progress.task("judging", total=len(calls), unit="calls") as bar:
         answers = client.answer(calls, task=bar) if calls else []
-    grades, pairs = parse_answers(meta, answers, dataset.human_source, settings.prompt)
+    grades, pairs = parse_answers(meta, answers, dataset.human_source, settings.prompt, calls)
     return grades, pairs, {"calls": len(calls), "cached": sum(1 for a in answers if getattr(a, "cached", False))}

@@ -13,8 +13,14 @@ ignored the prompt must show, not grade everything 0).
 "answer with the final score only, one digit": the grade is then the answer's first token, so its
 probability over ``0``–``3`` is read directly (``Call.choices``: exact for a local model, from the
 first token's top log-probabilities for a server), and the answer's leading digit is the grade.
-Small models that cannot follow UMBRELA's ``##final score:`` format still give a distribution
-over the grades this way (how good a judge that makes them is another matter: the guide says).
+Small models that cannot follow UMBRELA's ``##final score:`` format often give a grade this way;
+those that answer something else (a list marker ``1.``, a refusal) are unparseable, and their
+first token's probabilities over the grades are not read as a grade (see *Expected grade*).
+
+**Parsing.** The grade, the pick and their rules are the parsers ``umbrela-grade``,
+``digit-grade`` and ``ab-pick`` of :mod:`sourcebias.llmcalls.parsers` (UMBRELA's own patterns and
+its last-match rule; a reasoning block and echoes of the prompt are not read; an answer with no
+grade is unparseable where UMBRELA's parser gives 0).
 
 **Disclosure.** The same prompt with one line after the passage that says who wrote it (a human,
 or an AI language model): the same passage graded under both labels measures how far the label
@@ -24,12 +30,18 @@ alone moves the grade.
 pair is asked in both orders, so the position effect and the source preference are estimated
 apart (see :mod:`sourcebias.judges.stats`).
 
-**Expected grade.** Where the backend returns the top log-probabilities of each generated token,
-the grade token's distribution over ``0``–``3`` gives the expected grade ``Σ g·p(g) / Σ p(g)``
-(the probabilities renormalised over the grade tokens among the top k; their total mass is kept).
-The grade token is found by rebuilding the answer from the most probable token at each step; an
-answer whose tokens cannot be aligned with its text, or whose grade token has no grade among its
-top k, has no expected grade (counted), never a guessed one.
+**Expected grade.** Where the backend returns log-probabilities, the distribution over ``0``–``3``
+of the token the grade was parsed from gives the expected grade ``Σ g·p(g) / Σ p(g)`` (the
+probabilities renormalised over the grade tokens among the top k; their total mass is kept). It is
+computed only for an answer whose grade was parsed, so the grade and the expected grade leave out
+the same answers (plus those without log-probabilities): with the digit prompt from the first
+token's grade probabilities when the answer starts with its grade, otherwise (and with UMBRELA's
+prompt) from the grade token, found by rebuilding the answer from the most probable token at each
+step. An answer whose tokens cannot be aligned with its text, or whose grade token has no grade
+among its top k, has no expected grade (counted), never a guessed one; nor has one whose grade
+tokens hold under :data:`MIN_GRADE_MASS` (half) of that token's probability: a distribution the
+model did not put on the grades (a refusal's first token "I", with 5% left on "3" and "1") is not
+its grade. Such answers are counted under that reason, with their mass kept in the table.
 """
 
 from __future__ import annotations
@@ -38,6 +50,8 @@ import math
 import re
 from collections.abc import Sequence
 from typing import Any
+
+from sourcebias.llmcalls.parsers import PARSERS, Prompt, grade_is_first_token
 
 GRADES = (0, 1, 2, 3)
 
@@ -65,6 +79,13 @@ UMBRELA_ENDING = "Do not provide any code in result. Provide each score in the f
 DIGIT_ENDING = "Answer with the final score (O) only: a single digit, 0, 1, 2 or 3, without any other text."
 PROMPTS = ("umbrela", "digit")
 GRADE_CHOICES = ("0", "1", "2", "3")
+#: the parser of each prompt's answers (:data:`sourcebias.llmcalls.parsers.PARSERS`)
+GRADE_PARSERS = {"umbrela": "umbrela-grade", "digit": "digit-grade"}
+#: an expected grade is given only where the grade tokens hold at least this share of the grade
+#: token's probability (among the top k listed): below it the model did not put its answer on the
+#: grades, and their renormalised distribution is not its grade (module docstring)
+MIN_GRADE_MASS = 0.5
+LOW_MASS = f"grade tokens hold under {MIN_GRADE_MASS:g} of the probability"
 
 #: the disclosed author, by label
 DISCLOSURES = {"human": "This passage was written by a human.", "ai": "This passage was written by an AI language model."}
@@ -76,24 +97,6 @@ PAIRWISE_PROMPT = (
     "Passage B: {b}\n\n"
     "Answer with one letter only: A or B."
 )
-
-#: UMBRELA's answer patterns (its ``parse_fewshot_response``) that name the final score, in order,
-#: after the format its zero-shot prompt asks for; the first match wins
-_GRADE_PATTERNS = tuple(
-    re.compile(p, re.IGNORECASE)
-    for p in (
-        r"final[ _]score\W{0,4}([0-3])\b",
-        r"\"?\bo\"?\s*[:=]\s*([0-3])\b",
-        r"overall(?:[ _]score)?\"?\s*[:=]\s*([0-3])\b",
-        r"\bscore\"?\s*[:=]\s*([0-3])\b",
-        r"relevance category(?: is| would be|:)?\s*([0-3])\b",
-        r"\bcategory\s*([0-3])\b",
-    )
-)
-_BARE_GRADE = re.compile(r"^\W*([0-3])\W*$")
-#: the digit variant: an answer that starts with a grade digit not followed by a digit or a list's "." ("2", "2 - relevant"; not "1. 0 = ...")
-_LEADING_GRADE = re.compile(r"^\s*([0-3])(?![\d.])")
-_PAIR_PATTERNS = (re.compile(r"^\W*(?:passage\s+)?([AB])\b"), re.compile(r"\b(?:passage|answer)\s*:?\s*([AB])\b", re.IGNORECASE))
 
 
 def grade_messages(query: str, passage: str, disclosure: str | None = None, prompt: str = "umbrela") -> tuple[tuple[str, str], ...]:
@@ -120,37 +123,27 @@ def pair_messages(query: str, a: str, b: str) -> tuple[tuple[str, str], ...]:
     return (("user", PAIRWISE_PROMPT.format(query=query, a=a, b=b)),)
 
 
-def parse_grade(text: str, prompt: str = "umbrela") -> tuple[int | None, int | None]:
-    """The grade an answer gives, and where its digit is.
-
-    The rule: the first of UMBRELA's patterns that matches (``##final score: 2``, ``"O": 2``,
-    ``score: 2``, ``category 2``; case-insensitive), else an answer that is one digit 0–3 and
-    nothing else; with the ``digit`` prompt, also an answer that starts with a grade digit (not a
-    list number such as ``1.``). Anything else is unparseable (``None``), never a default grade.
-
-    Args:
-        text: The model's answer.
-        prompt: The prompt it answers (``umbrela`` or ``digit``).
-
-    Returns:
-        ``(grade, character offset of its digit)``, or ``(None, None)``.
-    """
-    patterns = (_LEADING_GRADE, *_GRADE_PATTERNS) if prompt == "digit" else (*_GRADE_PATTERNS, _BARE_GRADE)
-    for pattern in patterns:
-        m = pattern.search(text)
-        if m:
-            return int(m.group(1)), m.start(1)
-    return None, None
+def _with_template(echo_of: Prompt, template: str, *extra: str) -> list[str]:
+    """The prompt an answer must not be read from: ``echo_of`` (the call's messages) and always
+    the fixed text of ``template`` (its parts between the fields), so that an echo of the
+    instructions is caught even when the caller does not pass the prompt."""
+    given = [echo_of] if isinstance(echo_of, str) else list(echo_of or ())
+    return [*given, *(part for part in re.split(r"\{\w+\}", template) if part.strip()), *extra]
 
 
-def parse_pick(text: str) -> str | None:
-    """``"A"`` or ``"B"``: the answer's first letter when it is A or B (after punctuation or the
-    word *passage*), else ``Passage B`` / ``Answer: A`` anywhere; ``None`` when neither."""
-    for pattern in _PAIR_PATTERNS:
-        m = pattern.search(text.strip())
-        if m:
-            return m.group(1).upper()
-    return None
+def parse_grade(text: str | None, prompt: str = "umbrela", echo_of: Prompt = None) -> tuple[int | None, int | None]:
+    """The grade an answer gives and where its digit is: the ``umbrela-grade`` parser for UMBRELA's
+    prompt, ``digit-grade`` for the digit variant (:mod:`sourcebias.llmcalls.parsers`, where the
+    rules and their differences from UMBRELA's own parser are). ``echo_of``: the prompt (with the
+    template's own text always added), whose echoes are not read. Returns ``(grade, offset)`` or
+    ``(None, None)`` (unparseable)."""
+    return PARSERS[GRADE_PARSERS[prompt]](text, _with_template(echo_of, UMBRELA_PROMPT, DIGIT_ENDING))
+
+
+def parse_pick(text: str | None, echo_of: Prompt = None) -> str | None:
+    """``"A"``, ``"B"`` or ``None``: the ``ab-pick`` parser (:func:`sourcebias.llmcalls.parsers.parse_pick`)
+    with the pairwise prompt (and its template's own text) as what the answer must not echo."""
+    return PARSERS["ab-pick"](text, _with_template(echo_of, PAIRWISE_PROMPT))
 
 
 def _token_at(top_logprobs: Sequence[dict[str, float]], text: str, offset: int) -> int | None:
@@ -170,7 +163,7 @@ def _token_at(top_logprobs: Sequence[dict[str, float]], text: str, offset: int) 
 
 
 def expected_grade(top_logprobs: Sequence[dict[str, float]] | None, text: str, offset: int | None) -> tuple[float, float, str]:
-    """The expected grade from the grade token's top log-probabilities.
+    """The expected grade from the top log-probabilities of the token the parse found the grade in.
 
     Args:
         top_logprobs: Per generated token ``{token text: logprob}`` (``None``: the backend gave none).
@@ -179,14 +172,14 @@ def expected_grade(top_logprobs: Sequence[dict[str, float]] | None, text: str, o
 
     Returns:
         ``(expected grade, probability mass of the grade tokens, note)``; NaN and the reason
-        (``no log-probabilities``, ``unparsed``, ``tokens do not align``, ``no grade token in the
+        (``unparsed``, ``no log-probabilities``, ``tokens do not align``, ``no grade token in the
         top k``) when it cannot be computed; the note is empty otherwise.
     """
     nan = float("nan")
-    if not top_logprobs:
-        return nan, nan, "no log-probabilities"
     if offset is None:
         return nan, nan, "unparsed"
+    if not top_logprobs:
+        return nan, nan, "no log-probabilities"
     i = _token_at(top_logprobs, text, offset)
     if i is None:
         return nan, nan, "tokens do not align with the text"
@@ -202,8 +195,9 @@ def expected_grade(top_logprobs: Sequence[dict[str, float]] | None, text: str, o
 
 
 def expected_from_choices(choice_logprobs: dict[str, float | None] | None) -> tuple[float, float, str]:
-    """The expected grade from ``log P(g | prompt)`` of the grades ``0``–``3`` (``Call.choices``),
-    renormalised over the grades whose value is known; ``(NaN, NaN, reason)`` when none is."""
+    """The expected grade from ``log P(g | prompt)`` of the grades ``0``–``3`` (``Call.choices``: the
+    first generated token's), renormalised over the grades whose value is known; ``(NaN, NaN,
+    reason)`` when none is."""
     nan = float("nan")
     if not choice_logprobs:
         return nan, nan, "no log-probabilities"
@@ -214,6 +208,34 @@ def expected_from_choices(choice_logprobs: dict[str, float | None] | None) -> tu
     return sum(g * p for g, p in probs.items()) / mass, mass, ""
 
 
+def expected_for(answer: Any, offset: int | None, prompt: str = "umbrela") -> tuple[float, float, str]:
+    """The expected grade of one answer, only where its grade was parsed, from the token it was
+    parsed from: the first token's grade probabilities (``Call.choices``) when the digit prompt's
+    answer starts with its grade, the grade token's top log-probabilities otherwise. An answer
+    with no grade has none (note ``unparsed``, the grade's own reason), and neither has one whose
+    grade tokens hold under :data:`MIN_GRADE_MASS` of the probability (note :data:`LOW_MASS`; its
+    mass is kept).
+
+    Args:
+        answer: The :class:`~sourcebias.llmcalls.Answer` (text, top and choice log-probabilities).
+        offset: Where :func:`parse_grade` found the grade digit (``None``: unparsed).
+        prompt: ``umbrela`` or ``digit``.
+
+    Returns:
+        ``(expected grade, grade tokens' probability mass, note)`` (NaN and the reason when none).
+    """
+    text = answer.text or ""
+    if offset is None:
+        return float("nan"), float("nan"), "unparsed"
+    if prompt == "digit" and grade_is_first_token(text, offset):
+        exp, mass, note = expected_from_choices(answer.choice_logprobs)
+    else:
+        exp, mass, note = expected_grade(answer.top_logprobs, text, offset)
+    if not note and mass < MIN_GRADE_MASS:
+        return float("nan"), mass, LOW_MASS
+    return exp, mass, note
+
+
 def describe_prompts() -> dict[str, Any]:
     """The prompt texts and parsing rules, for the manifest and ``judge.json``."""
     return {
@@ -222,6 +244,13 @@ def describe_prompts() -> dict[str, Any]:
         "digit_ending": DIGIT_ENDING,
         "disclosures": dict(DISCLOSURES),
         "pairwise_template": PAIRWISE_PROMPT,
-        "grade_rule": "first of UMBRELA's score patterns, else a bare digit 0-3; anything else unparseable (counted, left out)",
-        "pick_rule": "the first letter A/B (after punctuation or 'passage'), else 'passage X' / 'answer: X'; anything else unparseable",
+        "grade_parser": dict(GRADE_PARSERS),
+        "grade_rule": "UMBRELA's score patterns in its order, the last match of the first that matches (castorini/umbrela parse_fewshot_response, "
+        "without its any-digit catch-all), else a lone digit 0-3; digit prompt: a leading grade digit first; after a <think> block, not inside an echo "
+        "of the prompt; anything else unparseable (counted, left out; UMBRELA's grade 0)",
+        "pick_parser": "ab-pick",
+        "pick_rule": "the leading letter A/B (not the article), else the letter stated ('the answer is B', 'passage A is more relevant'), else the passage "
+        "named; 'A or B' / 'A and B', echoes of the prompt and disagreeing letters unparseable",
+        "expected_grade_rule": f"parsed answers only, from the token the grade was parsed from; none where the grade tokens hold under {MIN_GRADE_MASS:g} "
+        "of that token's probability (among the top k)",
     }

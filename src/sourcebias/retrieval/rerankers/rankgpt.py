@@ -8,10 +8,13 @@ re-ordering its passages in place, so that good passages rise window by window (
 RankGPT and castorini's rank_llm: windows ``[depth - window, depth)``, then ``step`` higher, the
 last one starting at the top).
 
-Answers are repaired by RankGPT's rule (rank_llm's ``receive_permutation``): every run of digits
-is an identifier; identifiers outside ``1..n`` are dropped, repeated ones kept at their first
-place, and passages the answer leaves out are appended in the order they were shown. An answer
-with no identifier at all leaves the window as it was shown. Each kind of repair is **counted**
+Answers are repaired by RankGPT's rule (rank_llm's ``receive_permutation``; the parser
+``rankgpt-permutation``, :func:`sourcebias.llmcalls.parsers.parse_permutation`): every run of
+digits is an identifier; identifiers outside ``1..n`` are dropped, repeated ones kept at their
+first place, and passages the answer leaves out are appended in the order they were shown. An
+answer with no identifier at all leaves the window as it was shown. A reasoning model's
+``<think>`` block is not read (as rank_llm), nor an echo of the conversation ("Received passage
+[10].", unlike rank_llm): such an answer has no identifier. Each kind of repair is **counted**
 in ``run.info`` (and the evaluate output says how many answers needed one): a re-ranker that
 ignored the prompt shows as unparseable answers, not as a result.
 
@@ -36,7 +39,6 @@ path; its prompt and repair rule are reproduced here and cited.
 
 from __future__ import annotations
 
-import re
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -48,6 +50,7 @@ from sourcebias.clustered.design import cyclic_orders, order_balance
 from sourcebias.core import progress
 from sourcebias.core.errors import ConfigError
 from sourcebias.data.corpus import join_title_text
+from sourcebias.llmcalls.parsers import parse_permutation
 from sourcebias.retrieval.base import Stage
 from sourcebias.retrieval.rerankers.llm_common import LLM_PARAMS, cut_words, open_llm, position_source_fit
 from sourcebias.retrieval.run import Run
@@ -56,7 +59,12 @@ from sourcebias.retrieval.stages import append_stage_info
 from sourcebias.retrieval.ties import TieRule
 
 SYSTEM = "You are RankGPT, an intelligent assistant that can rank passages based on their relevancy to the query."
-REPAIR_RULE = "digits runs are ids; ids outside 1..n dropped; repeats kept at first place; missing ids appended in shown order; no id: shown order"
+REPAIR_RULE = (
+    "after any <think> block and outside echoes of the conversation, digits runs are ids; ids outside 1..n dropped; repeats kept at first place; "
+    "missing ids appended in shown order; no id: shown order"
+)
+
+__all__ = ["RankGPTReranker", "borda", "input_orders", "parse_permutation", "rankgpt_messages", "sliding_windows"]
 
 
 def rankgpt_messages(query: str, passages: Sequence[str]) -> tuple[tuple[str, str], ...]:
@@ -81,26 +89,6 @@ def rankgpt_messages(query: str, passages: Sequence[str]) -> tuple[tuple[str, st
         )
     )
     return tuple(msgs)
-
-
-def parse_permutation(text: str, n: int) -> tuple[list[int], dict[str, int]]:
-    """A permutation of ``0..n-1`` (best first) from an answer, and what was repaired.
-
-    Returns ``(order, counts)`` with ``counts`` = ``{"unknown": ids outside 1..n, "duplicates":
-    repeated ids, "missing": ids appended}``; see the module for the rule.
-    """
-    ids = [int(x) - 1 for x in re.findall(r"\d+", text)]
-    seen: list[int] = []
-    unknown = duplicates = 0
-    for i in ids:
-        if not 0 <= i < n:
-            unknown += 1
-        elif i in seen:
-            duplicates += 1
-        else:
-            seen.append(i)
-    missing = [i for i in range(n) if i not in seen]
-    return seen + missing, {"unknown": unknown, "duplicates": duplicates, "missing": len(missing) if seen else n}
 
 
 def sliding_windows(n: int, window: int, step: int) -> list[tuple[int, int]]:
@@ -204,9 +192,9 @@ class RankGPTReranker(Stage):
                 meta.append((qid, start, end, k, shown))
         answers = self.client.answer(calls, task=task)
         per_window: dict[str, list[list[int]]] = {}
-        for (qid, start, end, k, shown), ans in zip(meta, answers):
+        for (qid, start, end, k, shown), call, ans in zip(meta, calls, answers):
             n = end - start
-            order, fixes = parse_permutation(ans.text, n)
+            order, fixes = parse_permutation(ans.text, n, [content for _role, content in call.messages])
             repaired = any(fixes.values())
             counts.update(
                 {"answers": 1, "unparseable": int(fixes["missing"] == n and n > 0), "repaired": int(repaired), "length_cut": int(ans.finish_reason == "length")}
