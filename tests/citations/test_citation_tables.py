@@ -58,7 +58,7 @@ def test_answers_to_rows(corpus, rule):
 @pytest.mark.parametrize("rule", ["keep", "drop"])
 def test_an_answer_citing_only_numbers_out_of_range_cites_nothing(corpus, rule):
     # issue 38 point 9b: under uncited=drop, "[7]" with k = 3 was kept (as citing none of its passages) before
-    contexts = build_contexts({"q1": [1, 0, 3], "q2": [2, 3, 0]}, orders=1, seed=0)
+    contexts = build_contexts({"q1": [1, 0, 3], "q2": [2, 3, 0]}, orders=1)
     answers = [Answer("Yes [1].", "stop"), Answer("It was in 2023 [7][9].", "stop")]
     passages, calls = tables(contexts, answers, corpus, rule)
     assert list(calls["status"]) == ["cited", "out_of_range"] and list(calls["citations"]) == ["1", ""]
@@ -76,7 +76,7 @@ def test_echoes_of_the_prompt_are_not_citations(corpus):
     from sourcebias.citations.prompt import DEMONSTRATION
     from sourcebias.citations.study import calls_for
 
-    contexts = build_contexts({"q1": [1, 0, 3]}, orders=1, seed=0)
+    contexts = build_contexts({"q1": [1, 0, 3]}, orders=1)
     calls = calls_for(contexts, corpus, {"q1": "which?"}, CiteSettings(k=3))
     echo = f"{DEMONSTRATION[2]} When citing several search results, use [1][2][3]."
     passages, frame = tables(contexts, [Answer(echo + " Also text a [2].", "stop")], corpus, "keep", calls)
