@@ -94,3 +94,19 @@ def test_kendall_gives_no_p_for_two_systems():
     two = kendall([0.3, 0.5], [0.2, 0.4])
     assert two["tau"] == 1.0 and math.isnan(two["p"]) and "no p" in two["note"]
     assert kendall([1, 2, 3], [1, 2, 3])["p"] == pytest.approx(1 / 3)  # 3 systems: scipy's exact p
+
+
+def test_orderings_compare_systems_on_their_common_queries():
+    """Issue 38, point 8: under the assessors' qrels a and b are ordered on queries 1-4, under the
+    judge's on 3-4 only; compared on all of each side's queries the two orderings disagree (a's
+    mean 0.55 > b's 0.425 under the assessors, a < b under the judge), on the common ones (3, 4) they
+    agree: a 0.2 < b 0.3 under both."""
+    from sourcebias.judges.protocol import ordering
+
+    assessors = {"a": {"1": 0.9, "2": 0.9, "3": 0.1, "4": 0.3}, "b": {"1": 0.5, "2": 0.6, "3": 0.3, "4": 0.3}, "c": {"1": 0.0, "2": 0.0, "3": 0.0, "4": 0.1}}
+    judge = {"a": {"3": 0.2, "4": 0.2}, "b": {"3": 0.4, "4": 0.2}, "c": {"3": 0.0, "4": 0.0}}
+    row = ordering(assessors, judge, ["a", "b", "c"], "judge-human", "NDCG@10")
+    # common queries 3 and 4: assessors a 0.2, b 0.3, c 0.05; judge a 0.2, b 0.3, c 0.0: the same order, tau 1
+    assert (row["queries"], row["queries_assessors"], row["queries_judge"]) == (2, 4, 2)
+    assert row["tau"] == pytest.approx(1.0) and row["p"] == pytest.approx(1 / 3)  # 3 systems: scipy's exact p
+    assert "on the 2 queries both qrels evaluate (assessors 4, judge 2)" in row["note"]
