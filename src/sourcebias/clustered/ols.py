@@ -110,9 +110,10 @@ def clustered_ols(y: Any, design: np.ndarray, names: Sequence[str], groups: Any,
         out.refused = "collinear: " + dependency_text(groups_of)
         return out
     out.interval_refused = interval_refusal(queries, level)
-    fit = sm.OLS(y, x).fit(cov_type="cluster", cov_kwds={"groups": codes}, use_t=True) if queries > 1 else sm.OLS(y, x).fit()
+    # too few queries: the coefficients only (a clustered covariance on 1-4 queries can be degenerate, and is not reported)
+    fit = sm.OLS(y, x).fit() if out.interval_refused else sm.OLS(y, x).fit(cov_type="cluster", cov_kwds={"groups": codes}, use_t=True)
     out.fit = fit
-    ci = np.asarray(fit.conf_int(alpha=1 - level)) if queries > 1 else np.full((len(names), 2), np.nan)
+    ci = np.full((len(names), 2), np.nan) if out.interval_refused else np.asarray(fit.conf_int(alpha=1 - level))
     for i, n in enumerate(names):
         e = Estimate(estimate=float(fit.params[i]), level=level, method=METHOD, p_method="t test of the clustered fit, G − 1 df", items=len(y), queries=queries)
         if out.interval_refused:
