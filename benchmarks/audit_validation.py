@@ -1,12 +1,15 @@
 """Does `sourcebias audit` recover the true source bias when the sources are hidden? Each of nq-utd
 and nfcorpus is audited with a detector calibrated on the *other* dataset's twins (nothing from
-the audited dataset's labels), for BM25 and MiniLM; the naive and the corrected Share@10 and
+the audited dataset's labels), or with ``--calibrate-on same`` on held-out twins of the audited
+dataset itself (in domain), for BM25 and MiniLM; the naive and the corrected Share@10 and
 ΔNDSR@10 are set beside the true values (from the audited corpus's source labels, which the audit
-never reads), with the transfer check's verdict and the issue's targets (Share@10 within ±0.05
-with a 95% CI that covers the truth and is at most ±0.10 wide; ΔNDSR@10 within ±0.10).
+never reads), with the transfer check's verdict, what the audit calls the corrected figure
+(ok, IMPRECISE, UNRELIABLE: calibrated on another domain, or a failed check) and the issue's
+targets (Share@10 within ±0.05 with a 95% CI that covers the truth and is at most ±0.10 wide;
+ΔNDSR@10 within ±0.10).
 
     python benchmarks/audit_validation.py -o OUT --evaluate-nq-utd EVAL_NQ --evaluate-nfcorpus EVAL_NF
-        [--detector builtin | --detector fast-detectgpt:lm:smollm2,max_tokens=64] [--max-pairs 300] [--max-queries 80]
+        [--detector builtin | --detector fast-detectgpt:lm:smollm2,max_tokens=64] [--max-pairs 300] [--max-queries 80] [--calibrate-on other|same]
 
 EVAL_*: `sourcebias evaluate DATASET -r bm25 -r minilm` folders (nfcorpus with --split dev). Writes
 one audit folder per audited dataset (OUT/<audited>: the command's own folder) and prints the
@@ -36,8 +39,17 @@ def row_line(audited: str, calibrated: str, r: dict, check: dict) -> str:
     err = None if r["corrected"] is None else r["corrected"] - r["true"]
     hit = err is not None and abs(err) <= TARGETS[r["quantity"]] and (s or (r["corrected_covers"] and (r["corrected_high"] - r["corrected_low"]) / 2 <= 0.10))
     verdict = "passed" if check["passed"] else f"**flagged** (p = {check['p_value']:.3g})"
+    reason = r.get("unreliable_reason") or ""
+    called = (
+        ("UNRELIABLE (" + ("another domain" if reason.startswith("calibrated on another domain") else "the check") + ")")
+        if not r["reliable"]
+        else "IMPRECISE"
+        if r.get("precise") is False
+        else "ok"
+    )
+    covers = {True: "yes", False: "no", None: "–"}[r["corrected_covers"]]
     return (f"| {audited} | {calibrated} | {r['run']} | {r['measure']} | {fmt(r['naive'], s)} | {fmt(r['corrected'], s)} {ci} | {fmt(r['true'], s)} | {fmt(err, True)} | "
-            f"{'yes' if hit else 'no'} | {verdict} |")  # fmt: skip
+            f"{covers} | {'yes' if hit else 'no'} | {verdict} | {called} |")  # fmt: skip
 
 
 def reference_file(audited: str, n: int, output: Path) -> Path:
@@ -56,8 +68,8 @@ def reference_file(audited: str, n: int, output: Path) -> Path:
 
 
 HEADER = [
-    "| audited | calibrated on | run | measure | naive | corrected [95% CI] | true | corrected − true | target met | transfer check |",
-    "|---|---|---|---|---:|---:|---:|---:|---|---|",
+    "| audited | calibrated on | run | measure | naive | corrected [95% CI] | true | corrected − true | CI covers | target met | transfer check | corrected is |",
+    "|---|---|---|---|---:|---:|---:|---:|---|---|---|---|",
 ]
 
 
@@ -71,6 +83,9 @@ def main() -> None:
     ap.add_argument("--max-queries", type=int, default=80)
     ap.add_argument("--resamples", type=int, default=2000)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument(
+        "--calibrate-on", choices=("other", "same"), default="other", help="the other dataset's twins, or held-out twins of the audited dataset (in domain)"
+    )
     ap.add_argument(
         "--human-reference",
         type=int,
@@ -86,6 +101,7 @@ def main() -> None:
     lines = list(HEADER)
     t0 = time.perf_counter()
     for audited, other in (("nq-utd", "nfcorpus"), ("nfcorpus", "nq-utd")):
+        other = audited if args.calibrate_on == "same" else other
         if folders[audited] is None:
             continue  # that direction is not asked for
         builtin = args.detector == "builtin"
@@ -99,7 +115,8 @@ def main() -> None:
     ref = f"; Sp from {args.human_reference} human documents of the audited corpus" if args.human_reference else ""
     text = "\n".join(
         [
-            f"Detector: {args.detector}; calibration: {args.max_pairs} twin pairs of the other dataset{ref}; {args.max_queries} queries (seeded sample) × top 10; {args.resamples} resamples, seed {args.seed}.",
+            f"Detector: {args.detector}; calibration: {args.max_pairs} twin pairs of {'the other' if args.calibrate_on == 'other' else 'the audited'} dataset{ref}; "
+            f"{args.max_queries} queries (seeded sample) × top 10; {args.resamples} resamples, seed {args.seed}.",
             "",
         ]
         + lines

@@ -62,8 +62,8 @@ def raw_run(url: str, bodies: list[dict], concurrency: int) -> tuple[float, int]
 
 
 def ours_run(url: str, corpus_dir: Path, settings, concurrency: int) -> tuple[float, int]:
-    from sourcebias.generation.backends.openai import OpenAIBackend
     from sourcebias.generation.rewrite import resolve_target, rewrite_corpus
+    from sourcebias.llmcalls.backends.openai import OpenAIBackend
 
     backend = OpenAIBackend([url], "smollm2", concurrency=concurrency, timeout=600)
     try:

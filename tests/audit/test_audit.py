@@ -21,6 +21,7 @@ from sourcebias.retrieval.run import Run
 
 SE, SP = 0.85, 0.75
 BETA = (3.0, 5.0)  # each query's true LLM share in its top k ~ Beta(3, 5): population mean 3/8
+IN_DOMAIN = "audited"  # simulated(): the audited flags follow the calibration's Se and Sp, so its twins are of the audited domain
 POP_SHARE = BETA[0] / sum(BETA)
 
 
@@ -333,9 +334,9 @@ def test_audit_without_source_labels_reports_no_truth():
     run, det, _, _flagged = simulated(6, queries=20)
     unlabelled = Corpus.keys_only(run.corpus.doc_ids, ["web"] * len(run.corpus), source_order=["web"])
     blind = Run(unlabelled, "blind", run.positions, run.scores)
-    res = audit({"blind": blind}, det, AuditSettings(resamples=200), human_source="human")
+    res = audit({"blind": blind}, det, AuditSettings(resamples=200), human_source="human", calibration_domain=IN_DOMAIN)
     assert not res.has_truth and all(r["true"] is None and r["corrected_covers"] is None for r in res.rows)
-    labelled = audit({"sim": run}, det, AuditSettings(resamples=200), human_source="human")
+    labelled = audit({"sim": run}, det, AuditSettings(resamples=200), human_source="human", calibration_domain=IN_DOMAIN)
     assert [r["naive"] for r in res.rows] == [r["naive"] for r in labelled.rows]  # the audit never reads the sources
 
 
@@ -353,10 +354,23 @@ def test_a_corrected_figure_whose_interval_cannot_pin_it_down_is_marked_imprecis
         AuditSettings(max_half_width=0)
     out = tmp_path / "audit"
     i = audit_inputs
-    args = ["audit", str(i["eval"]), *score_args(i), "--k", "3", "--resamples", "300", "-o", str(out)]
+    args = [
+        "audit",
+        str(i["eval"]),
+        *score_args(i),
+        "--k",
+        "3",
+        "--resamples",
+        "300",
+        "--calibration-domain",
+        "audited",
+        "-o",
+        str(out),
+    ]  # in domain by the user's word
     code, stdout, err = run_cli(args, capsys)
     assert code in (0, None), err
     result = load_audit(out)
+    assert result.domain["domain"] == "audited" and result.domain["how"].startswith("the user's word")
     for r in result.rows:  # the rule, recomputed here from each row's own interval and scale
         half = (r["corrected_high"] - r["corrected_low"]) / 2
         assert r["precise"] is (half <= (0.10 if r["quantity"] == "Share" else 0.20))

@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 import pytest
-from test_audit import run_cli, score_args, score_file, simulated, tiny_dataset
+from test_audit import IN_DOMAIN, run_cli, score_args, score_file, simulated, tiny_dataset
 
 from sourcebias.audit import AuditSettings, audit
 from sourcebias.audit.correction import interval_refusal
@@ -20,7 +20,7 @@ def _with_reference(seed: int = 4):
     run, det, is_llm, flagged = simulated(seed, queries=60)
     humans = [i for i in range(len(run.corpus)) if not is_llm.ravel()[i]][:40]
     ref = [(run.corpus.doc_ids[i], run.corpus.source_of(i)) for i in humans]
-    res = audit({"sim": run}, det, AuditSettings(resamples=300, check_resamples=50), human_source="human", reference=ref)
+    res = audit({"sim": run}, det, AuditSettings(resamples=300, check_resamples=50), human_source="human", calibration_domain=IN_DOMAIN, reference=ref)
     return res, det, 1 - flagged[humans].mean()
 
 
@@ -39,7 +39,7 @@ def test_caption_and_figure_give_the_sp_the_correction_used():
 
 def test_without_a_reference_set_the_title_is_as_before():
     run, det, _, _ = simulated(4, queries=60)
-    res = audit({"sim": run}, det, AuditSettings(resamples=300, check_resamples=50), human_source="human")
+    res = audit({"sim": run}, det, AuditSettings(resamples=300, check_resamples=50), human_source="human", calibration_domain=IN_DOMAIN)
     se, sp = res.detector["sensitivity"], res.detector["specificity"]
     assert audit_title(res) == f"Audit with simulated (Se = {se:.2f}, Sp = {sp:.2f}, threshold 0.5); bars: 95% bootstrap CIs"
     assert f"Se = {se:.3f}, Sp = {sp:.3f}, AUC" in caption(res) and "Sp from the calibration twins." in caption(res)
@@ -55,7 +55,7 @@ def test_the_interval_rule_by_hand():
 
 def test_an_audit_of_one_query_gives_no_interval_and_says_so():
     run, det, is_llm, flagged = simulated(6, queries=1)
-    res = audit({"sim": run}, det, AuditSettings(resamples=300, check_resamples=50), human_source="human")
+    res = audit({"sim": run}, det, AuditSettings(resamples=300, check_resamples=50), human_source="human", calibration_domain=IN_DOMAIN)
     share = res.row("sim", "Share@10")
     assert share["queries"] == 1 and share["naive"] == pytest.approx(flagged[:10].mean())  # the one query's share, by hand
     assert share["true"] == pytest.approx(is_llm[0].mean())
@@ -71,7 +71,7 @@ def test_an_audit_of_one_query_gives_no_interval_and_says_so():
 
 def test_five_queries_get_an_interval():
     run, det, _, _ = simulated(6, queries=5)
-    res = audit({"sim": run}, det, AuditSettings(resamples=300, check_resamples=50), human_source="human")
+    res = audit({"sim": run}, det, AuditSettings(resamples=300, check_resamples=50), human_source="human", calibration_domain=IN_DOMAIN)
     assert all(r["naive_low"] is not None and r["naive_low"] < r["naive_high"] for r in res.rows)
 
 

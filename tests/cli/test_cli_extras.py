@@ -72,6 +72,20 @@ def test_a_neural_retriever_on_a_core_install_names_the_extra(cocktail_dir, tmp_
 
 
 @pytest.mark.parametrize(
+    ("spec", "extra", "missing"),
+    [("bm25>>rankgpt:smollm2,depth=5", "neural", "PyTorch, transformers"), ("bm25>>llm-yesno:openai:m@http://localhost:1/v1", "generate", "httpx")],
+)
+def test_an_llm_stage_on_a_core_install_names_the_extra_its_model_needs(cocktail_dir, tmp_path, spec, extra, missing):
+    code, out, err = core_cli(["evaluate", cocktail_dir, "-r", spec, "--k", "1"], tmp_path)
+    stage = spec.split(">>")[-1]
+    assert (code, err.strip()) == (
+        2,
+        f"Error: --retriever {stage} needs the '{extra}' extra, which is not installed ({missing} missing): pip install 'sourcebias[{extra}]'",
+    )
+    assert "documents" not in out
+
+
+@pytest.mark.parametrize(
     ("args", "blocked", "line"),
     [
         (
@@ -114,6 +128,22 @@ def test_evaluate_on_a_core_install_says_why_no_figure_was_drawn(cocktail_dir, t
         (
             ["generate", "DATA", "--name", "x", "--model", "smollm2"],
             "sourcebias generate needs the 'neural' extra, which is not installed (PyTorch, transformers missing): pip install 'sourcebias[neural]'",
+        ),
+        (
+            ["judge", "DATA", "--judge", "smollm2", "-o", "out"],
+            "sourcebias judge needs the 'neural' extra, which is not installed (PyTorch, transformers missing): pip install 'sourcebias[neural]'",
+        ),
+        (
+            ["judge", "DATA", "--judge", "openai:m@http://localhost:1/v1", "-o", "out"],
+            "sourcebias judge needs the 'generate' extra, which is not installed (httpx missing): pip install 'sourcebias[generate]'",
+        ),
+        (
+            ["cite", "DATA", "-r", "bm25", "--generator", "gemma3"],
+            "sourcebias cite needs the 'neural' extra, which is not installed (PyTorch, transformers missing): pip install 'sourcebias[neural]'",
+        ),
+        (
+            ["cite", "DATA", "-r", "bm25", "--generator", "openai:m@http://localhost:1/v1", "-o", "out"],
+            "sourcebias cite needs the 'generate' extra, which is not installed (httpx missing): pip install 'sourcebias[generate]'",
         ),
         (
             ["cdc", "fit", "DATA", "-r", "bm25", "-o", "out"],

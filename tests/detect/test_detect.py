@@ -100,23 +100,25 @@ def test_rewrite_similarity_by_hand():
     assert math.isnan(rewrite_similarity("", ""))
 
 
-def test_rewrites_are_cached_line_by_line_and_a_torn_line_is_dropped(tiny, tmp_path):
+def test_rewrites_are_answers_in_the_store_and_a_torn_line_is_redone(tiny, tmp_path):
     from sourcebias.detect import build_detector
 
     spec = f"raidar:{tiny['a']},max_words=6,max_new_tokens=8"
     det = build_detector(spec, cache_dir=tmp_path)
     first = det.score_texts(TEXTS[:3])
-    path = det.engine.path
+    path = det.engine.client.store.path
+    assert path.parent == tmp_path / "llmcalls"  # the one answer store, no cache of its own
     lines = path.read_text().splitlines()
-    assert len(lines) == 3 and all(json.loads(x)["input"] == " ".join(t.split()[:6]) for x, t in zip(lines, TEXTS))
-    path.write_text("\n".join(lines[:2]) + "\n" + lines[2][:10])  # a kill in the middle of the third line
+    header, answers = json.loads(lines[0]), [json.loads(x) for x in lines[1:]]
+    assert header["format"] == 2 and header["identity"]["backend"] == "local" and len(answers) == 3
+    assert all(set(a) == {"key", "answer", "usage"} and a["usage"]["prompt_tokens"] > 0 for a in answers)
+    path.write_text("\n".join(lines[:3]) + "\n" + lines[3][:10])  # a kill in the middle of the third answer
     again = build_detector(spec, cache_dir=tmp_path)
-    calls = []
-    generate = again.engine.backend.generate
-    again.engine.backend.generate = lambda req: calls.append(req.key) or generate(req)
     second = again.score_texts(TEXTS[:3])
-    assert len(calls) == 1 and len(path.read_text().splitlines()) == 3  # only the torn one redone
+    assert again.engine.client.describe()["calls"] == {"calls": 3, "cached": 2, "computed": 1}  # only the torn one redone
+    assert len(path.read_text().splitlines()) == 4 and len(set(again.engine.client.store.keys_on_disk())) == 3
     assert np.array_equal(np.isnan(first), np.isnan(second)) and np.allclose(first[np.isfinite(first)], second[np.isfinite(second)])
+    assert again.describe()["models"]["client"]["usage"]["answers"]["calls"] == 3
 
 
 def test_detect_command_writes_a_folder_the_audit_reads(tiny, tmp_path, capsys):

@@ -53,9 +53,18 @@ def hand_delta_ndsr(run, k: int) -> float:
 def test_delta_ndsr_deeper_than_the_rankings_is_refused_and_within_them_is_the_hand_value(tmp_path):
     ds = load_dataset(_dataset(tmp_path / "d"))
     deep = evaluate(ds, [build_retriever("bm25")], measures=[parse_measure("NDCG@10")], depth=40)
-    rec = compute_statistics(deep, StatContext(ndsr_k=30), ["delta_ndsr"]).records["delta_ndsr"][0]
     run = next(r for k, r in deep.runs.items() if k.setting == "mixed")
-    assert rec.delta_ndsr_k == 30 and rec.delta_ndsr == pytest.approx(hand_delta_ndsr(run, 30), abs=1e-12)
+    longest = max(len(p) for p in run.positions.values())  # BM25 ranks the documents sharing a term with the query: 28 of 40 here
+    assert 12 < longest < 30 and longest < len(run.corpus)
+    rec = compute_statistics(deep, StatContext(ndsr_k=longest), ["delta_ndsr"]).records["delta_ndsr"][0]
+    assert rec.delta_ndsr_k == longest and rec.delta_ndsr == pytest.approx(hand_delta_ndsr(run, longest), abs=1e-12)
+    # deeper than any ranking of the run (the check of --depth 40 cannot see it): the figure would be ΔNDSR@longest
+    assert hand_delta_ndsr(run, 30) == pytest.approx(hand_delta_ndsr(run, longest))
+    s = compute_statistics(deep, StatContext(ndsr_k=30), ["delta_ndsr"])
+    refused = s.records["delta_ndsr"][0]
+    assert math.isnan(refused.delta_ndsr) and math.isnan(refused.delta_ndsr_p) and refused.delta_ndsr_depth_note.startswith("ΔNDSR@30 refused")
+    assert f"at most {longest} documents" in refused.delta_ndsr_depth_note and any("ΔNDSR@30 refused" in n for n in s.notes())
+    assert "Refused (–) for 1 row" in get_statistic("delta_ndsr").caption(s.records["delta_ndsr"])
     cut = evaluate(ds, [build_retriever("bm25")], measures=[parse_measure("NDCG@10")], depth=12)
     cut_run = next(r for k, r in cut.runs.items() if k.setting == "mixed")
     # what used to be printed as ΔNDSR@30 is the top 12's figure, not the top 30's
@@ -125,3 +134,68 @@ def test_a_constant_difference_keeps_its_own_reason():
     text = get_statistic("paired_tests").caption(recs)
     assert "undefined in 1 row(s) (–): every query differs by the same amount; read the sign test there." in text
     assert "undefined in 1 row(s) (–): fewer than 2 queries." in text
+
+
+def _trec_top(src, dst, depth_of):
+    """The lines of a TREC run ``src`` whose rank is within ``depth_of(query)``."""
+    lines = [x for x in src.read_text().splitlines() if int(x.split()[3]) <= depth_of(x.split()[0])]
+    dst.write_text("\n".join(lines) + "\n")
+    return dst
+
+
+def test_a_run_file_shorter_than_the_ndsr_cut_off_is_refused_per_run(nq_utd, tmp_path, capsys):
+    """The issue's case: a TREC run of BM25's top 4 evaluated with --ndsr-k 10 used to print
+    ΔNDSR@10 = 0.070*, the figure of --ndsr-k 4 (the check compared k with --depth, 1000)."""
+    import csv
+
+    with pytest.raises(SystemExit) as info:
+        main(["evaluate", str(nq_utd), "-r", "bm25", "--k", "10", "--metric", "NDCG", "--statistics", "none", "-o", str(tmp_path / "full")])
+    assert info.value.code in (0, None)
+    full = tmp_path / "full" / "runs" / "bm25.mixed.trec"
+    top4 = _trec_top(full, tmp_path / "bm25_top4.trec", lambda q: 4)
+    queries = sorted({x.split()[0] for x in full.read_text().splitlines()})
+    cut = set(queries[:7])
+    mixed = _trec_top(full, tmp_path / "mixed_depth.trec", lambda q: 4 if q in cut else 20)  # 7 queries cut at 4, the others at 20
+    capsys.readouterr()
+
+    def stats(out, *extra):
+        with pytest.raises(SystemExit) as info:
+            main(
+                [
+                    "evaluate",
+                    str(nq_utd),
+                    *extra,
+                    "--k",
+                    "4",
+                    "--k",
+                    "10",
+                    "--metric",
+                    "NDCG",
+                    "--metric",
+                    "Share",
+                    "--statistics",
+                    "delta_ndsr",
+                    "-o",
+                    str(out),
+                ]
+            )
+        assert info.value.code in (0, None)
+        rows = list(csv.DictReader((out / "statistics.csv").open()))
+        metrics = {(r["target"], r["metric"]): r["value"] for r in csv.DictReader((out / "metrics.csv").open())}
+        return rows[0], metrics, (out / "summary.md").read_text()
+
+    row, metrics, summary = stats(tmp_path / "a", "--run", f"short={top4}", "--ndsr-k", "10")
+    printed = " ".join(capsys.readouterr().out.split())
+    assert row["delta_ndsr"] in ("", "nan") and row["delta_ndsr_depth_note"].startswith("ΔNDSR@10 refused: the run's rankings hold at most 4 documents")
+    assert metrics[("human", "Share@10")] == "nan" and float(metrics[("human", "Share@4")]) > 0  # Share@10 would be Share@4
+    for text in (" ".join(summary.split()), printed):
+        assert "ΔNDSR@10 refused" in text and "short/mixed: its rankings hold at most 4 documents; NDCG@10: the ranks below 4 count as non-relevant" in text
+        assert "0.070" not in text
+    row4, _, _ = stats(tmp_path / "b", "--run", f"short={top4}", "--ndsr-k", "4")
+    assert float(row4["delta_ndsr"]) == pytest.approx(0.0703, abs=5e-4) and row4["delta_ndsr_depth_note"] == ""  # within the run: computed
+    # a run whose queries differ in depth: computed at 10, the short queries counted
+    row, metrics, summary = stats(tmp_path / "c", "--run", f"mixed={mixed}", "--ndsr-k", "10")
+    assert row["delta_ndsr_depth_note"].startswith("7 of 80 queries rank fewer than 10 documents (the shortest 4)") and float(row["delta_ndsr"]) == float(
+        row["delta_ndsr"]
+    )
+    assert "mixed/mixed: 7 of 80 queries rank fewer than 10 documents (the shortest 4)" in summary.replace("\n", " ")

@@ -123,6 +123,12 @@ def test_ndsr_hand_worked(toy):
     assert v[(H, "NDSR@3")][0] == pytest.approx(w[2] / (w[0] + w[1] + w[2]))
     assert v[(G, "NDSR@3")][0] == pytest.approx((w[0] + w[1]) / (w[0] + w[1] + w[2]))
     assert v[(H, "NDSR@6")][0] == pytest.approx((w[2] + w[4] + w[5]) / sum(w))
-    # fewer documents than k: the ranked ones' weights
+    # a query with fewer documents than k in a run that ranks k for another query: the ranked ones' weights
+    two = Run(run.corpus, "two", {"q": run.positions["q"][:2], "p": run.positions["q"]}, {"q": run.scores["q"][:2], "p": run.scores["q"]})
+    assert score_run(two, Qrels({}), ["q", "p"], measure_grid(["NDSR"], [5]), [])[(G, "NDSR@5")][0] == 1.0
+    # k beyond every ranking of the run (2 of the 6 documents): NDSR@5 would be NDSR@2 under another name, so none
     short = Run(run.corpus, "short", {"q": run.positions["q"][:2]}, {"q": run.scores["q"][:2]})
-    assert score_run(short, Qrels({}), ["q"], measure_grid(["NDSR"], [5]), [])[(G, "NDSR@5")][0] == 1.0
+    assert np.isnan(score_run(short, Qrels({}), ["q"], measure_grid(["NDSR"], [5]), [])[(G, "NDSR@5")][0])
+    assert score_run(short, Qrels({}), ["q"], measure_grid(["NDSR"], [2]), [])[(G, "NDSR@2")][0] == 1.0
+    # a ranking of the whole corpus is complete: k beyond it is not short of anything
+    assert score_run(run, Qrels({}), ["q"], measure_grid(["NDSR"], [10]), [])[(H, "NDSR@10")][0] == pytest.approx((w[2] + w[4] + w[5]) / sum(w))

@@ -23,9 +23,9 @@ from generation_helpers import copy_nq_subset, human_ids, read_twin
 from server_process import ServerProcess, free_port
 
 from sourcebias.cli.main import main
-from sourcebias.generation.backends.openai import OpenAIBackend
 from sourcebias.generation.prompts import load_prompt
 from sourcebias.generation.rewrite import RewriteSettings, resolve_target, rewrite_corpus
+from sourcebias.llmcalls.backends.openai import OpenAIBackend
 
 TINY = {"min_new_tokens": 6, "max_new_tokens": 6}
 

@@ -1,6 +1,6 @@
 """`generate --length-control`: the target stated in the prompt, bounded seeded retries, the
 ``length`` status and the manifest, against the package's own OpenAI-compatible server
-(:func:`sourcebias.generation.server.make_server`, as `sourcebias serve` runs it) whose model is
+(:func:`sourcebias.llmcalls.server.make_server`, as `sourcebias serve` runs it) whose model is
 scripted to answer with texts of known lengths; resumption after the generate process is killed
 mid-run; and a short run of the real SmolLM2."""
 
@@ -22,8 +22,8 @@ from server_process import free_port
 from sourcebias.cli.main import main
 from sourcebias.core.errors import ConfigError
 from sourcebias.generation import LENGTH_INSTRUCTION, LengthControl, attempt_seed, document_seed
-from sourcebias.generation.backends.base import GenerationResult
-from sourcebias.generation.server import make_server
+from sourcebias.llmcalls.backends.base import GenerationResult
+from sourcebias.llmcalls.server import make_server
 
 # Every human text has 10 words, and a key word saying which script its answers follow.
 # ratio 1.0, tolerance 0.1: target 10 words, accepted 9-11.

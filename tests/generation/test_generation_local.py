@@ -12,8 +12,8 @@ from generation_helpers import copy_nq_subset, human_ids, read_twin
 
 from sourcebias.cli.main import main
 from sourcebias.data import load_dataset
-from sourcebias.generation.backends import GenerationRequest
 from sourcebias.generation.postprocess import STATUSES
+from sourcebias.llmcalls.backends import GenerationRequest
 
 NAME = "smollm2-tmp0.2"
 BUDGET = ["--min-new-tokens", "16", "--max-new-tokens", "64", "--threads", "1"]  # 1 thread: see LocalBackend
@@ -104,7 +104,7 @@ def test_length_filter_flags_without_calling_the_model(twin_dataset, tmp_path, c
 
 
 def test_local_backend_honours_seed_and_budget(twin_dataset):
-    from sourcebias.generation.backends.local import LocalBackend
+    from sourcebias.llmcalls.backends.local import LocalBackend
 
     backend = LocalBackend("smollm2", threads=1)  # the model loaded by the module's run, from the process cache
     req = GenerationRequest(
@@ -121,12 +121,18 @@ def test_local_backend_honours_seed_and_budget(twin_dataset):
         (["generate", "{missing}", "--name", "x", "--model", "smollm2"], "dataset folder not found"),
         (["generate", "{ds}", "--name", "x", "--model", "smollm2", "--prompt", "nope.txt"], "neither a built-in prompt"),
         (["generate", "{ds}", "--name", "x", "--model", "m", "--base-url", "localhost:8000"], "must look like http://HOST:PORT/v1"),
+        (["generate", "{ds}", "--name", "x", "--model", "openai:m@localhost:8000"], "--model 'openai:m@localhost:8000': a server is named openai:MODEL@http"),
+        (["generate", "{ds}", "--name", "x", "--model", "openai:m@http://127.0.0.1:9/v1"], "no server is usable: http://127.0.0.1:9/v1: unreachable"),
+        (
+            ["generate", "{ds}", "--name", "x", "--model", "openai:m@http://127.0.0.1:9/v1", "--base-url", "http://127.0.0.1:9/v1"],
+            "--base-url goes with a model name",
+        ),
         (
             ["generate", "{ds}", "--name", "x", "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--api-key-env", "SB_SURELY_UNSET_KEY"],
             "SB_SURELY_UNSET_KEY (named by --api-key-env) is not set",
         ),
         (["generate", "{ds}", "--name", "x", "--model", "m", "--base-url", "http://127.0.0.1:9/v1"], "no server is usable: http://127.0.0.1:9/v1: unreachable"),
-        (["generate", "{ds}", "--name", "x", "--model", "m", "--backend", "openai"], "needs --base-url"),
+        (["generate", "{ds}", "--name", "x", "--model", "m", "--backend", "openai"], "--backend openai: name the servers in the model spec"),
         (["generate", "{ds}", "--name", "human", "--model", "smollm2"], "human source's name"),
         (["generate", "{ds}", "--name", "x", "--model", "smollm2", "--top-p", "0"], "--top-p must be in (0, 1]"),
     ],

@@ -7,7 +7,6 @@ import pytest
 from conftest import write_jsonl, write_qrels
 
 from sourcebias.core.errors import ConfigError, DataError
-from sourcebias.generation.backends.openai import normalize_base_url, parse_retry_after
 from sourcebias.generation.prompts import load_prompt
 from sourcebias.generation.rewrite import (
     RewriteSettings,
@@ -18,6 +17,7 @@ from sourcebias.generation.rewrite import (
     read_done_ids,
     resolve_target,
 )
+from sourcebias.llmcalls.backends.openai import normalize_base_url, parse_retry_after
 
 
 def test_document_seed_depends_on_seed_and_id_only():
@@ -136,8 +136,8 @@ def test_labelled_ids_come_from_every_qrels_split(tmp_path):
 
 
 def test_credentials_in_base_urls_never_reach_describe_or_messages():
-    from sourcebias.generation.backends.base import redact_url_credentials
-    from sourcebias.generation.backends.openai import OpenAIBackend
+    from sourcebias.llmcalls.backends.base import redact_url_credentials
+    from sourcebias.llmcalls.backends.openai import OpenAIBackend
 
     assert redact_url_credentials("https://bob:sk-1@api.example.com/v1 x") == "https://***@api.example.com/v1 x"
     backend = OpenAIBackend(["https://bob:sk-1@api.example.com/v1"], "m")
@@ -153,7 +153,7 @@ def test_generation_depends_only_on_the_allowed_modules():
 
     import sourcebias.generation as gen
 
-    allowed = {"sourcebias.generation", "sourcebias.data", "sourcebias.core", "sourcebias.models.hub", "sourcebias.models.llm"}
+    allowed = {"sourcebias.generation", "sourcebias.data", "sourcebias.core", "sourcebias.llmcalls"}
     for path in Path(gen.__file__).parent.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Import):
@@ -170,8 +170,8 @@ def test_generation_depends_only_on_the_allowed_modules():
 def test_a_second_run_on_the_same_twin_is_refused_while_the_first_holds_it(cocktail_dir):
     import fcntl
 
-    from sourcebias.generation.backends.openai import OpenAIBackend
     from sourcebias.generation.rewrite import rewrite_corpus
+    from sourcebias.llmcalls.backends.openai import OpenAIBackend
 
     target = resolve_target(cocktail_dir, "smol")
     target.state_dir.mkdir(parents=True)

@@ -18,9 +18,8 @@ from pathlib import Path
 import pytest
 
 from sourcebias.core.errors import ConfigError
-from sourcebias.llmcalls import Call, choices_from_top, open_client, user_call
+from sourcebias.llmcalls import Call, choices_from_top, open_client, parse_model_spec, user_call
 from sourcebias.llmcalls.cache import AnswerStore
-from sourcebias.llmcalls.server import parse_server_spec
 from sourcebias.llmcalls.simulated import SimulatedServer
 
 HERE = Path(__file__).parent
@@ -50,9 +49,11 @@ def test_calls_refuse_what_cannot_be_asked():
 
 
 def test_server_specs_take_several_urls_and_refuse_a_missing_one():
-    assert parse_server_spec("openai:m@http://a:1/v1@https://u:p@b:2/v1") == ("m", ["http://a:1/v1", "https://u:p@b:2/v1"])
-    with pytest.raises(ConfigError, match="openai:MODEL@"):
-        parse_server_spec("openai:m")
+    spec = parse_model_spec("openai:m@http://a:1/v1@https://u:p@b:2/v1")
+    assert (spec.backend, spec.model, spec.urls) == ("openai", "m", ("http://a:1/v1", "https://u:p@b:2/v1"))
+    assert str(spec) == "openai:m@http://a:1/v1@https://u:p@b:2/v1"
+    with pytest.raises(ConfigError, match="--judge 'openai:m': a server is named openai:MODEL@"):
+        parse_model_spec("openai:m", what="--judge")
 
 
 def test_server_answers_are_stored_once_and_read_back(tmp_path):
@@ -72,7 +73,7 @@ def test_server_answers_are_stored_once_and_read_back(tmp_path):
     assert sorted(asked) == [f"q{i}" for i in range(5)]  # each distinct call sent once, repeats not at all
     assert [a.choice_logprobs for a in first] == [{"yes": pytest.approx(math.log(0.3)), "no": pytest.approx(math.log(0.6))}] * 8
     assert not any(a.cached for a in first) and all(a.cached for a in again)
-    assert client.describe()["calls"] == {"calls": 16, "cached": 8, "computed": 5, "no_logprobs": 0}
+    assert client.describe()["calls"] == {"calls": 16, "cached": 8, "computed": 5, "no_logprobs": 0, "retries": 0}
 
 
 def test_a_server_without_logprobs_gives_missing_choices_and_says_so(tmp_path):
@@ -87,7 +88,7 @@ def test_answer_store_removes_a_torn_line_and_never_duplicates(tmp_path):
     from sourcebias.llmcalls.base import Answer
 
     path = tmp_path / "s.jsonl"
-    store = AnswerStore(path, {"model": "x"})
+    store = AnswerStore(path, {"identity": {"model": "x"}})
     assert store.put("k1", Answer("a", "stop")) and not store.put("k1", Answer("b", "stop"))
     with path.open("ab") as fh:
         fh.write(b'{"key": "k2", "answ')  # a write cut by kill -9
@@ -128,14 +129,14 @@ def _plain_logprobs(client, ids):
     import torch
 
     with torch.no_grad():
-        logits = client.backend._model(torch.tensor([ids])).logits[0].double()
+        logits = client.backend.transformers_model(torch.tensor([ids])).logits[0].double()
     return torch.log_softmax(logits, dim=-1)
 
 
 def test_local_choice_logprobs_equal_a_plain_forward_pass(smollm2):
     call = user_call("Is Paris in France? Answer Yes or No.", max_tokens=0, choices=("Yes", "No", "Not sure"))
     got = smollm2.answer([call])[0].choice_logprobs
-    tok = smollm2.backend._tok
+    tok = smollm2.backend.tokenizer
     prompt = tok.apply_chat_template(call.chat(), add_generation_prompt=True, tokenize=True, return_dict=True)["input_ids"]
     for choice in call.choices:
         cont = tok(choice, add_special_tokens=False)["input_ids"]
@@ -148,7 +149,7 @@ def test_local_choice_logprobs_equal_a_plain_forward_pass(smollm2):
 def test_local_top_logprobs_equal_a_plain_forward_pass(smollm2):
     call = user_call("Name a colour.", max_tokens=2, top_logprobs=3)
     ans = smollm2.answer([call])[0]
-    tok = smollm2.backend._tok
+    tok = smollm2.backend.tokenizer
     prompt = tok.apply_chat_template(call.chat(), add_generation_prompt=True, tokenize=True, return_dict=True)["input_ids"]
     lp = _plain_logprobs(smollm2, list(prompt))[-1]
     vals, idx = lp.topk(3)
@@ -158,7 +159,7 @@ def test_local_top_logprobs_equal_a_plain_forward_pass(smollm2):
 
 
 def test_sourcebias_serve_returns_logprobs_that_match_the_local_model(smollm2):
-    from sourcebias.generation.server import make_server
+    from sourcebias.llmcalls.server import make_server
 
     server = make_server(smollm2.backend, port=0, model_names=["smollm2"], quiet=True)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
@@ -185,7 +186,7 @@ def test_gemma3_choice_logprobs_equal_a_plain_forward_pass():
     client = open_client("gemma3", cache=False)
     call = user_call("Question: is Paris in France? Answer Yes or No.\nAnswer:", max_tokens=0, choices=("Yes", "No"))
     got = client.answer([call])[0].choice_logprobs
-    tok, model = client.backend._tok, client.backend._model
+    tok, model = client.backend.tokenizer, client.backend.transformers_model
     if client.backend.chat:
         prompt = list(tok.apply_chat_template(call.chat(), add_generation_prompt=True, tokenize=True, return_dict=True)["input_ids"])
     else:
@@ -219,3 +220,21 @@ def test_the_server_speaks_both_logprobs_formats_and_refuses_bad_requests():
     assert lp["tokens"] == ["yes"] and lp["top_logprobs"] == [{"yes": pytest.approx(math.log(0.5)), "no": pytest.approx(math.log(0.3))}]
     assert bad.status_code == 400 and "needs 'logprobs': true" in bad.json()["error"]["message"]
     assert none["choices"][0]["logprobs"] is None
+
+
+def test_a_local_store_of_an_earlier_version_is_read_as_it_is(tmp_path):
+    """Before format 2 a store had a header without "format" and answers without usage; a local
+    model's identity (weights digest) is unchanged, so its answers are read back."""
+    from sourcebias.llmcalls import call_key
+    from sourcebias.llmcalls.cache import store_path
+
+    client = open_client("smollm2", cache_dir=tmp_path)
+    call = user_call("Is Paris in France?", max_tokens=0, choices=("Yes", "No"))
+    ident = client.identity()
+    path = store_path(ident, tmp_path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    old = {"text": "", "finish_reason": None, "top_logprobs": None, "choice_logprobs": {"Yes": -0.25, "No": -1.5}}
+    path.write_text(json.dumps({"identity": ident}) + "\n" + json.dumps({"key": call_key(ident, call), "answer": old}) + "\n")
+    got = client.answer([call])[0]
+    assert got.cached and got.choice_logprobs == {"Yes": -0.25, "No": -1.5} and got.usage is None
+    assert client.describe()["usage"]["answers"]["without_token_counts"] == 1

@@ -26,12 +26,13 @@ ALLOWED = {
     "clustered": {"core", "clustered"},
     "data": {"core", "data"},
     "models": {"core", "data", "models"},
+    # the one way to reach a model (backends, model specs, clients, the answer store, the servers)
+    "llmcalls": {"core", "data", "models", "llmcalls"},
     "retrieval": {"core", "clustered", "data", "models", "llmcalls", "retrieval"},  # llmcalls: the LLM re-rankers
-    "llmcalls": {"core", "data", "models", "generation", "llmcalls"},  # LLM calls, cached (re-rankers, judges, citations)
     "evaluation": {"core", "clustered", "data", "models", "retrieval", "evaluation"},
     # the one table model (Report) and its renderers: below everything that prints
     "report": {"core", "data", "models", "retrieval", "evaluation", "report"},
-    "generation": {"core", "data", "models", "generation"},
+    "generation": {"core", "data", "models", "llmcalls", "generation"},
     "analysis": {"core", "clustered", "data", "models", "retrieval", "evaluation", "report", "analysis"},
     "mitigation": {"core", "data", "models", "retrieval", "evaluation", "report", "analysis", "mitigation"},
     "experiments": {"core", "data", "models", "retrieval", "evaluation", "report", "analysis", "mitigation", "experiments"},
@@ -45,7 +46,16 @@ ALLOWED = {
         "report",
         "power",
     },  # sample sizes from a pilot (its tables through the one Report); nothing below imports it
-    "detect": {"core", "data", "models", "generation", "report", "analysis", "detect"},  # zero-shot detectors of LLM text; audit and simulate use them
+    "detect": {
+        "core",
+        "data",
+        "models",
+        "llmcalls",
+        "generation",
+        "report",
+        "analysis",
+        "detect",
+    },  # zero-shot detectors of LLM text; audit and simulate use them
     "audit": {
         "core",
         "clustered",
@@ -68,6 +78,7 @@ ALLOWED = {
         "mitigation",
         "experiments",
         "report",
+        "llmcalls",
         "generation",
         "detect",
         "audit",
@@ -105,6 +116,7 @@ ALLOWED = {
         "data",
         "models",
         "retrieval",
+        "llmcalls",
         "evaluation",
         "report",
         "analysis",

@@ -34,6 +34,14 @@ MOVED = [
     ("sourcebias.retrieval.run", "DOCNO_TABLE", "sourcebias.retrieval.docnos"),
     ("sourcebias.experiments.settings", "key_line", "sourcebias.core.tomlfile"),
     ("sourcebias.experiments.settings", "unknown_keys", "sourcebias.core.tomlfile"),
+    # issue 39: the backends and `sourcebias serve`'s server moved into the one LLM layer
+    ("sourcebias.generation.backends", "OpenAIBackend", "sourcebias.llmcalls.backends"),
+    ("sourcebias.generation.backends", "LocalBackend", "sourcebias.llmcalls.backends"),
+    ("sourcebias.generation.backends", "GenerationRequest", "sourcebias.llmcalls.backends"),
+    ("sourcebias.generation.backends.base", "GenerationResult", "sourcebias.llmcalls.backends.base"),
+    ("sourcebias.generation.backends.openai", "normalize_base_url", "sourcebias.llmcalls.backends.openai"),
+    ("sourcebias.generation.backends.local", "LocalBackend", "sourcebias.llmcalls.backends.local"),
+    ("sourcebias.generation.server", "make_server", "sourcebias.llmcalls.server"),
 ]
 
 

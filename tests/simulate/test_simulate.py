@@ -185,15 +185,15 @@ def free_port() -> int:
 
 
 def test_through_the_openai_compatible_server_every_round_equals_the_local_model(local_run, nq_utd, tmp_path):
-    from sourcebias.generation.backends import LocalBackend
-    from sourcebias.generation.server import make_server
+    from sourcebias.llmcalls.backends import LocalBackend
+    from sourcebias.llmcalls.server import make_server
     from sourcebias.simulate import load_simulation_config, run_simulation
 
     _cfg, result, root, _ = local_run
     server = make_server(LocalBackend("smollm2", threads=1), port=free_port(), model_names=["smollm2"], quiet=True)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        text = config_text(nq_utd, generator=f'model = "smollm2"\nbackend = "openai"\nbase_url = ["{server.url}"]')
+        text = config_text(nq_utd, generator=f'model = "openai:smollm2@{server.url}"')
         served, out = run_simulation(load_simulation_config(write_config(tmp_path, text)), tmp_path / "served")
     finally:
         server.shutdown()
@@ -245,6 +245,8 @@ def test_self_bleu_equals_sacrebleu_sentence_scores():
         (("seed = 7", "seed = 7\nspeed = 1"), "unknown key(s) speed (did you mean seed?)", "speed"),
         (("temperature = 0", 'temperature = 0\n[intervention]\nkind = "detector"'), "needs detector", "kind"),
         (('spec = "bm25"', 'spec = "nosuch"'), "unknown retriever 'nosuch'", "spec"),
+        (('model = "smollm2"', 'model = "openai:m"'), "a server is named openai:MODEL@http://HOST:PORT/v1", "model"),
+        (('model = "smollm2"', 'model = "openai:m@http://h:1/v1"\nbase_url = "http://h:2/v1"'), "base_url goes with", "base_url"),
     ],
 )
 def test_configuration_errors_name_the_file_and_line(nq_utd, tmp_path, patch, message, line):
@@ -257,6 +259,23 @@ def test_configuration_errors_name_the_file_and_line(nq_utd, tmp_path, patch, me
     assert message in str(err.value)
     expected = next(i for i, x in enumerate(text.splitlines(), start=1) if x.strip().startswith(line))
     assert err.value.line == expected and str(path) in str(err.value)
+
+
+def test_the_old_server_keys_read_as_the_model_spec_with_a_warning_and_the_same_hash(nq_utd, tmp_path):
+    from sourcebias.core.moved import SourceBiasDeprecationWarning
+    from sourcebias.simulate import load_simulation_config
+
+    new = load_simulation_config(write_config(tmp_path, config_text(nq_utd, generator='model = "openai:qwen@http://h:1/v1@http://h:2/v1"'), "new.toml"))
+    with pytest.warns(
+        SourceBiasDeprecationWarning, match='backend = "openai", base_url = .* is deprecated: use model = "openai:qwen@http://h:1/v1@http://h:2/v1"'
+    ):
+        old = load_simulation_config(
+            write_config(
+                tmp_path, config_text(nq_utd, generator='model = "qwen"\nbackend = "openai"\nbase_url = ["http://h:1/v1", "http://h:2/v1"]'), "old.toml"
+            )
+        )
+    assert (old.generator.model, old.generator.backend, old.generator.base_url) == ("qwen", "openai", ("http://h:1/v1", "http://h:2/v1"))
+    assert old.generator == new.generator and old.loop_settings() == new.loop_settings()  # finished rounds of 0.2.0 are reused
 
 
 def test_fair_view_interleaves_human_and_generated_text():

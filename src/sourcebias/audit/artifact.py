@@ -193,7 +193,7 @@ def _evaluate_runs(folder: Path, dataset: str | None) -> tuple[dict[str, Any], A
 
 
 def audit(runs: dict[str, Any], detector: CalibratedDetector, settings: AuditSettings, *, human_source: str | None = None, run_info: dict[str, Any] | None = None,
-          reference: Sequence[tuple[str, str]] | None = None, reference_path: Any = None) -> AuditResult:  # fmt: skip
+          reference: Sequence[tuple[str, str]] | None = None, reference_path: Any = None, calibration_domain: str = "auto") -> AuditResult:  # fmt: skip
     """Audit ``runs`` with a calibrated ``detector``: score the top-k documents, take Sp from the
     calibration or from a human reference set, check that the calibration fits the audited
     documents (the transfer check; a failure marks every corrected figure unreliable), correct.
@@ -207,6 +207,9 @@ def audit(runs: dict[str, Any], detector: CalibratedDetector, settings: AuditSet
         run_info: what the runs are (recorded).
         reference: documents ``(doc_id, source)`` of the corpus known to be human, or None.
         reference_path: where they were read (recorded).
+        calibration_domain: ``auto`` (decided from the documents), ``audited`` or ``other``: were the
+            calibration twins drawn from the audited domain? Corrected figures calibrated on
+            another domain are marked unreliable (:func:`~sourcebias.audit.calibrate.calibration_domain`).
 
     Returns:
         The :class:`~sourcebias.audit.AuditResult`.
@@ -215,11 +218,13 @@ def audit(runs: dict[str, Any], detector: CalibratedDetector, settings: AuditSet
         ConfigError: runs over different corpora, a document the detector cannot score, a bad
             reference set.
     """
+    from sourcebias.audit.calibrate import calibration_domain as domain_of
     from sourcebias.audit.calibrate import document_dimensions, in_domain_calibration
     from sourcebias.audit.diagnostic import transfer_check
 
-    positions, scores = document_scores(runs, detector, max(settings.ks))
     corpus = next(iter(runs.values())).corpus
+    domain = domain_of(detector, corpus, calibration_domain)
+    positions, scores = document_scores(runs, detector, max(settings.ks))
     calibration, human, llm, in_domain = in_domain_calibration(detector, corpus, reference, reference_path)
     check = transfer_check(
         document_dimensions(detector, corpus, positions, scores),
@@ -231,16 +236,17 @@ def audit(runs: dict[str, Any], detector: CalibratedDetector, settings: AuditSet
         seed=settings.seed,
     )
     flags = flags_of(len(corpus), positions, scores, detector.threshold)
+    unreliable = "; ".join(x for x in (domain["reason"], check.reason()) if x)
     rows = [
         row
         for name, run in runs.items()
-        for row in audit_run(name, run, flags, detector, settings, human_source, unreliable=check.reason(), calibration=calibration)
+        for row in audit_run(name, run, flags, detector, settings, human_source, unreliable=unreliable, calibration=calibration)
     ]
-    notes = _audit_notes(rows, check, in_domain if reference else None)
+    notes = _audit_notes(rows, unreliable, in_domain if reference else None)
     det = {**detector.info, **detector.summary(), "models": detector.models}
     return AuditResult(settings=settings.describe(), detector=det, runs=run_info or {}, rows=rows, calibration=detector.calibration_table.reset_index(drop=True),
                        documents=_documents_table(corpus, positions, scores, detector.threshold), notes=notes, method=_audit_method(settings, rows),
-                       diagnostic=check.describe(), in_domain=in_domain)  # fmt: skip
+                       diagnostic=check.describe(), in_domain=in_domain, domain=domain)  # fmt: skip
 
 
 def _documents_table(corpus: Any, positions: Any, scores: Any, threshold: float) -> Any:
@@ -257,12 +263,13 @@ def _documents_table(corpus: Any, positions: Any, scores: Any, threshold: float)
     )
 
 
-def _audit_notes(rows: list[dict[str, Any]], check: Any, in_domain: dict[str, Any] | None) -> list[str]:
-    """The audit's notes: the assumption, a failed transfer check, each row's note and, with a
-    human reference set (``in_domain``), its note."""
+def _audit_notes(rows: list[dict[str, Any]], unreliable: str, in_domain: dict[str, Any] | None) -> list[str]:
+    """The audit's notes: the assumption, why the corrected figures are unreliable (another
+    domain, a failed transfer check), each row's note and, with a human reference set
+    (``in_domain``), its note."""
     notes = (
         [ASSUMPTION]
-        + ([f"UNRELIABLE corrected figures: {check.reason()}."] if not check.passed else [])
+        + ([f"UNRELIABLE corrected figures: {unreliable}."] if unreliable else [])
         + [f"{r['run']} {r['measure']}: {r['note']}" for r in rows if r["note"]]
     )
     if in_domain is not None:
@@ -299,15 +306,18 @@ def sample_queries(runs: dict[str, Any], max_queries: int | None, seed: int) -> 
 
 def run_audit(target: str | Path, output: str | Path | None, *, detector: DetectorOptions, settings: AuditSettings, dataset: str | None = None, retrievers: Sequence[str] | None = None, docnos: Path | None = None,
               docno_pattern: str | None = None, overwrite: bool = False, cache_dir: Any = None, emit: Callable[[str], None] | None = None, max_queries: int | None = None,
-              human_reference: Path | None = None) -> tuple[AuditResult, Path | None]:  # fmt: skip
+              human_reference: Path | None = None, calibration_domain: str = "auto") -> tuple[AuditResult, Path | None]:  # fmt: skip
     """Audit ``target`` (all its queries, or a seeded sample of ``max_queries``) and write the
     folder ``output`` (claimed before any work; ``None``: nothing written); ``human_reference``:
-    a file naming documents of the audited corpus known to be human. Returns the result and the
-    folder's path."""
+    a file naming documents of the audited corpus known to be human; ``calibration_domain``: see
+    :func:`audit`. Returns the result and the folder's path."""
+    from sourcebias.audit.calibrate import DOMAINS
     from sourcebias.audit.scores import read_keys
     from sourcebias.core.artifacts import OutputFolder
 
     detector.check()
+    if calibration_domain not in DOMAINS:
+        raise ConfigError(f"--calibration-domain must be one of {', '.join(DOMAINS)}, got '{calibration_domain}'")
     reference = read_keys(human_reference) if human_reference is not None else None
     folder = OutputFolder.claim(output, kind=KIND, overwrite=overwrite) if output is not None else None
     try:
@@ -318,7 +328,16 @@ def run_audit(target: str | Path, output: str | Path | None, *, detector: Detect
         info = {**info, "max_queries": max_queries, "runs": {n: {"queries": len(r), "depth": r.depth()} for n, r in runs.items()}}
         det = build_detector(detector, cache_dir=cache_dir, emit=emit)
         (emit or (lambda _m: None))("labelling the audited documents")
-        result = audit(runs, det, settings, human_source=ds.human_source, run_info=info, reference=reference, reference_path=human_reference)
+        result = audit(
+            runs,
+            det,
+            settings,
+            human_source=ds.human_source,
+            run_info=info,
+            reference=reference,
+            reference_path=human_reference,
+            calibration_domain=calibration_domain,
+        )
         if folder is None:
             return result, None
         return result, write_audit(result, folder, seconds=time.perf_counter() - t0)
@@ -338,7 +357,7 @@ def write_audit(result: AuditResult, folder: Any, *, seconds: float) -> Path:
     write_summaries(result, folder.staging)
     d = result.detector
     parameters = {**result.settings, "features": d.get("features"), "detector": d.get("kind"), "detector_spec": d.get("spec"), "threshold": d.get("threshold"), "threshold_rule": d.get("threshold_rule"),
-                  "detector_seed": d.get("seed"), "max_queries": result.runs.get("max_queries"), "in_domain": result.in_domain, "ci": result.method}  # fmt: skip
+                  "detector_seed": d.get("seed"), "max_queries": result.runs.get("max_queries"), "in_domain": result.in_domain, "calibration_domain": result.domain, "ci": result.method}  # fmt: skip
     inputs = {
         "target": result.runs.get("target"),
         "detector": {k: d.get(k) for k in ("dataset", "scores", "calibration_scores", "calibration_dataset", "spec") if d.get(k)},

@@ -131,7 +131,9 @@ def _calibrated(
     def score(target_corpus, positions: Sequence[int] | np.ndarray) -> np.ndarray:
         return np.asarray(detector.score_texts(corpus_texts(target_corpus, positions, field)), dtype=np.float64)
 
-    return CalibratedDetector(score=score, threshold=thr, calibration_table=table, info=info, models={"detector": info.get("models")})
+    return CalibratedDetector(
+        score=score, threshold=thr, calibration_table=table, info=info, models={"detector": info.get("models")}, calibration_corpus=dataset.corpus
+    )
 
 
 def calibration_dimensions(detector: CalibratedDetector) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
@@ -204,3 +206,72 @@ def in_domain_calibration(
     info = {"specificity_from": "human reference set", "reference": None if path is None else str(path), "reference_documents": len(pos), "specificity": sp,
             "note": f"Sp = {sp:.3f} from {len(pos):,} documents of the audited corpus named as human (in domain); Se from the calibration twins"}  # fmt: skip
     return replace(cal, reference_flagged=flagged), ref_dims, llm, info
+
+
+DOMAINS = ("auto", "audited", "other")
+#: the share of the calibration's human documents found in the audited corpus that makes a calibration "in domain"
+IN_DOMAIN_SHARE = 0.5
+
+
+def calibration_domain(detector: CalibratedDetector, corpus: Any, asserted: str = "auto") -> dict[str, Any]:
+    """Were Se and Sp estimated on the audited domain?
+
+    The joint bootstrap carries the calibration's sampling noise into the corrected intervals, not
+    a change of domain: a detector's error rates on another corpus's twins can differ on the
+    audited documents (nq-utd audited with nfcorpus' calibration: a corrected ΔNDSR@10 of −0.79
+    [−1.00, −0.04] against a true +0.02), and the transfer check cannot see every such change (a
+    shift of both score components looks like a change of share). So a corrected figure is offered
+    as an estimate only when the calibration twins come from the audited corpus.
+
+    ``auto`` decides from the documents: the calibration is in domain when at least half of its
+    human documents are documents of the audited corpus (same id, and the same text where both
+    corpora hold texts); ``audited`` and ``other`` are the user's word (e.g. twins written for a
+    sample of the audited domain that is not in the audited corpus itself).
+
+    Returns:
+        ``{"domain": "audited" | "other" | "unknown", "how", "matched", "calibration_human", "reason"}``;
+        ``reason`` (why the corrected figures are unreliable) is empty for ``audited``.
+
+    Raises:
+        ConfigError: ``asserted`` is not one of :data:`DOMAINS`.
+    """
+    if asserted not in DOMAINS:
+        raise ConfigError(f"--calibration-domain must be one of {', '.join(DOMAINS)}, got '{asserted}'")
+    table = detector.calibration_table
+    humans = table.loc[~table["is_llm"], ["doc_id", "source"]].drop_duplicates()
+    name = detector.info.get("calibration_dataset") or detector.info.get("dataset") or "the calibration dataset"
+    out: dict[str, Any] = {"calibration_human": len(humans), "matched": None, "calibration_dataset": name}
+    if asserted != "auto":
+        out |= {"domain": asserted, "how": "the user's word (--calibration-domain)"}
+    elif detector.calibration_corpus is None:
+        out |= {"domain": "unknown", "how": "the detector does not carry the corpus it was calibrated on"}
+    else:
+        matched = _documents_in(detector.calibration_corpus, humans, corpus)
+        how = f"{matched:,} of the calibration's {len(humans):,} human documents are documents of the audited corpus"
+        out |= {"matched": matched, "domain": "audited" if matched >= IN_DOMAIN_SHARE * len(humans) else "other", "how": how}
+    out["reason"] = "" if out["domain"] == "audited" else _domain_reason(out, name)
+    return out
+
+
+def _documents_in(calibration_corpus: Any, keys: Any, corpus: Any) -> int:
+    """How many calibration documents ``keys`` (doc_id, source) are documents of ``corpus``:
+    the same id under any of its sources, with the same text where both corpora hold texts."""
+    texts = calibration_corpus.has_texts and corpus.has_texts
+    found = 0
+    for doc_id, source in keys.itertuples(index=False):
+        mine = calibration_corpus.position(doc_id, source)
+        for s in corpus.sources:
+            p = corpus.position(doc_id, s)
+            if p is not None and (not texts or mine is None or corpus.texts[p] == calibration_corpus.texts[mine]):
+                found += 1
+                break
+    return found
+
+
+def _domain_reason(domain: dict[str, Any], name: str) -> str:
+    what = {
+        "other": f"calibrated on another domain ({name}: {domain['how']})",
+        "unknown": f"the calibration's domain is not known ({domain['how']})",
+    }.get(domain["domain"], f"calibrated on another domain ({name}, {domain['how']})")
+    advice = "calibrate on twins of documents of the audited corpus (sourcebias generate), or say --calibration-domain audited where the calibration twins come from it"
+    return f"{what}: the interval carries the sampling noise of Se and Sp, not a change of domain, which can move them far (and which the transfer check can miss); {advice}"

@@ -49,6 +49,7 @@ class CalibratedDetector:
     features: Callable[[Any, Sequence[int] | np.ndarray], dict[str, np.ndarray]] | None = (
         None  # the inputs of the score, for the transfer check; their calibration values are the table's ``feature:NAME`` columns
     )
+    calibration_corpus: Any = None  # the corpus of the calibration twins: is it the audited one? (sourcebias.audit.calibrate.calibration_domain)
 
     def calibration(self) -> Calibration:
         """Per calibration pair (grouped by ``doc_id``): the flags of its human and LLM copies."""
@@ -202,7 +203,9 @@ def train_detector(
     def score(target_corpus, positions: Sequence[int] | np.ndarray) -> np.ndarray:
         return model.predict_proba(_matrix(features(target_corpus, positions), spec))[:, 1]
 
-    return CalibratedDetector(score=score, threshold=thr, calibration_table=table, info=info, models=extractor.models(), features=features)
+    return CalibratedDetector(
+        score=score, threshold=thr, calibration_table=table, info=info, models=extractor.models(), features=features, calibration_corpus=corpus
+    )
 
 
 def _fit_classifier(
@@ -278,4 +281,4 @@ def score_file_detector(
     def score(target_corpus, positions: Sequence[int] | np.ndarray) -> np.ndarray:
         return require_scores(scores, [(target_corpus.doc_ids[p], target_corpus.source_of(int(p))) for p in positions], "the audited run")
 
-    return CalibratedDetector(score=score, threshold=thr, calibration_table=table, info=info)
+    return CalibratedDetector(score=score, threshold=thr, calibration_table=table, info=info, calibration_corpus=corpus)

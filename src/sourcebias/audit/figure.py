@@ -53,8 +53,11 @@ def audit_title(result: AuditResult) -> str:
         f"Audit with {d.get('spec') or d.get('kind')} (Se = {d['sensitivity']:.2f}, Sp = {sp}, threshold {d['threshold']:.3g}); bars: {level:.0%} bootstrap CIs"
     )
     c = result.diagnostic
-    if c and not c.get("passed", True):
-        title += f"\nTransfer check FAILED (min-p = {c['p_value']:.3g}): corrected figures UNRELIABLE (hollow)"
+    failed = [f"transfer check FAILED (min-p = {c['p_value']:.3g})"] if c and not c.get("passed", True) else []
+    if (result.domain or {}).get("reason"):
+        failed.insert(0, "calibrated on another domain" if result.domain.get("domain") == "other" else "calibration domain unknown")
+    if failed:
+        title += f"\n{'; '.join(failed).capitalize()}: corrected figures UNRELIABLE (hollow)"
     return title
 
 

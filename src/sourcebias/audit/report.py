@@ -48,8 +48,8 @@ def _columns(quantity: str, truth: bool) -> list[Any]:
     kind = "num" if quantity == "Share" else "delta"  # ΔNDSR's sign is coloured (< 0: LLM text higher)
     cols = [
         Column("run", "run", "text"),
-        Column("naive_text", "naive [CI]", "text"),
-        Column("corrected_text", "corrected [CI]", "text"),
+        Column("naive_text", "naive [CI]", "cell"),
+        Column("corrected_text", "corrected [CI]", "cell"),
         Column("flag_text", "corrected is", "text"),
     ]
     if truth:
@@ -67,6 +67,10 @@ def caption(result: AuditResult) -> str:
         sp_from += f" (the calibration twins' Sp: {d['specificity']:.3f})"
     parts = [f"Detector {who}: Se = {d['sensitivity']:.3f}, Sp = {result.specificity:.3f}, AUC = {auc}, threshold {d['threshold']:.4g} ({d.get('threshold_rule')}), {d['pairs']:,} calibration pairs; Sp from the {sp_from}.",
              f"naive: the detector's labels; corrected: Rogan–Gladen; {s['level']:.0%} CIs, {s['resamples']:,} joint resamples of queries and calibration pairs, seed {s['seed']}."]  # fmt: skip
+    dom = result.domain or {}
+    if dom:
+        where = {"audited": "the audited domain", "other": "another domain: corrected figures unreliable", "unknown": "not known: corrected figures unreliable"}
+        parts.append(f"Calibration twins from {where[dom['domain']]} ({dom['how']}).")
     if c:
         verdict = "passed" if c.get("passed") else "FAILED: corrected figures unreliable"
         parts.append(

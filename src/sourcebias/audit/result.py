@@ -6,11 +6,12 @@ Folder contents::
     audit.json        settings (k, resamples, level, seed, transfer check level), the
                       detector (kind or spec, features, training, threshold and its rule, Se/Sp
                       with intervals, AUC), the audited runs, rows, notes, the CI method, the
-                      transfer check (statistics, p-values, passed, reason) and where Sp came
-                      from (``in_domain``: the calibration twins, or a human reference set)
+                      transfer check (statistics, p-values, passed, reason), where Sp came
+                      from (``in_domain``: the calibration twins, or a human reference set) and
+                      whether the calibration twins come from the audited domain (``domain``)
     audit.csv         one row per run, measure (Share@k, ΔNDSR@k): naive, its CI, corrected, its
-                      CI, flag (clipped / undefined) and note, reliable (the transfer check
-                      passed) and unreliable_reason, Se, Sp, undefined and clipped resamples,
+                      CI, flag (clipped / undefined) and note, reliable (calibrated on the
+                      audited domain and the transfer check passed) and unreliable_reason, Se, Sp, undefined and clipped resamples,
                       and, where the corpus has source labels: true, errors, coverage
     calibration.csv   the detector's held-out calibration documents: doc_id, source, is_llm,
                       score, flagged
@@ -53,11 +54,13 @@ class AuditResult:
     method: dict[str, Any] = field(default_factory=dict)
     diagnostic: dict[str, Any] = field(default_factory=dict)
     in_domain: dict[str, Any] = field(default_factory=dict)
+    domain: dict[str, Any] = field(default_factory=dict)  # were the calibration twins drawn from the audited domain (audit.calibrate.calibration_domain)
 
     @property
     def reliable(self) -> bool:
-        """Whether the transfer check passed (True for a folder written before it existed)."""
-        return bool(self.diagnostic.get("passed", True))
+        """Whether the corrected figures stand: calibrated on the audited domain and the transfer
+        check passed (each True for a folder written before it was recorded)."""
+        return bool(self.diagnostic.get("passed", True)) and not (self.domain or {}).get("reason")
 
     def row(self, run: str, measure: str) -> dict[str, Any]:
         """The row of ``run`` and ``measure`` (e.g. ``Share@10``); ``KeyError`` when absent."""
@@ -86,7 +89,7 @@ class AuditResult:
             return NotImplemented
         same = all(
             _plain(getattr(self, k)) == _plain(getattr(other, k))
-            for k in ("settings", "detector", "runs", "rows", "notes", "method", "diagnostic", "in_domain")
+            for k in ("settings", "detector", "runs", "rows", "notes", "method", "diagnostic", "in_domain", "domain")
         )
         return same and self.calibration.equals(other.calibration) and self.documents.equals(other.documents)
 
@@ -100,7 +103,7 @@ class AuditResult:
         body = {
             "format": FORMAT_VERSION,
             "kind": "audit",
-            **{k: _plain(getattr(self, k)) for k in ("settings", "detector", "runs", "rows", "notes", "method", "diagnostic", "in_domain")},
+            **{k: _plain(getattr(self, k)) for k in ("settings", "detector", "runs", "rows", "notes", "method", "diagnostic", "in_domain", "domain")},
         }
         paths = {"audit": atomic_write_json(folder / "audit.json", body)}
         for name, frame in (("audit", pd.DataFrame(self.rows, columns=list(ROW_COLUMNS))), ("calibration", self.calibration), ("documents", self.documents)):
@@ -122,7 +125,7 @@ class AuditResult:
         calibration = pd.read_csv(folder / "calibration.csv", dtype=dtypes, keep_default_na=False)
         documents = pd.read_csv(folder / "documents.csv", dtype=dtypes, keep_default_na=False)
         return cls(calibration=calibration, documents=documents, **{k: body[k] for k in ("settings", "detector", "runs", "rows", "notes", "method")},
-                   diagnostic=body.get("diagnostic", {}), in_domain=body.get("in_domain", {}))  # fmt: skip
+                   diagnostic=body.get("diagnostic", {}), in_domain=body.get("in_domain", {}), domain=body.get("domain", {}))  # fmt: skip
 
 
 def load_audit(folder: str | Path) -> AuditResult:

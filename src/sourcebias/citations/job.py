@@ -111,7 +111,7 @@ def run_cite(data: str, output: str | Path | None, *, generator: str, settings: 
         ids = sample([q for q in ranked.query_ids if len(ranked.positions[q])], settings.max_queries, settings.seed)
         info = {**info, "queries": len(ids), "run_queries": len(ranked), "human_source": ds.human_source, "sources": list(ds.sources)}
         (emit or (lambda _m: None))(f"asking {generator} about {len(ids)} queries x {settings.orders} orders")
-        client = open_client(generator, cache_dir=cache_dir, concurrency=concurrency, device=device)
+        client = open_client(generator, cache_dir=cache_dir, concurrency=concurrency, device=device, what="--generator")
         result = cite_run(ranked, ds.queries, client, settings, ds.human_source, query_ids=ids, inputs=info)
         if folder is None:
             return result, None

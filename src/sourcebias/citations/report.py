@@ -86,10 +86,10 @@ def citation_report(result: CitationResult, title: str | None = None) -> Any:
     tables = [answers]
     for key, table, heading in (("rank", "source_rank", "retrieval rank"), ("position", "source_position", "position in the context")):
         rows, sources = rate_rows(result, table, key)
-        cols = [Column(key, key, "int")] + [Column(f"src:{x}", x, "text") for x in sources]
+        cols = [Column(key, key, "int")] + [Column(f"src:{x}", x, "cell") for x in sources]
         tables.append(Table(f"rates:{key}", f"P(cited | source, {heading})", cols, rows, rate_caption(result, table), status_rows=False))
-    effect_cols = [Column("estimator", "estimator", "text"), Column("level", "source", "text"), Column("estimate_text", "estimate [CI]", "text"),
-                   Column("or_text", "odds ratio", "text"), Column("ame_text", "AME on P(cited) [CI]", "text"), Column("p", "p", "p"), Column("n_text", "n", "text"),
+    effect_cols = [Column("estimator", "estimator", "text"), Column("level", "source", "text"), Column("estimate_text", "estimate [CI]", "cell"),
+                   Column("or_text", "odds ratio", "cell"), Column("ame_text", "AME on P(cited) [CI]", "cell"), Column("p", "p", "p"), Column("n_text", "n", "cell"),
                    Column("queries", "queries", "int"), Column("status_text", "status", "text")]  # fmt: skip
     tables.append(
         Table(
@@ -105,8 +105,8 @@ def citation_report(result: CitationResult, title: str | None = None) -> Any:
     fe_cols = [
         Column("term", "term", "text"),
         Column("level", "level (vs 1)", "text"),
-        Column("estimate_text", "log OR [CI]", "text"),
-        Column("or_text", "odds ratio", "text"),
+        Column("estimate_text", "log OR [CI]", "cell"),
+        Column("or_text", "odds ratio", "cell"),
         Column("p", "p", "p"),
     ]
     # an empty table says why it is empty (every level left out, or no logit fitted), never a bare header

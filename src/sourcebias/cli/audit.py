@@ -26,14 +26,14 @@ def audit(
     field: options_audit.FeatureField = "text", normalize: options_audit.Normalize = "collection", reference_docs: options_audit.ReferenceDocs = 2000, max_pairs: options_audit.MaxPairs = None,
     calibration_share: options_audit.CalibrationShare = 0.5, threshold: options_audit.Threshold = "youden", resamples: options_audit.AuditResamples = 2000, level: options_audit.Level = 0.95,
     seed: options_audit.AuditSeed = 0, max_queries: options_audit.MaxQueries = None, human_reference: options_audit.HumanReference = None, check_alpha: options_audit.CheckAlpha = 0.05,
-    check_resamples: options_audit.CheckResamples = 200, strict: options_audit.Strict = False, docnos: options_audit.RunDocnos = None, docno_pattern: options_audit.RunDocnoPattern = None,
+    check_resamples: options_audit.CheckResamples = 200, calibration_domain: options_audit.CalibrationDomain = "auto", strict: options_audit.Strict = False, docnos: options_audit.RunDocnos = None, docno_pattern: options_audit.RunDocnoPattern = None,
     output: options_audit.AuditOutput = None, overwrite: options.ReplaceResults = False,
 ) -> None:  # fmt: skip
     """Measure source bias when the sources are unknown: Share@k and ΔNDSR@k of LLM text from a
     detector's labels, naive and corrected for misclassification (Rogan–Gladen with the Se and Sp
     of a calibration on labelled twins; joint bootstrap CIs). A transfer check tests that the
-    calibration fits the audited documents; where it does not, every corrected figure is marked
-    UNRELIABLE (and --strict exits with 3). True values are shown where the corpus has labels.
+    calibration fits the audited documents; where it does not, or where the calibration twins come
+    from another domain, every corrected figure is marked UNRELIABLE (and --strict exits with 3). True values are shown where the corpus has labels.
 
     Examples:
 
@@ -69,6 +69,7 @@ def audit(
         overwrite=overwrite,
         max_queries=max_queries,
         human_reference=human_reference,
+        calibration_domain=calibration_domain,
     )
 
 
@@ -90,7 +91,7 @@ def _run(target: Path, output: Path | None, detector_options, settings, *, stric
     else:
         console.print("[dim]Add --output DIR to save the results and the figure.[/dim]")
     if strict and not result.reliable:
-        console.print("[red]--strict: the transfer check failed; the corrected figures are unreliable.[/red]")
+        console.print("[red]--strict: the corrected figures are unreliable (see the notes).[/red]")
         raise typer.Exit(3)
 
 

@@ -85,12 +85,12 @@ def _run_cells(cfg, output: Path, n_cells: int, **kwargs):
 def _report(cfg, output: Path) -> None:
     """The grid's statistics and report, written to OUTPUT/report and its tables printed."""
     from sourcebias.experiments.aggregate import aggregate_grid
-    from sourcebias.reporting.grid_report import rich_tables, write_grid_report
+    from sourcebias.reporting.grid_report import grid_title, rich_tables, write_grid_report
 
     with console.status("Statistics and report ..."):
         cells_table = aggregate_grid(cfg, output)
         paths = write_grid_report(cells_table, cfg, output)
-    console.print(rich_tables(cells_table))
+    console.print(rich_tables(cells_table, grid_title(cfg)))  # what tables.md holds
     console.print(f"Report: [bold]{paths['html']}[/bold] (tables.md, tables.tex, cells.csv, figures/ beside it)")
 
 

@@ -19,10 +19,27 @@ NEURAL: Need = ("neural", ())
 FIGURES: Need = ("analysis", ("matplotlib",))
 
 
+def _model(option: str, *more: Need) -> Callable[[dict[str, Any]], list[Need]]:
+    """The needs of a command whose ``option`` is a model spec (the server client's httpx or a
+    local model's PyTorch), and ``more``; a malformed spec is left for the command to refuse."""
+
+    def needs(params: dict[str, Any]) -> list[Need]:
+        from sourcebias.core.errors import ConfigError
+        from sourcebias.llmcalls.spec import required_extra
+
+        try:
+            return [required_extra(str(params.get(option) or "")), *more]
+        except ConfigError:
+            return list(more)
+
+    return needs
+
+
 def _generate(params: dict[str, Any]) -> list[Need]:
     backend = str(getattr(params.get("backend"), "value", params.get("backend")) or "")
-    openai = backend == "openai" or (not backend and params.get("base_url"))
-    return [("generate", ())] if openai else [("neural", ("torch", "transformers"))]
+    if backend == "openai" or params.get("base_url"):  # the 0.2.0 form (deprecated)
+        return [("generate", ())]
+    return _model("model")(params)
 
 
 def _ray(params: dict[str, Any]) -> list[Need]:
@@ -34,6 +51,8 @@ COMMAND_EXTRAS: dict[str, list[Need] | Callable[[dict[str, Any]], list[Need]]] =
     "train": [NEURAL],
     "serve": [("neural", ("torch", "transformers"))],
     "generate": _generate,
+    "judge": _model("judge", FIGURES),
+    "cite": lambda params: _model("generator")(params) + ([FIGURES] if params.get("output") else []),
     "detect": [("neural", ("torch", "transformers"))],
     "audit": [FIGURES],
     "power": [FIGURES],

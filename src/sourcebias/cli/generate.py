@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import time
+from typing import Any
 
 import typer
 
@@ -34,14 +35,14 @@ def generate(
 
       sourcebias generate data/nq-utd --name smollm2-tmp0.2 --model smollm2 --limit 50
 
-      sourcebias generate data/nq-utd --name llama3-tmp0.2 --model meta-llama/Meta-Llama-3-8B-Instruct --base-url http://gpu1:8000/v1 --base-url http://gpu2:8000/v1 --concurrency 32
+      sourcebias generate data/nq-utd --name llama3-tmp0.2 --model openai:meta-llama/Meta-Llama-3-8B-Instruct@http://gpu1:8000/v1@http://gpu2:8000/v1 --concurrency 32
     """
     from sourcebias.core import progress
     from sourcebias.generation.length import LengthControl
     from sourcebias.generation.prompts import load_prompt
     from sourcebias.generation.rewrite import RewriteSettings, resolve_target, rewrite_corpus
 
-    kind = _backend_kind(backend, base_url)
+    spec = model_spec(model, backend, base_url)
     target = resolve_target(dataset_dir, name, output=output, human_source=human_source)
     settings = RewriteSettings(
         prompt=load_prompt(prompt, system=system), temperature=temperature, top_p=top_p, seed=seed, max_new_tokens_ratio=max_new_tokens_ratio,
@@ -49,14 +50,14 @@ def generate(
         limit=limit, keep_raw=keep_raw, fsync=fsync, max_consecutive_failures=max_consecutive_failures, length_control=LengthControl.parse(length_control) if length_control else None,
     )  # fmt: skip
     settings.validate()
-    if kind is o.BackendKind.openai:
-        engine = _openai_backend(base_url or [], model, api_key_env, concurrency=concurrency, timeout=timeout, max_retries=max_retries, chat=not completions)
+    if spec.backend != "local":
+        engine = _openai_backend(spec, api_key_env, concurrency=concurrency, timeout=timeout, max_retries=max_retries, chat=not completions)
     else:
-        engine = _local_backend(model, device, threads)
+        engine = _local_backend(spec, device, threads)
     lc = settings.length_control
     control = f", length {lc.ratio:g} × the original's words ± {lc.tolerance:g}, up to {lc.max_retries} retries" if lc else ""
     console.print(
-        f"Rewriting {target.human_file} with [bold]{model}[/bold] ({kind.value}, prompt {settings.prompt.name}, T={temperature}, top_p={top_p}{control}) into [bold]{target.output}[/bold]"
+        f"Rewriting {target.human_file} with [bold]{spec.model}[/bold] ({spec.backend}, prompt {settings.prompt.name}, T={temperature}, top_p={top_p}{control}) into [bold]{target.output}[/bold]"
     )
     try:
         with progress.RichProgress(console=console, transient=False) as reporter, progress.use(reporter):
@@ -66,35 +67,45 @@ def generate(
     _print_summary(summary, target, human_source, length_control=lc is not None)
 
 
-def _backend_kind(backend: o.BackendKind | None, base_url: list[str] | None) -> o.BackendKind:
-    """--backend, or openai when --base-url is given, else local; refused when they disagree."""
+def model_spec(model: str, backend: o.BackendKind | None, base_url: list[str] | None) -> Any:
+    """The ``--model`` spec (:func:`sourcebias.llmcalls.parse_model_spec`); the 0.2.0 form
+    ``--backend openai --base-url URL --model M`` is read as ``--model openai:M@URL`` with a
+    deprecation warning, and refused when it contradicts the spec."""
     from sourcebias.core.errors import ConfigError
+    from sourcebias.core.moved import deprecated
+    from sourcebias.llmcalls.spec import parse_model_spec, server_spec
 
-    kind = backend or (o.BackendKind.openai if base_url else o.BackendKind.local)
-    if kind is o.BackendKind.openai and not base_url:
-        raise ConfigError("--backend openai needs --base-url URL (e.g. http://localhost:8000/v1, or https://api.openai.com/v1)")
-    if kind is o.BackendKind.local and base_url:
-        raise ConfigError("--base-url is for --backend openai; the local backend loads the model in this process")
-    return kind
+    spec = parse_model_spec(model, what="--model")
+    if base_url:
+        if spec.backend != "local" or backend is o.BackendKind.local:
+            raise ConfigError("--base-url goes with a model name, not with a local model or an openai:MODEL@URL spec (which names its servers)")
+        flags = ("--backend openai " if backend else "") + " ".join(f"--base-url {u}" for u in base_url)
+        return server_spec(model, base_url, old=f"--model {model} {flags}", new="--model {spec}")
+    if backend is o.BackendKind.openai and spec.backend == "local":
+        raise ConfigError("--backend openai: name the servers in the model spec, --model openai:MODEL@http://HOST:PORT/v1")
+    if backend is not None:
+        deprecated(f"--backend {backend.value}", f"--model {spec}")
+    return spec
 
 
-def _openai_backend(base_urls: list[str], model: str, api_key_env: str | None, **options):
+def _openai_backend(spec: Any, api_key_env: str | None, **options):
     """The HTTP backend, its servers checked before any work (warnings printed)."""
-    from sourcebias.generation.backends.openai import DEFAULT_API_KEY_ENV, OpenAIBackend
+    from sourcebias.llmcalls import open_backend
+    from sourcebias.llmcalls.backends.openai import DEFAULT_API_KEY_ENV
 
-    engine = OpenAIBackend(base_urls, model, api_key_env=api_key_env or DEFAULT_API_KEY_ENV, require_api_key=api_key_env is not None, **options)
+    engine = open_backend(spec, what="--model", api_key_env=api_key_env or DEFAULT_API_KEY_ENV, require_api_key=api_key_env is not None, **options)
     for warning in engine.require_usable():
         err_console.print(f"[yellow]Warning:[/yellow] {warning}", highlight=False)
     return engine
 
 
-def _local_backend(model: str, device: str | None, threads: int | None):
-    from sourcebias.generation.backends.local import LocalBackend
+def _local_backend(spec: Any, device: str | None, threads: int | None):
+    from sourcebias.llmcalls import open_backend
 
     t0 = time.perf_counter()
-    with console.status(f"Loading {model} ..."):
-        engine = LocalBackend(model, device=device, threads=threads)
-    console.print(f"Loaded [bold]{model}[/bold] on {engine.device} in {time.perf_counter() - t0:.1f} s")
+    with console.status(f"Loading {spec.model} ..."):
+        engine = open_backend(spec, what="--model", device=device, threads=threads)
+    console.print(f"Loaded [bold]{spec.model}[/bold] on {engine.device} in {time.perf_counter() - t0:.1f} s")
     return engine
 
 
@@ -136,11 +147,14 @@ def serve(
     Example:  sourcebias serve --model smollm2 --port 8000
     """
     from sourcebias.core.errors import ConfigError
-    from sourcebias.generation.backends.local import LocalBackend
-    from sourcebias.generation.server import make_server
+    from sourcebias.llmcalls import open_backend, parse_model_spec
+    from sourcebias.llmcalls.server import make_server
 
+    spec = parse_model_spec(model, what="--model")
+    if spec.backend != "local":
+        raise ConfigError(f"--model {model}: `sourcebias serve` serves a local model (smollm2, a .gguf file, a folder), not a server")
     t0 = time.perf_counter()
-    engine = LocalBackend(model, device=device, threads=threads)
+    engine = open_backend(spec, what="--model", device=device, threads=threads)
     try:
         server = make_server(engine, host=host, port=port, model_names=served_model_name or [model], max_pending=max_pending, quiet=quiet)
     except OSError as exc:

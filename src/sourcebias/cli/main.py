@@ -7,9 +7,11 @@ with one clear message and exit status 2, not a traceback; Ctrl-C ends with a me
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
-from typing import Annotated
+from collections.abc import Iterator
+from typing import Annotated, Any
 
 import typer
 
@@ -20,6 +22,7 @@ from sourcebias.cli import evaluate as _evaluate
 from sourcebias.cli import generate as _generate
 from sourcebias.cli import inspect as _inspect
 from sourcebias.cli import mitigate as _mitigate
+from sourcebias.cli import prompts as _prompts
 from sourcebias.cli import retrievers as _retrievers
 from sourcebias.cli import train as _train
 from sourcebias.cli.common import err_console, expand_greedy_options, reflow_app_help, tidy_typer_help
@@ -63,6 +66,7 @@ from sourcebias.cli import simulate as _simulate  # noqa: E402
 
 for _module in (_evaluate, _datasets, _analyze, _bench, _inspect, _retrievers, _generate, _mitigate, _train, _power, _audit, _detect, _simulate, _cite, _judge):
     _module.register(app)
+_prompts.register(app)  # the prompts the LLM stages (cite, judge, rankgpt, llm-yesno) take by name
 reflow_app_help(app)  # docstrings' line breaks are not kept mid-sentence
 identify_commands(app)  # a rerun of the same command replaces its own results (sourcebias.cli.identity)
 
@@ -80,7 +84,8 @@ def main(argv: list[str] | None = None) -> None:
 
         describe_measures()
     try:
-        code = app(args=args, prog_name="sourcebias", standalone_mode=False)
+        with _deprecations_as_lines():
+            code = app(args=args, prog_name="sourcebias", standalone_mode=False)
     except SourceBiasError as exc:
         from rich.markup import escape
 
@@ -95,6 +100,31 @@ def main(argv: list[str] | None = None) -> None:
     if code == 130:  # typer turns Ctrl-C (KeyboardInterrupt) into a silent exit 130
         err_console.print("[yellow]Interrupted.[/yellow] Finished work is kept; rerun the same command to resume where the job is resumable.")
     sys.exit(code if isinstance(code, int) else 0)
+
+
+@contextlib.contextmanager
+def _deprecations_as_lines() -> Iterator[None]:
+    """Print each deprecation of an old name or form (:mod:`sourcebias.core.moved`) as one
+    "Warning:" line on stderr while a command runs (Python shows a DeprecationWarning only to
+    code run as ``__main__``); other warnings are shown as Python shows them."""
+    import warnings
+
+    from rich.markup import escape
+
+    from sourcebias.core.moved import SourceBiasDeprecationWarning
+
+    with warnings.catch_warnings():
+        shown = warnings.showwarning
+
+        def show(message: Any, category: type[Warning], filename: str, lineno: int, file: Any = None, line: str | None = None) -> None:
+            if issubclass(category, SourceBiasDeprecationWarning):
+                err_console.print(f"[yellow]Warning:[/yellow] {escape(str(message))}", highlight=False, soft_wrap=True)
+            else:
+                shown(message, category, filename, lineno, file, line)
+
+        warnings.simplefilter("always", SourceBiasDeprecationWarning)
+        warnings.showwarning = show
+        yield
 
 
 def _usage_error(exc: Exception) -> None:

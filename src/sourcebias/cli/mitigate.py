@@ -19,39 +19,17 @@ project_app = typer.Typer(
 )
 
 
-def print_before_after(result, names: list[str], measure: str, label: str) -> None:
-    """The before/after table (:func:`sourcebias.mitigation.before_after.before_after_table`)."""
-    from rich.table import Table
-
-    from sourcebias.mitigation.before_after import before_after_table
-
-    df = before_after_table(result, names, measure)
-    t = Table(
-        title=f"{result.dataset.get('name')} ({result.dataset.get('split')}, {label}), {measure}",
-        caption="percent; Rel Δ > 0: human-written ranked higher, < 0: LLM-generated ranked higher",
-    )
-    for c in df.columns:
-        t.add_column(c, justify="left" if c == "system" else "right")
-    for row in df.to_dict("records"):
-        delta = row["Rel Δ"]
-        color = "red" if delta < 0 else "green"
-        cells = [("–" if v != v else f"{v:.1f}") for v in (row["all"], row["human"], row["LLM"])]
-        t.add_row(
-            row["system"],
-            *cells,
-            f"[{color}]{delta:.1f}[/{color}]" if delta == delta else "–",
-            "–" if row["human only"] != row["human only"] else f"{row['human only']:.1f}",
-        )
-    console.print(t)
-
-
-def _write_evaluation(result, folder, command, extra) -> None:
-    """The before/after evaluation with its summary and the paired tests (statistics.csv)."""
-    from sourcebias.report import result_report
+def _write_and_print(result, names: list[str], measure: str, label: str, folder, command, extra) -> None:
+    """Write the before/after evaluation with its summary (the before/after table, the papers'
+    table and the paired tests: :func:`sourcebias.mitigation.before_after.before_after_report`)
+    and print that same report."""
+    from sourcebias.mitigation.before_after import before_after_report
+    from sourcebias.report.render import to_rich
     from sourcebias.reporting.outputs import write_summaries
 
-    report = result_report(result, statistics=("paired_tests",))
+    report = before_after_report(result, names, measure, label)
     result.save(folder, nested=True, command=command, manifest_extra=extra, render=lambda res, out: write_summaries(res, out, report))
+    console.print(to_rich(report))
 
 
 def _evaluate(target, systems, seed):
@@ -162,8 +140,7 @@ def _cdc_before_after(fit, where, target, system, retriever: str, options: dict,
     correction = CDCCorrection(fit.beta, stage.pop("lm"), name="cdc", **stage)
     after = Pipeline(build_retriever(retriever, **options), [correction], name=f"{retriever}>>cdc")
     result = _evaluate(target, [system, after], seed)
-    _write_evaluation(result, folder, "cdc fit", {"cdc": fit.to_dict(), "evaluation": where.to_dict()})
-    print_before_after(result, [system.name, after.name], f"NDCG@{k}", where.label)
+    _write_and_print(result, [system.name, after.name], f"NDCG@{k}", where.label, folder, "cdc fit", {"cdc": fit.to_dict(), "evaluation": where.to_dict()})
 
 
 @project_app.command("fit")
@@ -203,10 +180,8 @@ def project_fit(
         if ds is not None and where is not None:  # both or neither: a --target was given
             after = projected(build_retriever(model, **options), proj, source=str(Path(output) / "projection.json"), name=f"{model}+projection")
             result = _evaluate(ds, [system, after], seed)
-            _write_evaluation(
-                result, folder.staging / "evaluation", "project fit", {"projection": proj.to_dict() | {"direction": None}, "evaluation": where.to_dict()}
-            )
-            print_before_after(result, [system.name, after.name], f"NDCG@{k}", where.label)
+            extra = {"projection": proj.to_dict() | {"direction": None}, "evaluation": where.to_dict()}
+            _write_and_print(result, [system.name, after.name], f"NDCG@{k}", where.label, folder.staging / "evaluation", "project fit", extra)
         parameters = {"model": model, "pairs": pairs, "seed": seed, "split": split, "evaluation": where.to_dict() if where else None}
         manifest = build_manifest(
             command="project fit",

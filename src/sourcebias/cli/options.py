@@ -42,9 +42,10 @@ Orphans = Annotated[str, typer.Option(**option_kwargs("orphans"))]  # help, choi
 Retrievers = Annotated[
     list[str] | None,
     typer.Option(
-        "--retriever", "-r", metavar="SPEC",
+        "--retriever", "-r", metavar="[LABEL=]SPEC",
         help="Retriever to evaluate; repeat for several. bm25, tfidf, bm25:k1=0.9,b=0.4, st:NAME_OR_PATH, presets (minilm, tas-b, ...), pipelines "
-        "'bm25>>cut:20>>lm:smollm2'. See `sourcebias retrievers`. Default: bm25 (when no --run is given).",
+        "'bm25>>cut:20>>lm:smollm2'. See `sourcebias retrievers`. LABEL= names it in the tables and files (as --run NAME=FILE names a run; "
+        "unlabelled, a spec is named without its servers' @URLs); the full spec is in the notes and result.json. Default: bm25 (when no --run is given).",
     ),
 ]  # fmt: skip
 Runs = Annotated[

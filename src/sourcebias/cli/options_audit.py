@@ -116,9 +116,20 @@ HumanReference = Annotated[
         help="Documents of the audited corpus known to be human (e.g. written before 2022): TSV with header doc_id, source (or JSONL). Sp and the transfer check's human component then come from them, in domain.",
     ),
 ]
+CalibrationDomain = Annotated[
+    str,
+    typer.Option(
+        metavar="auto|audited|other",
+        help="Were the calibration twins drawn from the audited domain? auto: yes when at least half of their human documents are documents of the audited corpus; "
+        "audited: your word (twins of a sample of the audited domain). Corrected figures calibrated on another domain are marked unreliable.",
+    ),
+]
 CheckAlpha = Annotated[float, typer.Option(help="Level of the transfer check: below it the corrected figures are marked unreliable.")]
 CheckResamples = Annotated[int, typer.Option(min=20, help="Parametric bootstrap resamples of the transfer check.")]
-Strict = Annotated[bool, typer.Option(help="Exit with status 3 (after writing the results) when the transfer check fails.")]
+Strict = Annotated[
+    bool,
+    typer.Option(help="Exit with status 3 (after writing the results) when the corrected figures are unreliable (another domain, or a failed transfer check)."),
+]
 RunDocnos = Annotated[Path | None, typer.Option(metavar="FILE", help="Table docno<TAB>doc_id<TAB>source naming the documents of a TREC run.")]
 RunDocnoPattern = Annotated[str | None, typer.Option(metavar="PATTERN", help="How a TREC run names documents, e.g. '{doc_id}-{source}'.")]
 AuditOutput = Annotated[

@@ -51,7 +51,7 @@ Model = Annotated[
     typer.Option(
         "--model",
         "-m",
-        help="local: smollm2, a .gguf file, a transformers folder or a cached Hugging Face name; openai: the model name the server knows.",
+        help="The model: smollm2, a .gguf file, a transformers folder or a cached Hugging Face name (it runs here), or openai:MODEL@URL (MODEL as an OpenAI-compatible server at URL knows it; more @URL spread the work over several servers).",
         show_default=False,
     ),
 ]
@@ -60,7 +60,7 @@ ServeModel = Annotated[
 ]
 BackendChoice = Annotated[
     BackendKind | None,
-    typer.Option(help="local (transformers) or openai (any OpenAI-compatible server). Default: openai when --base-url is given, else local."),
+    typer.Option(help="Deprecated (removed in 0.4.0): the --model spec says it (openai:MODEL@URL for a server)."),
 ]
 Prompt = Annotated[
     str,
@@ -86,9 +86,7 @@ LengthControlSpec = Annotated[
 ]
 
 # -- the backends -----------------------------------------------------------------------------
-BaseUrl = Annotated[
-    list[str] | None, typer.Option("--base-url", help="Server base URL, e.g. http://localhost:8000/v1; repeat to spread the work over several servers.")
-]
+BaseUrl = Annotated[list[str] | None, typer.Option("--base-url", help="Deprecated (removed in 0.4.0): write --model openai:MODEL@URL[@URL...].")]
 ApiKeyEnv = Annotated[
     str | None, typer.Option(help="Environment variable holding the API key (default OPENAI_API_KEY, optional). The key is never written anywhere.")
 ]

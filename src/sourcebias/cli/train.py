@@ -233,27 +233,21 @@ def _evaluate_model(spec: str, label: str, alpha: float | None, *, target, folde
 
 
 def _print_sweep(table, k: int) -> None:
-    from rich.table import Table
+    """The sweep by α through the one report (:func:`sourcebias.report.render.to_rich`)."""
+    from sourcebias.evaluation.stats import Column
+    from sourcebias.report.model import Report, Table
+    from sourcebias.report.render import to_rich
 
-    t = Table(
-        title=f"Debiased training: NDCG@{k} (percent) and Relative Δ by α", caption="Rel Δ > 0: human-written ranked higher; < 0: LLM-generated ranked higher"
-    )
-    for c in ("model", "positives", "all", "human", "LLM", f"Rel Δ @{k}", "Rel Δ @1", "human only", "LLM only"):
-        t.add_column(c, justify="left" if c == "model" else "right")
-    for r in table.to_dict("records"):
-        d = r[f"rel_delta@{k}"]
-        t.add_row(
-            str(r["model"]),
-            "—" if not isinstance(r.get("positives"), str) else r["positives"],
-            f"{r[f'ndcg@{k}_all'] * 100:.1f}",
-            f"{r[f'ndcg@{k}_human'] * 100:.1f}",
-            f"{r[f'ndcg@{k}_llm'] * 100:.1f}",
-            f"[{'red' if d < 0 else 'green'}]{d:.1f}[/]",
-            f"{r['rel_delta@1']:.1f}",
-            f"{r[f'ndcg@{k}_human_only'] * 100:.1f}",
-            f"{r[f'ndcg@{k}_llm_only'] * 100:.1f}",
-        )
-    console.print(t)
+    pct = [f"ndcg@{k}_all", f"ndcg@{k}_human", f"ndcg@{k}_llm", f"ndcg@{k}_human_only", f"ndcg@{k}_llm_only"]
+    rows = [
+        {**r, "positives": r.get("positives") if isinstance(r.get("positives"), str) else "—", **{c: r[c] * 100 for c in pct}} for r in table.to_dict("records")
+    ]
+    cols = [Column("model", "model", "text"), Column("positives", "positives", "text")]
+    cols += [Column(pct[0], "all", "num"), Column(pct[1], "human", "num"), Column(pct[2], "LLM", "num"), Column(f"rel_delta@{k}", f"Rel Δ @{k}", "delta")]
+    cols += [Column("rel_delta@1", "Rel Δ @1", "num"), Column(pct[3], "human only", "num"), Column(pct[4], "LLM only", "num")]
+    title = f"Debiased training: NDCG@{k} (percent) and Relative Δ by α"
+    caption = "Rel Δ > 0: human-written ranked higher; < 0: LLM-generated ranked higher"
+    console.print(to_rich(Report(title, [Table("sweep", title, cols, rows, caption, identity=2)])))
 
 
 def register(app: typer.Typer) -> None:

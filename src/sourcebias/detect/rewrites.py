@@ -9,23 +9,20 @@ feed such edit-distance features to a classifier; the normalised distance alone 
 zero-shot form.) Texts are cut to their first ``max_words`` words before rewriting, to bound
 the cost.
 
-**Rewrites** go through any :mod:`sourcebias.generation` backend (a local transformers model or
-an OpenAI-compatible server), with greedy decoding (deterministic, so a rewrite is a function of
-the text and can be cached), and are cleaned by the generation package's post-processing
-(:func:`sourcebias.generation.clean_output`: echoed prompts, "Here is the rewritten text:"). Each
-finished rewrite is appended as one flushed JSONL line to
-``<cache>/rewrites/<fingerprint>.jsonl`` (fingerprint: model, prompt, decoding, ``max_words``),
-so a kill loses at most the rewrite in flight, and a rerun (or the audit's self-twins, or
-another detector) reuses every rewrite already made. A rewrite the post-processing flags
-(refused, empty, truncated) is kept with its status; its score is NaN and reported as such.
+**Rewrites** are asked of a model through :mod:`sourcebias.llmcalls` (a local model or an
+OpenAI-compatible server, named as everywhere: ``raidar:smollm2``, ``raidar:openai:M@URL``), with
+greedy decoding (deterministic, so a rewrite is a function of the text), and cleaned by the
+generation package's post-processing (:func:`sourcebias.generation.clean_output`: echoed prompts,
+"Here is the rewritten text:"). Each answer is stored in the answer store as it arrives
+(:mod:`sourcebias.llmcalls.cache`: a call's key holds the model, the prompt, ``max_new_tokens`` and the
+cut text), so a kill loses at most the rewrite in flight, and a rerun (or the audit's self-twins, or
+another detector) reuses every rewrite already made. A rewrite the post-processing flags (refused,
+empty, truncated) keeps its status; its score is NaN and reported as such.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
@@ -35,7 +32,6 @@ from sourcebias.detect.base import DetectorRequest, EngineKind, ZeroShotDetector
 
 #: Raidar's prompt "Rewrite this for me" (one of the paper's seven rewriting prompts)
 RAIDAR_TEMPLATE = "Rewrite this for me: {text}"
-VALUE_VERSION = "rewrite-v1"
 
 
 def cut_words(text: str, max_words: int) -> str:
@@ -54,89 +50,59 @@ def rewrite_similarity(text: str, rewrite: str) -> float:
 
 
 class Rewriter:
-    """Greedy rewrites of texts by a generation backend, cached by content (see the module docs).
+    """Greedy rewrites of texts by an LLM client, stored as answers (see the module docs).
 
     Args:
-        backend: a :mod:`sourcebias.generation.backends` backend.
+        client: a :func:`sourcebias.llmcalls.open_client` client.
         prompt: a :class:`~sourcebias.generation.PromptTemplate` (default: Raidar's).
         max_words: texts are cut to this many words first.
-        cache_dir: root of the cache (default ``$SOURCEBIAS_CACHE``).
+        max_new_tokens: the longest rewrite, in tokens.
     """
 
-    def __init__(self, backend: Any, *, prompt: Any = None, max_words: int = 96, max_new_tokens: int = 256, cache_dir: Any = None):
-        from sourcebias.core.cache import default_cache_dir
+    def __init__(self, client: Any, *, prompt: Any = None, max_words: int = 96, max_new_tokens: int = 256):
         from sourcebias.generation import PromptTemplate
 
         if max_words < 1:
             raise ConfigError(f"max_words must be at least 1, got {max_words}")
-        self.backend = backend
+        self.client = client
         self.prompt = prompt or PromptTemplate("raidar", RAIDAR_TEMPLATE)
         self.max_words, self.max_new_tokens = int(max_words), int(max_new_tokens)
-        self.path = Path(cache_dir or default_cache_dir()) / "rewrites" / f"{self.fingerprint()}.jsonl"
-        self._done: dict[str, dict[str, Any]] | None = None
 
-    def fingerprint(self) -> str:
-        ident = {"value": VALUE_VERSION, "backend": self.backend.kind, "model": self.backend.model, "template": self.prompt.template, "system": self.prompt.system,
-                 "max_words": self.max_words, "max_new_tokens": self.max_new_tokens, "decoding": "greedy"}  # fmt: skip
-        return "rw-" + hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:24]
+    def call(self, text: str) -> Any:
+        """The rewrite request of a (cut) text: greedy, seeded, at most ``max_new_tokens``."""
+        from sourcebias.llmcalls import Call
 
-    @staticmethod
-    def key(text: str) -> str:
-        return hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
+        messages = tuple((m["role"], m["content"]) for m in self.prompt.messages(text, ""))
+        return Call(messages=messages, max_tokens=self.max_new_tokens, temperature=0.0, seed=0)
 
-    def cached(self) -> dict[str, dict[str, Any]]:
-        """Key -> record of every rewrite in the cache file."""
-        if self._done is None:
-            from sourcebias.data.jsonl import iter_jsonl, repair_torn_tail
-
-            self._done = {}
-            if self.path.is_file():
-                repair_torn_tail(self.path)
-                self._done = {rec["key"]: rec for _, rec in iter_jsonl(self.path)}
-        return self._done
+    def missing(self, texts: Sequence[str]) -> int:
+        """How many distinct (cut) texts have no stored rewrite yet."""
+        return self.client.missing([self.call(c) for c in dict.fromkeys(cut_words(t, self.max_words) for t in texts)])
 
     def rewrite(self, texts: Sequence[str], task: Any = None) -> list[dict[str, Any]]:
-        """Per text: ``{"key", "input", "text", "status"}`` (``input``: the cut text), each made
-        once and appended to the cache as it finishes. ``task`` advances by one per text."""
-        from sourcebias.data.jsonl import JsonlAppender
-
+        """Per text: ``{"input", "text", "status", "reason"}`` (``input``: the cut text); each
+        distinct text asked once, its answer stored as it arrives. ``task`` advances per text."""
         cut = [cut_words(t, self.max_words) for t in texts]
-        done = self.cached()
-        todo = list(dict.fromkeys(c for c in cut if self.key(c) not in done))
-        if todo:
-            with JsonlAppender(self.path) as out:
-                for c in todo:
-                    rec = self._one(c)
-                    out.write(rec)
-                    done[rec["key"]] = rec
-                    if task is not None:
-                        task.advance(1)
-        return [done[self.key(c)] for c in cut]
+        unique = list(dict.fromkeys(cut))
+        answers = self.client.answer([self.call(c) for c in unique], task=task)
+        done = {c: self._record(c, a) for c, a in zip(unique, answers)}
+        return [done[c] for c in cut]
 
-    def _one(self, text: str) -> dict[str, Any]:
+    def _record(self, text: str, answer: Any) -> dict[str, Any]:
         from sourcebias.generation import clean_output
-        from sourcebias.generation.backends import GenerationRequest
 
-        req = GenerationRequest(
-            key=self.key(text),
-            messages=self.prompt.messages(text, ""),
-            prompt=self.prompt.render(text, ""),
-            max_tokens=self.max_new_tokens,
-            temperature=0.0,
-            seed=0,
-        )
-        res = self.backend.generate(req)
-        cleaned = clean_output(res.text, finish_reason=res.finish_reason, source_text=text, template=self.prompt.template, answer_marker=None)
-        return {"key": self.key(text), "input": text, "text": cleaned.text, "status": cleaned.status, "reason": cleaned.reason}
+        cleaned = clean_output(answer.text, finish_reason=answer.finish_reason, source_text=text, template=self.prompt.template, answer_marker=None)
+        return {"input": text, "text": cleaned.text, "status": cleaned.status, "reason": cleaned.reason}
 
     def describe(self) -> dict[str, Any]:
-        backend = {
-            "backend": self.backend.kind,
-            "model": self.backend.model,
-            "device": getattr(self.backend, "device", None),
-        }  # not describe(): it may convert a GGUF into another cache
-        return {"backend": backend, "prompt": self.prompt.template, "system": self.prompt.system, "max_words": self.max_words, "max_new_tokens": self.max_new_tokens,
-                "decoding": "greedy (temperature 0)", "cache": str(self.path)}  # fmt: skip
+        return {
+            "client": self.client.describe(),
+            "prompt": self.prompt.template,
+            "system": self.prompt.system,
+            "max_words": self.max_words,
+            "max_new_tokens": self.max_new_tokens,
+            "decoding": "greedy (temperature 0)",
+        }
 
 
 def similarities(records: Sequence[dict[str, Any]]) -> np.ndarray:
@@ -146,52 +112,48 @@ def similarities(records: Sequence[dict[str, Any]]) -> np.ndarray:
 
 class Raidar(EngineKind):
     """Raidar's rewrite similarity, rewrites by a local model or an OpenAI-compatible server
-    (API key from ``$SOURCEBIAS_API_KEY``)."""
+    (``raidar:openai:MODEL@URL``; API key from ``$OPENAI_API_KEY``)."""
 
     name = "raidar"
-    usage = "raidar:MODEL[,base_url=URL,max_words=N,max_new_tokens=N,prompt=NAME_OR_FILE]"
+    usage = "raidar:MODEL[,max_words=N,max_new_tokens=N,prompt=NAME_OR_FILE]"
     example = "raidar:MODEL"
     description = "Raidar rewrite similarity 1 − word edit distance / max length"
     reference = "Mao et al., ICLR 2024"
     options: ClassVar[Mapping[str, str]] = {
-        "base_url": "an OpenAI-compatible server that rewrites (default: the model runs here)",
+        "base_url": "deprecated (removed in 0.4.0): write raidar:openai:MODEL@URL",
         "max_words": "texts are cut to this many words first (default 96)",
         "max_new_tokens": "the longest rewrite, in tokens (default 256)",
         "prompt": "a generation prompt name or file (default: Raidar's 'Rewrite this for me')",
     }
 
     def build(self, request: DetectorRequest) -> ZeroShotDetector:
+        from sourcebias.llmcalls import open_client
+        from sourcebias.llmcalls.spec import parse_model_spec, server_spec
+
         spec, model, opts = request.spec, request.head, request.options
         if not model:
-            raise ConfigError(f"{spec}: name the rewriting model, e.g. raidar:smollm2")
-        if opts.get("base_url"):
-            from sourcebias.generation.backends import OpenAIBackend
-
-            backend: Any = OpenAIBackend([opts["base_url"]], model)
-        else:
-            from sourcebias.generation.backends import LocalBackend
-
-            backend = LocalBackend(model, device=request.device, cache_dir=request.cache_dir, threads=request.threads)
+            raise ConfigError(f"{spec}: name the rewriting model, e.g. raidar:smollm2 or raidar:openai:MODEL@http://HOST:PORT/v1")
+        named: Any = model
+        if opts.get("base_url"):  # the 0.2.0 form
+            if parse_model_spec(model, what=spec).backend != "local":
+                raise ConfigError(f"{spec}: base_url= goes with a model name, not with an openai:MODEL@URL spec (which names its server)")
+            named = server_spec(model, [opts["base_url"]], old=f"{self.name}:{model},base_url={opts['base_url']}", new=f"{self.name}:{{spec}}")
         prompt = None
         if opts.get("prompt"):
             from sourcebias.generation import load_prompt
 
             prompt = load_prompt(opts["prompt"])
-        engine = Rewriter(
-            backend,
-            prompt=prompt,
-            max_words=request.integer("max_words", 96),
-            max_new_tokens=request.integer("max_new_tokens", 256),
-            cache_dir=request.cache_dir,
-        )
+        client = open_client(named, cache_dir=request.cache_dir, device=request.device, threads=request.threads, model_cache_dir=request.cache_dir, what=spec)
+        engine = Rewriter(client, prompt=prompt, max_words=request.integer("max_words", 96), max_new_tokens=request.integer("max_new_tokens", 256))
         return ZeroShotDetector(spec, self.name, engine, opts, request.cache_dir)
 
     def score(self, detector: ZeroShotDetector, texts: list[str]) -> np.ndarray:
         from sourcebias.core import progress
 
         engine = detector.engine
-        todo = len({engine.key(cut_words(t, engine.max_words)) for t in texts} - set(engine.cached()))
-        with progress.task(f"{detector.spec}: rewriting {todo:,} texts", total=todo, unit="texts") as t:
+        todo = engine.missing(texts)
+        unique = len({cut_words(t, engine.max_words) for t in texts})
+        with progress.task(f"{detector.spec}: rewriting {todo:,} texts", total=unique, unit="texts") as t:
             return similarities(engine.rewrite(texts, task=t))
 
     def models(self, detector: ZeroShotDetector) -> dict[str, Any]:

@@ -37,8 +37,8 @@ class EvaluationPlan:
     """The systems, measures, protocol settings and report statistics of one evaluation.
 
     Attributes:
-        retrievers: Retriever specifications (``bm25``, ``st:NAME``, pipelines); none and no runs
-            means ``bm25``.
+        retrievers: Retriever specifications (``bm25``, ``st:NAME``, pipelines), each optionally
+            labelled ``LABEL=SPEC``; none and no runs means ``bm25``.
         runs: ``(name or None, file)`` of TREC runs made by any system.
         docnos, docno_pattern, source_labels: How the run files name documents (see
             :func:`sourcebias.retrieval.docnos.resolve_docnos`).
@@ -79,8 +79,26 @@ class EvaluationPlan:
 
     @property
     def specs(self) -> list[str]:
-        """The retriever specifications to build (``bm25`` when neither retrievers nor runs are given)."""
+        """The retriever specifications to build (``bm25`` when neither retrievers nor runs are
+        given), each as given: ``SPEC`` or ``LABEL=SPEC``."""
         return list(dict.fromkeys(self.retrievers or (() if self.runs else ("bm25",))))
+
+    def named_specs(self) -> dict[str, str]:
+        """``{name: specification}`` of the retrievers: a ``LABEL=SPEC``'s label, else the
+        specification without its servers' addresses (:func:`~sourcebias.retrieval.registry.system_name`).
+
+        Raises:
+            ConfigError: two retrievers of one name (label them: ``-r LABEL=SPEC``).
+        """
+        from sourcebias.retrieval.registry import split_label, system_name
+
+        out: dict[str, str] = {}
+        for text in self.specs:
+            name, spec = system_name(text), split_label(text)[1]
+            if name in out:
+                raise ConfigError(f"two retrievers are named '{name}' ({out[name]} and {spec}); label them: --retriever LABEL=SPEC")
+            out[name] = spec
+        return out
 
     def measure_list(self) -> list[Measure]:
         """Every measure at every cut-off (unknown names are refused)."""
@@ -109,7 +127,7 @@ class EvaluationPlan:
             check_ndsr_depth(self.ndsr_k, self.depth)
         from sourcebias.retrieval.registry import check_retriever
 
-        for spec in self.specs:  # kinds, their options and their extras, before any work
+        for spec in self.named_specs().values():  # kinds, their options and their extras, before any work
             check_retriever(spec, **self.retriever_options)
         for _, path in self.runs:
             if not Path(path).is_file():
@@ -143,10 +161,16 @@ class EvaluationPlan:
             )
 
     def build_systems(self) -> list[Any]:
-        """The retrievers (:func:`sourcebias.retrieval.build_retriever` with the command-wide options)."""
+        """The retrievers (:func:`sourcebias.retrieval.build_retriever` with the command-wide
+        options), each named as :meth:`named_specs` says."""
         from sourcebias.retrieval import build_retriever
 
-        return [build_retriever(spec, **self.retriever_options) for spec in self.specs]
+        systems = []
+        for name, spec in self.named_specs().items():
+            system = build_retriever(spec, **self.retriever_options)
+            system.name = name
+            systems.append(system)
+        return systems
 
     def load_runs(self, dataset: Any, systems: Sequence[Any] = ()) -> dict[str, Any]:
         """The run files read over ``dataset``'s corpus, by name.

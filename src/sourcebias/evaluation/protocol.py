@@ -35,8 +35,9 @@ from sourcebias.core.errors import ConfigError
 from sourcebias.data.corpus import Corpus
 from sourcebias.data.dataset import Dataset, require_evaluable
 from sourcebias.data.qrels import Qrels
+from sourcebias.evaluation.depth import INFO_KEY, beyond, depth_summary
 from sourcebias.evaluation.masking import masked_qrels, masked_qrels_by_target
-from sourcebias.evaluation.measures import DEFAULT_CUTOFFS, DEFAULT_MEASURES, Measure, SourceMeasureKind, measure_grid, trec_measure_spec
+from sourcebias.evaluation.measures import DEFAULT_CUTOFFS, DEFAULT_MEASURES, Measure, SourceMeasureKind, measure_grid, trec_depth, trec_measure_spec
 from sourcebias.evaluation.results import ALL, MIXED, EvaluationResult, Key, RunKey
 from sourcebias.retrieval.base import Retriever, with_stage_after_first
 from sourcebias.retrieval.run import Run
@@ -62,7 +63,7 @@ def target_qrels(corpus: Corpus, qrels: Qrels, target: str, query_ids: Sequence[
     return masked_qrels(corpus, qrels, target, query_ids, all_target=ALL)
 
 
-def trec_run(run: Run, query_ids: Sequence[str]) -> dict[str, dict[str, float]]:
+def trec_run(run: Run, query_ids: Sequence[str], depth: int | None = None) -> dict[str, dict[str, float]]:
     """The run for trec_eval, with scores that encode the final rank.
 
     Positions become document names, and the score is ``depth - rank``, so trec_eval's own
@@ -71,20 +72,26 @@ def trec_run(run: Run, query_ids: Sequence[str]) -> dict[str, dict[str, float]]:
     Args:
         run: A tie-broken run.
         query_ids: The queries evaluated (those without a ranking are left out).
+        depth: Only the top ``depth`` documents of each ranking (all of them by default; the
+            measures' :func:`~sourcebias.evaluation.measures.trec_depth`).
 
     Returns:
         ``{query_id: {str(position): score}}``.
     """
     out: dict[str, dict[str, float]] = {}
-    name = [str(p) for p in range(len(run.corpus))].__getitem__  # a position's document name
-    longest = max((len(p) for p in run.positions.values()), default=0)
+    names: dict[int, str] = {}  # a position's document name, made once
+    name = names.__getitem__
+    longest = min(max((len(p) for p in run.positions.values()), default=0), depth if depth is not None else len(run.corpus))
     score = [float(i) for i in range(longest + 1)].__getitem__  # one float object per rank, shared by all queries
     for q in query_ids:
         pos = run.positions.get(q)
         if pos is None or len(pos) == 0:
             continue
-        n = len(pos)
-        out[q] = dict(zip(map(name, pos.tolist()), map(score, range(n, 0, -1))))  # n - rank, rank from 0
+        top = pos[:depth].tolist()
+        for p in top:
+            if p not in names:
+                names[p] = str(p)
+        out[q] = dict(zip(map(name, top), map(score, range(len(top), 0, -1))))  # n - rank, rank from 0
     return out
 
 
@@ -104,7 +111,9 @@ def score_run(
     Returns:
         ``{(target, "NDCG@10"): values}`` for the target measures and every target, and ``{(source,
         "Share@3"): values}`` for the source measures; 0 for a query with no retrieved document, NaN
-        where a source measure is undefined.
+        where a source measure is undefined, and for every query where its cut-off lies beyond the
+        run's longest ranking (:mod:`sourcebias.evaluation.depth`: the share would be the share
+        of the run's depth under another name).
 
     Raises:
         ConfigError: A measure of scope ``source`` whose kind is not a
@@ -116,7 +125,7 @@ def score_run(
     out: dict[tuple[str, str], np.ndarray] = {}
     if target_ms:
         spec = trec_measure_spec(target_ms)
-        trun = trec_run(run, query_ids)
+        trun = trec_run(run, query_ids, trec_depth(target_ms))
         by_target = masked_qrels_by_target(run.corpus, qrels, targets, query_ids, all_target=ALL)  # as target_qrels, each target
         for target in targets:
             res = pytrec_eval.RelevanceEvaluator(by_target[target], spec).evaluate(trun)
@@ -124,13 +133,14 @@ def score_run(
                 key = m.trec_key
                 out[(target, str(m))] = np.array([res.get(q, {}).get(key, 0.0) for q in query_ids], dtype=np.float64)
     if source_measures:
+        depth = depth_summary(run, query_ids, ())
         for m in measures:
             if m.scope != "source":
                 continue
             kind = m.kind
             if not isinstance(kind, SourceMeasureKind):
                 raise ConfigError(f"measure {m}: a kind of scope 'source' must subclass SourceMeasureKind (it has no per_query)")
-            mat = kind.per_query(run, query_ids, m.cutoff)
+            mat = kind.per_query(run, query_ids, m.cutoff) if not beyond(depth, m.cutoff) else np.full((len(query_ids), len(run.corpus.sources)), np.nan)
             for j, s in enumerate(run.corpus.sources):
                 out[(s, str(m))] = mat[:, j]
     return out
@@ -283,7 +293,6 @@ class _Recorder:
         key = RunKey(name, setting)
         timing = {"evaluate_s": round(time.perf_counter() - t1, 3)}
         result.timings[key] = {"retrieve_s": round(retrieve_s, 3), **timing} if retrieve_s is not None else timing
-        if run.info:
-            result.run_info[key] = json_safe(run.info)
+        result.run_info[key] = json_safe({**run.info, INFO_KEY: depth_summary(run, result.query_ids, [m.cutoff for m in result.measures])})
         if self.keep_runs:
             result.runs[key] = run

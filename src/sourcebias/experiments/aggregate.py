@@ -127,13 +127,14 @@ def llm_stage_counts(result: Any) -> dict[str, int]:
 
 def mean_abs_delta_ndsr(result: Any, retriever: str, llm: str, k: int = 10, orphans: str = "drop") -> float:
     """The mean over queries of |NDSR_human − NDSR_LLM|@k on the mixed ranking of ``retriever`` (queries with an empty ranking left out, unpaired documents removed first with the
-    orphan policy ``drop``, as ΔNDSR does); NaN without a mixed run."""
+    orphan policy ``drop``, as ΔNDSR does); NaN without a mixed run, and where k lies beyond every ranking of the run (as ΔNDSR@k is refused there)."""
+    from sourcebias.evaluation.depth import beyond, depth_summary
     from sourcebias.evaluation.measures import NDSR
     from sourcebias.evaluation.results import MIXED, RunKey
     from sourcebias.evaluation.stats.delta_ndsr import without_unpaired
 
     run = result.runs.get(RunKey(retriever, MIXED))
-    if run is None:
+    if run is None or beyond(depth_summary(run, result.query_ids, ()), k):
         return float("nan")
     if orphans == "drop":
         run = without_unpaired(run, k)[0]

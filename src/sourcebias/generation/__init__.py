@@ -1,15 +1,16 @@
-"""Building LLM twins of corpora: prompts, backends, post-processing, the resumable job, a server.
+"""Building LLM twins of corpora: prompts, post-processing, the resumable job. Models are reached
+through :mod:`sourcebias.llmcalls` (its backends; ``sourcebias serve`` is
+:mod:`sourcebias.llmcalls.server`).
 
 Typical use (the CLI ``sourcebias generate`` does the same)::
 
     from sourcebias.generation import RewriteSettings, load_prompt, resolve_target, rewrite_corpus
-    from sourcebias.generation.backends import LocalBackend
+    from sourcebias.llmcalls import open_backend
 
     target = resolve_target("data/my-dataset", "smollm2-tmp0.2")
-    summary = rewrite_corpus(target, LocalBackend("smollm2"), RewriteSettings(load_prompt("kdd")))
+    summary = rewrite_corpus(target, open_backend("smollm2"), RewriteSettings(load_prompt("kdd")))
 
-This package depends on ``sourcebias.data``, ``errors``, ``progress``, ``manifest``, ``hub``
-and ``llm`` only.
+This package depends on ``sourcebias.data``, ``core`` and ``llmcalls`` only.
 """
 
 from sourcebias.generation.length import LENGTH_INSTRUCTION, LengthControl

@@ -22,8 +22,8 @@ from sourcebias.core.atomic import atomic_open, atomic_write_json
 from sourcebias.core.errors import ConfigError, DataError
 from sourcebias.core.manifest import build_manifest, describe_file
 from sourcebias.data.jsonl import iter_jsonl, repair_torn_tail
-from sourcebias.generation.backends.base import Backend, redact_url_credentials
 from sourcebias.generation.job import RewriteSettings, RewriteTarget
+from sourcebias.llmcalls.backends.base import Backend, redact_url_credentials
 
 
 @contextlib.contextmanager

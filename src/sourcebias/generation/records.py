@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from sourcebias.generation.backends.base import Backend, GenerationRequest, GenerationResult
 from sourcebias.generation.job import RewriteSettings
 from sourcebias.generation.postprocess import STATUSES, clean_output
 from sourcebias.generation.rules import attempt_seed, max_new_tokens_for, word_count
+from sourcebias.llmcalls.backends.base import Backend, GenerationRequest, GenerationResult
 
 
 def rewrite_one(doc: Any, backend: Backend, settings: RewriteSettings) -> tuple[dict[str, Any], int]:

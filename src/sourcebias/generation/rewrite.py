@@ -54,7 +54,6 @@ from sourcebias.core import progress
 from sourcebias.data.corpus import Corpus
 from sourcebias.data.jsonl import JsonlAppender
 from sourcebias.data.readers import read_corpus
-from sourcebias.generation.backends.base import Backend, GenerationError
 from sourcebias.generation.job import RewriteSettings, RewriteTarget, resolve_target, select_documents
 from sourcebias.generation.journal import check_settings, consolidate_failed, count_output, exclusive, read_done_ids, start_over, write_run_manifest
 from sourcebias.generation.records import record_of, rewrite_one
@@ -68,6 +67,7 @@ from sourcebias.generation.rules import (
     passes_length_filter,
     word_count,
 )
+from sourcebias.llmcalls.backends.base import Backend, GenerationError
 
 
 @dataclass

@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from sourcebias.judges.prompts import GRADES
 from sourcebias.judges.stats import clustered_mean, kappa, pairwise_effects
+from sourcebias.llmcalls.grades import GRADES
 
 
 def _wide(frame: Any, index: list[str], columns: str, values: str) -> Any:

@@ -30,8 +30,8 @@ def _effect_table(key: str, title: str, rows: list[dict[str, Any]], caption: str
     from sourcebias.evaluation.stats import Column
     from sourcebias.report.model import Table
 
-    cols = [Column("quantity", "quantity", "text"), Column("llm_source", "LLM source", "text"), Column("estimate_text", "estimate [CI]", "text"),
-            Column("p_text", "p", "text"), Column("n_text", "items / queries", "text"), Column("missing_text", "left out", "text")]  # fmt: skip
+    cols = [Column("quantity", "quantity", "text"), Column("llm_source", "LLM source", "text"), Column("estimate_text", "estimate [CI]", "cell"),
+            Column("p_text", "p", "cell"), Column("n_text", "items / queries", "cell"), Column("missing_text", "left out", "cell")]  # fmt: skip
     return Table(key, title, cols, _effect_rows(rows), caption, status_rows=False)
 
 
@@ -59,13 +59,13 @@ def _protocol_tables(result: JudgeResult) -> list[Any]:
         return []
     rows = [{**r, "rd_text": f"{_num(r['rel_delta'], 1)} [{_num(r['low'], 1)}, {_num(r['high'], 1)}]", "ndsr_text": f"{_num(r['delta_ndsr'])} (p {_p(r['delta_ndsr_p'])})"}
             for r in p["rows"]]  # fmt: skip
-    cols = [Column("run", "run", "text"), Column("llm_source", "LLM source", "text"), Column("qrels", "qrels", "text"), Column("rd_text", "Rel Δ [CI]", "text"),
-            Column("ndsr_text", "ΔNDSR", "text"), Column("queries", "queries", "int")]  # fmt: skip
+    cols = [Column("run", "run", "text"), Column("llm_source", "LLM source", "text"), Column("qrels", "qrels", "text"), Column("rd_text", "Rel Δ [CI]", "cell"),
+            Column("ndsr_text", "ΔNDSR", "cell"), Column("queries", "queries", "int")]  # fmt: skip
     measure = p["rows"][0]["measure"] if p["rows"] else ""
     cap = (f"Relative Δ of {measure} = (human − LLM) / mean × 100 (bootstrap CI over queries; < 0: LLM text ranked higher) and ΔNDSR@10 (label-free; it moves only "
            "through the queries evaluated) of the same rankings under the assessors' qrels and the judge's grades of each source's copies.")  # fmt: skip
     order = [{**o, "tau_text": _num(o["tau"], 3), "p_text": _p(o["p"]), "queries": o.get("queries", 0)} for o in p["orderings"]]
-    ocols = [Column("qrels", "judge qrels", "text"), Column("measure", "systems ordered by", "text"), Column("tau_text", "Kendall τ", "text"), Column("p_text", "p", "text"),
+    ocols = [Column("qrels", "judge qrels", "text"), Column("measure", "systems ordered by", "text"), Column("tau_text", "Kendall τ", "cell"), Column("p_text", "p", "cell"),
              Column("systems", "systems", "int"), Column("queries", "queries", "int"), Column("note", "note", "text")]  # fmt: skip
     return [Table("judge:protocol", "The protocol under the assessors' and the judge's qrels", cols, rows, cap, status_rows=False),
             Table("judge:orderings", "System orderings: judge's qrels against the assessors'", ocols, order, "", status_rows=False)]  # fmt: skip
@@ -81,8 +81,8 @@ def _agreement_table(result: JudgeResult) -> Any:
         {**a, "kb_text": _num(a.get("kappa_binary"), 3, False), "k_text": _num(a["kappa"], 3, False), "kq_text": _num(a["kappa_quadratic"], 3, False)}
         for a in rows
     ]
-    cols = [Column("source", "judge graded copies of", "text"), Column("kb_text", "κ (grade > 0)", "text"), Column("k_text", "Cohen's κ", "text")]
-    cols += [Column("kq_text", "κ (quadratic)", "text"), Column("items", "items", "int"), Column("note", "note", "text")]
+    cols = [Column("source", "judge graded copies of", "text"), Column("kb_text", "κ (grade > 0)", "cell"), Column("k_text", "Cohen's κ", "cell")]
+    cols += [Column("kq_text", "κ (quadratic)", "cell"), Column("items", "items", "int"), Column("note", "note", "text")]
     scales = "; ".join(sorted({str(a.get("scales", "")) for a in rows if a.get("scales")})) or "scales unknown"
     caption = "κ (grade > 0): both sides binarised, relevant = grade > 0 (as the protocol counts relevance); "
     caption += f"Cohen's κ and κ (quadratic): on the grades, only when both grade on one scale ({scales})."

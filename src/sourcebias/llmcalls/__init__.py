@@ -1,9 +1,14 @@
-"""The LLM-call layer of the LLM stages (re-rankers, judges, citation studies): requests
-(:class:`Call`), answers (:class:`Answer`), and clients for local models and OpenAI-compatible
-servers that cache every answer persistently (a rerun sends only what is not answered yet).
+"""The one way anything in sourcebias reaches a model: local models (transformers; GGUF files), any
+OpenAI-compatible server, the simulated server. The LLM stages (re-rankers, judges, citation
+studies), Raidar's rewrites, the rewriting job and the simulated readers all go through it.
 
-``open_client(spec)``: ``smollm2`` / ``gemma3`` / a GGUF file / a transformers folder or name:
-a local model; ``openai:MODEL@http://HOST:PORT/v1`` (several ``@URL``): servers.
+* A model is named by one grammar (:mod:`.spec`): ``smollm2`` / ``gemma3`` / a GGUF file / a
+  transformers folder or name (a local model), ``openai:MODEL@http://HOST:PORT/v1`` (several
+  ``@URL``: a pool of servers), or a kind a plug-in registers (:func:`register_backend`).
+  :func:`open_backend` opens the backend it names (request level: :mod:`.backends`),
+  :func:`open_client` a client of it.
+* A client takes requests (:class:`Call`) and gives answers (:class:`Answer`), each stored once in
+  the answer store (:mod:`.cache`) with what it cost, so a rerun sends only what is not answered yet.
 """
 
 from __future__ import annotations
@@ -12,28 +17,55 @@ from pathlib import Path
 from typing import Any
 
 from sourcebias.llmcalls.base import Answer, Call, LLMClient, call_key, choices_from_top, user_call
+from sourcebias.llmcalls.spec import ModelSpec, open_backend, parse_model_spec, register_backend, required_extra
 
-__all__ = ["Answer", "Call", "LLMClient", "call_key", "choices_from_top", "open_client", "user_call"]
+__all__ = [
+    "Answer",
+    "Call",
+    "LLMClient",
+    "ModelSpec",
+    "call_key",
+    "choices_from_top",
+    "open_backend",
+    "open_client",
+    "parse_model_spec",
+    "register_backend",
+    "required_extra",
+    "user_call",
+]
 
 
 def open_client(
-    spec: str,
+    spec: str | ModelSpec,
     *,
     cache_dir: str | Path | None = None,
     cache: bool = True,
     concurrency: int | None = None,
     device: str | None = None,
-    **kwargs: Any,
+    what: str = "the model",
+    batch_size: int = 8,
+    **options: Any,
 ) -> LLMClient:
-    """A client for ``spec``; answers are stored under ``cache_dir`` (default: the sourcebias
-    cache) unless ``cache=False``. ``concurrency``: requests in flight against servers (default
-    4); ``device``: where a local model runs. Other keywords go to the client
-    (:class:`~sourcebias.llmcalls.local.LocalClient` or :class:`~sourcebias.llmcalls.server.ServerClient`)."""
-    if spec.startswith("openai:"):
-        from sourcebias.llmcalls.server import ServerClient, parse_server_spec
+    """A client of the model ``spec`` names (:func:`open_backend`).
 
-        model, urls = parse_server_spec(spec)
-        return ServerClient(model, urls, cache_dir=cache_dir, cache=cache, concurrency=concurrency, **kwargs)
-    from sourcebias.llmcalls.local import LocalClient
+    Args:
+        spec: A model spec (:mod:`sourcebias.llmcalls.spec`).
+        cache_dir: Root of the answer store (default: the sourcebias cache).
+        cache: Keep every answer (``False``: nothing stored or read).
+        concurrency: Requests in flight against servers (default 4).
+        device: Where a local model runs.
+        what: Where the user named the model (``--judge``, a stage spec), named in errors.
+        batch_size: Rows per forward pass when a local model scores choices.
+        **options: The backend's own (:func:`open_backend`).
 
-    return LocalClient(spec, cache_dir=cache_dir, cache=cache, device=device, **kwargs)
+    Returns:
+        An :class:`LLMClient`; a server client has asked its servers what they serve already.
+    """
+    backend = open_backend(spec, what=what, device=device, concurrency=concurrency, **options)
+    if backend.kind == "local":  # the client over the backend opened (chosen by the spec, above)
+        from sourcebias.llmcalls.local import LocalClient
+
+        return LocalClient(backend, cache_dir=cache_dir, cache=cache, batch_size=batch_size)
+    from sourcebias.llmcalls.server_client import ServerClient
+
+    return ServerClient(backend, cache_dir=cache_dir, cache=cache)

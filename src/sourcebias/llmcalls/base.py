@@ -67,7 +67,11 @@ class Answer:
     ``top_logprobs``: per generated token, ``{token text: log-probability}`` of the most likely
     tokens (when asked for); ``choice_logprobs``: for ``Call.choices``, ``{choice: log-prob or
     None}`` (``None``: not available from this backend for this call); ``cached``: read from the
-    answer store rather than computed now.
+    answer store rather than computed now. ``usage``: what computing it cost, ``{"prompt_tokens",
+    "completion_tokens", "seconds"}`` (the model's own token counts, ``None`` where a server sent
+    none; the wall time of the call, retries included); ``served``: what a server's answer named,
+    ``{"model", "system_fingerprint"}``. Both are stored with the answer (a cached answer carries
+    the cost of the call that made it).
     """
 
     text: str
@@ -75,28 +79,46 @@ class Answer:
     top_logprobs: list[dict[str, float]] | None = None
     choice_logprobs: dict[str, float | None] | None = None
     cached: bool = False
+    usage: dict[str, Any] | None = None
+    served: dict[str, str | None] | None = None
 
     def to_json(self) -> dict[str, Any]:
+        """What the model said (the answer store keeps ``usage`` and ``served`` beside it)."""
         return {"text": self.text, "finish_reason": self.finish_reason, "top_logprobs": self.top_logprobs, "choice_logprobs": self.choice_logprobs}
 
     @classmethod
-    def from_json(cls, data: dict[str, Any], *, cached: bool = False) -> Answer:
+    def from_json(cls, data: dict[str, Any], *, cached: bool = False, usage: dict[str, Any] | None = None, served: dict[str, Any] | None = None) -> Answer:
         return cls(
             text=str(data["text"]),
             finish_reason=data.get("finish_reason"),
             top_logprobs=data.get("top_logprobs"),
             choice_logprobs=data.get("choice_logprobs"),
             cached=cached,
+            usage=usage,
+            served=served,
         )
 
 
+def usage_of(prompt_tokens: int | None, completion_tokens: int | None, seconds: float) -> dict[str, Any]:
+    """An answer's ``usage`` (as rank_llm's invocation records: tokens in, tokens out, seconds)."""
+    return {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens, "seconds": round(float(seconds), 6)}
+
+
 class LLMClient(Protocol):
-    """What the LLM stages call: :func:`sourcebias.llmcalls.open_client` returns one."""
+    """What the LLM stages call: :func:`sourcebias.llmcalls.open_client` returns one.
+
+    ``exact_choices``: whether ``Call.choices`` are scored exactly (a local model: the choice's
+    tokens after the prompt) or read from the first generated token's ``top_logprobs`` (a server:
+    a choice outside its top ``choice_top_k`` tokens is missing); ask it rather than the spec.
+    """
 
     model: str
+    exact_choices: bool
+    choice_top_k: int
 
     def identity(self) -> dict[str, Any]:
-        """What identifies the model's answers (in cache keys and manifests): backend, model, digest."""
+        """What identifies the model's answers (in cache keys and manifests): backend, model, the
+        API or weights digest, and for servers what they reported serving."""
         ...
 
     def answer(self, calls: Sequence[Call], *, task: Any = None) -> list[Answer]:
@@ -105,7 +127,9 @@ class LLMClient(Protocol):
         ...
 
     def describe(self) -> dict[str, Any]:
-        """The client for a manifest: identity, backend settings, counts of cached/computed calls."""
+        """The client for a manifest: identity, backend settings, counts of cached/computed calls,
+        and ``usage``: the tokens and seconds of the calls computed now and of every call answered
+        (cached answers as their call cost when made)."""
         ...
 
     def close(self) -> None: ...

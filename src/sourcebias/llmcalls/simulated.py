@@ -4,7 +4,7 @@ harness of the LLM stages.
 A study's estimator is checked by serving answers with a bias of known size (a re-ranker that
 moves LLM-written passages up by a known amount, a judge that grades them δ higher) through the
 same HTTP path, client, retries and cache as a real server, and checking that the estimate
-recovers it. The server is :class:`sourcebias.generation.server.GenerationServer` (the one behind
+recovers it. The server is :class:`sourcebias.llmcalls.server.GenerationServer` (the one behind
 ``sourcebias serve``) with the model replaced by ``responder``::
 
     def responder(messages, params):   # params: max_tokens, temperature, seed, top_logprobs, model
@@ -15,6 +15,10 @@ recovers it. The server is :class:`sourcebias.generation.server.GenerationServer
 
 Unlike the model server, a responder is called from several request threads at once (it must
 be thread-safe), so concurrency against it is real.
+
+What it reports about its model can be set, and changed while it serves
+(``SimulatedServer.server.model_info`` / ``.props`` / ``.fingerprint`` / ``.response_model``), to test
+what a client does when a server reports another model than its answer store was made with.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from sourcebias.generation.backends.base import GenerationRequest, GenerationResult
+from sourcebias.llmcalls.backends.base import GenerationRequest, GenerationResult
 
 TopLogprobs = list[dict[str, float]] | dict[str, float] | None
 Responder = Callable[[list[dict[str, str]], dict[str, Any]], tuple[str, TopLogprobs]]
@@ -63,7 +67,9 @@ class _ResponderBackend:
         }
         text, top = self.responder(request.messages, params)
         logprobs = _content(top, request.top_logprobs or 0) if request.top_logprobs is not None else None
-        return GenerationResult(text=text, finish_reason="stop", prompt_tokens=0, completion_tokens=len(logprobs or []) or 1, logprobs=logprobs)
+        prompt_words = sum(len(m.get("content", "").split()) for m in request.messages) if request.messages else len(request.prompt.split())
+        # token counts: words of the prompt and of the answer (a responder has no tokenizer)
+        return GenerationResult(text=text, finish_reason="stop", prompt_tokens=prompt_words, completion_tokens=len(text.split()), logprobs=logprobs)
 
     def count_tokens(self, text: str) -> int:
         return len(text.split())
@@ -77,14 +83,32 @@ class _ResponderBackend:
 
 class SimulatedServer:
     """``with SimulatedServer(responder) as url:`` serves ``responder`` at ``url``
-    (``http://127.0.0.1:PORT/v1``, a free port) until the block ends."""
+    (``http://127.0.0.1:PORT/v1``, a free port) until the block ends. ``model_info``, ``props``,
+    ``fingerprint`` and ``response_model``: what it reports about its model
+    (:class:`~sourcebias.llmcalls.server.GenerationServer`)."""
 
-    def __init__(self, responder: Responder, *, model: str = "sim", host: str = "127.0.0.1", port: int = 0, max_pending: int = 256):
-        from sourcebias.generation.server import make_server
+    def __init__(
+        self,
+        responder: Responder,
+        *,
+        model: str = "sim",
+        host: str = "127.0.0.1",
+        port: int = 0,
+        max_pending: int = 256,
+        model_info: dict[str, Any] | None = None,
+        props: dict[str, Any] | None = None,
+        fingerprint: str | None = None,
+        response_model: str | None = None,
+    ):
+        from sourcebias.llmcalls.server import make_server
 
         self.server = make_server(
             _ResponderBackend(responder, model, max_pending), host=host, port=port, model_names=[model], max_pending=max_pending, quiet=True
         )
+        self.server.model_info = dict(model_info or {})
+        self.server.props = props
+        self.server.fingerprint = fingerprint
+        self.server.response_model = response_model
         self._thread: threading.Thread | None = None
 
     @property
@@ -92,7 +116,8 @@ class SimulatedServer:
         return self.server.url
 
     def __enter__(self) -> str:
-        self._thread = threading.Thread(target=self.server.serve_forever, name="simulated-server", daemon=True)
+        # polled every 50 ms (not 0.5 s): leaving the block waits for the next poll
+        self._thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, name="simulated-server", daemon=True)
         self._thread.start()
         return self.url
 

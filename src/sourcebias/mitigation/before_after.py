@@ -6,7 +6,8 @@ calibration data and the user's choices, refuses an evaluation on the calibratio
 it is asked for (``in_sample=True``), and labels it (``"held-out split"``, ``"other dataset"``
 or ``"in-sample"``); the label goes into the table's title, the manifest and the fit.
 :func:`evaluate_before_after` runs the protocol for the system before and after (ties and tests
-seeded), :func:`before_after_table` gives the table the command line prints.
+seeded), :func:`before_after_table` gives the table, and :func:`before_after_report` the one
+report the command line prints and writes into the evaluation's ``summary.md``.
 """
 
 from __future__ import annotations
@@ -111,6 +112,24 @@ def before_after_table(result: Any, names: Sequence[str], measure: str) -> Any:
         row["Rel Δ"] = result.relative_delta(n, measure, other) if other else float("nan")
         rows.append(row)
     return pd.DataFrame(rows, columns=["system", "all", "human", "LLM", "Rel Δ", "human only"])
+
+
+def before_after_report(result: Any, names: Sequence[str], measure: str, label: str) -> Any:
+    """The report of a before/after evaluation: the before/after table first (:func:`before_after_table`),
+    then the evaluation's own report with the paired tests
+    (:func:`~sourcebias.report.tables.result_report`), printed and written alike."""
+    from sourcebias.evaluation.stats import Column
+    from sourcebias.report.model import Table
+    from sourcebias.report.tables import result_report
+
+    frame = before_after_table(result, names, measure)
+    kinds = {"system": "text", "Rel Δ": "delta"}
+    cols = [Column(c, c, kinds.get(c, "num"), 1) for c in frame.columns]
+    title = f"{result.dataset.get('name')} ({result.dataset.get('split')}, {label}), {measure}"
+    table = Table("before_after", title, cols, frame.to_dict("records"), "percent; Rel Δ > 0: human-written ranked higher, < 0: LLM-generated ranked higher")
+    report = result_report(result, statistics=("paired_tests",))
+    report.tables.insert(0, table)
+    return report
 
 
 def projection_target(calibration: Sequence[str | Path], target: str | Path, split: str) -> EvaluationTarget:

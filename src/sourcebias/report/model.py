@@ -30,6 +30,8 @@ class Table:
         rows: One dict of raw values per row.
         caption: Text printed under the table (method, level, what was left out).
         status_rows: Show a row whose status is not ``ok`` as its status and error.
+        identity: How many leading columns name a row (repeated in each part of a table split to
+            fit the terminal); ``None``: its leading text and integer columns.
     """
 
     key: str
@@ -38,6 +40,7 @@ class Table:
     rows: list[dict[str, Any]]
     caption: str = ""
     status_rows: bool = True  # a row with a status other than ok is shown as status and error
+    identity: int | None = None
 
 
 @dataclass

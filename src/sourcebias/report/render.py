@@ -58,18 +58,19 @@ def _numeric(table: Table) -> list[bool]:
 
 # -- Markdown ----------------------------------------------------------------------------------
 def to_markdown(report: Report) -> str:
+    """The report as Markdown: its title and notes, then every table under the title the terminal
+    shows it under (:func:`shown_tables`), with its caption, then the further sections."""
     lines = [f"# {report.title}", ""]
     lines += [f"> **Note:** {n}" for n in report.notes] + ([""] if report.notes else [])
-    for t in report.tables:
-        lines += _markdown_table(t, heading=t.title != report.title)
-    for heading, body in report.sections:
-        lines += [f"## {heading}", ""] + (_markdown_table(body, heading=False) if isinstance(body, Table) else ["```", body, "```", ""])
+    for title, body in shown_tables(report):
+        heading = [] if title == report.title else [f"## {title}", ""]
+        lines += heading + (_markdown_table(body) if isinstance(body, Table) else ["```", body, "```", ""])
     return "\n".join(lines).rstrip() + "\n"
 
 
-def _markdown_table(t: Table, heading: bool = True) -> list[str]:
+def _markdown_table(t: Table) -> list[str]:
     esc = lambda s: s.replace("|", "\\|")  # noqa: E731
-    lines = ([f"## {t.title}", ""] if heading else []) + [
+    lines = [
         "| " + " | ".join(c.header for c in t.columns) + " |",
         "|" + "|".join("---:" if n else "---" for n in _numeric(t)) + "|",
     ]
@@ -115,19 +116,35 @@ def _latex_table(t: Table, notes: list[str]) -> list[str]:
 # -- terminal (rich) ---------------------------------------------------------------------------
 #: what a column costs besides its text in a rich table with the default box: padding 2, a rule 1
 _COLUMN_EDGE = 3
+#: the narrowest a text column is folded to when even its longest word does not fit
+_FOLD = 4
+
+
+def display_title(report: Report, t: Table) -> str:
+    """The title a table is shown under, in the terminal and in Markdown alike: the report's own
+    title for its main table, ``report: table`` for a grid's per-dataset tables."""
+    if t.key == "source_bias" or t.title == report.title:
+        return report.title
+    return f"{report.title}: {t.title}" if t.key.startswith("dataset:") else t.title
+
+
+def shown_tables(report: Report) -> list[tuple[str, Table | str]]:
+    """Every table of the report with the title it is shown under, then its further sections
+    (heading, table or preformatted text): what the terminal and ``summary.md`` both show."""
+    return [(display_title(report, t), t) for t in report.tables] + list(report.sections)
 
 
 def to_rich(report: Report):
-    """A ``rich`` renderable: each table with its caption, then the notes. A table is laid out
-    for the console's width when printed (:class:`FittedTable`): no number or header word is
-    ever cut; a table too wide is split into several that repeat the identity columns."""
+    """A ``rich`` renderable: each table with its caption, the further sections, then the
+    notes. A table is laid out for the console's width when printed (:class:`FittedTable`): no
+    number or header word is ever cut; a table too wide is split into several that repeat the
+    identity columns."""
     from rich.console import Group
     from rich.text import Text
 
     parts: list[Any] = []
-    for t in report.tables:
-        title = report.title if t.key == "source_bias" or t.title == report.title else f"{report.title}: {t.title}" if t.key.startswith("dataset:") else t.title
-        parts.append(FittedTable(t, title))
+    for title, body in shown_tables(report):
+        parts += [FittedTable(body, title)] if isinstance(body, Table) else [Text(title, style="italic"), Text(body)]
     parts += [Text(f"Note: {n}", style="yellow") for n in report.notes]
     return Group(*parts)
 
@@ -142,53 +159,140 @@ def _longest_word(text: str) -> int:
     return max((_width(w) for w in text.split()), default=0)
 
 
-def column_groups(widths: list[int], identity: int, available: int) -> list[list[int]]:
-    """Column indices per stacked table: the first ``identity`` columns in each, the others added
-    in order while the table fits ``available`` cells (at least one per table)."""
-    base = sum(widths[:identity]) + _COLUMN_EDGE * identity + 1
+def _edges(n: int) -> int:
+    """The cells a table of ``n`` columns takes besides its columns' text."""
+    return _COLUMN_EDGE * n + 1
+
+
+def identity_columns(table: Table) -> int:
+    """How many leading columns name a row (repeated in every part of a split table): the
+    table's own :attr:`~sourcebias.report.model.Table.identity`, else its leading text and
+    integer columns (names, rounds, seeds), at most all but one."""
+    if table.identity is not None:
+        return max(1, min(table.identity, len(table.columns)))
+    n = next((i for i, c in enumerate(table.columns) if c.kind not in ("text", "int")), len(table.columns))
+    return min(n, max(1, len(table.columns) - 1))
+
+
+@dataclass
+class ColumnWidths:
+    """Per column: ``least`` (a number's whole text, a text's longest word: nothing below it
+    but a fold), ``natural`` (the widest cell and the whole header on one line) and whether it
+    may wrap (text) or never (numbers)."""
+
+    least: list[int]
+    natural: list[int]
+    wraps: list[bool]
+    words: list[int]  # the longest word of a column's cells and header
+
+
+def column_widths(table: Table, views: list[RowView]) -> ColumnWidths:
+    cells = [r.texts for r in views if not r.status]
+    least, natural, wraps, words = [], [], [], []
+    for i, c in enumerate(table.columns):
+        texts = [row[i] for row in cells]
+        widest = max([_width(x) for x in texts] + [1])
+        words.append(max([_longest_word(x) for x in texts] + [_longest_word(c.header), 1]))
+        text = c.kind == "text"
+        least.append(words[-1] if text else max(widest, _longest_word(c.header)))
+        natural.append(max(widest, _width(c.header), least[-1]))
+        wraps.append(text)
+    status = [r.status for r in views if r.status]
+    if status and len(least) > 1:  # a row without results shows its status in the second column: its words whole
+        least[1] = max([least[1]] + [_longest_word(x) for x in status])
+        natural[1] = max([natural[1]] + [_width(x) for x in status])
+    return ColumnWidths(least, natural, wraps, words)
+
+
+def _shrink(widths: list[int], floors: list[int], over: int) -> list[int]:
+    """``widths`` less ``over`` cells in all, taken from the widest first, none below its floor."""
+    out = list(widths)
+    while over > 0:
+        room = [(w - f, i) for i, (w, f) in enumerate(zip(out, floors)) if w > f]
+        if not room:
+            break
+        _, i = max(room)
+        widest = sorted((out[j] for _, j in room), reverse=True)
+        step = max(1, min(over, out[i] - floors[i], out[i] - (widest[1] if len(widest) > 1 else floors[i])))
+        out[i] -= step
+        over -= step
+    return out
+
+
+def _identity_widths(cw: ColumnWidths, ident: list[int], others: list[int], available: int) -> list[int]:
+    """The identity columns' widths: natural where they fit; else at most half the width (so a
+    part holds several other columns), or what every other column beside them leaves, whichever
+    is more, and never less than what the widest other column leaves; text ones wrapped between
+    words first, then folded, widest first (numbers keep their width)."""
+    edges = _edges(len(ident))
+    if others:
+        one = available - edges - max(cw.least[i] for i in others) - _COLUMN_EDGE
+        every = available - edges - sum(cw.least[i] + _COLUMN_EDGE for i in others)
+        room = max(every, min(one, available // 2 - edges))
+    else:
+        room = available - edges
+    widths = [cw.natural[i] for i in ident]
+    for floors in ([cw.least[i] if cw.wraps[i] else cw.natural[i] for i in ident], [min(_FOLD, cw.least[i]) if cw.wraps[i] else cw.least[i] for i in ident]):
+        widths = _shrink(widths, floors, sum(widths) - room)
+    return widths
+
+
+def fitted_layout(table: Table, available: int, views: list[RowView] | None = None) -> list[tuple[list[int], list[int]]]:
+    """How a table is laid out in ``available`` cells: per part (a table too wide is split), the
+    column indices (the identity columns first, in every part) and their widths. A number's
+    column is never narrower than its widest cell; a text column wraps between words before it
+    folds; the parts are as few as the widths allow."""
+    views = table_cells(table) if views is None else views
+    cw = column_widths(table, views)
+    n_id = identity_columns(table)
+    ident, others = list(range(n_id)), list(range(n_id, len(table.columns)))
+    id_widths = _identity_widths(cw, ident, others, available)
+    base = sum(id_widths) + _edges(n_id)
     groups: list[list[int]] = []
     current: list[int] = []
     used = base
-    for i in range(identity, len(widths)):
-        cost = widths[i] + _COLUMN_EDGE
+    for i in others:
+        cost = cw.least[i] + _COLUMN_EDGE
         if current and used + cost > available:
             groups.append(current)
             current, used = [], base
         current.append(i)
         used += cost
-    return [list(range(identity)) + g for g in groups + ([current] if current else [])] or [list(range(len(widths)))]
+    groups = [*groups, current] if current else groups or [[]]
+    parts = []
+    for g in groups:
+        # a column wider than what the identity columns leave (a very narrow terminal): a text folds, a
+        # number cell wraps between its numbers ("+0.4 [+0.3," / "+0.5]"), never inside one
+        left = max(_FOLD, available - base - _COLUMN_EDGE)
+        least = [min(cw.least[i], max(left, _FOLD if cw.wraps[i] else cw.words[i])) for i in g]
+        widths = _widen(id_widths + least, [cw.natural[i] for i in ident + g], available - _edges(n_id + len(g)), first=n_id)
+        parts.append((ident + g, widths))
+    return parts
 
 
 class FittedTable:
     """A :class:`~sourcebias.report.model.Table` for the terminal, laid out when printed for
-    the console's width: each column as wide as its widest cell and its header's longest word
-    (so nothing is cut: headers wrap between words), widened to the whole header where room is
-    left, and split into stacked tables when the columns do not fit side by side."""
+    the console's width (:func:`fitted_layout`): each number column as wide as its widest cell,
+    each text column as wide as its longest word at least (headers wrap between words), widened
+    to the whole text where room is left, and split into stacked tables that repeat the
+    identity columns when the columns do not fit side by side."""
 
     def __init__(self, table: Table, title: str):
         self.table, self.title = table, title
 
     def __rich_console__(self, console: Any, options: Any):
-        t = self.table
-        views = table_cells(t)
-        cells = [r.texts for r in views if not r.status]
-        minimal = [max([_width(row[i]) for row in cells] + [_longest_word(c.header), 1]) for i, c in enumerate(t.columns)]
-        natural = [max(m, _width(c.header)) for m, c in zip(minimal, t.columns)]
-        identity = next((i for i, c in enumerate(t.columns) if c.kind not in ("text", "int")), len(t.columns))  # leading keys: names, rounds, seeds
-        identity = min(identity, max(1, len(t.columns) - 1))
-        groups = column_groups(minimal, identity, options.max_width)
         from rich.text import Text
 
-        for k, group in enumerate(groups):
-            widths = _widen([minimal[i] for i in group], [natural[i] for i in group], options.max_width - _COLUMN_EDGE * len(group) - 1)
-            title = self.title + (f" ({k + 1} of {len(groups)})" if len(groups) > 1 else "")
-            table_width = sum(widths) + _COLUMN_EDGE * len(group) + 1
-            if _width(title) > table_width:  # a title wider than its table reads better on its own lines than folded inside it
+        views = table_cells(self.table)
+        parts = fitted_layout(self.table, options.max_width, views)
+        for k, (group, widths) in enumerate(parts):
+            title = self.title + (f" ({k + 1} of {len(parts)})" if len(parts) > 1 else "")
+            if _width(title) > sum(widths) + _edges(len(group)):  # a title wider than its table reads better on its own lines than folded inside it
                 yield Text(title, style="italic")
                 title = ""
             yield self._part(views, group, widths, title)
-        if t.caption:  # the caption spans the console, not the (possibly narrow) last part of a split table
-            yield Text(t.caption)
+        if self.table.caption:  # the caption spans the console, not the (possibly narrow) last part of a split table
+            yield Text(self.table.caption)
 
     def _part(self, views: list[RowView], group: list[int], widths: list[int], title: str):
         from rich.table import Table as RichTable
@@ -209,16 +313,16 @@ class FittedTable:
         return rt
 
 
-def _widen(minimal: list[int], natural: list[int], budget: int) -> list[int]:
-    """Column widths from ``minimal`` towards ``natural`` (whole headers on one line), left to
-    right, within ``budget`` cells."""
-    widths = list(minimal)
-    spare = budget - sum(widths)
-    for i, (m, n) in enumerate(zip(minimal, natural)):
-        extra = min(max(spare, 0), n - m)
-        widths[i] += extra
+def _widen(widths: list[int], natural: list[int], budget: int, first: int = 0) -> list[int]:
+    """Column widths from ``widths`` towards ``natural`` (whole texts and headers on one line)
+    within ``budget`` cells: the columns from ``first`` on, left to right, then the ones before."""
+    out = list(widths)
+    spare = budget - sum(out)
+    for i in list(range(first, len(out))) + list(range(first)):
+        extra = min(max(spare, 0), max(natural[i] - out[i], 0))
+        out[i] += extra
         spare -= extra
-    return widths
+    return out
 
 
 # -- CSV ---------------------------------------------------------------------------------------

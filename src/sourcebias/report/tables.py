@@ -229,7 +229,11 @@ def result_report(
     import pandas as pd
 
     name, split = result.dataset.get("name", "?"), result.dataset.get("split", "?")
-    report = Report(title or f"Source bias on {name} ({split})", [papers_table(result, short=True)], notes=orphan_notes(result.dataset))
+    from sourcebias.evaluation.depth import result_depth_notes
+
+    report = Report(
+        title or f"Source bias on {name} ({split})", [papers_table(result, short=True)], notes=orphan_notes(result.dataset) + result_depth_notes(result)
+    )
     chosen = [s.name for s in resolve_statistics(statistics)] if statistics else []
     if qrels is None:
         chosen = [s for s in chosen if not resolve_statistics([s])[0].needs_qrels]

@@ -73,10 +73,11 @@ def run_evaluation_job(
         for run in runs.values():
             emit("detail", f"{run.name}: {run.info['lines']:,} lines from {run.info['source_file']} (documents named by {run.info['docnos']})")
         result = _evaluate(ds, systems, runs, plan, keep_runs=(folder is not None and plan.write_runs) or plan.statistics != ())
-        for kind, text in run_notes(result):
-            emit(kind, text)
+        for text in embedding_notes(result):
+            emit("detail", text)
         t_stats = time.perf_counter()
         report = _report(result, ds, plan)
+        report.notes += spec_notes(result) + [text for _, text in run_notes(result)]  # printed with the tables and written to summary.md alike
         timings = {"load_s": round(t_load, 3), "statistics_s": round(time.perf_counter() - t_stats, 3)}
         timings["total_s"] = round(time.perf_counter() - t_start, 3)
         path = _write(result, report, folder, plan, timings)
@@ -136,10 +137,20 @@ def _tell_figure_not_drawn(path: Path | None, emit: Emit) -> None:
 def _evaluate(ds: Any, systems: list[Any], runs: dict[str, Any], plan: EvaluationPlan, *, keep_runs: bool) -> Any:
     from sourcebias.evaluation import evaluate
 
-    return evaluate(
+    result = evaluate(
         ds, systems, runs=runs, measures=plan.measure_list(), depth=plan.depth, seed=plan.seed, sole=plan.sole, exclude_self=plan.exclude_self,
         keep_runs=keep_runs,
     )  # fmt: skip
+    for name, spec in plan.named_specs().items():  # the full specification beside the name the tables use (result.json, manifest)
+        if name in result.retrievers:
+            result.retrievers[name]["spec"] = spec
+    return result
+
+
+def spec_notes(result: Any) -> list[str]:
+    """One note per retriever whose name is not its whole specification (a label, or the
+    specification without its servers' addresses): the name, then the specification in full."""
+    return [f"{name} = {cfg['spec']}" for name, cfg in result.retrievers.items() if cfg.get("spec") and cfg["spec"] != name]
 
 
 def _report(result: Any, ds: Any, plan: EvaluationPlan) -> Any:
@@ -157,9 +168,13 @@ def _report(result: Any, ds: Any, plan: EvaluationPlan) -> Any:
 def llm_stage_notes(where: str, info: dict[str, Any]) -> list[tuple[str, str]]:
     """What the LLM re-rankers of a run report: answers repaired or unparseable (a re-ranker that
     ignored the prompt must say so), answers outside a server's top tokens, and the position and
-    source coefficients of the listwise answers."""
+    source coefficients of the listwise answers (each stage named without its server's address,
+    which :func:`spec_notes` gives once)."""
+    from sourcebias.retrieval.registry import short_name
+
     out: list[tuple[str, str]] = []
-    for st in info.get("stages", []):
+    for raw in info.get("stages", []):
+        st = {**raw, "name": short_name(str(raw.get("name", "")))}
         a = st.get("llm_answers")
         if a:
             level = "note" if a["repaired"] else "detail"
@@ -172,6 +187,14 @@ def llm_stage_notes(where: str, info: dict[str, Any]) -> list[tuple[str, str]]:
             )
         if st.get("position_source"):
             out.append(position_source_note(where, st["name"], st["position_source"]))
+        if any((st.get("no_expected_grade") or {}).values()):
+            why = ", ".join(f"{reason}: {n}" for reason, n in st["no_expected_grade"].items())
+            out.append(
+                (
+                    "note",
+                    f"{where}: {st['name']}: {sum(st['no_expected_grade'].values())} pairs have no expected grade ({why}): scored -1, below every graded pair",
+                )
+            )
         if st.get("choice_missing"):
             out.append(
                 (
@@ -197,8 +220,8 @@ def position_source_note(where: str, name: str, fit: dict[str, Any]) -> tuple[st
 
 
 def run_notes(result: Any) -> list[tuple[str, str]]:
-    """What the user must hear about the rankings: self-matches removed, run queries not
-    evaluated or without a ranking, embeddings encoded and reused."""
+    """What the user must read about the rankings (the report's notes): self-matches removed,
+    run queries not evaluated or without a ranking, what the LLM re-rankers report."""
     out: list[tuple[str, str]] = []
     split = result.dataset.get("split")
     for key, info in result.run_info.items():
@@ -214,11 +237,16 @@ def run_notes(result: Any) -> list[tuple[str, str]]:
         if info.get("evaluated_queries_without_ranking"):
             out.append(("note", f"{key.retriever}: {info['evaluated_queries_without_ranking']} evaluated queries have no ranking in the run (they score 0)"))
         out += llm_stage_notes(f"{key.retriever}/{key.setting}", info)
+    return out
+
+
+def embedding_notes(result: Any) -> list[str]:
+    """How many texts each dense retriever encoded and reused (what this run cost, not a figure
+    of the result: told on the way, not written into the summary)."""
+    out = []
     for name in result.retrievers:
         infos = [i for k, i in result.run_info.items() if k.retriever == name and "embeddings" in i]
         if infos:
             e = infos[-1]["embeddings"]
-            out.append(
-                ("detail", f"{name}: {e['encoded']:,} texts encoded, {e['from_disk']:,} read from the embedding cache, {e['from_memory']:,} reused in memory")
-            )
+            out.append(f"{name}: {e['encoded']:,} texts encoded, {e['from_disk']:,} read from the embedding cache, {e['from_memory']:,} reused in memory")
     return out

@@ -158,8 +158,14 @@ def latex_tables(cells) -> str:
     return to_latex(grid_report(cells))
 
 
-def rich_tables(cells):
-    return to_rich(grid_report(cells, "Grid: source bias per dataset and retriever"))
+def grid_title(cfg: Any) -> str:
+    """The title of a grid's report: in the terminal, ``tables.md``, ``tables.tex`` and the HTML page alike."""
+    return f"sourcebias grid: {cfg.name}"
+
+
+def rich_tables(cells, title: str = "sourcebias grid"):
+    """The grid's tables for the terminal: the report ``tables.md`` holds (:func:`grid_report`)."""
+    return to_rich(grid_report(cells, title))
 
 
 # -- figures -----------------------------------------------------------------------------------
@@ -426,7 +432,7 @@ def write_grid_report(cells, cfg: Any, root: str | Path) -> dict[str, Path]:
     tmp = root / ".report.tmp"
     shutil.rmtree(tmp, ignore_errors=True)
     (tmp / "figures").mkdir(parents=True)
-    report = grid_report(cells, f"sourcebias grid: {cfg.name}")
+    report = grid_report(cells, grid_title(cfg))
     to_csv(report, tmp)
     atomic_write_text(tmp / "tables.md", to_markdown(report))
     atomic_write_text(tmp / "tables.tex", to_latex(report))

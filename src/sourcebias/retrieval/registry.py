@@ -7,6 +7,7 @@ precedence and where kinds come from are described in :mod:`sourcebias.retrieval
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from sourcebias.core.errors import ConfigError
@@ -15,6 +16,42 @@ from sourcebias.retrieval.specs import get_kind, kinds, resolve_params, split_st
 
 #: command-wide options a kind may fall back to (``--device``, ``--batch-size``, ...)
 COMMAND_OPTIONS = ("device", "batch_size", "max_length", "cache_dir", "rerank_depth")
+
+
+#: ``LABEL=SPEC``: a label is a word before the first ``=`` (a specification's options follow a
+#: kind and ``:`` or ``,``, so a word right before ``=`` cannot start one)
+_LABEL = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9_.-]*)\s*=\s*(\S.*)$", re.S)
+#: a server's address in a specification (``openai:MODEL@http://HOST:PORT/v1``, several ``@URL`` s)
+_URL = re.compile(r"@https?://[^,>@\s]*")
+
+
+def split_label(text: str) -> tuple[str | None, str]:
+    """``LABEL=SPEC`` -> ``(LABEL, SPEC)``; a plain specification -> ``(None, SPEC)``.
+
+    The label names the system in tables, notes and file names (``-r "rg=bm25>>rankgpt:..."``,
+    as ``--run NAME=FILE`` names a run); the specification is recorded in full.
+    """
+    m = _LABEL.match(text)
+    return (m.group(1), m.group(2).strip()) if m else (None, text.strip())
+
+
+def short_name(spec: str) -> str:
+    """A specification without its servers' addresses.
+
+    The name a system gets when it has no label (``bm25>>rankgpt:openai:qwen@http://127.0.0.1:8088/v1,depth=10``
+    -> ``bm25>>rankgpt:openai:qwen,depth=10``); the full specification goes into the notes and the
+    manifest.
+    """
+    return _URL.sub("", spec.strip())
+
+
+def system_name(text: str) -> str:
+    """The name of the system ``text`` (``LABEL=SPEC`` or ``SPEC``) builds.
+
+    Its label, or its :func:`short_name`.
+    """
+    label, spec = split_label(text)
+    return label or short_name(spec)
 
 
 def build_stage(text: str, **options: Any) -> Stage:
@@ -119,6 +156,10 @@ def _require_extras(spec: Any, params: dict[str, Any], text: str) -> None:
     what = f"--retriever {text.strip()}"
     if spec.extra is not None:
         require(spec.extra, what, spec.extra_modules)
+    for name, param in spec.params.items():
+        if param.extra_of is not None and params.get(name) is not None:
+            extra, modules = param.extra_of(params[name], text.strip())
+            require(extra, what, modules)
     backend = params.get("backend")
     if isinstance(backend, str) and backend in _BACKEND_MODULES:
         require("fast", what, _BACKEND_MODULES[backend])

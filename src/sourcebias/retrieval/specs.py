@@ -66,6 +66,9 @@ class Param:
     option: str | None = None
     required: bool = False
     choices: tuple[str, ...] | None = None
+    #: the optional extra its value needs, ``(value, stage text) -> (extra, modules)`` (a model
+    #: spec: the server client's or the local model's), refused before any work when missing
+    extra_of: Callable[[Any, str], tuple[str, tuple[str, ...]]] | None = None
 
     def parse(self, kind: str, key: str, text: str) -> Any:
         """The option's value from its text in a specification.

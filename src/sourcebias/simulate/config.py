@@ -23,8 +23,7 @@ Example (every key but ``dataset.path``, ``retrievers`` and ``generator.model`` 
     spec = "minilm"
 
     [generator]
-    model = "smollm2"          # as `sourcebias generate --model`
-    backend = "local"          # or "openai" with base_url = ["http://host:8000/v1", ...]
+    model = "smollm2"          # as `sourcebias generate --model` (a server: "openai:MODEL@http://host:8000/v1")
     name = "smollm2"           # new documents of round r get the source "<name>-round<r>"
     write = "answer"           # "answer": an answer to the query from the top k; "rewrite": the top document rewritten
     context = 3                # answer: how many of the top k go into the prompt
@@ -52,6 +51,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sourcebias.core.errors import ConfigError
 from sourcebias.core.tomlfile import TomlFile
 
 SIM_KEYS = {"name", "rounds", "queries_per_round", "k", "depth", "seed", "eval_queries", "cache_dir"}
@@ -259,12 +259,8 @@ def _generator(c: TomlFile, raw: dict[str, Any]) -> GeneratorEntry:
     w = "[generator]"
     if "model" not in g:
         c.fail_at(w, 'missing model = "..."')
-    base_url = c.get(g, "base_url", (str, list), w, [])
-    base_url = [base_url] if isinstance(base_url, str) else base_url
-    backend = c.choice(g, "backend", ("local", "openai"), w, "openai" if base_url else "local")
-    if (backend == "openai") != bool(base_url):
-        c.fail_at(f"{w}.backend", "openai needs base_url = [...]; base_url is only for openai", "backend")
-    model = c.get(g, "model", str, w)
+    spec = _model_spec(c, g, w)
+    model, backend, base_url = spec.model, spec.backend, list(spec.urls)
     name = c.get(g, "name", str, w, re.sub(r"[^A-Za-z0-9._-]+", "-", Path(model).stem if model.endswith(".gguf") else model.split("/")[-1]))
     write = c.choice(g, "write", WRITES, w, "answer")
     temperature = c.get(g, "temperature", (int, float), w, 0.2, 0)
@@ -287,6 +283,36 @@ def _generator(c: TomlFile, raw: dict[str, Any]) -> GeneratorEntry:
         threads=c.get(g, "threads", int, w, None, 1),
         device=c.get(g, "device", str, w),
     )
+
+
+def _model_spec(c: TomlFile, g: dict[str, Any], w: str) -> Any:
+    """``model`` as a model spec (:func:`sourcebias.llmcalls.parse_model_spec`); the 0.2.0 keys
+    ``backend = "openai"`` and ``base_url = [...]`` are read as ``model = "openai:M@URL"`` with a
+    deprecation warning."""
+    from sourcebias.llmcalls.spec import parse_model_spec, server_spec
+
+    text = c.get(g, "model", str, w)
+    try:
+        spec = parse_model_spec(text, what=f"{w}.model")
+    except ConfigError as exc:
+        c.fail_at(f"{w}.model", str(exc), "model")
+    base_url = c.get(g, "base_url", (str, list), w, [])
+    base_url = [base_url] if isinstance(base_url, str) else base_url
+    if "backend" not in g and not base_url:
+        return spec
+    backend = c.choice(g, "backend", ("local", "openai"), w, "openai" if base_url else "local")
+    if base_url and (spec.backend != "local" or backend != "openai"):
+        c.fail_at(f"{w}.base_url", 'base_url goes with backend = "openai" and a model name; write model = "openai:MODEL@URL" instead', "base_url")
+    if backend == "openai" and spec.backend == "local":
+        if not base_url:
+            c.fail_at(f"{w}.backend", 'a server is named in the model: model = "openai:MODEL@http://HOST:PORT/v1"', "backend")
+        old = f'{w} backend = "openai", base_url = {base_url}, model = "{text}"'
+        return server_spec(text, base_url, old=old, new='model = "{spec}"')
+    if "backend" in g:
+        from sourcebias.core.moved import deprecated
+
+        deprecated(f'{w} backend = "{backend}"', f'model = "{spec}" alone')
+    return spec
 
 
 def _intervention(c: TomlFile, raw: dict[str, Any], path: Path) -> InterventionEntry:

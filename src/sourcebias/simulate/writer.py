@@ -10,7 +10,7 @@
 Each new document records its provenance in ``metadata``: the round, the retriever whose ranking
 it was written from, the query, the ranked documents it was written from (``doc_id``, source,
 rank), the generation status, seed and accounting. Generation goes through the same backends
-and post-processing as ``sourcebias generate``; an answer that is refused, empty or cut at the
+(:func:`sourcebias.llmcalls.open_backend`) and post-processing as ``sourcebias generate``; an answer that is refused, empty or cut at the
 token budget is recorded with its status and **not** added to the corpus (counted in the report).
 """
 
@@ -90,8 +90,8 @@ def _passages(corpus: Corpus, task: WriteTask) -> str:
 
 def request_for(task: WriteTask, corpus: Corpus, gen: Any, template: Any, seed: int, budget: int) -> tuple[Any, str, str | None]:
     """``(request, source_text, answer_marker)`` of one task."""
-    from sourcebias.generation.backends import GenerationRequest
     from sourcebias.generation.rewrite import document_seed
+    from sourcebias.llmcalls.backends import GenerationRequest
 
     if gen.write == "answer":
         source_text, marker = _passages(corpus, task), None
@@ -152,23 +152,23 @@ def write_documents(
 
 
 def make_backend(gen: Any) -> Any:
-    """The generation backend of a ``[generator]`` entry (as ``sourcebias generate`` builds it)."""
-    if gen.backend == "openai":
-        from sourcebias.generation.backends import OpenAIBackend
-        from sourcebias.generation.backends.openai import DEFAULT_API_KEY_ENV
+    """The generation backend of a ``[generator]`` entry (as ``sourcebias generate`` opens it)."""
+    from sourcebias.llmcalls import ModelSpec, open_backend
 
-        return OpenAIBackend(
-            list(gen.base_url),
-            gen.model,
+    spec = ModelSpec(gen.backend, gen.model, tuple(gen.base_url))
+    if gen.backend != "local":
+        from sourcebias.llmcalls.backends.openai import DEFAULT_API_KEY_ENV
+
+        return open_backend(
+            spec,
+            what="[generator] model",
             api_key_env=gen.api_key_env or DEFAULT_API_KEY_ENV,
             require_api_key=gen.api_key_env is not None,
             concurrency=gen.concurrency,
             timeout=gen.timeout,
             chat=not gen.completions,
         )
-    from sourcebias.generation.backends import LocalBackend
-
-    return LocalBackend(gen.model, device=gen.device, threads=gen.threads)
+    return open_backend(spec, what="[generator] model", device=gen.device, threads=gen.threads)
 
 
 def make_template(gen: Any, base: Path) -> Any:

@@ -19,6 +19,7 @@ from typing import Any, ClassVar, cast
 import numpy as np
 
 from sourcebias.core.errors import ConfigError
+from sourcebias.evaluation.depth import beyond, depth_summary, refusal, short_count
 from sourcebias.evaluation.stats.base import Column, Record, StatContext, Statistic, known, register_statistic, result_pairs, total
 from sourcebias.evaluation.stats.paired_tests import one_sample_t_test, sign_test, undefined_caption
 
@@ -113,6 +114,7 @@ class DeltaNDSRRecord(Record):
     delta_ndsr_unpaired_removed: int = 0
     delta_ndsr_unpaired_in_top_k: int = 0
     delta_ndsr_rule: str = ""
+    delta_ndsr_depth_note: str = ""  # refused (k beyond the run's rankings), or the queries short of k
 
     columns: ClassVar[tuple[Column, ...]] = (
         Column("delta_ndsr", "ΔNDSR", "delta", 3, mark="delta_ndsr_p"),
@@ -149,7 +151,22 @@ class DeltaNDSR(Statistic):
             run = result.runs.get(RunKey(name, MIXED))
             if run is None:
                 continue
+            depth = depth_summary(run, result.query_ids, [ctx.ndsr_k])
+            if beyond(depth, ctx.ndsr_k):  # every ranking is shorter than k: the figure would be ΔNDSR at the run's depth
+                reason = refusal(ctx.ndsr_k, depth, "ΔNDSR")
+                out.append(
+                    DeltaNDSRRecord(
+                        name, llm, "", delta_ndsr_k=ctx.ndsr_k, delta_ndsr_rule=DROP_RULE if policy == "drop" else KEEP_RULE, delta_ndsr_depth_note=reason
+                    )
+                )
+                continue
             r = delta_ndsr(run, result.query_ids, result.human_source, llm, ctx.ndsr_k, orphans=policy)
+            short = short_count(depth, ctx.ndsr_k)
+            note = (
+                f"{short:,} of {depth['queries']:,} queries rank fewer than {ctx.ndsr_k} documents (the shortest {depth['shortest']:,}): their NDSR is over the documents they rank"
+                if short
+                else ""
+            )
             out.append(
                 DeltaNDSRRecord(
                     name,
@@ -166,6 +183,7 @@ class DeltaNDSR(Statistic):
                     r["unpaired_removed"],
                     r["unpaired_in_top_k"],
                     r["rule"],
+                    note,
                 )
             )
         return out
@@ -184,13 +202,17 @@ class DeltaNDSR(Statistic):
         empty = total(r.delta_ndsr_empty_rankings for r in recs)
         if empty:
             text += f" Queries with an empty ranking left out{where}: {empty:,}."
+        refused = sum(1 for r in recs if r.delta_ndsr_depth_note.startswith("ΔNDSR@"))
+        if refused:
+            text += f" Refused (–) for {refused} row{'s' if refused > 1 else ''} whose run ranks fewer than k documents for every query (see the notes)."
         return text + undefined_caption([r.delta_ndsr_ttest_note for r in recs], "every query has the same ΔNDSR")
 
     def notes(self, records: Sequence[Record]) -> list[str]:
         recs = cast("Sequence[DeltaNDSRRecord]", records)  # this statistic's own records
-        return [
+        undefined = [
             f"{r.retriever} / {r.llm_source}: ΔNDSR t-test {r.delta_ndsr_ttest_note}" for r in recs if (r.delta_ndsr_ttest_note or "").startswith("undefined")
         ]
+        return undefined + [f"{r.retriever} / {r.llm_source}: {r.delta_ndsr_depth_note}" for r in recs if r.delta_ndsr_depth_note]
 
 
 register_statistic(DeltaNDSR())

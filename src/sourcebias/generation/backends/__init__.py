@@ -1,18 +1,7 @@
-"""Rewriting backends: a local transformers model, or OpenAI-compatible HTTP servers."""
+"""Moved to :mod:`sourcebias.llmcalls.backends`, the one way anything reaches a model (the old path
+is kept for one release, with a warning)."""
 
-from sourcebias.generation.backends.base import Backend, GenerationError, GenerationRequest, GenerationResult, estimate_tokens
+from sourcebias.core.moved import moved
 
-__all__ = ["Backend", "GenerationError", "GenerationRequest", "GenerationResult", "LocalBackend", "OpenAIBackend", "estimate_tokens"]
-
-
-def __getattr__(name: str):
-    # Imported lazily: the local backend pulls in torch, the HTTP one httpx.
-    if name == "LocalBackend":
-        from sourcebias.generation.backends.local import LocalBackend
-
-        return LocalBackend
-    if name == "OpenAIBackend":
-        from sourcebias.generation.backends.openai import OpenAIBackend
-
-        return OpenAIBackend
-    raise AttributeError(name)
+_MOVED = {"*": "sourcebias.llmcalls.backends"}
+__getattr__ = moved(__name__, _MOVED)

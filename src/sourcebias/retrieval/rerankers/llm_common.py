@@ -16,10 +16,18 @@ from sourcebias.retrieval.specs import Param
 
 DEFAULT_WORDS = 300
 
+
+def model_extra(spec: str, stage: str) -> tuple[str, tuple[str, ...]]:
+    """The extra a stage's model spec needs (a malformed spec is refused here, naming the stage)."""
+    from sourcebias.llmcalls.spec import parse_model_spec, required_extra
+
+    return required_extra(parse_model_spec(spec, what=stage))
+
+
 #: options of every LLM re-ranker; the command-wide ``--rerank-depth``, ``--device``,
 #: ``--cache-dir`` / ``--no-cache`` apply when a stage does not set them
 LLM_PARAMS = {
-    "model": Param(str, "smollm2, gemma3, a GGUF/folder/HF name, or openai:MODEL@http://HOST:PORT/v1", required=True),
+    "model": Param(str, "smollm2, gemma3, a GGUF/folder/HF name, or openai:MODEL@http://HOST:PORT/v1", required=True, extra_of=model_extra),
     "depth": Param(int, "documents re-ranked per query", default=100, option="rerank_depth"),
     "words": Param(int, "words of each passage shown to the model", default=DEFAULT_WORDS),
     "concurrency": Param(int, "requests in flight against servers", default=4),
@@ -34,8 +42,9 @@ def cut_words(text: str, words: int) -> str:
     return " ".join(text.split()[:words])
 
 
-def open_llm(params: dict[str, Any]) -> Any:
-    """The :mod:`sourcebias.llmcalls` client a stage's options name."""
+def open_llm(params: dict[str, Any], what: str = "model=") -> Any:
+    """The :mod:`sourcebias.llmcalls` client a stage's options name (``what``: the stage's spec,
+    named in errors)."""
     from sourcebias.llmcalls import open_client
 
     cache_dir = params.get("cache_dir")
@@ -45,6 +54,7 @@ def open_llm(params: dict[str, Any]) -> Any:
         cache=bool(params.get("cache", True)) and cache_dir is not False,
         concurrency=params.get("concurrency"),
         device=params.get("device"),
+        what=what,
     )
 
 
