@@ -39,21 +39,6 @@ SCENARIOS = ("biased", "null", "position-only", "garbage", "echo", "few-queries"
 NOTHING = "The search results do not answer the question."
 
 
-def twins_above(ds: Any, run: Any) -> Any:
-    """A ranking whose top 5 put each LLM twin right above its original (two pairs, then a twin)."""
-    from sourcebias.retrieval import Run
-
-    corpus, llm = ds.corpus, ds.other_sources[0]
-    positions, scores = {}, {}
-    for q in run.query_ids:
-        docs = list(dict.fromkeys(corpus.doc_ids[p] for p in run.positions[q].tolist()))
-        paired = [d for d in docs if corpus.position(d, llm) is not None and corpus.position(d, ds.human_source) is not None][:3]
-        if len(paired) == 3:
-            order = [(paired[0], llm), (paired[0], ds.human_source), (paired[1], llm), (paired[1], ds.human_source), (paired[2], llm)]
-            positions[q], scores[q] = np.array([corpus.position(d, s) for d, s in order], dtype=np.int64), np.arange(5, 0, -1.0)
-    return Run(corpus, "twins-above", positions, scores, {})
-
-
 def responder(scenario: str, citing: Any) -> Any:
     def garbage(messages: list[dict[str, str]], params: dict[str, Any]) -> tuple[str, None]:
         return NOTHING, None
@@ -103,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scenario", default="all", choices=("all", *SCENARIOS))
     args = parser.parse_args(argv)
 
-    from sourcebias.citations.simulated import responder_for
+    from sourcebias.citations.simulated import responder_for, twins_above_originals
     from sourcebias.data import load_dataset
     from sourcebias.llmcalls import open_client
     from sourcebias.llmcalls.simulated import SimulatedServer
@@ -116,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     for scenario in SCENARIOS if args.scenario == "all" else (args.scenario,):
         beta = args.beta if scenario in ("biased", "few-queries") else 0.0
         citing = responder_for(ds.corpus, ds.human_source, POSITION_LOGITS, beta)
-        run = twins_above(ds, bm25) if scenario == "position-only" else bm25
+        run = twins_above_originals(ds, bm25) if scenario == "position-only" else bm25
         tallies = tallies_for(scenario)
         with SimulatedServer(responder(scenario, citing)) as url:
             client = open_client(f"openai:sim@{url}", cache=False, concurrency=8)

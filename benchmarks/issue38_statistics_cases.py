@@ -22,6 +22,27 @@ from sourcebias.llmcalls.simulated import SimulatedServer
 from sourcebias.retrieval import Run, build_retriever
 
 
+def twins_above(ds, run):
+    """Each LLM twin right above its original: sourcebias.citations.simulated.twins_above_originals,
+    written out again for the checkouts from before issue 38, which this script also runs on."""
+    try:
+        from sourcebias.citations.simulated import twins_above_originals
+    except ImportError:  # a checkout before the fix
+        llm, human, corpus = ds.other_sources[0], ds.human_source, ds.corpus
+        tops = {}
+        for q in run.query_ids:
+            docs = [
+                d
+                for d in dict.fromkeys(corpus.doc_ids[p] for p in run.positions[q].tolist())
+                if None not in (corpus.position(d, llm), corpus.position(d, human))
+            ]
+            if len(docs) >= 3:
+                order = zip((docs[0], docs[0], docs[1], docs[1], docs[2]), (llm, human, llm, human, llm))
+                tops[q] = np.array([corpus.position(d, s) for d, s in order], dtype=np.int64)
+        return Run(corpus, "twins-above", tops, {q: np.arange(5, 0, -1.0) for q in tops}, {})
+    return twins_above_originals(ds, run)
+
+
 def fmt_fit(fit):
     if "coefficients" not in fit:
         return f"refused: {fit.get('refused')}"
@@ -67,16 +88,9 @@ print("point 2, half random permutations, half garbage (40 queries, truth 0):", 
 ds = load_dataset("nq-utd")
 ids = ds.evaluation_queries()
 bm25 = build_retriever("bm25").retrieve(ds.corpus, {q: ds.queries[q] for q in ids}, depth=10)
-corpus, llm = ds.corpus, ds.other_sources[0]
-positions, scores = {}, {}
-for q in bm25.query_ids:
-    docs = list(dict.fromkeys(corpus.doc_ids[p] for p in bm25.positions[q].tolist()))
-    paired = [d for d in docs if corpus.position(d, llm) is not None and corpus.position(d, ds.human_source) is not None][:3]
-    if len(paired) == 3:
-        order = [(paired[0], llm), (paired[0], ds.human_source), (paired[1], llm), (paired[1], ds.human_source), (paired[2], llm)]
-        positions[q], scores[q] = np.array([corpus.position(d, s) for d, s in order], dtype=np.int64), np.arange(5, 0, -1.0)
-above = Run(corpus, "twins-above", positions, scores, {})
-citing = responder_for(corpus, ds.human_source, (0.6, 0.0, -0.4, -0.8, -1.0), 0.0)
+llm = ds.other_sources[0]
+above = twins_above(ds, bm25)  # each LLM twin right above its original
+citing = responder_for(ds.corpus, ds.human_source, (0.6, 0.0, -0.4, -0.8, -1.0), 0.0)
 with SimulatedServer(citing) as url:
     client = open_client(f"openai:sim@{url}", cache=False)
     for orders in (3, 5):

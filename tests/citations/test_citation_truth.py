@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from sourcebias.citations import CiteSettings, cite_run, load_citations
-from sourcebias.citations.simulated import NOTHING, responder_for, true_effects, true_rates
+from sourcebias.citations.simulated import NOTHING, responder_for, true_effects, true_rates, twins_above_originals
 from sourcebias.core.artifacts import load_artifact
 from sourcebias.core.errors import ConfigError
 from sourcebias.llmcalls import open_client
@@ -62,23 +62,6 @@ def test_known_source_effect_is_recovered(nq_bm25, server):
     cells = true_rates(responder, result.passages[result.passages["used"]], ds.human_source, ["source", "position"])
     covered = [r["low"] <= cells[(r["source"], r["position"])] <= r["high"] for r in result.rates["source_position"]]
     assert sum(covered) >= len(covered) - 1
-
-
-def twins_above_originals(ds, run):
-    """A ranking whose top 5 put each LLM twin right above its original (two pairs, then a twin)."""
-    from sourcebias.retrieval import Run
-
-    corpus, llm = ds.corpus, ds.other_sources[0]
-    positions, scores = {}, {}
-    for q in run.query_ids:
-        docs = list(dict.fromkeys(corpus.doc_ids[p] for p in run.positions[q].tolist()))
-        paired = [d for d in docs if corpus.position(d, llm) is not None and corpus.position(d, ds.human_source) is not None][:3]
-        if len(paired) < 3:
-            continue
-        order = [(paired[0], llm), (paired[0], ds.human_source), (paired[1], llm), (paired[1], ds.human_source), (paired[2], llm)]
-        top = [corpus.position(d, source) for d, source in order]
-        positions[q], scores[q] = np.array(top, dtype=np.int64), np.arange(5, 0, -1, dtype=np.float64)
-    return Run(corpus, "twins-above", positions, scores, {})
 
 
 def test_a_position_only_generator_gives_no_twin_effect(nq_bm25):

@@ -100,3 +100,29 @@ def true_rates(responder: CitingResponder, passages: Any, human: str, by: Sequen
     p = [responder.probability(int(j), s != human) for j, s in zip(passages["position"], passages["source"])]
     cells = passages.assign(truth=p).groupby(list(by), sort=True)["truth"].mean()
     return {k if isinstance(k, tuple) else (k,): float(v) for k, v in cells.items()}
+
+
+def twins_above_originals(dataset: Any, run: Any) -> Any:
+    """A ranking whose top 5 put each LLM twin right above its original: issue 38's case of a
+    design where a difference between the copies' citation rates is all position (two pairs, then
+    a third twin; queries whose ranking holds fewer than three paired documents are left out).
+
+    Args:
+        dataset: The dataset (its corpus, human and LLM sources).
+        run: A ranking of its mixed corpus (the documents to take, best first).
+
+    Returns:
+        The :class:`~sourcebias.retrieval.run.Run` named ``twins-above``.
+    """
+    from sourcebias.retrieval.run import Run
+
+    corpus, llm, human = dataset.corpus, dataset.other_sources[0], dataset.human_source
+    positions, scores = {}, {}
+    for q in run.query_ids:
+        docs = list(dict.fromkeys(corpus.doc_ids[p] for p in run.positions[q].tolist()))
+        paired = [d for d in docs if corpus.position(d, llm) is not None and corpus.position(d, human) is not None][:3]
+        if len(paired) == 3:
+            order = [(paired[0], llm), (paired[0], human), (paired[1], llm), (paired[1], human), (paired[2], llm)]
+            positions[q] = np.array([corpus.position(d, s) for d, s in order], dtype=np.int64)
+            scores[q] = np.arange(5, 0, -1, dtype=np.float64)
+    return Run(corpus, "twins-above", positions, scores, {})
