@@ -80,8 +80,9 @@ def plot_citations(result: CitationResult, path: str | Path) -> Path:
     _panel(axes[1], result.rates.get("source_position", []), "position", sources)
     axes[1].set_xlabel("position in the context")
     s, c = result.settings, result.counts
-    fig.suptitle(f"Citations by {result.generator_name}: top {s['k']}, {s['orders']} order(s), {c['answers']} answers ({c['no_citation'] + c['empty'] + c.get('only_out_of_range', 0)} cite nothing); "
-                 f"{_rate_text(result)}\n{_effect_text(result)}", fontsize=9)  # fmt: skip
+    silent = c["no_citation"] + c["empty"] + c.get("only_out_of_range", 0)
+    head = f"Citations by {result.generator_name}: top {s['k']}, {s['orders']} order(s), {c['answers']} answers ({silent} cite nothing)"
+    fig.suptitle(f"{head}; {_rate_text(result)}\n{_effect_text(result)}", fontsize=9)
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=max(1, len(labels)), fontsize=8, frameon=False)
     fig.tight_layout(rect=(0, 0.06, 1, 1))

@@ -60,7 +60,10 @@ def effect_rows(result: CitationResult, term: str) -> list[dict[str, Any]]:
         out.append({**r, "what": what, "estimate_text": "undefined" if undefined else f"{r['estimate']:+.3f} {_ci(r['low'], r['high'], True)}",
                     "or_text": "–" if r.get("odds_ratio") is None else f"{r['odds_ratio']:.2f}",
                     "ame_text": "–" if r.get("ame") is None else f"{r['ame']:+.3f} {_ci(r['ame_low'], r['ame_high'], True)}",
-                    "n_text": f"{r['pairs']} pairs" if r["estimator"] == "twins" else f"{r['n']} rows", "status_text": r["status"] + (f": {r['note']}" if r["note"] and r["status"] in ("undefined", "no_interval") else "")})  # fmt: skip
+                    "n_text": f"{r['pairs']} pairs" if r["estimator"] == "twins" else f"{r['n']} rows", "status_text": r["status"] + (f": {r['note']}" if r["note"] and r["status"] == "undefined" else "")})  # fmt: skip
+    for row in out:  # an estimate without interval says why, as an undefined one does
+        if row["status"] == "no_interval" and row["note"]:
+            row["status_text"] += f": {row['note']}"
     return out
 
 

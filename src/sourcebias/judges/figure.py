@@ -26,8 +26,8 @@ def plot_judge(result: JudgeResult, path: str | Path) -> Path:
     if result.protocol:
         _protocol(axes[0][2], result)
     ident = result.judge.get("identity", {})
-    fig.suptitle(f"LLM judge {ident.get('model', '?')} on {result.dataset.get('name')} ({result.dataset.get('queries')} queries); bars: "
-                 f"{result.settings.get('confidence', 0.95):.0%} CIs clustered by query (effects: CR1 t; Relative Δ: bootstrap over queries)", fontsize=10)  # fmt: skip
+    bars = f"{result.settings.get('confidence', 0.95):.0%} CIs clustered by query (effects: CR1 t; Relative Δ: bootstrap over queries)"
+    fig.suptitle(f"LLM judge {ident.get('model', '?')} on {result.dataset.get('name')} ({result.dataset.get('queries')} queries); bars: {bars}", fontsize=10)
     fig.tight_layout(rect=(0, 0, 1, 0.94))
     path = Path(path)
     fig.savefig(path, dpi=120)

@@ -66,7 +66,8 @@ def _protocol_tables(result: JudgeResult) -> list[Any]:
            "through the queries evaluated) of the same rankings under the assessors' qrels and the judge's grades of each source's copies.")  # fmt: skip
     order = [{**o, "tau_text": _num(o["tau"], 3), "p_text": _p(o["p"]), "queries": o.get("queries", 0)} for o in p["orderings"]]
     ocols = [Column("qrels", "judge qrels", "text"), Column("measure", "systems ordered by", "text"), Column("tau_text", "Kendall τ", "cell"), Column("p_text", "p", "cell"),
-             Column("systems", "systems", "int"), Column("queries", "queries", "int"), Column("note", "note", "text")]  # fmt: skip
+             Column("systems", "systems", "int"), Column("note", "note", "text")]  # fmt: skip
+    ocols.insert(5, Column("queries", "queries", "int"))  # the queries both qrels evaluate
     return [Table("judge:protocol", "The protocol under the assessors' and the judge's qrels", cols, rows, cap, status_rows=False),
             Table("judge:orderings", "System orderings: judge's qrels against the assessors'", ocols, order, "", status_rows=False)]  # fmt: skip
 
