@@ -22,8 +22,14 @@ Generator = Annotated[
 ]
 Output = Annotated[Path | None, typer.Option("--output", "-o", metavar="DIR", help="Output folder (results, answers, report, figure, manifest).")]
 K = Annotated[int, typer.Option("--k", "-k", min=2, help="Passages per context: the top k of each query's ranking.")]
-Orders = Annotated[int, typer.Option(min=1, help="Context orders per query: 1 as ranked; more add seeded shuffles (separates position from source).")]
-Seed = Annotated[int, typer.Option(help="Seed of the shuffled orders and the query sample (also sent with each call).")]
+Orders = Annotated[
+    int,
+    typer.Option(
+        min=1,
+        help="Context orders per query, at most -k: 1 as ranked; more add rotations of it (a cyclic Latin square); = k balances positions (the twins need it).",
+    ),
+]
+Seed = Annotated[int, typer.Option(help="Seed of the query sample (also sent with each call).")]
 MaxTokens = Annotated[int, typer.Option(min=1, help="Most tokens per answer.")]
 Temperature = Annotated[float, typer.Option(min=0.0, help="Sampling temperature (0: greedy).")]
 Uncited = Annotated[str, typer.Option(help="An answer citing no passage (none, or only numbers outside 1..k): keep (cites none) or drop (left out); counted.")]
@@ -63,7 +69,7 @@ def cite(
 
     Examples:
 
-      sourcebias cite nq-utd -r bm25 --generator smollm2 -k 5 --orders 3 -o out/nq-cite
+      sourcebias cite nq-utd -r bm25 --generator smollm2 -k 5 --orders 5 -o out/nq-cite
 
       sourcebias cite nq-utd --run out/nq-utd --generator openai:qwen@http://127.0.0.1:8080/v1 -o out/nq-cite-qwen
     """

@@ -33,7 +33,7 @@ def judge(dataset: Any, client: Any, settings: JudgeSettings, *, runs: dict[str,
         top_k: How many top documents of each run to grade (0: none).
         max_queries: Judge a seeded sample of this many queries (``settings.seed``).
         measure: The measure of Relative Δ under each qrels.
-        resamples: Bootstrap resamples of queries of every CI.
+        resamples: Bootstrap resamples of the protocol's Relative Δ CI (the judge's own are closed-form).
         confidence: The level of every CI.
 
     Returns:
@@ -44,7 +44,7 @@ def judge(dataset: Any, client: Any, settings: JudgeSettings, *, runs: dict[str,
     queries = judged_queries(dataset, max_queries=max_queries, seed=settings.seed)
     items = item_table(dataset, queries, runs or {}, top_k)
     grades, pairs, counts = ask(client, dataset, items, settings)
-    analyses = analyse(grades, pairs, dataset.human_source, list(dataset.sources), resamples=resamples, confidence=confidence, seed=settings.seed)
+    analyses = analyse(grades, pairs, dataset.human_source, list(dataset.sources), confidence=confidence, seed=settings.seed)
     protocol: dict[str, Any] = {}
     if runs and "grade" in settings.modes:
         variants = qrels_variants(dataset, grades, queries)
@@ -80,7 +80,8 @@ def judge(dataset: Any, client: Any, settings: JudgeSettings, *, runs: dict[str,
 
 
 def judge_notes(analyses: dict[str, Any]) -> list[str]:
-    """What a reader must see: unparseable answers left out, expected grades not available."""
+    """What a reader must see: unparseable answers left out, expected grades not available,
+    estimates without interval or p (and why), κ not computed on the grades."""
     out = []
     for p in analyses.get("parse", []):
         if p["unparseable"]:
@@ -88,9 +89,14 @@ def judge_notes(analyses: dict[str, Any]) -> list[str]:
         for why, n in (p.get("no_expected_grade") or {}).items():
             if why != "unparsed":
                 out.append(f"{p['mode']}: no expected grade for {n:,} of {p['answers']:,} answers ({why})")
+    for section in ("twin_bias", "pairwise", "disclosure"):
+        for r in analyses.get(section, []):
+            if r.get("refused") or r.get("note"):
+                what = f"no CI and no p: {r['refused']}" if r.get("refused") else f"no CI: {r['note']}"
+                out.append(f"{r['quantity']} ({r['llm_source']}): {what}")
     for a in analyses.get("agreement", []):
         if a.get("note"):
-            out.append(f"Cohen's κ ({a['source']}): {a['note']}")
+            out.append(f"Cohen's κ ({a['source']}; {a.get('scales', '')}): {a['note']}")
     return out
 
 

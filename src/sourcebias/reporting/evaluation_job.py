@@ -185,10 +185,8 @@ def llm_stage_notes(where: str, info: dict[str, Any]) -> list[tuple[str, str]]:
                     f"{a['ids_missing']} ids appended, {a['ids_duplicates']} repeated, {a['ids_unknown']} unknown; {a['length_cut']} cut at max_tokens)",
                 )
             )
-            coef = st.get("position_source", {}).get("coefficients", {})
-            if coef:
-                parts = [f"{k} {v['estimate']:+.3f} [{v['ci95'][0]:+.3f}, {v['ci95'][1]:+.3f}]" for k, v in coef.items()]
-                out.append(("detail", f"{where}: {st['name']}: answered position on shown position and source (window fraction, 95% CI): " + "; ".join(parts)))
+        if st.get("position_source"):
+            out.append(position_source_note(where, st["name"], st["position_source"]))
         if any((st.get("no_expected_grade") or {}).values()):
             why = ", ".join(f"{reason}: {n}" for reason, n in st["no_expected_grade"].items())
             out.append(
@@ -205,6 +203,20 @@ def llm_stage_notes(where: str, info: dict[str, Any]) -> list[tuple[str, str]]:
                 )
             )
     return out
+
+
+def position_source_note(where: str, name: str, fit: dict[str, Any]) -> tuple[str, str]:
+    """The listwise fit's line: its coefficients on the complete answers (how many, how many left
+    out, the design's balance), or why it was refused (a note then, never a coefficient)."""
+    answers = fit.get("answers") or {}
+    used = f"{answers.get('complete', 0)} complete answers, {answers.get('left_out', 0)} repaired left out" if answers else f"{fit.get('rows', 0)} rows"
+    head = f"{where}: {name}: answered position on shown position and source (window fraction; {used}; design {fit.get('balance', '?')})"
+    if fit.get("refused"):
+        return "note", f"{head}: refused: {fit['refused']}"
+    level = f"{fit.get('level', 0.95):.0%} CI"
+    parts = [f"{k} {v['estimate']:+.3f}" + (f" [{v['ci'][0]:+.3f}, {v['ci'][1]:+.3f}]" if v.get("ci") else "") for k, v in fit.get("coefficients", {}).items()]
+    tail = f" (no CI or p: {fit['interval_refused']})" if fit.get("interval_refused") else ""
+    return "detail", f"{head}, {level}: " + "; ".join(parts) + tail
 
 
 def run_notes(result: Any) -> list[tuple[str, str]]:
