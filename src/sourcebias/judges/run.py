@@ -124,8 +124,8 @@ def load_runs(
 def check_inputs(spec: str | None, retrievers: Sequence[str], run_files: Sequence[str | Path]) -> None:
     """Refuse, reading no data, what would stop the job later: the judge's spec (malformed, or its
     backend's extra not installed; ``None``: a client is given), a retriever spec that does not
-    build, a run file that is not there."""
-    from sourcebias.retrieval.registry import check_retriever, split_label
+    build, two retrievers of one name, a run file that is not there."""
+    from sourcebias.retrieval.registry import check_retriever, split_label, system_name
 
     if spec is not None:
         from sourcebias.llmcalls.spec import parse_model_spec, require_backend
@@ -133,6 +133,9 @@ def check_inputs(spec: str | None, retrievers: Sequence[str], run_files: Sequenc
         require_backend(parse_model_spec(spec, what="--judge"), "--judge")
     for text in retrievers:
         check_retriever(split_label(text)[1])
+    names = [system_name(t) for t in retrievers]
+    if len(set(names)) < len(names):
+        raise ConfigError(f"two runs share a name ({', '.join(names)}); give each retriever a distinct name: -r LABEL=SPEC")
     for path in run_files:
         if not Path(path).is_file():
             raise ConfigError(f"--run {path}: file not found")
