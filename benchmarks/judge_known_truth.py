@@ -9,25 +9,23 @@ the mean CI width and the rejection rate of the sign-flip test; then, over fewer
 for the pairwise source preference and position effect and the disclosure effect.
 
 Run:  python benchmarks/judge_known_truth.py [--studies 200] [--queries 20] [--delta 0.3]
-(set SOURCEBIAS_DATA to the folder holding nq-utd/ if it is not ../shared/data).
+(from any folder: the NQ-UTD that ships with sourcebias, or ``$SOURCEBIAS_DATA/nq-utd`` when that
+is set; see ``benchmarks/script_data.py``).
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import time
-from pathlib import Path
 
 import numpy as np
+import script_data
 
 from sourcebias.data import load_dataset
 from sourcebias.judges import JudgeSettings, judge
 from sourcebias.judges.known_truth import BiasedJudge
 from sourcebias.llmcalls import open_client
 from sourcebias.llmcalls.simulated import SimulatedServer
-
-DATA = Path(os.environ.get("SOURCEBIAS_DATA", Path(__file__).resolve().parents[1].parent / "shared" / "data"))
 
 
 def summarise(name: str, truth: float, rows: list[dict]) -> None:
@@ -62,7 +60,7 @@ def main() -> None:
     ap.add_argument("--extra-studies", type=int, default=50, help="studies of the pairwise and disclosure modes")
     ap.add_argument("--resamples", type=int, default=2000)
     args = ap.parse_args()
-    ds = load_dataset(DATA / "nq-utd")
+    ds = load_dataset(script_data.dataset("nq-utd"))
     llm = ds.other_sources[0]
     bj = BiasedJudge.from_corpus(ds.corpus, ds.human_source, delta=args.delta, spread=0.1, noise=0.4, label_effect=0.25, preference=0.1, position=0.15)
     print(f"NQ-UTD, {args.queries} seeded queries a study (10 judged documents each, both copies); judge: delta {args.delta}, label effect 0.25, "
@@ -90,4 +88,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    script_data.run(main)
