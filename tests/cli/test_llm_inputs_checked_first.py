@@ -165,3 +165,28 @@ def test_a_grid_retriever_takes_a_label(tmp_path):
     assert grid('[[retrievers]]\nspec = "lex=bm25"\nname = "lex"\n').retrievers[0].name == "lex"
     with pytest.raises(DataError, match=r"grid.toml:9: retrievers\[1\]: two names, 'other' \(name\) and 'lex' \(LABEL= of the spec\); give one"):
         grid('[[retrievers]]\nspec = "lex=bm25"\nname = "other"\n')
+
+
+def test_generate_refuses_other_settings_or_a_busy_twin_before_its_model(nq_utd, tmp_path, capsys, monkeypatch):
+    """A twin made with other settings, or being written by another run, was refused once the
+    model had been loaded (seconds to minutes); now before."""
+    from generation_helpers import copy_nq_subset
+
+    import sourcebias.llmcalls
+    from sourcebias.generation.journal import exclusive
+    from sourcebias.generation.rewrite import resolve_target
+    from sourcebias.llmcalls.simulated import SimulatedServer
+
+    ds = copy_nq_subset(nq_utd, tmp_path / "ds", 2)
+    with SimulatedServer(lambda messages, params: ("A passage written again in other words.", None)) as url:
+        with pytest.raises(SystemExit) as info:
+            main(["generate", str(ds), "--name", "twin", "--model", f"openai:sim@{url}"])
+        assert info.value.code in (0, None), capsys.readouterr().err
+    opened: list[str] = []
+    real = sourcebias.llmcalls.open_backend
+    monkeypatch.setattr(sourcebias.llmcalls, "open_backend", lambda *a, **kw: opened.append("open_backend") or real(*a, **kw))
+    err = _refused(["generate", str(ds), "--name", "twin", "--model", "smollm2"], capsys)
+    assert "was made with other settings (model differ)" in err and opened == []
+    with exclusive(resolve_target(ds, "twin")):  # another run holds the twin
+        err = _refused(["generate", str(ds), "--name", "twin", "--model", "smollm2", "--overwrite"], capsys)
+    assert "another `sourcebias generate` is writing" in err and opened == []

@@ -54,7 +54,8 @@ def load_ranking(data: str, *, run: str | Path | None = None, retriever: str | N
         retriever: or a retriever specification, run now over ``data``'s mixed corpus
             (``LABEL=SPEC``: the label names the ranking, as in ``evaluate``).
         run_name: which mixed run of an ``evaluate`` folder.
-        docnos, docno_pattern: how a TREC file names documents (``sourcebias.retrieval.run``).
+        docnos: how a TREC file names documents: a docno map (``sourcebias.retrieval.run``).
+        docno_pattern: or a pattern of the names (``{doc_id}-{source}``).
         retriever_options: command-wide options of ``retriever`` (device, cache_dir, ...).
 
     Raises:
