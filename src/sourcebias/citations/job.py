@@ -122,7 +122,6 @@ def run_cite(data: str, output: str | Path | None, *, generator: str, settings: 
     cache), which is what makes a rerun resume."""
     from sourcebias.core.artifacts import OutputFolder
     from sourcebias.llmcalls import open_client
-
     from sourcebias.llmcalls.spec import parse_model_spec, require_backend
 
     settings.check()  # every input that can be checked without reading the data, before the folder is claimed

@@ -194,19 +194,16 @@ def evaluate(
     measures = _checked_measures(measures, depth)
     run_map = _named_runs(retrievers, runs)
     evaluable = require_evaluable(dataset)
-    query_ids = _sampled(evaluable, max_queries, seed)
+    query_ids, sample = _sampled(evaluable, max_queries, seed)
     queries: Mapping[str, str] = {q: dataset.queries[q] for q in query_ids}
     settings = _settings(dataset, sole)
-    parameters = {"depth": depth, "seed": seed, "sole": sole, "exclude_self": exclude_self, "orphans": dataset.orphans.get("policy", "drop")}
-    if max_queries is not None:  # only then: a result without a sample reads as before
-        parameters.update(max_queries=max_queries, queries_evaluable=len(evaluable), query_sample=list(query_ids))
     result = EvaluationResult(
         dataset=json_safe(dataset.describe()),
         human_source=dataset.human_source,
         sources=list(dataset.sources),
         measures=measures,
         query_ids=query_ids,
-        parameters=parameters,
+        parameters={"depth": depth, "seed": seed, "sole": sole, "exclude_self": exclude_self, "orphans": dataset.orphans.get("policy", "drop"), **sample},
     )
     recorder = _Recorder(result, dataset.qrels, settings[0][0], keep_runs)
     for retriever in retrievers:
@@ -218,13 +215,18 @@ def evaluate(
     return result
 
 
-def _sampled(evaluable: list[str], max_queries: int | None, seed: int) -> list[str]:
-    """The queries to evaluate: all those the split can evaluate, or a seeded sample of them."""
+def _sampled(evaluable: list[str], max_queries: int | None, seed: int) -> tuple[list[str], dict[str, Any]]:
+    """The queries to evaluate and the sample's parameters.
+
+    All the queries the split can evaluate and no parameters (a result without a sample reads as
+    before), or a seeded sample of them and what it was drawn with.
+    """
     if max_queries is None:
-        return evaluable
+        return evaluable, {}
     if max_queries < 1:
         raise ConfigError(f"max_queries must be at least 1, got {max_queries}")
-    return seeded_sample(evaluable, max_queries, seed)
+    ids = seeded_sample(evaluable, max_queries, seed)
+    return ids, {"max_queries": max_queries, "queries_evaluable": len(evaluable), "query_sample": list(ids)}
 
 
 def _checked_measures(measures: Sequence[Measure] | None, depth: int) -> list[Measure]:

@@ -329,7 +329,12 @@ def _retriever(f: _File, r: Any, i: int, names: list[str]) -> RetrieverEntry:
             f.fail(f"{where}.datasets: {', '.join(map(repr, unknown))} is not a dataset of this grid ({', '.join(names)})", "datasets", "retrievers", i)
     ray = {s.name: f.value(r, s, where, "retrievers", i) for s in RETRIEVER_SETTINGS}
     return RetrieverEntry(
-        spec, str(r.get("name") or label or short_name(spec)), float(ray["gpus"]), float(ray["cpus"]), int(ray["encode_workers"]), tuple(only) if only is not None else None
+        spec,
+        str(r.get("name") or label or short_name(spec)),
+        float(ray["gpus"]),
+        float(ray["cpus"]),
+        int(ray["encode_workers"]),
+        tuple(only) if only is not None else None,
     )
 
 

@@ -121,11 +121,16 @@ def load_runs(
     return runs
 
 
-def check_inputs(spec: str | None, retrievers: Sequence[str], run_files: Sequence[str | Path]) -> None:
+def check_inputs(spec: str | None, retrievers: Sequence[str], run_files: Sequence[str | Path], top_k: int = 0) -> None:
     """Refuse, reading no data, what would stop the job later: the judge's spec (malformed, or its
     backend's extra not installed; ``None``: a client is given), a retriever spec that does not
-    build, two retrievers of one name, a run file that is not there."""
+    build, two retrievers of one name, a run file that is not there, a ``top_k`` without runs."""
     from sourcebias.retrieval.registry import check_retriever, split_label, system_name
+
+    if top_k < 0:
+        raise ConfigError(f"--top-k must be 0 or more, got {top_k}")
+    if top_k and not (retrievers or run_files):
+        raise ConfigError("--top-k grades the top documents of runs: give -r RETRIEVER or --run FILE")
 
     if spec is not None:
         from sourcebias.llmcalls.spec import parse_model_spec, require_backend
@@ -173,13 +178,9 @@ def run_judge(dataset_arg: str | Path, spec: str, output: str | Path, *, setting
     from sourcebias.detect.run import dataset_path
 
     settings = settings or JudgeSettings()
-    if top_k < 0:
-        raise ConfigError(f"--top-k must be 0 or more, got {top_k}")
-    if top_k and not (retrievers or run_files):
-        raise ConfigError("--top-k grades the top documents of runs: give -r RETRIEVER or --run FILE")
     path, split = dataset_path(dataset_arg)
     own = client is None
-    check_inputs(spec if own else None, retrievers, run_files)
+    check_inputs(spec if own else None, retrievers, run_files, top_k)
     folder = OutputFolder.claim(output, kind=KIND, overwrite=overwrite)
     try:
         t0 = time.perf_counter()

@@ -77,7 +77,8 @@ def run_evaluation_job(
             emit("detail", text)
         t_stats = time.perf_counter()
         report = _report(result, ds, plan)
-        report.notes += sample_notes(result) + spec_notes(result) + [text for _, text in run_notes(result)]  # printed with the tables and written to summary.md alike
+        notes = sample_notes(result) + spec_notes(result) + [text for _, text in run_notes(result)]
+        report.notes += notes  # printed with the tables and written to summary.md alike
         timings = {"load_s": round(t_load, 3), "statistics_s": round(time.perf_counter() - t_stats, 3)}
         timings["total_s"] = round(time.perf_counter() - t_start, 3)
         path = _write(result, report, folder, plan, timings)
@@ -110,7 +111,11 @@ def _load(dataset: str | Path, options: DatasetOptions, emit: Emit, max_queries:
     seconds = time.perf_counter() - t0
     counts = ", ".join(f"{s} {n:,}" for s, n in ds.corpus.source_counts().items())
     n = len(ds.evaluation_queries())
-    evaluated = f"{n} quer{'y' if n == 1 else 'ies'} evaluated" if max_queries is None or max_queries >= n else f"a seeded sample of {max_queries} of {n} queries evaluated"
+    evaluated = (
+        f"{n} quer{'y' if n == 1 else 'ies'} evaluated"
+        if max_queries is None or max_queries >= n
+        else f"a seeded sample of {max_queries} of {n} queries evaluated"
+    )
     emit("info", f"{ds.name} ({ds.layout} layout), split {ds.split}: {counts} documents; {evaluated}")
     for note in ds.report.notes():
         emit("note", note)
@@ -156,7 +161,9 @@ def sample_notes(result: Any) -> list[str]:
     if p.get("max_queries") is None:
         return []
     n, of = len(result.query_ids), p.get("queries_evaluable", len(result.query_ids))
-    return [f"evaluated on a seeded sample of {n} of the {of} queries the split can evaluate (max-queries {p['max_queries']}, seed {p.get('seed', 0)}; their ids are in result.json and the manifest)"]
+    return [
+        f"evaluated on a seeded sample of {n} of the {of} queries the split can evaluate (max-queries {p['max_queries']}, seed {p.get('seed', 0)}; their ids are in result.json and the manifest)"
+    ]
 
 
 def spec_notes(result: Any) -> list[str]:
