@@ -1,7 +1,7 @@
 """Test helpers for people who extend sourcebias in their own package.
 
 A toy mixed dataset small enough to check by hand, and test cases that hold a new retriever,
-statistic, measure, detector or analysis to the contracts sourcebias relies on (as ``pyterrier.testing`` and
+statistic, measure, detector, analysis or prompt to the contracts sourcebias relies on (as ``pyterrier.testing`` and
 ``mteb.mocks`` do for their extension authors). Subclass a case, say what to test, and let your
 test runner (pytest or unittest) collect it::
 
@@ -456,3 +456,82 @@ class AnalysisTestCase(_Case):
         for name, path in self.analysis().draw(result, folder).items():
             self.assertTrue(Path(path).is_file(), f"figure {name}: {path} is not a file")
             self.assertEqual(Path(path).read_bytes()[:8], b"\x89PNG\r\n\x1a\n", f"figure {name} is not a PNG")
+
+
+class PromptTestCase(_Case):
+    """Contract of a prompt plug-in (:mod:`sourcebias.llmcalls.prompts`).
+
+    Implement :meth:`prompt_spec` (its registered name, or its file) and, to check its parser on an
+    answer in its format, :meth:`answer`.
+    """
+
+    def prompt_spec(self) -> str:
+        """The prompt to test; implement it in your subclass.
+
+        Returns:
+            A registered name (``"terse-judge"``) or a prompt file's path.
+        """
+        raise NotImplementedError("implement prompt_spec() in your subclass")
+
+    def answer(self) -> tuple[str, Any] | None:
+        """An answer a model would give to the prompt, and what its parser must read from it.
+
+        Returns:
+            ``(text, value)``: for a grade ``("Grade: 2", (2, offset))``, a pick ``("B", "B")``, a
+            permutation of 3 passages ``("[2] > [1] > [3]", ([1, 0, 2], counts))``, citations of 3
+            passages (its :class:`~sourcebias.llmcalls.parsers.ParsedAnswer`); ``None``: not checked.
+        """
+        return None
+
+    def prompt(self) -> Any:
+        """The prompt, loaded (a file is read and checked)."""
+        from sourcebias.llmcalls.prompts import load_prompt
+
+        return load_prompt(self.prompt_spec())
+
+    def _sample(self) -> tuple[dict[str, str], list[dict[str, str]]]:
+        """Distinct values for every field a stage could give, and two passages."""
+        from sourcebias.llmcalls.prompts import USES
+
+        fields = {f: f"<{f} value>" for use in USES.values() for f in use.fields}
+        fields["disclosure"] = ""
+        items = {f for use in USES.values() for f in use.item_fields}
+        return fields, [{f: f"<{f} {i}>" for f in sorted(items)} for i in (1, 2)]
+
+    def test_a_stage_takes_it(self) -> None:
+        """At least one stage can send it: its answer format, probabilities and fields are a stage's."""
+        from sourcebias.llmcalls.prompts import taken_by
+
+        self.assertTrue(taken_by(self.prompt()), f"no stage takes prompt {self.prompt().name} (see sourcebias prompts)")
+
+    def test_it_renders_every_field_and_reads_them_back(self) -> None:
+        """Rendered, no field is left unfilled; read back, its messages give the values written."""
+        from sourcebias.llmcalls.prompts import fields_of
+
+        prompt = self.prompt()
+        fields, passages = self._sample()
+        messages = prompt.render(fields, passages, len(prompt.demonstrations))
+        self.assertTrue(messages and all(role in ("system", "user", "assistant") for role, _ in messages))
+        for _role, content in messages:
+            self.assertFalse(set(fields_of(content)) & (set(fields) | {"passages", "count", "number"}), content)
+        read = prompt.read(messages)
+        self.assertIsNotNone(read, "the prompt does not read its own last message back")
+        for key, value in read.items():
+            if key in fields and key != "disclosure":  # the disclosure reads back as its label (none here)
+                self.assertEqual(value, prompt.shown(key, fields[key]))
+
+    def test_it_is_registered_by_name_or_is_a_file(self) -> None:
+        """A name is in the registry (``--prompt NAME`` finds it); anything else is a prompt file."""
+        from sourcebias.llmcalls.prompts import prompt_kinds
+
+        spec, prompt = self.prompt_spec(), self.prompt()
+        self.assertTrue(prompt_kinds().get(spec) is prompt or (prompt.path is not None and prompt.path.samefile(spec)))
+
+    def test_its_parser_reads_an_answer_in_its_format(self) -> None:
+        """The prompt's parser reads :meth:`answer`'s text as :meth:`answer` says."""
+        example = self.answer()
+        if example is None:
+            self.skipTest("no example answer (implement answer())")
+        prompt = self.prompt()
+        args = {"permutation": (3,), "citations": (3,)}.get(prompt.answer, ())
+        self.assertEqual(prompt.parse(example[0], *args), example[1])

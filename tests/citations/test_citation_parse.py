@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from sourcebias.citations.parse import parse_citations
-from sourcebias.citations.prompt import INSTRUCTION, citation_messages, passages_in_prompt
+from sourcebias.citations.prompt import citation_messages, cite_prompt
 
 
 @pytest.mark.parametrize(
@@ -31,16 +31,18 @@ def test_parse_citations_hand_cases(text, k, cited, outside, status):
 
 def test_prompt_numbers_passages_in_context_order_and_reads_back():
     messages = citation_messages("who won?\n", [("T one", "first\ntext"), ("", "second text")], shots=0)
-    assert messages[0] == ("system", INSTRUCTION)
+    assert messages[0][0] == "system" and messages[0][1].startswith("Write an accurate, engaging, and concise answer for the given question")
     role, user = messages[1]
     assert role == "user"
     assert user == "Document [1](Title: T one): first text\nDocument [2](Title: ): second text\n\nQuestion: who won?\nAnswer:"
-    assert passages_in_prompt(user) == [(1, "T one", "first text"), (2, "", "second text")]
+    read = cite_prompt().read(messages)  # through the prompt file, as the simulated generator reads it
+    assert read["passages"] == [{"number": 1, "title": "T one", "text": "first text"}, {"number": 2, "title": "", "text": "second text"}]
+    assert read["query"] == "who won?"
 
 
 def test_one_demonstration_comes_first_as_chat_turns():
     messages = citation_messages("q", [("t", "x")], shots=1)
     assert [r for r, _ in messages] == ["system", "user", "assistant", "user"]
-    assert passages_in_prompt(messages[1][1])[0][1] == "Mount Everest"
+    assert cite_prompt().read(messages[:2])["passages"][0]["title"] == "Mount Everest"
     assert parse_citations(messages[2][1], 2).cited == (1, 2)
     assert messages[3] == citation_messages("q", [("t", "x")], shots=0)[1]

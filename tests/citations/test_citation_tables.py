@@ -61,12 +61,12 @@ def test_an_answer_citing_only_numbers_out_of_range_cites_nothing(corpus, rule):
 
 
 def test_echoes_of_the_prompt_are_not_citations(corpus):
-    from sourcebias.citations.prompt import DEMONSTRATION
+    from sourcebias.citations.prompt import cite_prompt
     from sourcebias.citations.study import calls_for
 
     contexts = build_contexts({"q1": [1, 0, 3]}, orders=1, seed=0)
     calls = calls_for(contexts, corpus, {"q1": "which?"}, CiteSettings(k=3))
-    echo = f"{DEMONSTRATION[2]} When citing several search results, use [1][2][3]."
+    echo = f"{cite_prompt().demonstrations[0].fields['answer']} When citing several search results, use [1][2][3]."
     passages, frame = tables(contexts, [Answer(echo + " Also text a [2].", "stop")], corpus, "keep", calls)
     assert list(frame["citations"]) == ["2"] and bool(frame["echoed"].iloc[0])
     assert list(passages["cited"]) == [0, 1, 0]

@@ -14,7 +14,8 @@ from conftest import write_jsonl, write_qrels
 
 from sourcebias.data import load_dataset
 from sourcebias.judges import JudgeSettings, load_judge, run_judge
-from sourcebias.judges.prompts import LOW_MASS, MIN_GRADE_MASS, grade_messages
+from sourcebias.judges.prompts import grade_messages
+from sourcebias.llmcalls.grades import LOW_MASS, MIN_GRADE_MASS
 
 
 @pytest.fixture(scope="module")

@@ -6,18 +6,14 @@ import math
 
 import pytest
 
-from sourcebias.judges.prompts import (
-    LOW_MASS,
-    MIN_GRADE_MASS,
-    UMBRELA_PROMPT,
-    expected_for,
-    expected_grade,
-    grade_messages,
-    pair_messages,
-    parse_grade,
-    parse_pick,
-)
+from sourcebias.judges.prompts import grade_messages, grade_prompt, pair_messages, parse_grade, parse_pick
 from sourcebias.llmcalls import Answer
+from sourcebias.llmcalls.grades import LOW_MASS, MIN_GRADE_MASS, at_token, read_grade
+
+
+def expected_grade(steps, text, offset):
+    e = at_token(steps, text, offset)
+    return e.value, e.mass, e.note
 
 
 @pytest.mark.parametrize(
@@ -56,7 +52,7 @@ def test_prompt_is_umbrela_with_the_passage_and_disclosure():
     ((role, text),) = grade_messages("who won", "Team X won.", "ai")
     assert role == "user" and "Query: who won\nPassage: Team X won.\nThis passage was written by an AI language model.\n" in text
     assert text.startswith("Given a query and a passage, you must provide a score on an integer scale of 0 to 3")
-    assert "##final score: score" in UMBRELA_PROMPT
+    assert text.endswith("Provide each score in the format of: ##final score: score without providing any reasoning.")
     ((_, plain),) = grade_messages("who won", "Team X won.")
     assert "written by" not in plain
     ((_, pair),) = pair_messages("q", "first text", "second text")
@@ -137,8 +133,8 @@ def test_digit_prompt_answer_with_its_grade_later_reads_the_grade_token_not_the_
 def test_expected_for_reads_the_token_after_a_reasoning_block():
     steps = [{"<think>": -0.01}, {"3?": -0.2}, {"</think>": -0.01}, {"##final score:": -0.01}, {" 2": math.log(0.75), " 3": math.log(0.25)}]
     text = "<think>3?</think>##final score: 2"
-    grade, at = parse_grade(text)
-    assert grade == 2 and expected_for(Answer(text, "stop", steps), at) == (pytest.approx(2.25), pytest.approx(1.0), "")
+    read = read_grade(grade_prompt("umbrela"), Answer(text, "stop", steps))
+    assert read.grade == 2 and (read.expected.value, read.expected.mass, read.expected.note) == (pytest.approx(2.25), pytest.approx(1.0), "")
 
 
 # -- issue 38 point 7 through the judges' own imports ---------------------------------------------
@@ -146,11 +142,11 @@ def test_the_issues_parse_cases():
     for answer, grade in (("The final score is 3.", 3), ("The score is 1.", 1), ("I would assign a score of 2.", 2), ("##final score: 2", 2)):
         assert parse_grade(answer)[0] == grade  # unparseable before
     ((_, prompt),) = grade_messages("who won", "Team X won.")
-    assert parse_grade(prompt, echo_of=[prompt]) == (None, None)  # grade 1 before, from "Assign category 1 if…"
+    assert parse_grade(prompt, messages=[("user", prompt)]) == (None, None)  # grade 1 before, from "Assign category 1 if…"
     assert parse_grade(prompt) == (None, None)  # the template's own text is always known
-    assert parse_grade("Important Instruction: Assign category 1 if the passage is somewhat related", echo_of=[prompt]) == (None, None)
+    assert parse_grade("Important Instruction: Assign category 1 if the passage is somewhat related", messages=[("user", prompt)]) == (None, None)
     assert parse_grade("<think>score: 1</think>##final score: 3")[0] == 3
     assert parse_pick("A or B") is None and parse_pick("A and B") is None  # "A" before
     ((_, pair),) = pair_messages("q", "first text", "second text")
-    assert parse_pick("Answer with one letter only: A or B.", [pair]) is None
-    assert parse_pick("Passage A: first text", [pair]) is None and parse_pick("Passage A: first text") == "A"  # the call's prompt, echoed
+    assert parse_pick("Answer with one letter only: A or B.", messages=[("user", pair)]) is None
+    assert parse_pick("Passage A: first text", messages=[("user", pair)]) is None and parse_pick("Passage A: first text") == "A"  # the call's prompt, echoed

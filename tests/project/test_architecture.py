@@ -98,7 +98,7 @@ ALLOWED = {
     # adapters to other tools (top-level modules: sourcebias.irds, sourcebias.pyterrier, sourcebias.mteb)
     "irds": {"core", "data", "irds"},
     "pyterrier": {"core", "data", "models", "retrieval", "pyterrier"},
-    "testing": {"core", "data", "models", "retrieval", "evaluation", "report", "analysis", "detect", "testing"},  # test cases for extension authors
+    "testing": {"core", "data", "models", "retrieval", "llmcalls", "evaluation", "report", "analysis", "detect", "testing"},  # test cases for extension authors
     "mteb": {"core", "data", "models", "retrieval", "evaluation", "report", "mteb"},  # source bias as MTEB tasks
     "cli": None,  # anything
 }

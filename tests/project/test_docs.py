@@ -58,14 +58,16 @@ def test_reference_pages_are_written_from_the_registries(site):
     from sourcebias.detect import detector_kinds
     from sourcebias.evaluation.measures import measure_kinds
     from sourcebias.evaluation.stats import statistic_kinds
+    from sourcebias.llmcalls.prompts import prompt_kinds
     from sourcebias.retrieval.specs import kinds
 
-    pages = ("cli", "measures", "statistics", "retrievers", "detectors")
+    pages = ("cli", "measures", "statistics", "retrievers", "detectors", "prompts")
     html = {name: (site / "reference" / name / "index.html").read_text(encoding="utf-8") for name in pages}
     assert all(f"{name}@k" in html["measures"] for name in measure_kinds())
     assert all(name in html["statistics"] for name in statistic_kinds())
     assert all(name in html["retrievers"] for name in kinds())
     assert all(f"{name}:" in html["detectors"] and kind.description in html["detectors"] for name, kind in detector_kinds().items())
+    assert all(f"<code>{name}</code>" in html["prompts"] for name in prompt_kinds()) and "sourcebias prompts" in html["cli"]
     for command in ("sourcebias evaluate", "sourcebias power", "sourcebias audit", "sourcebias simulate", "sourcebias bench"):
         assert command in html["cli"], command
     assert "<!-- reference:" not in "".join(html.values())

@@ -39,6 +39,8 @@ def test_the_wheel_carries_the_data_the_licence_and_the_command(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
     for f in ("corpus/human.jsonl.gz", "corpus/llama-2-7b-chat-tmp0.2.jsonl.gz", "queries.jsonl.gz", "qrels/test.tsv.gz", "LICENSE"):
         assert f"sourcebias/data/builtin/nq-utd/{f}" in names, f
+    for prompt in (REPO / "src" / "sourcebias" / "llmcalls" / "prompt_files").glob("*.toml"):  # the LLM stages' prompts
+        assert f"sourcebias/llmcalls/prompt_files/{prompt.name}" in names, prompt.name
     dist = next(n.split("/")[0] for n in names if n.endswith(".dist-info/METADATA"))
     assert f"{dist}/licenses/LICENSE" in names
     entry_points = zipfile.ZipFile(wheel).read(f"{dist}/entry_points.txt").decode()
@@ -71,3 +73,7 @@ def test_the_quick_start_runs_from_the_installed_wheel(wheel, tmp_path):
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert "│ bm25      │ NDCG@3 │ 70.5 │  42.4 │ 37.4 │  12.5 │       66.5 │     70.6 │" in proc.stdout
     assert (tmp_path / "out" / "figures" / "source_bias.png").is_file()
+    listed = subprocess.run([str(venv / "bin" / "sourcebias"), "prompts"], capture_output=True, text=True, cwd=tmp_path, env=env, check=False)
+    assert listed.returncode == 0 and all(name in listed.stdout for name in ("umbrela", "rankgpt", "alce")), (
+        listed.stdout + listed.stderr
+    )  # read from the wheel

@@ -179,7 +179,7 @@ def test_bm25_rankgpt_smollm2_end_to_end_on_nq_utd(two_queries):
 def test_minilm_llm_yesno_smollm2_scores_equal_a_plain_forward_pass(two_queries):
     import torch
 
-    from sourcebias.retrieval.rerankers.llm_yesno import PROMPT
+    from sourcebias.llmcalls.prompts import load_prompt
 
     ds, keep = two_queries
     pipe = build_retriever("minilm>>llm-yesno:smollm2,depth=2,words=30,cache=false")
@@ -189,7 +189,8 @@ def test_minilm_llm_yesno_smollm2_scores_equal_a_plain_forward_pass(two_queries)
     tok, model = stage._client.backend.tokenizer, stage._client.backend.transformers_model
     top = int(run.positions[q][0])
     doc = " ".join(ds.corpus.retrieval_texts()[top].split()[:30])
-    msgs = [{"role": "user", "content": PROMPT.format(document=doc, query=ds.queries[q])}]
+    ((role, content),) = load_prompt("yesno").render({"passage": doc, "query": ds.queries[q]})
+    msgs = [{"role": role, "content": content}]
     ids = tok.apply_chat_template(msgs, add_generation_prompt=True, tokenize=True, return_dict=True)["input_ids"]
     with torch.no_grad():
         lp = torch.log_softmax(model(torch.tensor([ids])).logits[0, -1].double(), dim=-1)
@@ -228,6 +229,8 @@ def test_llm_yesno_grade_answers_score_the_expected_grade():
     with SimulatedServer(grader) as url:
         stage = build_retriever(f"bm25>>llm-yesno:openai:sim@{url},depth=2,answers=grade,cache=false").stages[0]
         out = stage.apply(run, {"q": "which"})
-    # alpha: (3 * .4 + 2 * .3 + 1 * .05 + 0 * .2) / .95; beta: 2 and 3 bounded by 0.05: (1 * .2 + 2 * .05 + 3 * .05) / .9
-    assert out.scores["q"] == pytest.approx([1.85 / 0.95, 0.45 / 0.9])
-    assert out.info["stages"][-1]["choice_missing"] == 1 and out.info["stages"][-1]["answers"] == ["0", "1", "2", "3"]
+    # alpha: (3 * .4 + 2 * .3 + 1 * .05 + 0 * .2) / .95; beta: 2 and 3 outside the top tokens, left out (the judge's rule,
+    # sourcebias.llmcalls.grades): (0 * .6 + 1 * .2) / .8 (bounded by the lowest listed before: (1 * .2 + 2 * .05 + 3 * .05) / .9)
+    assert out.scores["q"] == pytest.approx([1.85 / 0.95, 0.2 / 0.8])
+    info = out.info["stages"][-1]
+    assert info["choice_missing"] == 1 and info["answers"] == ["0", "1", "2", "3"] and info["no_expected_grade"] == {}

@@ -9,7 +9,7 @@ import unittest
 import numpy as np
 
 from sourcebias.retrieval import FirstStage, ScoreBlock, build_retriever
-from sourcebias.testing import TOY_HUMAN, TOY_LLM, MeasureTestCase, RetrieverTestCase, StatisticTestCase, toy_dataset
+from sourcebias.testing import TOY_HUMAN, TOY_LLM, MeasureTestCase, PromptTestCase, RetrieverTestCase, StatisticTestCase, toy_dataset
 
 
 class TestBM25Contract(RetrieverTestCase):
@@ -44,6 +44,55 @@ class TestShareContract(MeasureTestCase):
 class TestNDCGContract(MeasureTestCase):
     def measure_name(self):
         return "NDCG"
+
+
+class TestUmbrelaPromptContract(PromptTestCase):
+    def prompt_spec(self):
+        return "umbrela"
+
+    def answer(self):
+        return "##final score: 2", (2, 15)
+
+
+class TestRankGPTPromptContract(PromptTestCase):
+    def prompt_spec(self):
+        return "rankgpt"
+
+    def answer(self):
+        return "[2] > [3] > [1]", ([1, 2, 0], {"unknown": 0, "duplicates": 0, "missing": 0})
+
+
+class TestALCEPromptContract(PromptTestCase):
+    def prompt_spec(self):
+        return "alce"
+
+
+def test_every_shipped_prompt_passes_the_prompt_case():
+    from sourcebias.llmcalls.prompts import prompt_kinds
+
+    for name in prompt_kinds():
+
+        class Case(PromptTestCase):
+            def prompt_spec(self, name=name):
+                return name
+
+        with open(os.devnull, "w") as quiet:
+            outcome = unittest.TextTestRunner(stream=quiet, verbosity=0).run(unittest.defaultTestLoader.loadTestsFromTestCase(Case))
+        assert outcome.wasSuccessful() and outcome.testsRun == 4, (name, outcome.failures, outcome.errors)
+
+
+def test_a_prompt_no_stage_can_send_fails_the_case(tmp_path):
+    path = tmp_path / "odd.toml"
+    # a grade prompt with a field {a} that only the pairwise mode gives, and no {passage}: no stage can send it
+    path.write_text('name = "odd"\nanswer = "grade"\nparser = "umbrela-grade"\n[[messages]]\nrole = "user"\ncontent = "Rate {query}: {a}"\n', encoding="utf-8")
+
+    class Case(PromptTestCase):
+        def prompt_spec(self):
+            return str(path)
+
+    with open(os.devnull, "w") as quiet:
+        outcome = unittest.TextTestRunner(stream=quiet, verbosity=0).run(unittest.defaultTestLoader.loadTestsFromTestCase(Case))
+    assert {t.id().rsplit(".", 1)[-1] for t, _ in outcome.failures} == {"test_a_stage_takes_it"}
 
 
 class CorpusOrderTies(FirstStage):

@@ -1,8 +1,9 @@
 """A generator with a known citation bias, for :class:`~sourcebias.llmcalls.simulated.SimulatedServer`:
 the known-truth check of the citation estimators through the same HTTP path as a real server.
 
-:class:`CitingResponder` reads the passages of each prompt back (:func:`.prompt.passages_in_prompt`)
-and cites each one independently with probability σ(a_position + β·[LLM-written]): a position
+:class:`CitingResponder` reads the passages of each prompt back through the prompt plug-in
+(:meth:`sourcebias.llmcalls.prompts.Prompt.read`: the file that wrote the call, not wording wired
+in here) and cites each one independently with probability σ(a_position + β·[LLM-written]): a position
 effect ``a`` and a source effect ``β`` (log odds) of known size, and no rank effect. Its
 randomness is seeded by the call's seed and the prompt, so a call answers the same every time
 (the answer store and a rerun agree) while studies run with different seeds are independent.
@@ -22,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from sourcebias.citations.prompt import passage_key, passages_in_prompt
+from sourcebias.citations.prompt import cite_prompt
 from sourcebias.data.corpus import hash64
 
 NOTHING = "The search results do not answer the question."
@@ -36,12 +37,13 @@ def _sigmoid(x: float) -> float:
 class CitingResponder:
     """``responder(messages, params) -> (text, None)`` citing LLM passages with log odds ``beta``
     more than human ones; ``position_logits[j - 1]`` is the log odds at context position j;
-    ``llm`` maps each passage (:func:`~sourcebias.citations.prompt.passage_key`) to whether it
-    is LLM-written."""
+    ``llm`` maps each passage, ``(title, text)`` as ``prompt`` shows them, to whether it is
+    LLM-written; ``prompt`` (a name or a file) is the citation prompt the study sends."""
 
     llm: Mapping[tuple[str, str], bool]
     position_logits: Sequence[float]
     beta: float
+    prompt: str = "alce"
 
     def probability(self, position: int, is_llm: bool) -> float:
         return _sigmoid(self.position_logits[position - 1] + self.beta * is_llm)
@@ -49,15 +51,17 @@ class CitingResponder:
     def __call__(self, messages: list[dict[str, str]], params: dict[str, Any]) -> tuple[str, None]:
         user = messages[-1]["content"]
         rng = np.random.default_rng([int(params.get("seed") or 0) & 0xFFFFFFFF, hash64(user) & 0xFFFFFFFF])
-        cited = [n for n, title, text in passages_in_prompt(user) if rng.random() < self.probability(n, self.llm[passage_key(title, text)])]
+        shown = (cite_prompt(self.prompt).read(messages) or {}).get("passages", [])
+        cited = [p["number"] for p in shown if rng.random() < self.probability(p["number"], self.llm[p["title"], p["text"]])]
         return (" ".join(f"Statement {i} [{n}]." for i, n in enumerate(cited, start=1)) or NOTHING), None
 
 
-def responder_for(corpus: Any, human: str, position_logits: Sequence[float], beta: float) -> CitingResponder:
+def responder_for(corpus: Any, human: str, position_logits: Sequence[float], beta: float, prompt: str = "alce") -> CitingResponder:
     """A :class:`CitingResponder` over the documents of ``corpus`` (LLM-written: any source but
-    ``human``)."""
-    llm = {passage_key(d.title, d.text): d.source != human for d in corpus}
-    return CitingResponder(llm, tuple(position_logits), beta)
+    ``human``), for the citation prompt ``prompt``."""
+    shown = cite_prompt(prompt)
+    llm = {(shown.shown("title", d.title), shown.shown("text", d.text)): d.source != human for d in corpus}
+    return CitingResponder(llm, tuple(position_logits), beta, prompt)
 
 
 def true_effects(responder: CitingResponder, passages: Any, human: str) -> dict[str, float]:

@@ -17,8 +17,8 @@ import pandas as pd
 
 from sourcebias.citations.design import Context, build_contexts
 from sourcebias.citations.estimate import LOGIT_METHOD, RATE_METHOD, TWIN_METHOD, logit_effects, rate_table, twin_differences
-from sourcebias.citations.parse import STATUSES, ParsedAnswer, parse_citations
-from sourcebias.citations.prompt import PROMPT_VERSION, citation_messages
+from sourcebias.citations.parse import STATUSES, ParsedAnswer
+from sourcebias.citations.prompt import cite_prompt
 from sourcebias.citations.result import CitationResult
 from sourcebias.core.errors import ConfigError
 
@@ -32,8 +32,9 @@ class CiteSettings:
     call), generation parameters, ``uncited`` (``keep``: an answer that cites no passage, with no
     citation or only numbers outside 1..k, counts as citing none of its passages; ``drop``: its
     passages are left out of the estimates; counted either way), the intervals' ``level``,
-    ``max_queries`` (a seeded sample; all when None) and ``shots`` (1: the prompt's one
-    demonstration first; 0: none)."""
+    ``max_queries`` (a seeded sample; all when None), ``shots`` (how many of the prompt's
+    demonstrations come first: ``alce`` has one) and ``prompt`` (a registered name or a prompt
+    file asking for citations, :mod:`sourcebias.llmcalls.prompts`)."""
 
     k: int = 5
     orders: int = 1
@@ -44,6 +45,7 @@ class CiteSettings:
     level: float = 0.95
     max_queries: int | None = None
     shots: int = 1
+    prompt: str = "alce"
 
     def check(self) -> None:
         if self.k < 2:
@@ -54,25 +56,27 @@ class CiteSettings:
             raise ConfigError(f"uncited must be one of {', '.join(UNCITED_RULES)}, got '{self.uncited}'")
         if not 0.0 < self.level < 1.0:
             raise ConfigError(f"level must be in (0, 1), got {self.level}")
-        if self.shots not in (0, 1):
-            raise ConfigError(f"shots is 0 or 1 (the one built-in demonstration), got {self.shots}")
+        demos = len(cite_prompt(self.prompt).demonstrations)
+        if not 0 <= self.shots <= demos:
+            raise ConfigError(f"shots is 0 to {demos} (the demonstrations of the prompt {self.prompt}), got {self.shots}")
         if self.max_tokens < 1:
             raise ConfigError(f"max_tokens must be positive, got {self.max_tokens}")
 
     def describe(self) -> dict[str, Any]:
-        return {**asdict(self), "prompt": PROMPT_VERSION}
+        return {**asdict(self), "prompt": cite_prompt(self.prompt).describe()}
 
 
 def calls_for(contexts: list[Context], corpus: Any, queries: Mapping[str, str], settings: CiteSettings) -> list[Any]:
-    """One :class:`~sourcebias.llmcalls.Call` per context (the ALCE prompt of its passages)."""
+    """One :class:`~sourcebias.llmcalls.Call` per context (the citation prompt of its passages)."""
     from sourcebias.llmcalls import Call
 
+    prompt = cite_prompt(settings.prompt)
     calls = []
     for c in contexts:
-        passages = [(corpus[p].title, corpus[p].text) for p in c.positions]
+        passages = [{"title": corpus[p].title, "text": corpus[p].text} for p in c.positions]
         calls.append(
             Call(
-                messages=citation_messages(queries[c.query_id], passages, settings.shots),
+                messages=prompt.render({"query": queries[c.query_id]}, passages, settings.shots),
                 max_tokens=settings.max_tokens,
                 temperature=settings.temperature,
                 seed=settings.seed,
@@ -81,18 +85,21 @@ def calls_for(contexts: list[Context], corpus: Any, queries: Mapping[str, str], 
     return calls
 
 
-def tables(contexts: list[Context], answers: list[Any], corpus: Any, uncited: str, calls: list[Any] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+def tables(
+    contexts: list[Context], answers: list[Any], corpus: Any, uncited: str, calls: list[Any] | None = None, prompt: Any = "alce"
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``(passages, answers)`` frames (see :mod:`.result`) from the contexts and their answers.
 
     A passage row is ``used`` (enters the estimates) when its answer cites a passage of its
     context, or under ``uncited="keep"``: an answer that cites nothing, or only numbers outside
     1..k, cites no passage. ``calls``: the calls answered (their prompts are what an answer must
-    not be read from: an echo is not a citation); ``None``: no echo is looked for.
+    not be read from: an echo is not a citation); ``None``: no echo is looked for. ``prompt``: the
+    citation prompt, whose parser reads the answers.
     """
+    reader = cite_prompt(prompt)
     rows, out = [], []
     for i, (c, a) in enumerate(zip(contexts, answers)):
-        echo_of = [content for _role, content in calls[i].messages] if calls is not None else None
-        parsed: ParsedAnswer = parse_citations(a.text, len(c.positions), echo_of)
+        parsed: ParsedAnswer = reader.parse(a.text, len(c.positions), messages=calls[i].messages if calls is not None else ())
         used = bool(parsed.cited) or uncited == "keep"
         cited, outside = " ".join(map(str, parsed.cited)), " ".join(map(str, parsed.out_of_range))
         done = {"finish_reason": a.finish_reason or "", "cached": bool(a.cached), "text": a.text}
@@ -228,5 +235,5 @@ def cite_run(
     calls = calls_for(contexts, run.corpus, queries, settings)
     with progress.task("cited answers", total=len(calls), unit="answer") as task:
         answers = client.answer(calls, task=task)
-    passages, answer_frame = tables(contexts, answers, run.corpus, settings.uncited, calls)
+    passages, answer_frame = tables(contexts, answers, run.corpus, settings.uncited, calls, settings.prompt)
     return analyse(passages, answer_frame, settings, human, generator=client.describe(), inputs=inputs)

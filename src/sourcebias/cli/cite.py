@@ -33,17 +33,28 @@ Level = Annotated[float, typer.Option(help="Level of the confidence intervals.")
 MaxQueries = Annotated[int | None, typer.Option(min=1, help="Ask about a seeded sample of this many queries. \\[default: all]")]
 Concurrency = Annotated[int | None, typer.Option(min=1, help="Requests in flight against a server. \\[default: 4]")]
 Device = Annotated[str | None, typer.Option(help="Device of a local generator (and of --retriever): cpu, cuda.")]
-Shots = Annotated[int, typer.Option(min=0, max=1, help="1: show one worked demonstration (a question, two passages, a cited answer) first; 0: none.")]
+Shots = Annotated[
+    int, typer.Option(min=0, help="How many of the prompt's demonstrations to show first (alce has one: a question, two passages, a cited answer); 0: none.")
+]
+PromptArg = Annotated[
+    str,
+    typer.Option(
+        "--prompt",
+        metavar="NAME|FILE",
+        help="The citation prompt: alce (ALCE's instruction and passage format), or a prompt file (.toml) asking for citations.",
+    ),
+]
 CacheDir = Annotated[Path | None, typer.Option(metavar="DIR", help="Where answers are stored (default: the sourcebias cache); a rerun reads them back.")]
 
 
 def cite(
     data: Data, generator: Generator, run: RunArg = None, retriever: RetrieverArg = None, run_name: RunName = None, output: Output = None, k: K = 5, orders: Orders = 1,
     seed: Seed = 0, max_tokens: MaxTokens = 128, temperature: Temperature = 0.0, uncited: Uncited = "keep", level: Level = 0.95, max_queries: MaxQueries = None,
-    concurrency: Concurrency = None, device: Device = None, cache_dir: CacheDir = None, shots: Shots = 1, overwrite: o.ReplaceResults = False,
+    concurrency: Concurrency = None, device: Device = None, cache_dir: CacheDir = None, shots: Shots = 1, prompt: PromptArg = "alce",
+    overwrite: o.ReplaceResults = False,
 ) -> None:  # fmt: skip
     """Measure which sources a generated answer cites: the top k passages of a mixed ranking go
-    to the generator with ALCE's numbered-citation prompt, in --orders context orders; the
+    to the generator with ALCE's numbered-citation prompt (or --prompt), in --orders context orders; the
     citations are read from each answer (answers that cite nothing, or a passage that does not
     exist, are counted). Reports P(cited | source, rank), P(cited | source, position) and the
     source effect conditional on rank: a query-clustered logistic regression with rank (and
@@ -66,7 +77,16 @@ def cite(
     from sourcebias.report.render import to_rich
 
     settings = CiteSettings(
-        k=k, orders=orders, seed=seed, max_tokens=max_tokens, temperature=temperature, uncited=uncited, level=level, max_queries=max_queries, shots=shots
+        k=k,
+        orders=orders,
+        seed=seed,
+        max_tokens=max_tokens,
+        temperature=temperature,
+        uncited=uncited,
+        level=level,
+        max_queries=max_queries,
+        shots=shots,
+        prompt=prompt,
     )
     try:
         settings.check()

@@ -14,7 +14,7 @@ def judge(
     dataset: j.JudgeDataset, judge: j.JudgeSpec, output: j.JudgeOutput, mode: j.JudgeModes = None, prompt: j.JudgePrompt = "umbrela", retriever: j.JudgeRetrievers = None, run: j.JudgeRuns = None,
     top_k: j.JudgeTopK = 0, max_queries: j.JudgeMaxQueries = None, measure: j.JudgeMeasure = "NDCG@10", max_tokens: j.JudgeMaxTokens = 16,
     top_logprobs: j.JudgeTopLogprobs = 5, seed: j.JudgeSeed = 0, resamples: j.JudgeResamples = 2000, concurrency: j.JudgeConcurrency = None,
-    device: j.JudgeDevice = None, cache_dir: j.JudgeCacheDir = None, overwrite: o.ReplaceResults = False,
+    device: j.JudgeDevice = None, cache_dir: j.JudgeCacheDir = None, pair_prompt: j.JudgePairPrompt = "pairwise", overwrite: o.ReplaceResults = False,
 ) -> None:  # fmt: skip
     """Grade every judged document of a split and its LLM twins 0-3 with an UMBRELA-style LLM
     judge, and measure the judge's source bias.
@@ -31,13 +31,17 @@ def judge(
       sourcebias judge nq-utd --judge smollm2 --max-queries 10 -o out/judge-smollm2
 
       sourcebias judge nq-utd --judge openai:qwen@http://127.0.0.1:8080/v1 --mode grade --mode pairwise -r bm25 -r minilm -o out/judge-qwen
+
+      sourcebias judge nq-utd --judge openai:qwen@http://127.0.0.1:8080/v1 --prompt my-judge.toml -o out/judge-mine
     """
     from sourcebias.core import progress
     from sourcebias.judges import JudgeSettings, run_judge
     from sourcebias.judges.report import judge_report
     from sourcebias.report.render import to_rich
 
-    settings = JudgeSettings(modes=tuple(dict.fromkeys(mode or ["grade"])), prompt=prompt, max_tokens=max_tokens, top_logprobs=top_logprobs, seed=seed)
+    settings = JudgeSettings(
+        modes=tuple(dict.fromkeys(mode or ["grade"])), prompt=prompt, pair_prompt=pair_prompt, max_tokens=max_tokens, top_logprobs=top_logprobs, seed=seed
+    )
     with progress.RichProgress(console=console, transient=True) as reporter, progress.use(reporter):
         result, path = run_judge(dataset, judge, output, settings=settings, retrievers=retriever or [], run_files=run or [], top_k=top_k, max_queries=max_queries,
                                  measure=measure, resamples=resamples, overwrite=overwrite, cache_dir=cache_dir, concurrency=concurrency, device=device)  # fmt: skip

@@ -24,6 +24,7 @@ from sourcebias.cli import evaluate as _evaluate
 from sourcebias.cli import generate as _generate
 from sourcebias.cli import inspect as _inspect
 from sourcebias.cli import mitigate as _mitigate
+from sourcebias.cli import prompts as _prompts
 from sourcebias.cli import retrievers as _retrievers
 from sourcebias.cli import train as _train
 from sourcebias.cli.common import err_console, expand_greedy_options, reflow_app_help, tidy_typer_help
@@ -67,6 +68,7 @@ from sourcebias.cli import simulate as _simulate  # noqa: E402
 
 for _module in (_evaluate, _datasets, _analyze, _bench, _inspect, _retrievers, _generate, _mitigate, _train, _power, _audit, _detect, _simulate, _cite, _judge):
     _module.register(app)
+_prompts.register(app)  # the prompts the LLM stages (cite, judge, rankgpt, llm-yesno) take by name
 reflow_app_help(app)  # docstrings' line breaks are not kept mid-sentence
 identify_commands(app)  # a rerun of the same command replaces its own results (sourcebias.cli.identity)
 

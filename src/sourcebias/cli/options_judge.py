@@ -33,8 +33,13 @@ JudgeModes = Annotated[
 JudgePrompt = Annotated[
     str,
     typer.Option(
-        help="umbrela: UMBRELA's zero-shot prompt verbatim ('##final score: N'); digit: the same asking for the grade alone, whose first-token probabilities give the expected grade (for small models)."
+        metavar="NAME|FILE",
+        help="The grade prompt: umbrela (UMBRELA's zero-shot prompt verbatim, '##final score: N'); digit (the same asking for the grade alone, whose "
+        "first-token probabilities give the expected grade: for small models); or a prompt file (.toml) asking for a 0-3 grade (see `sourcebias prompts`).",
     ),
+]
+JudgePairPrompt = Annotated[
+    str, typer.Option(metavar="NAME|FILE", help="The pairwise mode's prompt: pairwise (A or B), or a prompt file (.toml) asking for a pick.")
 ]
 JudgeRetrievers = Annotated[
     list[str] | None,

@@ -154,6 +154,21 @@ def detectors_reference() -> str:
     return "\n".join(out)
 
 
+def prompts_reference() -> str:
+    """The prompt registry (``--prompt NAME``, ``prompt=NAME`` of the LLM stages): what each asks and where it comes from."""
+    from sourcebias.llmcalls.prompts import prompt_kinds, taken_by
+
+    out = []
+    for name, p in prompt_kinds().items():
+        reading = f"parser `{p.parser}`" if p.parser else f"choices {', '.join(f'`{c}`' for c in p.choices)}"
+        probabilities = f"; probabilities: `{p.probabilities}`" if p.probabilities != "none" else ""
+        out.append(
+            f"### `{name}`\n\n{_escape_text(p.description)}.\n\nAnswer: `{p.answer}` ({reading}{probabilities}). "
+            f"Taken by: {'; '.join(f'`{t}`' for t in taken_by(p))}.\n\nFrom: {_escape_text(p.reference)}.\n"
+        )
+    return "\n".join(out)
+
+
 def presets_reference() -> str:
     """The dense presets: checkpoint, score, pooling, prefixes."""
     from sourcebias.retrieval.dense import preset_listing
@@ -189,6 +204,7 @@ REFERENCES: dict[str, Callable[[], str]] = {
     "retrievers": retrievers_reference,
     "detectors": detectors_reference,
     "presets": presets_reference,
+    "prompts": prompts_reference,
 }
 
 

@@ -50,20 +50,17 @@ def judge(dataset: Any, client: Any, settings: JudgeSettings, *, runs: dict[str,
         variants = qrels_variants(dataset, grades, queries)
         protocol = protocol_effect(dataset, runs, variants, measure=measure, resamples=resamples, confidence=confidence, seed=settings.seed)
     info, notes = dataset.describe(), judge_notes(analyses) + list(protocol.get("skipped", []))
+    grade, pair = settings.prompts()
     return JudgeResult(
         judge={"identity": client.identity(), **counts, "client": client.describe()},
         settings={
-            "modes": list(settings.modes),
-            "prompt": settings.prompt,
-            "max_tokens": settings.max_tokens,
-            "top_logprobs": settings.top_logprobs,
-            "seed": settings.seed,
+            **settings.describe(),
             "top_k": top_k,
             "max_queries": max_queries,
             "measure": measure,
             "resamples": resamples,
             "confidence": confidence,
-            "prompts": describe_prompts(),
+            "prompts": describe_prompts(grade, pair),
         },
         dataset={
             "name": info["name"],
@@ -196,7 +193,7 @@ def run_judge(dataset_arg: str | Path, spec: str, output: str | Path, *, setting
         result.judge["spec"] = spec
         write_folder(result, folder.staging, dataset, queries)
         manifest = build_manifest(command=KIND, inputs={"dataset": str(path), "split": dataset.split}, models={"judge": result.judge["identity"]},
-                                  parameters={"judge": spec, **{k: v for k, v in result.settings.items() if k != "prompts"}, "retrievers": list(retrievers),
+                                  parameters={"judge": spec, **result.settings, "retrievers": list(retrievers),
                                               "runs": [str(p) for p in run_files]}, timings={"total_s": round(time.perf_counter() - t0, 3)})  # fmt: skip
         return result, folder.commit(manifest)
     finally:

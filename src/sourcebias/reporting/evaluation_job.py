@@ -208,6 +208,14 @@ def llm_stage_notes(where: str, info: dict[str, Any]) -> list[tuple[str, str]]:
             if coef:
                 parts = [f"{k} {v['estimate']:+.3f} [{v['ci95'][0]:+.3f}, {v['ci95'][1]:+.3f}]" for k, v in coef.items()]
                 out.append(("detail", f"{where}: {st['name']}: answered position on shown position and source (window fraction, 95% CI): " + "; ".join(parts)))
+        if any((st.get("no_expected_grade") or {}).values()):
+            why = ", ".join(f"{reason}: {n}" for reason, n in st["no_expected_grade"].items())
+            out.append(
+                (
+                    "note",
+                    f"{where}: {st['name']}: {sum(st['no_expected_grade'].values())} pairs have no expected grade ({why}): scored -1, below every graded pair",
+                )
+            )
         if st.get("choice_missing"):
             out.append(
                 (

@@ -2,7 +2,9 @@
 self-consistency over several input orders (``orders=N``).
 
 The model reads a window of passages numbered ``[1] .. [n]`` in RankGPT's conversation (Sun et
-al., EMNLP 2023) and answers an order such as ``[2] > [1] > [3]``. Windows of ``window`` (20)
+al., EMNLP 2023; the prompt file ``rankgpt``, or another asking for a permutation:
+``prompt=NAME|FILE``, :mod:`sourcebias.llmcalls.prompts`) and answers an order such as
+``[2] > [1] > [3]``. Windows of ``window`` (20)
 passages slide from the bottom of the top ``depth`` to the top in steps of ``step`` (10), each
 re-ordering its passages in place, so that good passages rise window by window (the loop of
 RankGPT and castorini's rank_llm: windows ``[depth - window, depth)``, then ``step`` higher, the
@@ -44,6 +46,7 @@ from sourcebias.core import progress
 from sourcebias.core.errors import ConfigError
 from sourcebias.data.corpus import join_title_text
 from sourcebias.llmcalls.parsers import parse_permutation
+from sourcebias.llmcalls.prompts import USES, Prompt, load_prompt
 from sourcebias.retrieval.base import Stage
 from sourcebias.retrieval.rerankers.llm_common import LLM_PARAMS, cut_words, open_llm, position_source_fit
 from sourcebias.retrieval.run import Run
@@ -51,7 +54,8 @@ from sourcebias.retrieval.specs import Param, register_stage
 from sourcebias.retrieval.stages import append_stage_info
 from sourcebias.retrieval.ties import TieRule
 
-SYSTEM = "You are RankGPT, an intelligent assistant that can rank passages based on their relevancy to the query."
+#: what the stage gives a prompt (per passage: its number and text) and reads from it
+RANKGPT_USE = USES["rankgpt"]
 REPAIR_RULE = (
     "after any <think> block and outside echoes of the conversation, digits runs are ids; ids outside 1..n dropped; repeats kept at first place; "
     "missing ids appended in shown order; no id: shown order"
@@ -60,28 +64,10 @@ REPAIR_RULE = (
 __all__ = ["RankGPTReranker", "borda", "input_orders", "parse_permutation", "rankgpt_messages", "sliding_windows"]
 
 
-def rankgpt_messages(query: str, passages: Sequence[str]) -> tuple[tuple[str, str], ...]:
-    """RankGPT's conversation for one window (its ``get_prefix_prompt``, passages, ``get_post_prompt``)."""
-    n = len(passages)
-    msgs: list[tuple[str, str]] = [
-        ("system", SYSTEM),
-        (
-            "user",
-            f"I will provide you with {n} passages, each indicated by number identifier []. \nRank the passages based on their relevance to query: {query}.",
-        ),
-        ("assistant", "Okay, please provide the passages."),
-    ]
-    for i, p in enumerate(passages, 1):
-        msgs += [("user", f"[{i}] {p}"), ("assistant", f"Received passage [{i}].")]
-    msgs.append(
-        (
-            "user",
-            f"Search Query: {query}. \nRank the {n} passages above based on their relevance to the search query. The passages should be listed in descending "
-            "order using identifiers. The most relevant passages should be listed first. The output format should be [] > [], e.g., [1] > [2]. "
-            "Only response the ranking results, do not say any word or explain.",
-        )
-    )
-    return tuple(msgs)
+def rankgpt_messages(query: str, passages: Sequence[str], prompt: str | Prompt = "rankgpt") -> tuple[tuple[str, str], ...]:
+    """The conversation of one window: RankGPT's (its ``get_prefix_prompt``, passages,
+    ``get_post_prompt``) or the permutation prompt ``prompt`` (a name or a file)."""
+    return load_prompt(prompt, RANKGPT_USE).render({"query": query}, [{"passage": p} for p in passages])
 
 
 def sliding_windows(n: int, window: int, step: int) -> list[tuple[int, int]]:
@@ -136,6 +122,7 @@ class RankGPTReranker(Stage):
         self.params = dict(params)
         self.depth, self.window, self.step, self.orders, self.words = (int(params[k]) for k in ("depth", "window", "step", "orders", "words"))
         self.name = name or f"rankgpt:{params['model']}"
+        self.prompt = load_prompt(params.get("prompt") or "rankgpt", RANKGPT_USE)
         self._client: Any = None
         self.last_records: list[dict[str, Any]] = []
 
@@ -180,14 +167,14 @@ class RankGPTReranker(Stage):
             items = current[qid][start:end]
             texts = [cut_words(join_title_text(corpus.titles[i], corpus.texts[i]), self.words) for i in items.tolist()]
             for k, shown in enumerate(input_orders(len(items), self.orders, seed, f"{qid}/{w}")):
-                msgs = rankgpt_messages(queries[qid], [texts[j] for j in shown])
+                msgs = self.prompt.render({"query": queries[qid]}, [{"passage": texts[j]} for j in shown])
                 calls.append(Call(messages=msgs, max_tokens=6 * len(items) + 8, temperature=0.0, seed=seed))
                 meta.append((qid, start, end, k, shown))
         answers = self.client.answer(calls, task=task)
         per_window: dict[str, list[list[int]]] = {}
         for (qid, start, end, k, shown), call, ans in zip(meta, calls, answers):
             n = end - start
-            order, fixes = parse_permutation(ans.text, n, [content for _role, content in call.messages])
+            order, fixes = self.prompt.parse(ans.text, n, messages=call.messages)
             repaired = any(fixes.values())
             counts.update(
                 {"answers": 1, "unparseable": int(fixes["missing"] == n and n > 0), "repaired": int(repaired), "length_cut": int(ans.finish_reason == "length")}
@@ -246,7 +233,7 @@ class RankGPTReranker(Stage):
             "name": self.name,
             "class": type(self).__name__,
             **{k: self.params[k] for k in keep},
-            "prompt": "RankGPT (Sun et al. 2023)",
+            "prompt": self.prompt.describe(),
             "repair_rule": REPAIR_RULE,
         }
 
@@ -258,6 +245,7 @@ class RankGPTReranker(Stage):
         "window": Param(int, "passages per window", default=20),
         "step": Param(int, "window step (bottom up)", default=10),
         "orders": Param(int, "input orders per window (original, reversed, shuffles), Borda-aggregated", default=1),
+        "prompt": Param(str, "the prompt: rankgpt (Sun et al.'s conversation) or a prompt file asking for a permutation", default="rankgpt"),
     },
     positional="model",
     help="RankGPT listwise sliding-window re-ranking by an LLM: rankgpt:smollm2[,depth=20,orders=3] or rankgpt:openai:MODEL@http://HOST:PORT/v1",
