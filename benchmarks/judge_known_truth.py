@@ -19,17 +19,18 @@ OpenAI-compatible server). The scenarios:
   neither copy: the source preference's truth is 0, the position effect's 0.15.
 
 Run:  python benchmarks/judge_known_truth.py [--studies 200] [--queries 20] [--scenario all]
-(set SOURCEBIAS_DATA to the folder holding nq-utd/ if it is not ../shared/data).
+(from any folder: the NQ-UTD that ships with sourcebias, or ``$SOURCEBIAS_DATA/nq-utd`` when that
+is set; see ``benchmarks/script_data.py``).
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
-import os
 import time
-from pathlib import Path
 from typing import Any
+
+import script_data
 
 from sourcebias.clustered.tally import Tally, markdown
 from sourcebias.data import load_dataset
@@ -38,7 +39,6 @@ from sourcebias.judges.known_truth import BiasedJudge
 from sourcebias.llmcalls import open_client
 from sourcebias.llmcalls.simulated import SimulatedServer
 
-DATA = Path(os.environ.get("SOURCEBIAS_DATA", Path(__file__).resolve().parents[1].parent / "shared" / "data"))
 GARBAGE = "I cannot grade this passage."
 SCENARIOS = ("biased", "half-garbage", "garbage", "echo", "few-queries", "position-only")
 
@@ -99,7 +99,7 @@ def main() -> None:
     ap.add_argument("--delta", type=float, default=0.3)
     ap.add_argument("--scenario", default="all", choices=("all", *SCENARIOS))
     args = ap.parse_args()
-    ds = load_dataset(DATA / "nq-utd")
+    ds = load_dataset(script_data.dataset("nq-utd"))
     t0 = time.perf_counter()
     tallies: list[Tally] = []
     for scenario in SCENARIOS if args.scenario == "all" else (args.scenario,):
@@ -112,4 +112,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    script_data.run(main)

@@ -14,7 +14,9 @@ Data = Annotated[str, typer.Argument(help="The dataset (folder or name, e.g. nq-
 RunArg = Annotated[
     Path | None, typer.Option("--run", metavar="DIR|FILE", help="An `evaluate` output folder (its mixed-corpus run) or a TREC run file over DATA.")
 ]
-RetrieverArg = Annotated[str | None, typer.Option("--retriever", "-r", metavar="SPEC", help="Or rank DATA's mixed corpus now with this retriever (e.g. bm25).")]
+RetrieverArg = Annotated[
+    str | None, typer.Option("--retriever", "-r", metavar="SPEC", help="Or rank DATA's mixed corpus now with this retriever (e.g. bm25; LABEL=SPEC names it).")
+]
 RunName = Annotated[str | None, typer.Option(help="Which mixed run of an `evaluate` folder that holds several.")]
 Generator = Annotated[
     str,

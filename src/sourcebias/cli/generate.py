@@ -38,6 +38,7 @@ def generate(
       sourcebias generate data/nq-utd --name llama3-tmp0.2 --model openai:meta-llama/Meta-Llama-3-8B-Instruct@http://gpu1:8000/v1@http://gpu2:8000/v1 --concurrency 32
     """
     from sourcebias.core import progress
+    from sourcebias.generation.journal import refuse_early
     from sourcebias.generation.length import LengthControl
     from sourcebias.generation.prompts import load_prompt
     from sourcebias.generation.rewrite import RewriteSettings, resolve_target, rewrite_corpus
@@ -50,6 +51,7 @@ def generate(
         limit=limit, keep_raw=keep_raw, fsync=fsync, max_consecutive_failures=max_consecutive_failures, length_control=LengthControl.parse(length_control) if length_control else None,
     )  # fmt: skip
     settings.validate()
+    refuse_early(target, settings.fingerprint(spec.model), overwrite=overwrite)  # before a model is loaded or a server asked
     if spec.backend != "local":
         engine = _openai_backend(spec, api_key_env, concurrency=concurrency, timeout=timeout, max_retries=max_retries, chat=not completions)
     else:

@@ -43,7 +43,7 @@ JudgePairPrompt = Annotated[
 ]
 JudgeRetrievers = Annotated[
     list[str] | None,
-    typer.Option("--retriever", "-r", metavar="SPEC", help="A retriever whose mixed-corpus ranking is evaluated with the assessors' and the judge's qrels (and, with --top-k, whose top documents are graded too); repeat for several."),
+    typer.Option("--retriever", "-r", metavar="[LABEL=]SPEC", help="A retriever whose mixed-corpus ranking is evaluated with the assessors' and the judge's qrels (and, with --top-k, whose top documents are graded too); repeat for several. LABEL= names it in the tables (as in evaluate)."),
 ]  # fmt: skip
 JudgeRuns = Annotated[
     list[Path] | None, typer.Option("--run", metavar="FILE", help="A TREC run of the mixed corpus, used like a --retriever; repeat for several.")

@@ -45,6 +45,7 @@ class EvaluationPlan:
         measures, cutoffs: The measure names and cut-offs (every name at every cut-off; empty: NDCG,
             MAP, Recall, P and Share at 1, 3, 5 and 10).
         depth, seed, sole, exclude_self: The protocol's settings (see :func:`sourcebias.evaluation.evaluate`).
+        max_queries: Evaluate a seeded sample (``seed``) of this many queries (``None``: all).
         resamples: Resamples of the report's paired randomization tests.
         statistics: The report's statistics (``None``: its default; ``()``: none).
         statistics_measures: The measures of the per-measure statistics (default: every cut-off
@@ -66,6 +67,7 @@ class EvaluationPlan:
     seed: int = 0
     sole: bool = True
     exclude_self: bool = False
+    max_queries: int | None = None
     resamples: int = 10_000
     statistics: tuple[str, ...] | None = None
     statistics_measures: tuple[str, ...] = ()
@@ -114,6 +116,8 @@ class EvaluationPlan:
         cutoff = max(m.cutoff for m in measures)
         if self.depth < cutoff:
             raise ConfigError(f"--depth {self.depth} is smaller than the largest cut-off {cutoff}")
+        if self.max_queries is not None and self.max_queries < 1:
+            raise ConfigError(f"--max-queries must be at least 1, got {self.max_queries}")
         if self.format not in FORMATS:
             raise ConfigError(f"--format must be csv or parquet, got '{self.format}'")
         if self.format == "parquet":

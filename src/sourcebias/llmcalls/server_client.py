@@ -197,24 +197,46 @@ class ServerClient(CachingClient):
             )
 
     def compute(self, calls: Sequence[Call], on_answer: OnAnswer) -> None:
+        """Send ``calls``, ``concurrency`` at once, storing each answer as it arrives. A failed call
+        or an interruption (Ctrl-C; SIGTERM and SIGHUP under the command line) cancels the calls
+        not sent yet and awaits and stores those in flight (a second interruption abandons them):
+        a rerun sends only the rest, and an interrupted job ends in the time of one call."""
         with ThreadPoolExecutor(max_workers=self.backend.concurrency, thread_name_prefix="llmcalls") as pool:
             futures: dict[Future, int] = {pool.submit(self._one, c, i): i for i, c in enumerate(calls)}
+            delivered: set[Future] = set()
             pending = set(futures)
-            while pending:
-                done, pending = wait(pending, return_when=FIRST_COMPLETED)  # store each answer as it arrives
-                failed = None
-                for f in done:
-                    if f.exception() is None:
-                        on_answer(futures[f], f.result())
-                    elif failed is None:
-                        failed = f.exception()
-                if failed is not None:  # what arrived is stored; the rest is sent again by a rerun
-                    for f in pending:
-                        f.cancel()
-                    for f in wait(pending).done:
-                        if not f.cancelled() and f.exception() is None:
-                            on_answer(futures[f], f.result())
-                    raise failed
+            try:
+                while pending:
+                    done, pending = wait(pending, return_when=FIRST_COMPLETED)  # store each answer as it arrives
+                    failed = self._deliver(done, futures, delivered, on_answer)
+                    if failed is not None:  # what arrived is stored; the rest is sent again by a rerun
+                        self._finish_in_flight(futures, delivered, on_answer)
+                        raise failed
+            except KeyboardInterrupt:
+                self._finish_in_flight(futures, delivered, on_answer)
+                raise
+
+    @staticmethod
+    def _deliver(done: Any, futures: dict[Future, int], delivered: set[Future], on_answer: OnAnswer) -> BaseException | None:
+        """Store the answers of ``done``; the first failure among them (``None``: none)."""
+        failed = None
+        for f in done:
+            delivered.add(f)
+            if f.exception() is None:
+                on_answer(futures[f], f.result())
+            elif failed is None:
+                failed = f.exception()
+        return failed
+
+    def _finish_in_flight(self, futures: dict[Future, int], delivered: set[Future], on_answer: OnAnswer) -> None:
+        """Cancel the calls not sent yet; await and store those in flight (failures dropped)."""
+        rest = [f for f in futures if f not in delivered]
+        for f in rest:
+            f.cancel()
+        for f in wait(rest).done:
+            if f not in delivered and not f.cancelled() and f.exception() is None:
+                delivered.add(f)
+                on_answer(futures[f], f.result())
 
     def describe(self) -> dict[str, Any]:
         out = super().describe()

@@ -68,7 +68,7 @@ def run_evaluation_job(
     folder = _claim(output, overwrite, emit)
     try:
         systems = plan.build_systems()
-        ds, t_load = _load(dataset, options, emit)
+        ds, t_load = _load(dataset, options, emit, plan.max_queries)
         runs = plan.load_runs(ds, systems)
         for run in runs.values():
             emit("detail", f"{run.name}: {run.info['lines']:,} lines from {run.info['source_file']} (documents named by {run.info['docnos']})")
@@ -77,7 +77,8 @@ def run_evaluation_job(
             emit("detail", text)
         t_stats = time.perf_counter()
         report = _report(result, ds, plan)
-        report.notes += spec_notes(result) + [text for _, text in run_notes(result)]  # printed with the tables and written to summary.md alike
+        notes = sample_notes(result) + spec_notes(result) + [text for _, text in run_notes(result)]
+        report.notes += notes  # printed with the tables and written to summary.md alike
         timings = {"load_s": round(t_load, 3), "statistics_s": round(time.perf_counter() - t_stats, 3)}
         timings["total_s"] = round(time.perf_counter() - t_start, 3)
         path = _write(result, report, folder, plan, timings)
@@ -98,8 +99,9 @@ def _claim(output: str | Path | None, overwrite: bool, emit: Emit) -> Any:
     return folder
 
 
-def _load(dataset: str | Path, options: DatasetOptions, emit: Emit) -> tuple[Any, float]:
-    """The dataset, loaded and checked to have a query to evaluate, and the seconds it took."""
+def _load(dataset: str | Path, options: DatasetOptions, emit: Emit, max_queries: int | None = None) -> tuple[Any, float]:
+    """The dataset, loaded and checked to have a query to evaluate, and the seconds it took
+    (told: how many queries are evaluated, and of how many when ``max_queries`` samples them)."""
     from sourcebias.core import progress
     from sourcebias.data import load_dataset, require_evaluable
 
@@ -109,7 +111,12 @@ def _load(dataset: str | Path, options: DatasetOptions, emit: Emit) -> tuple[Any
     seconds = time.perf_counter() - t0
     counts = ", ".join(f"{s} {n:,}" for s, n in ds.corpus.source_counts().items())
     n = len(ds.evaluation_queries())
-    emit("info", f"{ds.name} ({ds.layout} layout), split {ds.split}: {counts} documents; {n} quer{'y' if n == 1 else 'ies'} evaluated")
+    evaluated = (
+        f"{n} quer{'y' if n == 1 else 'ies'} evaluated"
+        if max_queries is None or max_queries >= n
+        else f"a seeded sample of {max_queries} of {n} queries evaluated"
+    )
+    emit("info", f"{ds.name} ({ds.layout} layout), split {ds.split}: {counts} documents; {evaluated}")
     for note in ds.report.notes():
         emit("note", note)
     require_evaluable(ds)
@@ -139,12 +146,24 @@ def _evaluate(ds: Any, systems: list[Any], runs: dict[str, Any], plan: Evaluatio
 
     result = evaluate(
         ds, systems, runs=runs, measures=plan.measure_list(), depth=plan.depth, seed=plan.seed, sole=plan.sole, exclude_self=plan.exclude_self,
-        keep_runs=keep_runs,
+        keep_runs=keep_runs, max_queries=plan.max_queries,
     )  # fmt: skip
     for system, spec in zip(systems, plan.named_specs().values()):  # the full specification beside the name the tables use
         if system.name in result.retrievers:
             result.retrievers[system.name]["spec"] = spec
     return result
+
+
+def sample_notes(result: Any) -> list[str]:
+    """What a seeded query sample left out (none without a sample): the sample, its seed, and
+    where its ids are."""
+    p = result.parameters
+    if p.get("max_queries") is None:
+        return []
+    n, of = len(result.query_ids), p.get("queries_evaluable", len(result.query_ids))
+    return [
+        f"evaluated on a seeded sample of {n} of the {of} queries the split can evaluate (max-queries {p['max_queries']}, seed {p.get('seed', 0)}; their ids are in result.json and the manifest)"
+    ]
 
 
 def spec_notes(result: Any) -> list[str]:
