@@ -189,10 +189,14 @@ class OpenAIBackend:
     def base_urls(self) -> list[str]:
         return [s.url for s in self._servers]
 
-    def _acquire(self) -> _Server:
+    def _acquire(self, avoid: _Server | None = None) -> _Server:
+        """The least busy server not cooling down (ties round-robin); a retry (``avoid``: the server
+        its last attempt failed on) goes to another one when another is up."""
         with self._lock:
             now = time.monotonic()
             up = [s for s in self._servers if s.down_until <= now] or sorted(self._servers, key=lambda s: s.down_until)[:1]
+            if avoid is not None and len(up) > 1:
+                up = [s for s in up if s is not avoid] or up
             n = len(self._servers)
             order = {id(s): (self._servers.index(s) - self._rr) % n for s in up}
             server = min(up, key=lambda s: (s.in_flight, order[id(s)]))
@@ -270,9 +274,9 @@ class OpenAIBackend:
         like the other transient faults (a server restarting mid-run)."""
         path, body = self._body(request)
         t0 = time.perf_counter()
-        last = "no attempt"
+        last, failed_on = "no attempt", None
         for attempt in range(self.max_retries + 1):
-            server = self._acquire()
+            server = failed_on = self._acquire(failed_on)
             result, last, wait, refused = self._attempt(server, path, body, self._delay(attempt))
             if result is not None:
                 result.seconds, result.attempts, result.server = time.perf_counter() - t0, attempt + 1, server.url
