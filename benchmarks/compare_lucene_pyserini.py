@@ -120,7 +120,8 @@ def our_scores(corpus, queries: dict[str, str], k1: float, b: float) -> dict[str
     scores: dict[str, np.ndarray] = {}
     for block in BM25(k1=k1, b=b).score(corpus, queries, depth=10):
         assert block.positions is None  # every document, in corpus order
-        scores.update(zip(block.query_ids, block.scores))
+        dense = block.scores.toarray() if hasattr(block.scores, "toarray") else block.scores  # sparse: the matching documents
+        scores.update(zip(block.query_ids, dense))
     return scores
 
 

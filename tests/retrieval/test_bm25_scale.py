@@ -1,8 +1,9 @@
 """BM25 at a million documents: the memory-saving paths give what the plain paths give.
 
 At scale the Lucene BM25 retriever indexes from flat int32 term ids (no list per document) and
-scores each block of queries as a sparse product, in blocks of bounded size (a few queries each at
-a million documents) instead of a dense float64 block of 256 queries. These tests check each against the plain computation: the term ids
+scores each block of queries as a sparse product, in blocks of a bounded number of postings, and
+ranks each query's matching documents from the sparse rows (no dense row of the corpus's size).
+These tests check each against the plain computation: the term ids
 against the per-text lists, the index against the one built from those lists, and the ranked run
 against ranking full dense score rows, on real text with queries whose terms repeat (boosts 2, 3
 and 5, the non-power-of-two ones scored anew).

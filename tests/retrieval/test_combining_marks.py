@@ -1,7 +1,8 @@
 """Marks and format characters after a character belong to it (UAX #29 rule WB4: X (Extend |
 Format)* -> X), so a word in decomposed form (NFD: "e" + U+0301) is one token, as in Lucene's
 StandardTokenizer, also before a mid-word character ("cafe" + U+0301 + "'s", "e" + U+0301 + ":b").
-The regex module broke such a word at the mark; nine of these cases differed from Lucene before.
+The regex module broke such a word at the mark; nine of these cases differed from Lucene before,
+and four more with a zero-width joiner (issue 41).
 
 Each expected list is Lucene 9.9.1's ``EnglishAnalyzer`` output (Anserini 0.24.0's jar, as
 ``benchmarks/compare_lucene_pyserini.py`` uses it), printed by Lucene when the test was written.
@@ -33,6 +34,15 @@ CASES = [
     ("a\xad.b", ["a\xad.b"]),
     ("e\u0301\u0301.x", ["e\u0301\u0301.x"]),
     ("x\u0301_y", ["x\u0301_y"]),
+    # a zero-width joiner after a character belongs to it too (WB4), also before a mid-word
+    # character; between two emoji it joins them, but after a letter it does not join an emoji
+    ("a\u200d.b", ["a\u200d.b"]),
+    ("\U0001d400\u200d'b", ["\U0001d400\u200d'b"]),
+    ("9\u200d,5", ["9\u200d,5"]),
+    ("e\u0301\u200d:b", ["e\u0301\u200d:b"]),
+    ("a\u200d\U0001f468", ["a\u200d", "\U0001f468"]),
+    ("xx\u200d\u2764", ["xx\u200d", "\u2764"]),
+    ("\U0001f468\u200d\U0001f469", ["\U0001f468\u200d\U0001f469"]),
 ]
 
 

@@ -11,6 +11,7 @@ checked against Lucene 9.9.1 on these corpora (``benchmarks/compare_lucene_pyser
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -121,6 +122,38 @@ def test_fast_analysis_gives_the_old_term_ids_on_every_document(name, request):
     assert sum(map(len, ids_new)) > 100_000
 
 
+def _flat_terms(analyzer: EnglishAnalyzer, texts: list[str]) -> list[list[str]]:
+    """:meth:`EnglishAnalyzer.to_flat_ids`'s result as each text's terms (through its vocabulary)."""
+    vocab: dict[str, int] = {}
+    lengths, flat = analyzer.to_flat_ids(texts, vocab)
+    term = {i: t for t, i in vocab.items()}
+    terms, at = [], 0
+    for n in lengths.tolist():
+        terms.append([term[i] for i in flat[at : at + n].tolist()])
+        at += n
+    assert at == len(flat)
+    return terms
+
+
+@pytest.mark.parametrize("name", ["nq_utd", "nfcorpus"])
+def test_flat_analysis_in_bulk_gives_the_old_terms_on_every_document(name, request):
+    """to_flat_ids (chunks looked up in bulk; a later call on texts already analysed reuses their
+    terms) gives each text the reference's terms: the whole corpus, then one source's half (all
+    known), then known and new texts mixed, through the same analyzer."""
+    docs, queries = _texts(request.getfixturevalue(name))
+    new, old = EnglishAnalyzer(), ReferenceAnalyzer()
+    v_flat, v_old = {}, {}
+    lengths, flat = new.to_flat_ids(docs, v_flat)
+    ids_old = old.to_ids(docs, v_old, grow=True)
+    assert list(v_flat.items()) == list(v_old.items())  # a fresh analyzer: numbered by first occurrence
+    assert lengths.tolist() == [len(x) for x in ids_old] and flat.tolist() == [i for x in ids_old for i in x]
+    expected = [old(t) for t in docs]
+    half = len(docs) // 2
+    assert _flat_terms(new, docs[half:]) == expected[half:]
+    mixed = docs[:50] + queries[:50] + docs[half : half + 50]
+    assert _flat_terms(new, mixed) == expected[:50] + [old(q) for q in queries[:50]] + expected[half : half + 50]
+
+
 def test_texts_that_exercise_the_rare_branches():
     texts = [
         "\u0130stanbul \u039f\u0394\u03a5\u03a3\u03a3\u0395\u03a5\u03a3 dogs' Xiaomi\u2019s 'organic' \u0301abc a-b-a a-b-a \u2605 \U0001f600 \uff07quoted\uff07s",
@@ -185,3 +218,21 @@ def test_porter_stems_as_the_reference_implementation_on_generated_words():
 
     snowball = Stemmer.Stemmer("porter").stemWord
     assert sum(snowball(w) != e for w, e in zip(words, expected)) > 300
+
+
+def test_porter_without_the_package_import_is_nltks_stemmer(nfcorpus):
+    import nltk
+    from nltk.stem.porter import PorterStemmer
+
+    before = {n: m for n, m in sys.modules.items() if n.startswith("nltk")}
+    isolated = lexical_analyzer._porter_without_nltk_package()
+    # sys.modules is as it was: the real package and its modules, nothing of the shells
+    assert {n: m for n, m in sys.modules.items() if n.startswith("nltk")} == before
+    assert sys.modules["nltk"] is nltk
+    assert isolated is not PorterStemmer and isolated.__module__ == PorterStemmer.__module__
+    assert Path(sys.modules[isolated.__module__].__file__).samefile(__import__("inspect").getfile(isolated))
+    a, b = isolated(mode=isolated.MARTIN_EXTENSIONS), PorterStemmer(mode=PorterStemmer.MARTIN_EXTENSIONS)
+    docs, queries = _texts(nfcorpus)
+    words = sorted({w for t in docs + queries for w in t.lower().split() if len(w) > 2})
+    assert len(words) > 30_000
+    assert [a.stem(w, to_lowercase=False) for w in words] == [b.stem(w, to_lowercase=False) for w in words]

@@ -8,7 +8,9 @@ list below is Lucene 9.9.1's ``EnglishAnalyzer`` output (Anserini 0.24.0's jar, 
 ``benchmarks/compare_lucene_pyserini.py`` uses), written out here by its rule (slices of the
 input) and checked equal to Lucene's printed terms when the test was written. 300 seeded texts
 with many tokens near, at and over 255 units are then checked against digests of Lucene's own
-terms for them (all 300 equal; before the cut, 273 differed).
+terms for them (all 300 equal; before the cut, 273 differed). A run of ``_`` longer than the
+buffer before a word's first letter is skipped a character at a time (the grammar's catch-all
+rule): 200 seeded texts of such runs are checked the same way (65 differed before, issue 38 point 11).
 """
 
 from __future__ import annotations
@@ -132,4 +134,82 @@ def test_generated_text_gives_lucenes_terms():
     assert sum(any(len(t.encode("utf-16-le")) // 2 > 255 for t in text.split()) for text in texts) > 100  # many long tokens
     got = [hashlib.sha256("\x1f".join(analyzer(t)).encode("utf-8")).hexdigest()[:10] for t in texts]
     wrong = [i for i, (a, b) in enumerate(zip(got, LUCENE_DIGESTS)) if a != b]
+    assert not wrong, f"{len(wrong)} of {len(texts)} texts differ from Lucene's terms, e.g. text {wrong[0]}"
+
+
+# -- a run of "_" (ExtendNumLet) longer than the buffer before a word's first letter ------------------
+# No rule of the grammar but its catch-all "[^]" matches a buffer of "_" alone, so Lucene skips one
+# character at a time until the buffer reaches the first letter (issue 38, point 11): each expected
+# list is Lucene 9.9.1's EnglishAnalyzer output (Anserini 0.24.0's jar), written out by that rule.
+UNDERSCORE_CASES = [
+    ("_" * 300 + "abc", ["_" * 254 + "a", "bc"]),
+    ("_" * 255 + "abc", ["_" * 254 + "a", "bc"]),
+    ("_" * 253 + "abc", ["_" * 253 + "ab", "c"]),
+    ("_" * 600 + "abc", ["_" * 254 + "a", "bc"]),
+    ("\u203f" * 300 + "abc", ["\u203f" * 254 + "a", "bc"]),  # UNDERTIE, another ExtendNumLet
+    ("_" * 300 + "\U0001d400" * 3, ["_" * 253 + "\U0001d400", "\U0001d400" * 2]),  # a letter of two UTF-16 units
+    ("_" * 300 + "1" * 5, ["_" * 254 + "1", "1" * 4]),
+    ("_" * 300 + "\u30ab" * 3, ["_" * 254 + "\u30ab", "\u30ab" * 2]),
+    ("_" * 300, []),
+    ("_" * 300 + "abc" + "_" * 300 + "de", ["_" * 254 + "a", "bc" + "_" * 253, "_" * 47 + "de"]),
+    ("x" + "_" * 300 + "abc", ["x" + "_" * 254, "_" * 46 + "abc"]),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), UNDERSCORE_CASES, ids=range(len(UNDERSCORE_CASES)))
+def test_a_long_run_of_underscores_is_skipped_as_lucene_skips_it(text, expected):
+    assert EnglishAnalyzer()(text) == expected
+
+
+def underscore_texts(n: int = 200) -> list[str]:
+    """Seeded texts opening with 200 to 600 characters of ExtendNumLet (``_``, U+203F, U+FF3F), some
+    with a mark or a zero-width joiner attached, then letters, digits, marks, Katakana, Hangul, a
+    letter outside the BMP, punctuation, Thai, a Han ideograph."""
+    import random
+
+    rng = random.Random(41)
+    pieces = ["_", "\u203f", "\u2040", "\ufe33", "\uff3f", "a", "b", "x", "1", "9", "\u0301", "\u200d", "\u00ad", "\u30ab", "\ud55c", "\U0001d400"]
+    pieces += [".", "'", ",", "-", "\u4e2d", "\u0e44", "s"]
+    weights = [30, 3, 2, 1, 2, 10, 5, 5, 4, 2, 2, 1, 1, 2, 2, 2, 2, 1, 1, 1, 1, 1, 2]
+    out = []
+    for _ in range(n):
+        lead = "".join(rng.choices(["_", "\u203f", "\uff3f", "_\u0301", "\u200d"], [10, 2, 2, 1, 1], k=rng.choice([200, 253, 254, 255, 256, 300, 600])))
+        tail = "".join(rng.choices(pieces, weights, k=rng.choice([1, 3, 10, 50, 300])))
+        out.append(rng.choice(["", "x", "1", "ab", "\u30ab", "'", "."]) + lead + tail + (" word" if rng.random() < 0.5 else ""))
+    return out
+
+
+#: SHA-256 (first 10 hex digits) of Lucene 9.9.1's terms, joined by U+001F, of each text of
+#: :func:`underscore_texts` (printed by its EnglishAnalyzer when the test was written)
+LUCENE_UNDERSCORE_DIGESTS = (  # noqa: SIM905 (ten digests a line)
+    "e611ac3898 f124a4a357 d34a77b762 5f01252630 e264adbb24 016f1cab1a 0f18cd4783 e3b0c44298 e3b0c44298 aa9a7b2fc6 "
+    "e11a607acc 98c1eb4ee9 07f4312931 d8883c84ba 9b484006e2 eeb6916f40 8998b05def f2d6663aff e3b0c44298 cd3033b507 "
+    "c9bf6e0eb5 dc95239bd9 86e9c2777b 8b65249d12 d2b092e3ec 05750b4077 5ba892311e aa4b5e7ef8 864130f4a2 55ea68042c "
+    "4cff913b11 035aa043ce e3b0c44298 30a24a47f0 7f12ce77b9 34c8f57450 2ff7b69e6e d426c0c726 e3b0c44298 77ec573644 "
+    "06eeb64e76 d59b69d935 5b6d48a090 80eff73025 e9e93b6e3b 3f6f0ad816 06285f05d4 2b9c57a558 ec197e05fc a31e7ff85b "
+    "98c1eb4ee9 726444a158 96b7cc3d0a e347400236 5c49080696 4b62a3d414 98c1eb4ee9 a124068472 96cc88d332 45588c87d4 "
+    "f8c4cdef90 32f039e357 1413fac006 ca7e066b08 98c1eb4ee9 0d7f8191c9 3b60d8767f cbb3363f80 210332e4f0 c2668fc092 "
+    "2464f9986b f01fe8e64b 2d7ba5fc08 1c15ab92a7 cfb5086bf4 e07dfc3771 98c1eb4ee9 474e643632 6bffab16ac 2f24f23f2e "
+    "13537b3a72 363cf8bcb2 2a68c715b1 2f33c30cbb 98c1eb4ee9 598451e10e 1ecedacae7 6322d37edb 98c1eb4ee9 2dcfcb35f2 "
+    "1a2f7760f8 1527bba284 98c1eb4ee9 7633a7f217 3c099bbaea 0ac0211cc7 37efa94944 367e860027 b98d1fd113 49663fb6d9 "
+    "1f9bf53c07 6738160ec1 ef1e2d3eaa b581b581b1 0b263f965e 98c1eb4ee9 5ba61f5212 5f04a53040 27abfb00ce 91c6b9caee "
+    "0b5e456163 d07be4da24 87afc9b2ea 7945aa2ffc 9ffd05eac6 8953ccec51 1f2120946c 5273d0cfd3 21d9f40246 09237272f7 "
+    "dad829f46f f9a10b24ed 4910011d54 93407d97f6 33d39764f8 4c08e57e83 53de98ebc9 3c0db2f4df 787c3e56d2 d53c40e7c5 "
+    "05659d1fbe c8a23793e8 5c522117c5 e32756f5c5 a4a077ebf2 2f1ec6b34f cad9389f55 3f2835feb8 5092cd66ed 9fc7f0ac81 "
+    "cfbc0a1ec4 bcc5f759bb 1e260c05cc 83499fb263 2f517e0ec6 d2b734f2f8 b1752c8bd5 ef46d7c341 d08d5bad69 3fe53082c0 "
+    "1128576cdc 88f4e8b2c0 3e7090cbcb e3b0c44298 5357ad7945 ff51a7f63b 02e0816624 c5668eb657 7c11722ae7 eb3fdd20ba "
+    "be0dd682af bb2b421170 aa586cd85a 48505f2fb8 bc489e6efb 9b4674863e 7b35af36db 2166d359e0 1ac3d3b203 b0dc603435 "
+    "23e4426264 5d0b7d46d1 a9a1197a17 417f517353 1978491e74 72da2c1a88 3eb7d74419 7c85d53394 854fe93783 05a52a9b7a "
+    "fd6963e91a 20854b2019 83827304ed e21d01f891 a81810f3b0 44889e3a0a 3db8be6720 98c1eb4ee9 452b032c5f 56460cec10 "
+    "db310ae4fe 3656600bb9 37640a504c 613217dd06 e3b0c44298 3d6da1fb6a d6b83bbcf7 7644bb0360 d19b2e8819 e3b0c44298 "
+).split()
+
+
+def test_generated_underscore_runs_give_lucenes_terms():
+    import hashlib
+
+    analyzer = EnglishAnalyzer()
+    texts = underscore_texts(len(LUCENE_UNDERSCORE_DIGESTS))
+    got = [hashlib.sha256("\x1f".join(analyzer(t)).encode("utf-8")).hexdigest()[:10] for t in texts]
+    wrong = [i for i, (a, b) in enumerate(zip(got, LUCENE_UNDERSCORE_DIGESTS)) if a != b]
     assert not wrong, f"{len(wrong)} of {len(texts)} texts differ from Lucene's terms, e.g. text {wrong[0]}"

@@ -121,7 +121,7 @@ def test_nq_utd_equals_the_bm25_retriever(nq):
     ds, texts, qids, queries = nq
     got = three_adds(texts).score_batch(queries[: len(qids)])
     blocks = list(BM25().score(ds.corpus, dict(zip(qids, queries)), depth=10))
-    rows = {q: s for blk in blocks for q, s in zip(blk.query_ids, blk.scores)}
+    rows = {q: s for blk in blocks for q, s in zip(blk.query_ids, blk.scores.toarray())}  # sparse blocks: the matching documents
     assert all(blk.positions is None for blk in blocks)
     assert same_bits(got, np.stack([rows[q] for q in qids]).astype(np.float32))
 

@@ -86,6 +86,35 @@ def test_cut_off_inside_a_tie_uses_the_rule():
         assert select_top(scores, keys, positions, k).tolist() == full[:k].tolist()
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_the_top_k_is_the_three_key_sort_whatever_the_ties(seed):
+    """select_top (a partition, then the candidates sorted) gives rank_order's full three-key
+    sort of every document: few ties, many, all equal, equal keys decided by position, -0.0
+    beside 0.0, -inf, keys given as an array or computed for the candidates only."""
+    from sourcebias.retrieval.ties import rank_order
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 3000))
+    levels = [n, 50, 3, 1, 2, 10][seed]
+    scores = rng.integers(0, levels, size=n).astype(np.float32) / 7
+    scores[rng.random(n) < 0.05] = -0.0
+    scores[rng.random(n) < 0.02] = -np.inf
+    keys = rng.integers(0, 4 if seed == 4 else 2**62, size=n).astype(np.uint64)
+    positions = rng.permutation(n) + 10
+    full = rank_order(scores, keys, positions)
+    asked: list[int] = []
+    key_at = dict(zip(positions.tolist(), keys.tolist()))
+
+    def keys_of(pos):
+        asked.extend(pos.tolist())
+        return np.array([key_at[p] for p in pos.tolist()], dtype=np.uint64)
+
+    for k in (1, 7, n // 2 + 1, n, n + 5):
+        assert select_top(scores, keys, positions, k).tolist() == full[:k].tolist()
+        assert select_top(scores, keys_of, positions, k).tolist() == full[:k].tolist()
+    assert set(asked) <= set(positions.tolist())
+
+
 def test_keys_depend_on_query():
     h = twin_corpus(1).key_hashes()
     assert not np.array_equal(tie_keys(h, "q1"), tie_keys(h, "q2"))

@@ -86,7 +86,7 @@ LengthControlSpec = Annotated[
 ]
 
 # -- the backends -----------------------------------------------------------------------------
-BaseUrl = Annotated[list[str] | None, typer.Option("--base-url", help="Deprecated (removed in 0.4.0): write --model openai:MODEL@URL[@URL...].")]
+BaseUrl = Annotated[list[str] | None, typer.Option("--base-url", help="Deprecated (removed in 0.4.0): write --model openai:MODEL@URL\\[@URL...].")]
 ApiKeyEnv = Annotated[
     str | None, typer.Option(help="Environment variable holding the API key (default OPENAI_API_KEY, optional). The key is never written anywhere.")
 ]

@@ -37,7 +37,7 @@ from sourcebias.data.dataset import Dataset, require_evaluable
 from sourcebias.data.qrels import Qrels
 from sourcebias.evaluation.depth import INFO_KEY, beyond, depth_summary
 from sourcebias.evaluation.masking import masked_qrels, masked_qrels_by_target
-from sourcebias.evaluation.measures import DEFAULT_CUTOFFS, DEFAULT_MEASURES, Measure, SourceMeasureKind, measure_grid, trec_measure_spec
+from sourcebias.evaluation.measures import DEFAULT_CUTOFFS, DEFAULT_MEASURES, Measure, SourceMeasureKind, measure_grid, trec_depth, trec_measure_spec
 from sourcebias.evaluation.results import ALL, MIXED, EvaluationResult, Key, RunKey
 from sourcebias.retrieval.base import Retriever, with_stage_after_first
 from sourcebias.retrieval.run import Run
@@ -63,7 +63,7 @@ def target_qrels(corpus: Corpus, qrels: Qrels, target: str, query_ids: Sequence[
     return masked_qrels(corpus, qrels, target, query_ids, all_target=ALL)
 
 
-def trec_run(run: Run, query_ids: Sequence[str]) -> dict[str, dict[str, float]]:
+def trec_run(run: Run, query_ids: Sequence[str], depth: int | None = None) -> dict[str, dict[str, float]]:
     """The run for trec_eval, with scores that encode the final rank.
 
     Positions become document names, and the score is ``depth - rank``, so trec_eval's own
@@ -72,20 +72,26 @@ def trec_run(run: Run, query_ids: Sequence[str]) -> dict[str, dict[str, float]]:
     Args:
         run: A tie-broken run.
         query_ids: The queries evaluated (those without a ranking are left out).
+        depth: Only the top ``depth`` documents of each ranking (all of them by default; the
+            measures' :func:`~sourcebias.evaluation.measures.trec_depth`).
 
     Returns:
         ``{query_id: {str(position): score}}``.
     """
     out: dict[str, dict[str, float]] = {}
-    name = [str(p) for p in range(len(run.corpus))].__getitem__  # a position's document name
-    longest = max((len(p) for p in run.positions.values()), default=0)
+    names: dict[int, str] = {}  # a position's document name, made once
+    name = names.__getitem__
+    longest = min(max((len(p) for p in run.positions.values()), default=0), depth if depth is not None else len(run.corpus))
     score = [float(i) for i in range(longest + 1)].__getitem__  # one float object per rank, shared by all queries
     for q in query_ids:
         pos = run.positions.get(q)
         if pos is None or len(pos) == 0:
             continue
-        n = len(pos)
-        out[q] = dict(zip(map(name, pos.tolist()), map(score, range(n, 0, -1))))  # n - rank, rank from 0
+        top = pos[:depth].tolist()
+        for p in top:
+            if p not in names:
+                names[p] = str(p)
+        out[q] = dict(zip(map(name, top), map(score, range(len(top), 0, -1))))  # n - rank, rank from 0
     return out
 
 
@@ -119,7 +125,7 @@ def score_run(
     out: dict[tuple[str, str], np.ndarray] = {}
     if target_ms:
         spec = trec_measure_spec(target_ms)
-        trun = trec_run(run, query_ids)
+        trun = trec_run(run, query_ids, trec_depth(target_ms))
         by_target = masked_qrels_by_target(run.corpus, qrels, targets, query_ids, all_target=ALL)  # as target_qrels, each target
         for target in targets:
             res = pytrec_eval.RelevanceEvaluator(by_target[target], spec).evaluate(trun)

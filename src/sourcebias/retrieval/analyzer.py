@@ -83,6 +83,9 @@ _IGNORED_HEAD = r"^[\p{WB=Extend}\p{WB=Format}\p{WB=ZWJ}'\u2019\uff07]+"
 # the rule breaking such text into words is outside UAX #29), where UAX #29, and so the regex
 # module, breaks between its letters; such segments are joined again.
 _SA_RUN = r"(?:\p{Line_Break=Complex_Context}[\p{WB=Extend}\p{WB=Format}\p{WB=ZWJ}]*)+"
+#: Texts analysed in one batch by :meth:`EnglishAnalyzer.to_flat_ids` (their chunks are alive at
+#: once: about 60 MB for 50,000 passages of 58 words).
+FLAT_BATCH = 50_000
 #: Terms an analyzer remembers per analysed text, at most (a reference each: 8 bytes, besides
 #: the texts kept as keys): the protocol indexes the mixed corpus, then each source's texts again.
 TEXT_MEMO_TERMS = 10_000_000
@@ -103,6 +106,68 @@ _SIMPLE_LOWER = str.maketrans({"\u0130": "i", "\u03a3": "\u03c3"})
 def _utf16_length(text: str) -> int:
     """The length of ``text`` in UTF-16 code units (Java's ``String.length()``)."""
     return len(text.encode("utf-16-le")) // 2
+
+
+def _porter_stemmer_class() -> Any:
+    """NLTK's ``PorterStemmer`` class, without NLTK's package import when NLTK is not loaded yet.
+
+    ``import nltk.stem.porter`` runs ``nltk/__init__``, which imports most of NLTK (its
+    collocations pull in SciPy's stats, its classifiers scikit-learn and pandas): about 3 s, for
+    one pure-Python module that itself needs only ``nltk.redos``, ``nltk.stem.api`` and
+    ``nltk.termsec``. So NLTK's own ``stem/porter.py`` is imported under two empty package
+    shells (``nltk``, ``nltk.stem``, pointing at NLTK's folders) that are removed from
+    ``sys.modules`` at once, together with every ``nltk.*`` module loaded meanwhile: a later
+    ``import nltk`` anywhere in the process then imports the real package from scratch. The
+    class is NLTK's unchanged code (``tests/retrieval/test_lexical_fast_analysis.py`` checks it stems
+    every word of the development corpora as the fully imported NLTK does). When NLTK is already
+    imported, or the shells do not suffice (a future NLTK whose ``porter.py`` needs more of its
+    package), the ordinary import is used: slower, the same class. (Another thread importing
+    ``nltk`` during those few milliseconds would see a shell; sourcebias builds analyzers in
+    one thread.)
+    """
+    import sys
+
+    if "nltk" not in sys.modules:
+        try:
+            return _porter_without_nltk_package()
+        except (ImportError, AttributeError):  # the shells did not suffice: import NLTK whole
+            pass
+    from nltk.stem.porter import PorterStemmer
+
+    return PorterStemmer
+
+
+def _porter_without_nltk_package() -> type:
+    """``nltk.stem.porter.PorterStemmer`` imported under empty package shells; ``sys.modules``
+    is left as it was found (any ``nltk`` modules already there are put back)."""
+    import importlib
+    import importlib.machinery
+    import importlib.util
+    import os
+    import sys
+    import types
+
+    spec = importlib.util.find_spec("nltk")
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError("nltk is not installed")
+
+    def nltk_modules() -> list[str]:
+        return [n for n in sys.modules if n == "nltk" or n.startswith("nltk.")]
+
+    saved = {n: sys.modules.pop(n) for n in nltk_modules()}
+    root = list(spec.submodule_search_locations)
+    try:
+        for name, path in (("nltk", root), ("nltk.stem", [os.path.join(p, "stem") for p in root])):
+            shell = types.ModuleType(name)
+            shell.__path__ = path
+            shell.__spec__ = importlib.machinery.ModuleSpec(name, None, is_package=True)
+            shell.__spec__.submodule_search_locations = path
+            sys.modules[name] = shell
+        return importlib.import_module("nltk.stem.porter").PorterStemmer
+    finally:
+        for name in nltk_modules():
+            del sys.modules[name]
+        sys.modules.update(saved)
 
 
 # Words that Snowball's Porter (PyStemmer, compiled C) may stem otherwise than Lucene's Porter:
@@ -134,9 +199,8 @@ def _stemmer(name: str) -> Callable[[str], str]:
 
     @functools.cache
     def reference() -> Callable[..., str]:  # NLTK's stemmer, imported at its first word
-        from nltk.stem.porter import PorterStemmer
-
-        return PorterStemmer(mode=PorterStemmer.MARTIN_EXTENSIONS).stem
+        porter = _porter_stemmer_class()
+        return porter(mode=porter.MARTIN_EXTENSIONS).stem
 
     # Every Porter rule strips or rewrites a suffix of the letters a-z (the one rule with an
     # empty suffix, step 1b's "(m=1 and *o) -> e", runs only after "ed" or "ing" was
@@ -222,7 +286,11 @@ class EnglishAnalyzer:
         self._is_token = regex.compile(_TOKEN_CHAR).search
         self._head = regex.compile(_IGNORED_HEAD)
         self._has_sa = regex.compile(r"\p{Line_Break=Complex_Context}").search
-        self._attached = regex.compile(r"(?<=.)[\p{WB=Extend}\p{WB=Format}]", regex.DOTALL)
+        # (a ZWJ too, but not one between two emoji: it joins them, as in Lucene's emoji sequences)
+        self._attached = regex.compile(
+            r"(?<=.)(?:[\p{WB=Extend}\p{WB=Format}]|\p{WB=ZWJ}(?!\p{Extended_Pictographic})|(?<!\p{Extended_Pictographic}[\p{WB=Extend}\p{WB=Format}]*)\p{WB=ZWJ})",
+            regex.DOTALL,
+        )
         self._sa_run = regex.compile(_SA_RUN).fullmatch
         self._plain = re.compile(r"[a-z0-9]+\Z").match
         self._stem = _stemmer(stemmer) if stemmer else None
@@ -232,6 +300,16 @@ class EnglishAnalyzer:
         self._terms_of_chunk = _Memo(self._chunk_terms)
         self._terms_of_text: dict[str, tuple[str, ...]] = {}
         self._text_memo_room = TEXT_MEMO_TERMS
+        # for to_flat_ids: each term met gets a number (its place in _term_list); chunk -> code
+        self._term_list: list[str] = []
+        self._term_number = _Memo(self._number)
+        self._multi: list[tuple[int, ...]] = []
+        self._chunk_code = _Memo(self._code)
+        self._last_flat: tuple[dict[str, int], np.ndarray, np.ndarray] | None = None
+
+    def _number(self, term: str) -> int:
+        self._term_list.append(term)
+        return len(self._term_list) - 1
 
     def config(self) -> dict[str, Any]:
         return {
@@ -318,7 +396,10 @@ class EnglishAnalyzer:
         units, cut as StandardTokenizer cuts it: the longest prefix of at most that many units
         that is a whole segment on its own (the grammar accepts it) is one token, and the chunk is
         segmented afresh from the character after it; characters Lucene skips before a token
-        (:data:`_IGNORED_HEAD`) are skipped first."""
+        (:data:`_IGNORED_HEAD`) are skipped first. When that prefix holds no letter or digit (a
+        run of ``_`` or another ExtendNumLet before the word's first letter), only the grammar's
+        catch-all rule ``[^]`` matches: Lucene skips one character and scans again, until its
+        buffer reaches the first letter (:meth:`_skipped_before_token`)."""
         out: list[str] = []
         rest = chunk
         while rest:
@@ -332,7 +413,9 @@ class EnglishAnalyzer:
                     continue
                 head = None if self._sa_run(seg) else self._head.match(seg)
                 cut = len(head.group()) if head else self._token_prefix(seg)
-                if not head:
+                if not head and not self._is_token(seg[:cut]):
+                    cut = self._skipped_before_token(seg)
+                elif not head:
                     term = self._term_of[seg[:cut]]
                     if term is not None:
                         out.append(term)
@@ -341,6 +424,19 @@ class EnglishAnalyzer:
             else:
                 rest = ""
         return tuple(out)
+
+    def _skipped_before_token(self, segment: str) -> int:
+        """How many characters of ``segment`` (a token whose first :data:`MAX_TOKEN_LENGTH`
+        UTF-16 units hold no letter or digit) Lucene skips one by one with its catch-all rule
+        before its buffer, starting at the next one, holds the segment's first letter or digit:
+        ``"_" * 300 + "abc"`` skips 46 and then emits ``"_" * 254 + "a"`` and ``"bc"``."""
+        first = self._is_token(segment)
+        end = first.end() if first else len(segment)
+        units, skip = _utf16_length(segment[:end]), 0
+        while units > MAX_TOKEN_LENGTH:
+            units -= 2 if ord(segment[skip]) > 0xFFFF else 1
+            skip += 1
+        return max(skip, 1)
 
     def _token_prefix(self, segment: str) -> int:
         """The length of the longest prefix of ``segment`` within :data:`MAX_TOKEN_LENGTH` UTF-16
@@ -393,15 +489,77 @@ class EnglishAnalyzer:
     def to_flat_ids(self, texts: Sequence[str], vocab: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`to_ids` with ``grow``, as each text's number of terms and all texts' term ids
         end to end (int32): 4 bytes a term where a list per text holds a pointer of 8 and a
-        list header, about 0.5 GB less at a million passages."""
-        from array import array
+        list header, about 0.5 GB less at a million passages.
 
-        id_of = _Memo(lambda term: vocab.setdefault(term, len(vocab)))
-        get = id_of.__getitem__
-        lengths = np.empty(len(texts), dtype=np.int64)
-        flat = array("i")
-        for i, text in enumerate(texts):
-            terms = self._text_terms(text)
-            lengths[i] = len(terms)
-            flat.extend(map(get, terms))
-        return lengths, np.frombuffer(flat, dtype=np.int32)
+        In bulk, for speed at a million passages: each chunk (:meth:`_chunks`) is looked up once
+        per occurrence, in one C-level pass per batch of texts, as a code (:meth:`_chunk_code`:
+        the analyzer's number of its one term, or of its several terms, or none), and the codes
+        become term ids with whole-array operations. New terms are numbered in the order the
+        analyzer first met them (for a fresh analyzer, the order of first occurrence in ``texts``,
+        as :meth:`to_ids`)."""
+        lengths, terms = self._known_terms(texts)
+        if lengths is None:
+            lengths = np.empty(len(texts), dtype=np.int64)
+            parts = []
+            for start in range(0, len(texts), FLAT_BATCH):
+                batch_lengths, batch_terms = self._flat_terms(texts[start : start + FLAT_BATCH])
+                lengths[start : start + len(batch_lengths)] = batch_lengths
+                parts.append(batch_terms)
+            terms = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int32)
+            # kept for the next call: the sole corpora are the mixed corpus's texts again
+            self._last_flat = ({t: i for i, t in enumerate(texts)}, np.concatenate(([0], np.cumsum(lengths))), terms)
+        used = np.zeros(len(self._term_list), dtype=bool)
+        used[terms] = True
+        ids = np.full(len(self._term_list), -1, dtype=np.int32)
+        kept = np.flatnonzero(used)
+        ids[kept] = [vocab.setdefault(t, len(vocab)) for t in map(self._term_list.__getitem__, kept.tolist())]
+        return lengths, ids[terms]
+
+    def _known_terms(self, texts: Sequence[str]) -> tuple[np.ndarray | None, np.ndarray]:
+        """Each text's number of terms and the analyzer's numbers of its terms, end to end, from
+        the last :meth:`to_flat_ids` call when it analysed every one of ``texts`` (one dict
+        lookup a text instead of a lookup a chunk); ``(None, ...)`` otherwise."""
+        if self._last_flat is None:
+            return None, np.zeros(0, dtype=np.int32)
+        index, starts, numbers = self._last_flat
+        at = np.fromiter(map(index.get, texts, itertools.repeat(-1)), dtype=np.int64, count=len(texts))
+        if (at < 0).any():
+            return None, np.zeros(0, dtype=np.int32)
+        lengths = starts[at + 1] - starts[at]
+        step = np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+        return lengths, numbers[np.repeat(starts[at], lengths) + step]
+
+    def _flat_terms(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """Each text's number of terms and the analyzer's numbers of all its terms (int32), end to end."""
+        chunks = list(map(self._chunks, texts))
+        per_text = np.fromiter(map(len, chunks), dtype=np.int64, count=len(chunks))
+        codes = np.fromiter(map(self._chunk_code.__getitem__, itertools.chain.from_iterable(chunks)), dtype=np.int64, count=int(per_text.sum()))
+        del chunks
+        multi_lengths = np.fromiter(map(len, self._multi), dtype=np.int64, count=len(self._multi))
+        n_terms = (codes >= 0).astype(np.int64)
+        multi = np.flatnonzero(codes < -1)  # chunks of several terms ("long-term", "e.g.")
+        which = -codes[multi] - 2
+        n_terms[multi] = multi_lengths[which]
+        starts = np.concatenate(([0], np.cumsum(n_terms)))  # where each chunk's terms start
+        bounds = np.concatenate(([0], np.cumsum(per_text)))  # where each text's chunks start
+        lengths = starts[bounds[1:]] - starts[bounds[:-1]]
+        terms = np.repeat(codes, n_terms).astype(np.int32)
+        if len(multi):  # each such chunk's terms in its place
+            flat = np.fromiter(itertools.chain.from_iterable(self._multi), dtype=np.int32, count=int(multi_lengths.sum()))
+            first = np.cumsum(multi_lengths) - multi_lengths
+            count = n_terms[multi]
+            step = np.arange(int(count.sum())) - np.repeat(np.cumsum(count) - count, count)
+            terms[np.repeat(starts[multi], count) + step] = flat[np.repeat(first[which], count) + step]
+        return lengths, terms
+
+    def _code(self, chunk: str) -> int:
+        """A chunk's code for :meth:`_flat_terms`: the analyzer's number of its one term, ``-1``
+        for no term, ``-2 - j`` for its ``j``-th chunk of several terms."""
+        terms = self._terms_of_chunk[chunk]
+        numbers = tuple(self._term_number[t] for t in terms)
+        if len(numbers) == 1:
+            return numbers[0]
+        if not numbers:
+            return -1
+        self._multi.append(numbers)
+        return -1 - len(self._multi)

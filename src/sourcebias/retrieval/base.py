@@ -69,10 +69,14 @@ class ScoreBlock:
     ``scores[i, j]`` is the score of query ``query_ids[i]`` for the document at corpus position
     ``positions[j]`` (``positions=None``: all documents, in corpus order). A retriever may yield
     several blocks for the same queries (e.g. one per chunk of a large corpus); they are merged.
+
+    ``scores`` may also be a SciPy CSR matrix of that shape: each row's stored entries are the
+    documents scored for that query (a lexical retriever's matching documents), and the others are
+    not ranked; the builder then reads each row's entries without a dense row of the corpus's size.
     """
 
     query_ids: Sequence[str]
-    scores: np.ndarray
+    scores: Any  # a dense array, or a SciPy CSR matrix
     positions: np.ndarray | None = None
 
 
@@ -108,26 +112,36 @@ class RunBuilder:
         Raises:
             ValueError: The block's scores do not have one row per query and one column per document.
         """
-        scores = np.asarray(block.scores)
+        sparse = hasattr(block.scores, "indptr")  # a SciPy CSR matrix: each row's stored entries
+        scores: Any = block.scores if sparse else np.asarray(block.scores)
         if scores.ndim != 2 or scores.shape[0] != len(block.query_ids):
             raise ValueError(f"score block of shape {scores.shape} for {len(block.query_ids)} queries")
         positions = self._all if block.positions is None else np.asarray(block.positions, dtype=np.int64)
         if scores.shape[1] != len(positions):
             raise ValueError(f"score block has {scores.shape[1]} columns for {len(positions)} documents")
+        if sparse:
+            indptr, indices, data = scores.indptr, scores.indices, scores.data
+            for i, q in enumerate(block.query_ids):
+                a, b = indptr[i], indptr[i + 1]
+                self._merge(q, data[a:b], positions[indices[a:b]])
+            return
         for i, q in enumerate(block.query_ids):
-            row, pos = scores[i], positions
-            if self.only_matching:
-                keep = row > 0
-                row, pos = row[keep], pos[keep]
-            top = self.rule.top(q, row, pos, self.depth)
-            row, pos = row[top], pos[top]
-            prev = self._best.get(q)
-            if prev is not None and len(prev[0]):
-                pos = np.concatenate([prev[0], pos])
-                row = np.concatenate([prev[1], row])
-                keep = self.rule.top(q, row, pos, self.depth)
-                pos, row = pos[keep], row[keep]
-            self._best[q] = (pos, row)
+            self._merge(q, scores[i], positions)
+
+    def _merge(self, q: str, row: np.ndarray, pos: np.ndarray) -> None:
+        """Merge one query's scored documents into its running top ``depth``."""
+        if self.only_matching:
+            keep = row > 0
+            row, pos = row[keep], pos[keep]
+        top = self.rule.top(q, row, pos, self.depth)
+        row, pos = row[top], pos[top]
+        prev = self._best.get(q)
+        if prev is not None and len(prev[0]):
+            pos = np.concatenate([prev[0], pos])
+            row = np.concatenate([prev[1], row])
+            keep = self.rule.top(q, row, pos, self.depth)
+            pos, row = pos[keep], row[keep]
+        self._best[q] = (pos, row)
 
     def build(self, name: str, query_ids: Sequence[str], info: dict[str, Any] | None = None, dtype: Any = None) -> Run:
         """The run, with the queries in the given order (a query no block scored gets an empty list).

@@ -332,16 +332,21 @@ def write_trec(run: Any, path: str | Path, docnos: DocnoMap | None = None, tag: 
     # every distinct score of the run formatted in one call; each line looks its text up, so
     # the run's 7 million lines at MS MARCO's size never exist as 7 million strings at once
     table, index = _score_table(run._score_dtype())(np.concatenate([run.scores[q] for q in ranked]) if ranked else [])
-    text_of = table.__getitem__
-    ranks = [str(r) for r in range(1, 1 + max((len(p) for p in run.positions.values()), default=0))]
+    # each line is four pieces: "qid Q0 ", "docno ", "rank ", "score tag\n"; the last three are
+    # made once (per document, rank and distinct score) and each query's lines are one join
+    score_tail = [f"{t} {tag}\n" for t in table].__getitem__
+    name_of = [f"{n} " for n in names].__getitem__
+    ranks = [f"{r} " for r in range(1, 1 + max((len(p) for p in run.positions.values()), default=0))]
     start = 0
     with atomic_open(path, "w") as fh:
         for q in ranked:
-            pos = run.positions[q]
+            pos = run.positions[q].tolist()
             end = start + len(pos)
-            head, tail = f"{q} Q0 ", f" {tag}\n"  # each line: head, "docno rank score", tail
-            texts = map(text_of, index[start:end].tolist())
-            fh.write(head + (tail + head).join(map(" ".join, zip(map(names.__getitem__, pos.tolist()), ranks, texts))) + tail)
+            pieces = [f"{q} Q0 "] * (4 * len(pos))
+            pieces[1::4] = map(name_of, pos)
+            pieces[2::4] = ranks[: len(pos)]
+            pieces[3::4] = map(score_tail, index[start:end].tolist())
+            fh.write("".join(pieces))
             start = end
 
 
