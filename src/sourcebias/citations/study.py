@@ -21,6 +21,7 @@ from sourcebias.citations.parse import STATUSES, ParsedAnswer
 from sourcebias.citations.prompt import cite_prompt
 from sourcebias.citations.result import CitationResult
 from sourcebias.core.errors import ConfigError
+from sourcebias.llmcalls.client import call_notes
 
 UNCITED_RULES = ("keep", "drop")
 
@@ -253,4 +254,7 @@ def cite_run(
     with progress.task("cited answers", total=len(calls), unit="answer") as task:
         answers = client.answer(calls, task=task)
     passages, answer_frame = tables(contexts, answers, run.corpus, settings.uncited, calls, settings.prompt)
-    return analyse(passages, answer_frame, settings, human, generator=client.describe(), inputs=inputs)
+    described = client.describe()
+    result = analyse(passages, answer_frame, settings, human, generator=described, inputs=inputs)
+    result.notes += call_notes(described, "generator calls: ")
+    return result

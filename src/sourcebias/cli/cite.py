@@ -37,7 +37,7 @@ Temperature = Annotated[float, typer.Option(min=0.0, help="Sampling temperature 
 Uncited = Annotated[str, typer.Option(help="An answer citing no passage (none, or only numbers outside 1..k): keep (cites none) or drop (left out); counted.")]
 Level = Annotated[float, typer.Option(help="Level of the confidence intervals.")]
 MaxQueries = Annotated[int | None, typer.Option(min=1, help="Ask about a seeded sample of this many queries. \\[default: all]")]
-Concurrency = Annotated[int | None, typer.Option(min=1, help="Requests in flight against a server. \\[default: 4]")]
+Concurrency = Annotated[int | None, typer.Option(min=1, help="Requests in flight against servers. \\[default: 4 per server]")]
 Device = Annotated[str | None, typer.Option(help="Device of a local generator (and of --retriever): cpu, cuda.")]
 Shots = Annotated[
     int, typer.Option(min=0, help="How many of the prompt's demonstrations to show first (alce has one: a question, two passages, a cited answer); 0: none.")

@@ -20,7 +20,7 @@ def generate(
     max_new_tokens_ratio: o.MaxNewTokensRatio = 2.0, min_new_tokens: o.MinNewTokens = 64, max_new_tokens: o.MaxNewTokens = 2048,
     limit: o.Limit = None, length_filter: o.LengthFilter = False, min_words: o.MinWords = 10, max_words: o.MaxWords = 2000, sample_cap: o.SampleCap = None,
     output: o.TwinOutput = None, human_source: o.HumanSource = "human",
-    concurrency: o.Concurrency = 4, timeout: o.Timeout = 300.0, max_retries: o.MaxRetries = 8, completions: o.Completions = False,
+    concurrency: o.Concurrency = None, timeout: o.Timeout = 300.0, max_retries: o.MaxRetries = 8, completions: o.Completions = False,
     device: o.Device = None, threads: o.Threads = None,
     keep_raw: o.KeepRaw = False, overwrite: o.Overwrite = False, fsync: o.Fsync = False, max_consecutive_failures: o.MaxConsecutiveFailures = 20,
     length_control: o.LengthControlSpec = None,

@@ -55,7 +55,7 @@ JudgeMaxTokens = Annotated[int, typer.Option(min=1, help="Tokens a pointwise ans
 JudgeTopLogprobs = Annotated[int, typer.Option(min=0, max=20, help="Top log-probabilities asked per generated token (0: none); they give the expected grade.")]
 JudgeSeed = Annotated[int, typer.Option(help="Seed of the calls, of the query sample, of the bootstrap and of the randomization tests.")]
 JudgeResamples = Annotated[int, typer.Option(min=100, help="Bootstrap resamples of queries.")]
-JudgeConcurrency = Annotated[int | None, typer.Option(min=1, help="Requests in flight against servers (default 4).")]
+JudgeConcurrency = Annotated[int | None, typer.Option(min=1, help="Requests in flight against servers (default 4 per server).")]
 JudgeDevice = Annotated[str | None, typer.Option(help="Device of a local judge model: cpu, cuda (default: cuda if available).")]
 JudgeCacheDir = Annotated[
     Path | None, typer.Option(metavar="DIR", help="Where answers are stored (default: $SOURCEBIAS_CACHE or ~/.cache/sourcebias); a rerun reads them back.")

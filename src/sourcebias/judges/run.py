@@ -18,6 +18,7 @@ from sourcebias.judges.grading import JudgeSettings, ask
 from sourcebias.judges.items import item_table, judged_queries
 from sourcebias.judges.prompts import describe_prompts
 from sourcebias.judges.result import KIND, JudgeResult
+from sourcebias.llmcalls.client import call_notes
 
 
 def judge(dataset: Any, client: Any, settings: JudgeSettings, *, runs: dict[str, Any] | None = None, top_k: int = 0, max_queries: int | None = None,
@@ -49,10 +50,11 @@ def judge(dataset: Any, client: Any, settings: JudgeSettings, *, runs: dict[str,
     if runs and "grade" in settings.modes:
         variants = qrels_variants(dataset, grades, queries)
         protocol = protocol_effect(dataset, runs, variants, measure=measure, resamples=resamples, confidence=confidence, seed=settings.seed)
-    info, notes = dataset.describe(), judge_notes(analyses) + list(protocol.get("skipped", []))
+    described = client.describe()
+    info, notes = dataset.describe(), judge_notes(analyses) + list(protocol.get("skipped", [])) + call_notes(described, "judge calls: ")
     grade, pair = settings.prompts()
     return JudgeResult(
-        judge={"identity": client.identity(), **counts, "client": client.describe()},
+        judge={"identity": client.identity(), **counts, "client": described},
         settings={
             **settings.describe(),
             "top_k": top_k,

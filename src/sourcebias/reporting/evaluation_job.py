@@ -189,6 +189,7 @@ def llm_stage_notes(where: str, info: dict[str, Any]) -> list[tuple[str, str]]:
     ignored the prompt must say so), answers outside a server's top tokens, and the position and
     source coefficients of the listwise answers (each stage named without its server's address,
     which :func:`spec_notes` gives once)."""
+    from sourcebias.llmcalls.client import call_notes
     from sourcebias.retrieval.registry import short_name
 
     out: list[tuple[str, str]] = []
@@ -214,6 +215,7 @@ def llm_stage_notes(where: str, info: dict[str, Any]) -> list[tuple[str, str]]:
                     f"{where}: {st['name']}: {sum(st['no_expected_grade'].values())} pairs have no expected grade ({why}): scored -1, below every graded pair",
                 )
             )
+        out += [("note", n) for n in call_notes(st.get("client") or {}, f"{where}: {st['name']}: ")]
         if st.get("choice_missing"):
             out.append(
                 (

@@ -30,7 +30,7 @@ LLM_PARAMS = {
     "model": Param(str, "smollm2, gemma3, a GGUF/folder/HF name, or openai:MODEL@http://HOST:PORT/v1", required=True, extra_of=model_extra),
     "depth": Param(int, "documents re-ranked per query", default=100, option="rerank_depth"),
     "words": Param(int, "words of each passage shown to the model", default=DEFAULT_WORDS),
-    "concurrency": Param(int, "requests in flight against servers", default=4),
+    "concurrency": Param(int, "requests in flight against servers (default 4 per server)"),
     "device": Param(str, "cpu, cuda (local models)", option="device"),
     "cache_dir": Param(str, "answer store root (default: the sourcebias cache)", option="cache_dir"),
     "cache": Param(bool, "keep every answer on disk (reruns send only what is missing)", default=True, option="cache"),
