@@ -346,23 +346,30 @@ def run_audit(target: str | Path, output: str | Path | None, *, detector: Detect
 
 
 def write_audit(result: AuditResult, folder: Any, *, seconds: float) -> Path:
-    """Write ``result``, its figure and the manifest into a claimed output folder and commit it."""
+    """Write ``result``, its report, its figure and the manifest into a claimed output folder and commit it."""
     from sourcebias.audit.figure import plot_audit
-    from sourcebias.audit.report import write_summaries
-    from sourcebias.core.manifest import build_manifest
+    from sourcebias.audit.report import audit_report
+    from sourcebias.study import Study, write_study
 
-    result.save(folder.staging)
-    plot_audit(result, folder.staging / "audit.png")
-    write_summaries(result, folder.staging)
     d = result.detector
-    parameters = {**result.settings, "features": d.get("features"), "detector": d.get("kind"), "detector_spec": d.get("spec"), "threshold": d.get("threshold"), "threshold_rule": d.get("threshold_rule"),
-                  "detector_seed": d.get("seed"), "max_queries": result.runs.get("max_queries"), "in_domain": result.in_domain, "calibration_domain": result.domain, "ci": result.method}  # fmt: skip
+    parameters = {
+        **result.settings,
+        "features": d.get("features"),
+        "detector": d.get("kind"),
+        "detector_spec": d.get("spec"),
+        "threshold": d.get("threshold"),
+        "threshold_rule": d.get("threshold_rule"),
+        "detector_seed": d.get("seed"),
+        "max_queries": result.runs.get("max_queries"),
+        "in_domain": result.in_domain,
+        "calibration_domain": result.domain,
+        "ci": result.method,
+    }
     inputs = {
         "target": result.runs.get("target"),
         "detector": {k: d.get(k) for k in ("dataset", "scores", "calibration_scores", "calibration_dataset", "spec") if d.get(k)},
     }
     extra = {"figure": "audit.png", "transfer_check": {k: result.diagnostic.get(k) for k in ("passed", "p_value", "alpha", "p_values", "reason")}}
-    manifest = build_manifest(
-        command=KIND, inputs=inputs, parameters=parameters, models=d.get("models") or {}, timings={"total_s": round(seconds, 3)}, extra=extra
-    )
-    return folder.commit(manifest)
+    figure = "audit.png"
+    study = Study(audit_report(result), lambda target: plot_audit(result, target), figure, inputs, parameters, d.get("models") or {}, extra)
+    return write_study(folder, result, study, seconds=seconds)

@@ -151,18 +151,16 @@ def run_cite(data: str, output: str | Path | None, *, generator: str, settings: 
 def write_citations(result: CitationResult, folder: Any, *, seconds: float) -> Path:
     """Write ``result``, its report and figure and the manifest into a claimed folder; commit."""
     from sourcebias.citations.figure import plot_citations
-    from sourcebias.citations.report import write_summaries
-    from sourcebias.core.manifest import build_manifest
+    from sourcebias.citations.report import citation_report
+    from sourcebias.study import Study, write_study
 
-    result.save(folder.staging)
-    plot_citations(result, folder.staging / "citations.png")
-    write_summaries(result, folder.staging)
-    manifest = build_manifest(
-        command=KIND,
+    study = Study(
+        citation_report(result),
+        figure=lambda target: plot_citations(result, target),
+        figure_file="citations.png",
         inputs=result.inputs,
         parameters={**result.settings, "method": result.method},
         models={"generator": result.generator.get("identity", result.generator)},
-        timings={"total_s": round(seconds, 3)},
         extra={"figure": "citations.png", "counts": result.counts},
     )
-    return folder.commit(manifest)
+    return write_study(folder, result, study, seconds=seconds)

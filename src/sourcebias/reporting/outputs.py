@@ -30,8 +30,6 @@ from sourcebias.evaluation.artifact import evaluation_manifest
 from sourcebias.evaluation.result_io import WriteOptions
 from sourcebias.evaluation.results import EvaluationResult
 from sourcebias.report.model import Report
-from sourcebias.report.render import to_csv, to_markdown
-from sourcebias.report.render import to_latex as latex_table
 from sourcebias.report.tables import result_report
 
 if TYPE_CHECKING:  # typing.Unpack is Python 3.11+; the annotations are never evaluated at run time
@@ -54,15 +52,9 @@ def write_summaries(result: EvaluationResult, folder: str | Path, report: Report
     Returns:
         What was written, by name (``summary``, ``summary_tex``, and the CSV files of the report).
     """
-    from sourcebias.core.atomic import atomic_write_text
+    from sourcebias.study.frame import write_summaries as write_report
 
-    folder = Path(folder)
-    report = report if report is not None else result_report(result, statistics=())
-    out = {
-        "summary": atomic_write_text(folder / "summary.md", to_markdown(report)),
-        "summary_tex": atomic_write_text(folder / "summary.tex", latex_table(report)),
-    }
-    return out | to_csv(report, folder)
+    return write_report(report if report is not None else result_report(result, statistics=()), folder, csv=True)
 
 
 def write_figure(result: EvaluationResult, folder: str | Path) -> dict[str, Path]:
