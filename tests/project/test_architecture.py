@@ -32,14 +32,13 @@ ALLOWED = {
     "evaluation": {"core", "clustered", "data", "models", "retrieval", "evaluation"},
     # the one table model (Report) and its renderers: below everything that prints
     "report": {"core", "data", "models", "retrieval", "evaluation", "report"},
-    # the frame every study shares (its summaries, its folder and manifest): below the studies and the jobs
-    "study": {"core", "report", "study"},
+    # the frame every study shares (its summaries, its folder and manifest) and the evaluation job,
+    # its folder and figure: below the studies that are its instances
+    "study": {"core", "data", "models", "llmcalls", "retrieval", "evaluation", "report", "study"},
     "generation": {"core", "data", "models", "llmcalls", "generation"},
     "analysis": {"core", "clustered", "data", "models", "retrieval", "evaluation", "report", "analysis"},
     "mitigation": {"core", "data", "models", "retrieval", "evaluation", "report", "analysis", "mitigation"},
     "experiments": {"core", "data", "models", "retrieval", "evaluation", "report", "analysis", "mitigation", "experiments"},
-    # the evaluation job and the grid report: above the grids they report on
-    "reporting": {"core", "data", "models", "llmcalls", "retrieval", "evaluation", "report", "analysis", "mitigation", "experiments", "study", "reporting"},
     "power": {
         "core",
         "clustered",

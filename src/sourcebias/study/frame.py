@@ -22,7 +22,8 @@ __all__ = ["SavesItself", "Study", "write_study", "write_summaries"]
 class SavesItself(Protocol):
     """A study's result: it writes its own files into a folder."""
 
-    def save(self, folder: Path) -> Any: ...
+    def save(self, folder: Path) -> Any:
+        """Write the result's own files into ``folder``."""
 
 
 def write_summaries(report: Report, folder: str | Path, *, csv: bool = False) -> dict[str, Path]:

@@ -60,7 +60,7 @@ def write_summaries(result: EvaluationResult, folder: str | Path, report: Report
 def write_figure(result: EvaluationResult, folder: str | Path) -> dict[str, Path]:
     """Write ``figures/source_bias.png`` into ``folder``.
 
-    See :func:`~sourcebias.reporting.evaluation_figure.plot_source_bias`; nothing is drawn when the
+    See :func:`~sourcebias.study.figure.plot_source_bias`; nothing is drawn when the
     result has no mixed-corpus measure with labels. Without matplotlib (the ``analysis`` extra) the
     figure is not drawn, and ``figures/not-drawn.txt`` says so (never a silent gap).
 
@@ -71,7 +71,7 @@ def write_figure(result: EvaluationResult, folder: str | Path) -> dict[str, Path
     Returns:
         ``{"figure": path}``, ``{"figure_note": path}`` or ``{}``.
     """
-    from sourcebias.reporting.evaluation_figure import FIGURE_FILE
+    from sourcebias.study.figure import FIGURE_FILE
 
     target = Path(folder) / FIGURE_FILE
     try:
@@ -82,7 +82,7 @@ def write_figure(result: EvaluationResult, folder: str | Path) -> dict[str, Path
         note = "figures/source_bias.png was not drawn: matplotlib is not installed (pip install 'sourcebias[analysis]').\n"
         (Path(folder) / FIGURE_FILE.parent).mkdir(parents=True, exist_ok=True)
         return {"figure_note": atomic_write_text(Path(folder) / FIGURE_FILE.parent / "not-drawn.txt", note)}
-    from sourcebias.reporting.evaluation_figure import plot_source_bias
+    from sourcebias.study.figure import plot_source_bias
 
     path = plot_source_bias(result, target)
     return {"figure": path} if path is not None else {}

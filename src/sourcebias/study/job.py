@@ -127,14 +127,14 @@ def _write(result: Any, report: Any, folder: Any, plan: EvaluationPlan, timings:
     """Write the output folder (``None`` without one)."""
     if folder is None:
         return None
-    from sourcebias.reporting.outputs import write_evaluation
+    from sourcebias.study.outputs import write_evaluation
 
     return write_evaluation(result, folder, report=report, write_runs=plan.write_runs, timings=timings, format=plan.format)
 
 
 def _tell_figure_not_drawn(path: Path | None, emit: Emit) -> None:
     """The user hears why the folder has no figure (the note the folder keeps, e.g. matplotlib missing)."""
-    from sourcebias.reporting.evaluation_figure import FIGURE_FILE
+    from sourcebias.study.figure import FIGURE_FILE
 
     note = None if path is None else path / FIGURE_FILE.parent / "not-drawn.txt"
     if note is not None and note.is_file():
