@@ -191,38 +191,28 @@ def llm_stage_notes(where: str, info: dict[str, Any]) -> list[tuple[str, str]]:
     which :func:`spec_notes` gives once)."""
     from sourcebias.llmcalls.client import call_notes
     from sourcebias.retrieval.registry import short_name
+    from sourcebias.retrieval.rerankers.diagnostics import stage_diagnostics
 
     out: list[tuple[str, str]] = []
-    for raw in info.get("stages", []):
-        st = {**raw, "name": short_name(str(raw.get("name", "")))}
-        a = st.get("llm_answers")
-        if a:
-            level = "note" if a["repaired"] else "detail"
+    for st in stage_diagnostics(info):
+        name = short_name(st.name)
+        if (a := st.llm_answers) is not None:
             out.append(
                 (
-                    level,
-                    f"{where}: {st['name']}: {a['repaired']} of {a['answers']} LLM answers repaired ({a['unparseable']} with no ranking at all, kept in shown order; "
-                    f"{a['ids_missing']} ids appended, {a['ids_duplicates']} repeated, {a['ids_unknown']} unknown; {a['length_cut']} cut at max_tokens)",
+                    "note" if a.repaired else "detail",
+                    f"{where}: {name}: {a.repaired} of {a.answers} LLM answers repaired ({a.unparseable} with no ranking at all, kept in shown order; "
+                    f"{a.ids_missing} ids appended, {a.ids_duplicates} repeated, {a.ids_unknown} unknown; {a.length_cut} cut at max_tokens)",
                 )
             )
-        if st.get("position_source"):
-            out.append(position_source_note(where, st["name"], st["position_source"]))
-        if any((st.get("no_expected_grade") or {}).values()):
-            why = ", ".join(f"{reason}: {n}" for reason, n in st["no_expected_grade"].items())
-            out.append(
-                (
-                    "note",
-                    f"{where}: {st['name']}: {sum(st['no_expected_grade'].values())} pairs have no expected grade ({why}): scored -1, below every graded pair",
-                )
-            )
-        out += [("note", n) for n in call_notes(st.get("client") or {}, f"{where}: {st['name']}: ")]
-        if st.get("choice_missing"):
-            out.append(
-                (
-                    "note",
-                    f"{where}: {st['name']}: {st['choice_missing']} pairs had an answer ({'/'.join(st.get('answers', ['Yes', 'No']))}) outside the server's top tokens ({st.get('missing_rule')})",
-                )
-            )
+        if st.position_source:
+            out.append(position_source_note(where, name, st.position_source))
+        if st.expected_grade_missing:
+            why = ", ".join(f"{reason}: {n}" for reason, n in (st.no_expected_grade or {}).items())
+            out.append(("note", f"{where}: {name}: {st.expected_grade_missing} pairs have no expected grade ({why}): scored -1, below every graded pair"))
+        out += [("note", n) for n in call_notes(st.client or {}, f"{where}: {name}: ")]
+        if st.choice_missing:
+            answers = "/".join(st.choices if st.choices is not None else ["Yes", "No"])
+            out.append(("note", f"{where}: {name}: {st.choice_missing} pairs had an answer ({answers}) outside the server's top tokens ({st.missing_rule})"))
     return out
 
 
