@@ -45,6 +45,9 @@ MOVED = [
     # issue 39: one name per kind of thing (a study's job is job.py) and one frame for the studies
     ("sourcebias.judges.run", "run_judge", "sourcebias.judges.job"),
     ("sourcebias.audit.artifact", "run_audit", "sourcebias.audit.job"),
+    ("sourcebias.detect.run", "run_detect", "sourcebias.detect.job"),
+    ("sourcebias.simulate.run", "run_simulation", "sourcebias.simulate.job"),
+    ("sourcebias.power.artifact", "run_power", "sourcebias.power.job"),
     ("sourcebias.reporting", "write_evaluation", "sourcebias.study.outputs"),
     ("sourcebias.reporting.outputs", "summary_renderer", "sourcebias.study.outputs"),
     ("sourcebias.reporting.evaluation_job", "run_evaluation_job", "sourcebias.study.job"),
@@ -105,6 +108,7 @@ def test_a_module_that_moved_is_a_name_only():
         path = root / old.replace(".", "/")
         assert not path.with_suffix(".py").exists() and not (path / "__init__.py").exists(), old
     import sourcebias.reporting.outputs as outputs
+
     from sourcebias.study.outputs import write_evaluation
 
     with pytest.warns(DeprecationWarning, match="sourcebias.reporting.outputs.write_evaluation moved to sourcebias.study.outputs"):

@@ -67,7 +67,15 @@ def test_the_typed_counts_are_the_stored_ones():
 def test_a_new_entry_is_written_in_the_stages_order():
     d = StageDiagnostics("s", {"input_run": "r", "depth": 2}, llm_answers=AnswerCounts(answers=1), client={"calls": {}}, seconds=0.5)
     assert list(d.to_dict()) == ["name", "input_run", "depth", "llm_answers", "client", "seconds"]
-    assert d.to_dict()["llm_answers"] == {"answers": 1, "repaired": 0, "unparseable": 0, "length_cut": 0, "ids_unknown": 0, "ids_duplicates": 0, "ids_missing": 0}
+    assert d.to_dict()["llm_answers"] == {
+        "answers": 1,
+        "repaired": 0,
+        "unparseable": 0,
+        "length_cut": 0,
+        "ids_unknown": 0,
+        "ids_duplicates": 0,
+        "ids_missing": 0,
+    }
 
 
 def yesno(messages, params):

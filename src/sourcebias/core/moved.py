@@ -116,7 +116,10 @@ MODULES: dict[str, dict[str, str | Replaced]] = {
     "sourcebias.generation.backends.openai": {"*": "sourcebias.llmcalls.backends.openai"},
     "sourcebias.generation.server": {"*": "sourcebias.llmcalls.server"},
     "sourcebias.audit.artifact": {"*": "sourcebias.audit.job"},
+    "sourcebias.detect.run": {"*": "sourcebias.detect.job"},
     "sourcebias.judges.run": {"*": "sourcebias.judges.job"},
+    "sourcebias.power.artifact": {"*": "sourcebias.power.job"},
+    "sourcebias.simulate.run": {"*": "sourcebias.simulate.job"},
     # reporting/ (the evaluation job, its folder and figure, the grid report; shims of report/)
     "sourcebias.reporting": {
         "evaluation_manifest": "sourcebias.evaluation.artifact",

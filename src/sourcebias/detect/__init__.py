@@ -21,8 +21,8 @@ from sourcebias.detect.base import (
     register_detector,
 )
 from sourcebias.detect.detectors import corpus_texts
+from sourcebias.detect.job import dataset_path, detect, run_detect, sample_positions
 from sourcebias.detect.result import DetectionResult, load_detection
-from sourcebias.detect.run import dataset_path, detect, run_detect, sample_positions
 
 register_loader("detect", "sourcebias.detect.result:DetectionResult.load")
 

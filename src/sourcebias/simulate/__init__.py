@@ -12,8 +12,8 @@ but the CLI.
 """
 
 from sourcebias.simulate.config import SimulationConfig, load_simulation_config
+from sourcebias.simulate.job import run_simulation
 from sourcebias.simulate.result import SimulationResult
-from sourcebias.simulate.run import run_simulation
 
 __all__ = ["SimulationConfig", "SimulationResult", "load_simulation", "load_simulation_config", "run_simulation"]
 
