@@ -23,14 +23,23 @@ from sourcebias.data.dataset import require_twins
 STUDY = "a citation study (which of the passages shown a generator cites)"
 
 
+def _load(data: str, options: Any = None) -> Any:
+    """The dataset ``data`` names: ``DIR`` or a known name, or ``DIR,split`` (the split whose
+    judged queries are asked about; default ``test``), as ``judge`` takes it."""
+    from sourcebias.data import load_dataset
+    from sourcebias.data.dataset import dataset_path
+
+    path, split = dataset_path(data)
+    return load_dataset(path, options, **({"split": split} if split else {}))
+
+
 def _evaluate_run(data: str, folder: Path, run_name: str | None) -> tuple[Any, Any]:
     """The mixed-corpus run ``run_name`` (or the only one) of an ``evaluate`` folder, bound to
     ``data`` loaded with the options it was evaluated with."""
-    from sourcebias.data import load_dataset
     from sourcebias.evaluation import load_result
 
     head = load_result(folder, runs=False)
-    ds = load_dataset(data, head.dataset_options()[0])
+    ds = _load(data, head.dataset_options()[0])
     require_twins(ds, STUDY)
     runs = {k.retriever: r for k, r in load_result(folder, dataset=ds).runs.items() if k.setting == "mixed"}
     if not runs:
@@ -63,14 +72,12 @@ def load_ranking(data: str, *, run: str | Path | None = None, retriever: str | N
             folder nor a file; an unknown run name; a dataset without LLM twins (before any
             ranking).
     """
-    from sourcebias.data import load_dataset
-
     check_ranking(run, retriever, retriever_options)
     if retriever is not None:
         from sourcebias.retrieval import build_retriever
         from sourcebias.retrieval.registry import split_label, system_name
 
-        ds = load_dataset(data)
+        ds = _load(data)
         require_twins(ds, STUDY)
         ids = ds.evaluation_queries() or list(ds.queries)
         label, spec = split_label(retriever)  # LABEL=SPEC: the label names the ranking, as in evaluate
@@ -83,7 +90,7 @@ def load_ranking(data: str, *, run: str | Path | None = None, retriever: str | N
     else:
         from sourcebias.retrieval.run import Run, resolve_docnos
 
-        ds = load_dataset(data)
+        ds = _load(data)
         require_twins(ds, STUDY)
         ranked = Run.from_trec(path, ds.corpus, docnos=resolve_docnos(path, ds.corpus, docnos=docnos, docno_pattern=docno_pattern))
     return ranked, ds, {"run": str(path.resolve()), "run_name": ranked.name, "dataset": ds.describe().get("name")}

@@ -12,19 +12,10 @@ import numpy as np
 
 from sourcebias.core.errors import ConfigError
 from sourcebias.core.sampling import seeded_sample
+from sourcebias.data.dataset import dataset_path
 from sourcebias.detect.base import Detector
 from sourcebias.detect.detectors import corpus_texts
 from sourcebias.detect.result import KIND, DetectionResult
-
-
-def dataset_path(text: str | Path) -> tuple[Path, str | None]:
-    """``DIR`` or ``DIR,split`` -> ``(path, split)`` (a comma that is part of an existing path is
-    kept; without a split only the corpus and queries are read)."""
-    text = str(text)
-    head, sep, tail = text.rpartition(",")
-    if sep and not Path(text).exists() and tail and "/" not in tail:
-        return Path(head), tail.strip()
-    return Path(text), None
 
 
 def sample_positions(dataset, *, max_pairs: int | None = None, seed: int = 0) -> np.ndarray:

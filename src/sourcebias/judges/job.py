@@ -179,7 +179,7 @@ def run_judge(dataset_arg: str | Path, spec: str, output: str | Path, *, setting
     """
     from sourcebias.core.artifacts import OutputFolder
     from sourcebias.data import load_dataset
-    from sourcebias.detect.job import dataset_path
+    from sourcebias.data.dataset import dataset_path
 
     settings = settings or JudgeSettings()
     path, split = dataset_path(dataset_arg)
