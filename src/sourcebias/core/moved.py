@@ -164,7 +164,7 @@ class _MovedModules(MetaPathFinder, Loader):
 
     def create_module(self, spec: ModuleSpec) -> ModuleType:
         module = ModuleType(spec.name, f"Deprecated: {spec.name} moved (the old path goes in {REMOVED_IN}).")
-        module.__getattr__ = moved(spec.name, MODULES[spec.name])  # type: ignore[method-assign]
+        module.__getattr__ = moved(spec.name, MODULES[spec.name])  # type: ignore[method-assign]  # PEP 562: a module-level __getattr__ in its __dict__
         return module
 
     def exec_module(self, module: ModuleType) -> None:

@@ -12,9 +12,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sourcebias.report.model import Report
+
+if TYPE_CHECKING:
+    from sourcebias.core.artifacts import OutputFolder
 
 __all__ = ["SavesItself", "Study", "write_study", "write_summaries"]
 
@@ -72,7 +75,7 @@ class Study:
     extra: dict[str, Any] | None = None
 
 
-def write_study(folder: Any, result: SavesItself, study: Study, *, seconds: float) -> Path:
+def write_study(folder: OutputFolder, result: SavesItself, study: Study, *, seconds: float) -> Path:
     """Write ``result`` and ``study`` into a claimed output folder and commit it.
 
     Args:
