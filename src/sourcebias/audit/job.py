@@ -18,8 +18,10 @@ from sourcebias.core.errors import ConfigError
 from sourcebias.core.sampling import seeded_sample
 
 KIND = "audit"
-ASSUMPTION = ("The correction assumes the detector's Se and Sp on the calibration twins hold for the audited documents (non-differential misclassification); "
-              "a detector calibrated on another domain, or one whose errors depend on what a retriever ranks high, breaks it, and no interval can show that.")  # fmt: skip
+ASSUMPTION = (
+    "The correction assumes the detector's Se and Sp on the calibration twins hold for the audited documents (non-differential misclassification); "
+    "a detector calibrated on another domain, or one whose errors depend on what a retriever ranks high, breaks it, and no interval can show that."
+)
 
 
 def parse_dataset_arg(text: str | Path) -> tuple[Path, str | None]:
@@ -303,9 +305,23 @@ def sample_queries(runs: dict[str, Any], max_queries: int | None, seed: int) -> 
     return {n: Run(r.corpus, r.name, {q: r.positions[q] for q in keep}, {q: r.scores[q] for q in keep}, dict(r.info)) for n, r in runs.items()}
 
 
-def run_audit(target: str | Path, output: str | Path | None, *, detector: DetectorOptions, settings: AuditSettings, dataset: str | None = None, retrievers: Sequence[str] | None = None, docnos: Path | None = None,
-              docno_pattern: str | None = None, overwrite: bool = False, cache_dir: Any = None, emit: Callable[[str], None] | None = None, max_queries: int | None = None,
-              human_reference: Path | None = None, calibration_domain: str = "auto") -> tuple[AuditResult, Path | None]:  # fmt: skip
+def run_audit(
+    target: str | Path,
+    output: str | Path | None,
+    *,
+    detector: DetectorOptions,
+    settings: AuditSettings,
+    dataset: str | None = None,
+    retrievers: Sequence[str] | None = None,
+    docnos: Path | None = None,
+    docno_pattern: str | None = None,
+    overwrite: bool = False,
+    cache_dir: Any = None,
+    emit: Callable[[str], None] | None = None,
+    max_queries: int | None = None,
+    human_reference: Path | None = None,
+    calibration_domain: str = "auto",
+) -> tuple[AuditResult, Path | None]:
     """Audit ``target`` (all its queries, or a seeded sample of ``max_queries``) and write the
     folder ``output`` (claimed before any work; ``None``: nothing written); ``human_reference``:
     a file naming documents of the audited corpus known to be human; ``calibration_domain``: see

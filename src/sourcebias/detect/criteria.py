@@ -245,8 +245,16 @@ class LMCriterionKind(EngineKind):
         if len(names) != self.models_needed:
             how = "one model" if self.models_needed == 1 else f"{self.models_needed} models that share a tokenizer".replace("2 ", "two ")
             raise ConfigError(f"{spec}: {self.name} takes {how} ({self.usage.split('[')[0]})")
-        engine = LMCriterion(self.name, names[0], reference_model=names[1] if len(names) == 2 else None, max_tokens=request.integer("max_tokens", 128),
-                             batch_size=request.integer("batch_size", request.batch_size or 8), device=request.device, dtype=opts.get("dtype"), cache_dir=request.cache_dir)  # fmt: skip
+        engine = LMCriterion(
+            self.name,
+            names[0],
+            reference_model=names[1] if len(names) == 2 else None,
+            max_tokens=request.integer("max_tokens", 128),
+            batch_size=request.integer("batch_size", request.batch_size or 8),
+            device=request.device,
+            dtype=opts.get("dtype"),
+            cache_dir=request.cache_dir,
+        )
         return ZeroShotDetector(spec, self.name, engine, opts, request.cache_dir)
 
     def score(self, detector: ZeroShotDetector, texts: list[str]) -> np.ndarray:

@@ -145,9 +145,17 @@ def _evaluate(ds: Any, systems: list[Any], runs: dict[str, Any], plan: Evaluatio
     from sourcebias.evaluation import evaluate
 
     result = evaluate(
-        ds, systems, runs=runs, measures=plan.measure_list(), depth=plan.depth, seed=plan.seed, sole=plan.sole, exclude_self=plan.exclude_self,
-        keep_runs=keep_runs, max_queries=plan.max_queries,
-    )  # fmt: skip
+        ds,
+        systems,
+        runs=runs,
+        measures=plan.measure_list(),
+        depth=plan.depth,
+        seed=plan.seed,
+        sole=plan.sole,
+        exclude_self=plan.exclude_self,
+        keep_runs=keep_runs,
+        max_queries=plan.max_queries,
+    )
     for system, spec in zip(systems, plan.named_specs().values()):  # the full specification beside the name the tables use
         if system.name in result.retrievers:
             result.retrievers[system.name]["spec"] = spec
@@ -179,9 +187,16 @@ def _report(result: Any, ds: Any, plan: EvaluationPlan) -> Any:
     statistics = list(EVALUATE_STATISTICS if plan.statistics is None else plan.statistics)
     with progress.task("Statistics"):
         return result_report(
-            result, ds.qrels, statistics=statistics, measures=list(plan.statistics_measures) or None, bootstrap_resamples=plan.bootstrap_resamples,
-            confidence=plan.confidence, significance_resamples=plan.resamples, correction=plan.correction, ndsr_k=plan.ndsr_k,
-        )  # fmt: skip
+            result,
+            ds.qrels,
+            statistics=statistics,
+            measures=list(plan.statistics_measures) or None,
+            bootstrap_resamples=plan.bootstrap_resamples,
+            confidence=plan.confidence,
+            significance_resamples=plan.resamples,
+            correction=plan.correction,
+            ndsr_k=plan.ndsr_k,
+        )
 
 
 def llm_stage_notes(where: str, info: dict[str, Any]) -> list[tuple[str, str]]:
