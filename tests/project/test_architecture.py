@@ -108,9 +108,10 @@ ALLOWED = {
         "report",
         "detect",
         "llmcalls",
+        "power",
         "study",
         "judges",
-    },  # LLM relevance judges; nothing below imports it
+    },  # LLM relevance judges (and their pilots' power analysis); nothing below imports it
     # adapters to other tools (top-level modules: sourcebias.irds, sourcebias.pyterrier, sourcebias.mteb)
     "irds": {"core", "data", "irds"},
     "pyterrier": {"core", "data", "models", "retrieval", "pyterrier"},
