@@ -7,7 +7,7 @@ top k. Related work: Chen et al., *Spiral of Silence: How is Large Language Mode
 Information Retrieval?* (ACL 2024), whose loop needs an Elasticsearch server.
 
 This package depends on ``data``, ``retrieval``, ``evaluation``, ``generation``, ``mitigation``
-(the fair interleaving), ``audit`` (the detector filter) and ``reporting``; nothing depends on it
+(the fair interleaving), ``audit`` (the detector filter) and ``report``; nothing depends on it
 but the CLI.
 """
 
