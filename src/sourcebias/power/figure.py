@@ -75,10 +75,9 @@ def plot_power_curves(result: PowerResult, path: str | Path) -> Path | None:
     axes[-1, 0].set_xlabel("queries in a study (n)")
     handles = [Line2D([], [], color=colours[k], lw=2, label=label) for k, label in series.items()]
     handles += [Line2D([], [], color="0.2", ls="-", label="resampling"), Line2D([], [], color="0.2", ls="--", label="analytic")]
-    fig.suptitle(
-        f"Power of the test that marks * in evaluate, at each pilot's effect\n{_subtitle(result)}; dotted: power {result.settings['power']:g} and α",
-        fontsize=10.5,
-    )
+    test = "the judge's CR1 t interval" if result.pilot.get("kind") == "judge" else "the test that marks * in evaluate"
+    target = "the effect given (--effect)" if result.settings.get("effects") else "each pilot's own effect"
+    fig.suptitle(f"Power of {test}, at {target}\n{_subtitle(result)}; dotted: power {result.settings['power']:g} and α", fontsize=10.5)
     fig.tight_layout(rect=(0, 0, 1, 0.97))
     fig.legend(handles=handles, loc="upper center", ncol=min(4, len(handles)), fontsize=8.5, frameon=False, bbox_to_anchor=(0.5, 0.0))
     path = Path(path)

@@ -52,7 +52,7 @@ def _row(result: PowerResult, pilot: dict[str, Any], test: str, quantity: str, m
 def power_columns(result: PowerResult) -> list[Column]:
     cols = [
         Column("statistic", "statistic", "text"),
-        Column("retriever", "retriever", "text"),
+        Column("retriever", "judge" if result.pilot.get("kind") == "judge" else "retriever", "text"),
         Column("measure", "measure", "text"),
         Column("test", "test", "text"),
     ]
