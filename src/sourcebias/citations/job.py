@@ -52,8 +52,16 @@ def _evaluate_run(data: str, folder: Path, run_name: str | None) -> tuple[Any, A
     return runs[name], ds
 
 
-def load_ranking(data: str, *, run: str | Path | None = None, retriever: str | None = None, run_name: str | None = None, docnos: Path | None = None,
-                 docno_pattern: str | None = None, retriever_options: dict[str, Any] | None = None) -> tuple[Any, Any, dict[str, Any]]:  # fmt: skip
+def load_ranking(
+    data: str,
+    *,
+    run: str | Path | None = None,
+    retriever: str | None = None,
+    run_name: str | None = None,
+    docnos: Path | None = None,
+    docno_pattern: str | None = None,
+    retriever_options: dict[str, Any] | None = None,
+) -> tuple[Any, Any, dict[str, Any]]:
     """``(run, dataset, info)``: the mixed ranking whose top k the generator sees.
 
     Args:
@@ -118,9 +126,23 @@ def sample(query_ids: list[str], max_queries: int | None, seed: int) -> list[str
     return seeded_sample(query_ids, max_queries, seed)
 
 
-def run_cite(data: str, output: str | Path | None, *, generator: str, settings: CiteSettings, run: str | Path | None = None, retriever: str | None = None, run_name: str | None = None,
-             docnos: Path | None = None, docno_pattern: str | None = None, overwrite: bool = False, cache_dir: Any = None, concurrency: int | None = None, device: str | None = None,
-             emit: Callable[[str], None] | None = None) -> tuple[CitationResult, Path | None]:  # fmt: skip
+def run_cite(
+    data: str,
+    output: str | Path | None,
+    *,
+    generator: str,
+    settings: CiteSettings,
+    run: str | Path | None = None,
+    retriever: str | None = None,
+    run_name: str | None = None,
+    docnos: Path | None = None,
+    docno_pattern: str | None = None,
+    overwrite: bool = False,
+    cache_dir: Any = None,
+    concurrency: int | None = None,
+    device: str | None = None,
+    emit: Callable[[str], None] | None = None,
+) -> tuple[CitationResult, Path | None]:
     """Run a citation study and write the folder ``output`` (claimed before any work; ``None``:
     nothing written). Returns the result and the folder's path.
 
@@ -138,8 +160,15 @@ def run_cite(data: str, output: str | Path | None, *, generator: str, settings: 
     client = None
     try:
         t0 = time.perf_counter()
-        ranked, ds, info = load_ranking(data, run=run, retriever=retriever, run_name=run_name, docnos=docnos, docno_pattern=docno_pattern,
-                                        retriever_options={"device": device, "cache_dir": cache_dir} if retriever else None)  # fmt: skip
+        ranked, ds, info = load_ranking(
+            data,
+            run=run,
+            retriever=retriever,
+            run_name=run_name,
+            docnos=docnos,
+            docno_pattern=docno_pattern,
+            retriever_options={"device": device, "cache_dir": cache_dir} if retriever else None,
+        )
         ids = sample([q for q in ranked.query_ids if len(ranked.positions[q])], settings.max_queries, settings.seed)
         info = {**info, "queries": len(ids), "run_queries": len(ranked), "human_source": ds.human_source, "sources": list(ds.sources)}
         (emit or (lambda _m: None))(f"asking {generator} about {len(ids)} queries x {settings.orders} orders")
@@ -158,18 +187,16 @@ def run_cite(data: str, output: str | Path | None, *, generator: str, settings: 
 def write_citations(result: CitationResult, folder: Any, *, seconds: float) -> Path:
     """Write ``result``, its report and figure and the manifest into a claimed folder; commit."""
     from sourcebias.citations.figure import plot_citations
-    from sourcebias.citations.report import write_summaries
-    from sourcebias.core.manifest import build_manifest
+    from sourcebias.citations.report import citation_report
+    from sourcebias.study import Study, write_study
 
-    result.save(folder.staging)
-    plot_citations(result, folder.staging / "citations.png")
-    write_summaries(result, folder.staging)
-    manifest = build_manifest(
-        command=KIND,
+    study = Study(
+        citation_report(result),
+        figure=lambda target: plot_citations(result, target),
+        figure_file="citations.png",
         inputs=result.inputs,
         parameters={**result.settings, "method": result.method},
         models={"generator": result.generator.get("identity", result.generator)},
-        timings={"total_s": round(seconds, 3)},
         extra={"figure": "citations.png", "counts": result.counts},
     )
-    return folder.commit(manifest)
+    return write_study(folder, result, study, seconds=seconds)

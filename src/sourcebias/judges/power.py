@@ -90,7 +90,7 @@ def run_judge_power(pilot: str | Path, output: str | Path | None, *, settings: P
     import time
 
     from sourcebias.core.artifacts import OutputFolder
-    from sourcebias.power.artifact import KIND, write_power
+    from sourcebias.power.job import KIND, write_power
 
     folder = OutputFolder.claim(output, kind=KIND, overwrite=overwrite) if output is not None else None
     try:
