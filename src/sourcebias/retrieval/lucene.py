@@ -134,10 +134,16 @@ class LuceneBM25:
         doc_count = int(np.count_nonzero(lengths))  # documents with at least one term in the field
         total = int(lengths.sum())
         self.n_docs, self.n_terms, self.doc_count, self.sum_total_term_freq = n_docs, int(n_terms), doc_count, total
-        # term frequencies: a (documents x terms) count matrix, duplicates summed, then by term
-        indptr = np.zeros(n_docs + 1, dtype=np.int64)
-        indptr[1:] = np.cumsum(lengths)
-        tf = csr_matrix((np.ones(total, dtype=np.float32), term_ids, indptr), shape=(n_docs, max(self.n_terms, 1)))
+        # term frequencies: a (documents x terms) count matrix, duplicates summed, then by term;
+        # 32-bit indices where they fit (half the memory), and a copy of the term ids, which
+        # sum_duplicates sorts in place (the caller's may be read only: the analyzer keeps them)
+        small = total < np.iinfo(np.int32).max and self.n_terms < np.iinfo(np.int32).max
+        index_dtype = np.int32 if small else np.int64
+        indptr = np.zeros(n_docs + 1, dtype=index_dtype)
+        np.cumsum(lengths, out=indptr[1:])
+        indices = np.array(term_ids, dtype=index_dtype)
+        tf = csr_matrix((np.ones(total, dtype=np.float32), indices, indptr), shape=(n_docs, max(self.n_terms, 1)))
+        del indices
         tf.sum_duplicates()
         tf = tf.tocsc()  # columns = terms
         df = np.diff(tf.indptr).astype(np.int64)

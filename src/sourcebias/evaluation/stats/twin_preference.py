@@ -1,7 +1,7 @@
 """Twin preference: over the relevant (query, document) pairs of the split, the share whose LLM
 copy is ranked above its original, tested against 1/2 with a query-clustered sign-flip test (the
 test that marks significance), a cluster bootstrap CI over queries, and beside them the exact
-two-sided sign test over the pooled pairs (``scipy.stats.binomtest``, p = 1/2).
+two-sided sign test over the pooled pairs (``scipy.stats.binomtest``'s p, p = 1/2: :func:`.resampling.sign_test_p`).
 
 **Why clustered.** The pairs of one query share a ranking, so their outcomes are not
 independent; the pair sign test treats them as if they were and is anti-conservative when
@@ -19,7 +19,7 @@ queries with d ≠ 0, is at most :data:`EXACT_MAX_QUERIES` (queries with d = 0 d
 sum and are left out of the enumeration), else ``n_resamples`` seeded flips with
 p = (1 + #{|T*| ≥ |T|}) / (1 + R), never 0.
 
-**The CI.** A seeded percentile bootstrap over queries (``scipy.stats.bootstrap``, a query's
+**The CI.** A seeded percentile bootstrap over queries (``scipy.stats.bootstrap``'s, :mod:`.resampling`; a query's
 llm_first and decided pairs resampled together) of the pooled rate.
 
 The unit is a relevant (query, document) pair whose two copies are both in the run's corpus; a
@@ -37,7 +37,8 @@ from typing import Any, ClassVar, cast
 
 import numpy as np
 
-from sourcebias.evaluation.stats.base import BOOTSTRAP_BATCH, Column, Record, StatContext, Statistic, known, register_statistic, result_pairs, total
+from sourcebias.evaluation.stats.base import Column, Record, StatContext, Statistic, known, register_statistic, result_pairs, total
+from sourcebias.evaluation.stats.resampling import bootstrap_distributions, percentile_interval, sign_test_p
 
 EXACT_MAX_QUERIES = 20
 EXACT = "exact sign-flip over queries"
@@ -103,12 +104,12 @@ def sign_flip_normal_p(total: Any, squares: Any, correction: float = 0.0) -> np.
     exact test. Vectorised over ``total`` (Σd) and ``squares`` (Σd²); NaN where Σd² = 0 (every d
     is 0: undefined, never a rejection). Not what :func:`cluster_sign_flip_test` reports (exact
     or seeded); :mod:`sourcebias.power.twin` uses it to simulate that test fast."""
-    from scipy.stats import norm
+    from scipy.special import ndtr  # N(0, 1)'s cdf: scipy.stats.norm.sf(z) is ndtr(-z)
 
     t, q = np.asarray(total, dtype=float), np.asarray(squares, dtype=float)
     with np.errstate(invalid="ignore", divide="ignore"):
         z = np.maximum(0.0, np.abs(t) - correction) / np.sqrt(q)
-    return np.where(q > 0, 2.0 * norm.sf(z), np.nan)
+    return np.where(q > 0, 2.0 * ndtr(-z), np.nan)
 
 
 def cluster_sign_flip_test(llm_first: Sequence[int], human_first: Sequence[int], *, n_resamples: int = 10_000, seed: int = 0) -> dict[str, Any]:
@@ -142,10 +143,9 @@ def cluster_bootstrap_rate(
     llm_first: Sequence[int], human_first: Sequence[int], *, n_resamples: int = 2000, confidence: float = 0.95, seed: int = 0
 ) -> dict[str, Any]:
     """Percentile bootstrap CI of the pooled rate, queries with a decided pair resampled with
-    all their pairs (``scipy.stats.bootstrap(paired=True)``, seeded): ``low``, ``high``,
-    ``method``, ``resamples``, ``confidence``; NaN bounds with fewer than 2 such queries."""
-    from scipy import stats
-
+    all their pairs (``scipy.stats.bootstrap(paired=True)``'s draws and interval, seeded:
+    :mod:`.resampling`): ``low``, ``high``, ``method``, ``resamples``, ``confidence``; NaN bounds
+    with fewer than 2 such queries."""
     a, b = np.asarray(llm_first, dtype=float), np.asarray(human_first, dtype=float)
     keep = (a + b) > 0
     a, n = a[keep], (a + b)[keep]
@@ -153,18 +153,8 @@ def cluster_bootstrap_rate(
     if len(a) < 2:
         out.update(method="none (fewer than 2 queries with a decided pair)", resamples=0)
         return out
-    res = stats.bootstrap(
-        (a, n),
-        lambda x, y, axis=-1: np.sum(x, axis=axis) / np.sum(y, axis=axis),
-        paired=True,
-        vectorized=True,
-        n_resamples=n_resamples,
-        confidence_level=confidence,
-        method="percentile",
-        random_state=np.random.default_rng(seed),
-        batch=BOOTSTRAP_BATCH,
-    )
-    out.update(low=float(res.confidence_interval.low), high=float(res.confidence_interval.high))
+    [dist] = bootstrap_distributions(lambda x, y, axis=-1: np.sum(x, axis=axis) / np.sum(y, axis=axis), [(a, n)], n_resamples, seed)
+    out["low"], out["high"] = percentile_interval(dist, confidence)
     return out
 
 
@@ -182,12 +172,10 @@ def twin_preference(
 ) -> dict[str, Any]:
     """Counts, the query-clustered sign-flip test (``p_cluster``), the cluster bootstrap CI and
     the pair sign test (``p_sign_test``, assumes independent pairs) of the LLM-first pairs."""
-    from scipy import stats
-
     c = pair_counts(run, qrels, query_ids, human, llm)
     llm_first, human_first = int(c["llm_first"].sum()), int(c["human_first"].sum())
     n = llm_first + human_first
-    p = float(stats.binomtest(llm_first, n, 0.5).pvalue) if n else float("nan")
+    p = sign_test_p(llm_first, n) if n else float("nan")
     flip = cluster_sign_flip_test(c["llm_first"], c["human_first"], n_resamples=n_resamples, seed=seed)
     ci = cluster_bootstrap_rate(c["llm_first"], c["human_first"], n_resamples=bootstrap_resamples, confidence=confidence, seed=seed)
     return {
