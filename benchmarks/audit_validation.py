@@ -14,6 +14,8 @@ targets (Share@10 within ±0.05 with a 95% CI that covers the truth and is at mo
 EVAL_*: `sourcebias evaluate DATASET -r bm25 -r minilm` folders (nfcorpus with --split dev). Writes
 one audit folder per audited dataset (OUT/<audited>: the command's own folder) and prints the
 table as Markdown (also OUT/table.md). Detector values come from the caches, so a rerun is fast.
+The datasets are found as ``benchmarks/script_data.py`` says (nq-utd ships with sourcebias;
+nfcorpus after ``sourcebias download nfcorpus``).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import sys
 import time
 from pathlib import Path
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+import script_data
 
 
 def fmt(v, signed=False):
@@ -55,11 +57,9 @@ def row_line(audited: str, calibrated: str, r: dict, check: dict) -> str:
 def reference_file(audited: str, n: int, output: Path) -> Path:
     """A TSV naming ``n`` seeded human documents of the audited corpus (read from its human
     source file: what a user who knows some documents' provenance would list)."""
-    import json
-
     import numpy as np
 
-    ids = [json.loads(line)["_id"] for line in (DATA / audited / "corpus" / "human.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()]
+    ids = [r["_id"] for r in script_data.records(audited, "corpus/human.jsonl")]
     chosen = sorted(ids[i] for i in np.random.default_rng(12345).permutation(len(ids))[:n])
     path = output / f"human-reference-{audited}.tsv"
     output.mkdir(parents=True, exist_ok=True)
@@ -105,7 +105,8 @@ def main() -> None:
         if folders[audited] is None:
             continue  # that direction is not asked for
         builtin = args.detector == "builtin"
-        options = DetectorOptions(train=str(DATA / other) if builtin else None, zero_shot=None if builtin else args.detector, calibrate=None if builtin else str(DATA / other),
+        calibration = script_data.dataset(other)
+        options = DetectorOptions(train=calibration if builtin else None, zero_shot=None if builtin else args.detector, calibrate=None if builtin else calibration,
                                   max_pairs=args.max_pairs, seed=args.seed)  # fmt: skip
         reference = reference_file(audited, args.human_reference, args.output) if args.human_reference else None
         result, _ = run_audit(folders[audited], args.output / audited, detector=options, settings=AuditSettings(ks=(10,), resamples=args.resamples, seed=args.seed), overwrite=True,
@@ -127,4 +128,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    script_data.run(main)

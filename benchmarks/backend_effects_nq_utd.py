@@ -7,19 +7,19 @@ all-MiniLM-L6-v2 (offline) ranks nq-utd's mixed corpus on each backend (``torch`
 with a 95% percentile bootstrap CI over queries (``scipy.stats.bootstrap``, seed 0), and whether
 each backend's Relative Δ@1/@3 lies inside the PyTorch run's CI. Markdown, ready for the README.
 
-    python benchmarks/backend_effects_nq_utd.py [--data ../shared/data/nq-utd] [--backends torch onnx ...]
+    python benchmarks/backend_effects_nq_utd.py [--data DIR] [--backends torch onnx ...]   # --data: default the built-in nq-utd
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-from pathlib import Path
 
+import script_data
 from bench_cpu_backends import BACKENDS
 
 
-def effects(data: Path, names: list[str]) -> list[dict]:
+def effects(data: str, names: list[str]) -> list[dict]:
     import numpy as np
     from scipy.stats import bootstrap
 
@@ -51,7 +51,7 @@ def effects(data: Path, names: list[str]) -> list[dict]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--data", type=Path, default=Path(__file__).resolve().parents[1].parent / "shared" / "data" / "nq-utd")
+    ap.add_argument("--data", default=script_data.dataset("nq-utd"), help="a dataset folder or a known name (default: nq-utd, built in)")
     ap.add_argument("--backends", nargs="+", default=list(BACKENDS), choices=list(BACKENDS))
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -65,4 +65,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    script_data.run(main)

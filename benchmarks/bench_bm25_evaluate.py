@@ -27,7 +27,7 @@ where the environment forbids writing them (``PYTHONDONTWRITEBYTECODE``, an edit
 sourcebias's modules are compiled once before the timed runs, as the libraries of the raw side
 already are.
 
-    python benchmarks/bench_bm25_evaluate.py [--dataset ../shared/data/nfcorpus] [--split dev] [--repeat 3] [--one-cpu]
+    python benchmarks/bench_bm25_evaluate.py [--dataset DIR] [--split dev] [--repeat 3] [--one-cpu]
 """
 
 from __future__ import annotations
@@ -42,6 +42,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import script_data
+
 
 def timed(cmd: list[str], env: dict[str, str], cpus: set[int] | None) -> tuple[float, float]:
     """Wall-clock seconds and CPU seconds (user + system, the child and its children) of one run."""
@@ -55,9 +57,8 @@ def timed(cmd: list[str], env: dict[str, str], cpus: set[int] | None) -> tuple[f
 
 
 def main() -> None:
-    here = Path(__file__).resolve().parents[1]
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--dataset", default=str(here.parent / "shared" / "data" / "nfcorpus"))
+    ap.add_argument("--dataset", default=None, help="the nfcorpus folder (default: `sourcebias download nfcorpus`'s; see script_data.py)")
     ap.add_argument("--split", default="dev")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--one-cpu", action="store_true", help="pin both sides to one CPU")
@@ -65,6 +66,7 @@ def main() -> None:
         "--backend", choices=("numpy", "numba"), default="numpy", help="bm25s's backend (numpy: numba's compilation costs more than it saves at 324 queries)"
     )
     args = ap.parse_args()
+    args.dataset = str(args.dataset or script_data.folder("nfcorpus"))  # the raw side reads the folder's files
     import sourcebias
 
     # bytecode as an installed package has it (see the module's description)
@@ -105,4 +107,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    script_data.run(main)

@@ -11,17 +11,15 @@ between the two, the time of each, tokens per second and the ratio.
 from __future__ import annotations
 
 import argparse
-import json
 import time
-from pathlib import Path
 
 import numpy as np
+import script_data
 
 
 def main() -> None:
-    here = Path(__file__).resolve().parents[1]
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--dataset", default=str(here.parent / "shared" / "data" / "nq-utd"))
+    ap.add_argument("--dataset", default=script_data.dataset("nq-utd"), help="a dataset folder or a known name (default: nq-utd, built in)")
     ap.add_argument("--model", default="smollm2")
     ap.add_argument("--docs", type=int, default=40)
     ap.add_argument("--batch-size", type=int, default=8)
@@ -32,9 +30,9 @@ def main() -> None:
 
     from sourcebias.analysis.perplexity import CausalPerplexity
 
-    lines = (Path(args.dataset) / "corpus" / "human.jsonl").read_text(encoding="utf-8").splitlines()
+    lines = script_data.records(args.dataset, "corpus/human.jsonl")
     rng = np.random.default_rng(args.seed)
-    recs = [json.loads(lines[i]) for i in rng.choice(len(lines), size=min(args.docs, len(lines)), replace=False)]
+    recs = [lines[i] for i in rng.choice(len(lines), size=min(args.docs, len(lines)), replace=False)]
     texts = [f"{r.get('title') or ''} {r['text']}".strip() for r in recs]
 
     ours = CausalPerplexity(args.model, batch_size=args.batch_size, device="cpu")
@@ -66,4 +64,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    script_data.run(main)

@@ -11,7 +11,7 @@ min..max over rounds. Exports are made (or reused from the cache) and warmed up 
 Parity is reported beside speed: the smallest and mean cosine of each backend's vectors to the
 PyTorch vectors of the same texts.
 
-    python benchmarks/bench_cpu_backends.py [--data ../shared/data/nfcorpus] [--texts 5000] [--rounds 3] [--threads 1 2] [--json out.json]
+    python benchmarks/bench_cpu_backends.py [--data DIR] [--texts 5000] [--rounds 3] [--threads 1 2] [--json out.json]
 
 Timings on a shared machine are noisy; rerun on an idle one for figures to quote.
 """
@@ -26,6 +26,8 @@ import sys
 import time
 from pathlib import Path
 
+import script_data
+
 BACKENDS = {
     "torch": "minilm",
     "onnx": "minilm,backend=onnx",
@@ -37,7 +39,7 @@ BACKENDS = {
 }
 
 
-def load_texts(data: Path, n: int) -> list[str]:
+def load_texts(data: str, n: int) -> list[str]:
     from sourcebias.data import load_dataset
 
     texts = load_dataset(data, split="dev").corpus.retrieval_texts()
@@ -95,7 +97,9 @@ def run(texts: list[str], names: list[str], threads: int, rounds: int) -> dict[s
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--data", type=Path, default=Path(__file__).resolve().parents[1].parent / "shared" / "data" / "nfcorpus")
+    ap.add_argument(
+        "--data", default=script_data.dataset("nfcorpus"), help="a dataset folder or a known name (default: nfcorpus, after `sourcebias download nfcorpus`)"
+    )
     ap.add_argument("--texts", type=int, default=5000)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
@@ -119,4 +123,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    script_data.run(main)

@@ -19,12 +19,12 @@ import time
 from pathlib import Path
 
 import numpy as np
+import script_data
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 DEFAULT = ("fast-detectgpt:lm:smollm2", "fast-detectgpt:lm:gemma3-270m", "raidar:smollm2")
 
 
-def audit_texts(dataset: Path, queries: int) -> list[str]:
+def audit_texts(dataset: str, queries: int) -> list[str]:
     from sourcebias.audit.analysis import audit_positions
     from sourcebias.data import load_dataset
     from sourcebias.evaluation import evaluate, parse_measure
@@ -65,7 +65,7 @@ def detector_time(spec: str, texts: list[str], max_tokens: int, cache: str) -> f
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--dataset", type=Path, default=DATA / "nq-utd")
+    ap.add_argument("--dataset", default=script_data.dataset("nq-utd"), help="a dataset folder or a known name (default: nq-utd, built in)")
     ap.add_argument("--queries", type=int, default=80)
     ap.add_argument("--sample", type=int, default=24)
     ap.add_argument("--max-tokens", type=int, default=64)
@@ -75,7 +75,7 @@ def main() -> None:
     rng = np.random.default_rng(0)
     sample = [texts[i] for i in sorted(rng.permutation(len(texts))[: args.sample])]
     print(
-        f"audit of {args.queries} queries × top 10 on {args.dataset.name}: {len(texts):,} documents; timed on a sample of {len(sample)}, {args.max_tokens} tokens, OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')}"
+        f"audit of {args.queries} queries × top 10 on {Path(args.dataset).name}: {len(texts):,} documents; timed on a sample of {len(sample)}, {args.max_tokens} tokens, OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')}"
     )
     print("| detector | s/text | bare forward pass s/text | ratio | whole audit (extrapolated) |")
     print("|---|---:|---:|---:|---:|")
@@ -94,4 +94,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    script_data.run(main)

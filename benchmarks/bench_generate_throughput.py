@@ -32,18 +32,13 @@ import time
 from pathlib import Path
 
 import httpx
+import script_data
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 def pick_documents(dataset: Path, n: int) -> list[dict]:
-    docs = []
-    with (dataset / "corpus" / "human.jsonl").open(encoding="utf-8") as fh:
-        for line in fh:
-            docs.append(json.loads(line))
-            if len(docs) == n:
-                break
-    return docs
+    return script_data.records(dataset, "corpus/human.jsonl")[:n]  # plain or gzip-compressed (the built-in nq-utd)
 
 
 def raw_run(url: str, bodies: list[dict], concurrency: int) -> tuple[float, int]:
@@ -79,7 +74,7 @@ def ours_run(url: str, corpus_dir: Path, settings, concurrency: int) -> tuple[fl
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--dataset", type=Path, default=Path(os.environ.get("SOURCEBIAS_DATA", REPO.parent / "shared" / "data")) / "nq-utd")
+    ap.add_argument("--dataset", type=Path, default=None, help="an nq-utd folder (default: the one that ships with sourcebias; see script_data.py)")
     ap.add_argument("--docs", type=int, default=12)
     ap.add_argument("--max-tokens", type=int, default=16, help="fixed answer budget (min = max), so both paths generate the same tokens")
     ap.add_argument("--concurrency", type=int, nargs="+", default=[1, 2, 4])
@@ -95,7 +90,7 @@ def main(argv: list[str] | None = None) -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
     from server_process import ServerProcess  # the test harness
 
-    docs = pick_documents(args.dataset, args.docs)
+    docs = pick_documents(args.dataset or script_data.folder("nq-utd"), args.docs)
     prompt = load_prompt("kdd")
     settings = RewriteSettings(prompt, min_new_tokens=args.max_tokens, max_new_tokens=args.max_tokens)
     bodies = [
@@ -156,4 +151,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    script_data.run(main)

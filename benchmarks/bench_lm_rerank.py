@@ -13,22 +13,21 @@ many queries as in a full evaluation (about 5 at depth 100):
 It prints pairs per second for each mode and the largest score difference from the unbatched
 scores (float rounding only). Every mode scores the same pairs (no memo is involved).
 
-    python benchmarks/bench_lm_rerank.py [--dataset ../shared/data/nq-utd] [--docs 30] [--depth 100] [--batch-size 32]
+    python benchmarks/bench_lm_rerank.py [--dataset DIR] [--docs 30] [--depth 100] [--batch-size 32]
 """
 
 from __future__ import annotations
 
 import argparse
 import time
-from pathlib import Path
 
 import numpy as np
+import script_data
 
 
 def main() -> None:
-    here = Path(__file__).resolve().parents[1]
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--dataset", default=str(here.parent / "shared" / "data" / "nq-utd"))
+    ap.add_argument("--dataset", default=script_data.dataset("nq-utd"), help="a dataset folder or a known name (default: nq-utd, built in)")
     ap.add_argument("--model", default="smollm2")
     ap.add_argument("--docs", type=int, default=30)
     ap.add_argument("--depth", type=int, default=100)
@@ -72,4 +71,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    script_data.run(main)

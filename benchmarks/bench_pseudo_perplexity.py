@@ -21,18 +21,15 @@ two (per token and per document), each time, and the ratio.
 from __future__ import annotations
 
 import argparse
-import os
 import time
-from pathlib import Path
 
 import numpy as np
+import script_data
 
 
 def main() -> None:
-    here = Path(__file__).resolve().parents[1]
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    data = Path(os.environ.get("SOURCEBIAS_DATA", here.parent / "shared" / "data"))
-    ap.add_argument("--dataset", default=str(data / "nq-utd"))
+    ap.add_argument("--dataset", default=script_data.dataset("nq-utd"), help="a dataset folder or a known name (default: nq-utd, built in)")
     ap.add_argument("--docs", type=int, default=20)
     ap.add_argument("--tokens", type=int, default=128)
     ap.add_argument("--hidden", type=int, default=256)
@@ -95,4 +92,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    script_data.run(main)

@@ -18,11 +18,14 @@ import tempfile
 import time
 from pathlib import Path
 
+import script_data
+
 
 def main() -> None:
-    here = Path(__file__).resolve().parents[1]
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--dataset", default=str(here.parent / "shared" / "data" / "nfcorpus"))
+    ap.add_argument(
+        "--dataset", default=script_data.dataset("nfcorpus"), help="a dataset folder or a known name (default: nfcorpus, after `sourcebias download nfcorpus`)"
+    )
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--batch-size", type=int, default=16)
     ap.add_argument("--max-seq-length", type=int, default=128)
@@ -85,4 +88,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    script_data.run(main)

@@ -1,18 +1,25 @@
-"""Do the citation estimators recover a known source effect, and do their 95% CIs cover it in at
-least 90% of simulated studies? Every answer goes through the same HTTP path as a real server.
+"""Do the citation estimators recover a known source effect, and refuse what they cannot know? Every
+estimate must cover the truth in at least 90% of the simulated studies, or be refused with a
+reason, and never show a p-value where its test was refused. Every answer goes through the same
+HTTP path as a real server.
 
-    python benchmarks/citations_known_truth.py -o out/cite-truth [--studies 200] [--orders 2] [--beta 0.7]
+    python benchmarks/citations_known_truth.py -o out/cite-truth [--studies 200] [--beta 0.7] [--scenario all]
 
 The generator is a SimulatedServer (sourcebias.llmcalls.simulated) whose responder
 (sourcebias.citations.simulated.CitingResponder) cites each passage it is shown independently with
 probability σ(a_position + β·[LLM-written]): position log odds a = (0.6, 0.0, −0.4, −0.8, −1.0) for
-positions 1..5 and a known β, no rank effect. The rankings are BM25's on NQ-UTD's mixed corpus
-(80 queries, top 5). Study i runs sourcebias.citations.cite_run with seed i (its own shuffled
-context orders and its own draws) through the client a real server would get. Per study, the
-truth of each estimator for the contexts shown (simulated.true_effects): β for the logit's log
-odds ratio, the mean σ(a+β) − σ(a) over shown passages for its average marginal effect, and the
-mean over twin pairs of σ(a_twin+β) − σ(a_original) for the twin difference.
-Writes OUTPUT/studies.csv (one row per study) and OUTPUT/summary.md, and prints the summary.
+positions 1..5 and a known β, no rank effect. Study i runs sourcebias.citations.cite_run with seed
+i on BM25's top 5 of NQ-UTD's 80 queries in 5 context orders (a cyclic Latin square: balanced).
+The truths (simulated.true_effects, true_rates): β for the logit's log odds ratio; the mean
+σ(a+β) − σ(a) over the shown passages for its AME; the source effect at balanced positions,
+(1/5) Σ_j σ(a_j+β) − σ(a_j), for the twins; σ(a_j + β·[LLM]) averaged over each rate cell's rows.
+
+Scenarios: ``biased`` (β given); ``null`` (β = 0); ``position-only`` (β = 0 on a ranking that puts
+each LLM twin right above its original: the twins' truth is 0, and the logit, whose source is then
+collinear with rank, must refuse); ``garbage`` (every answer cites nothing: no citation rate above
+0, the logit separated); ``echo`` (every answer repeats the prompt's last message: the documents'
+headers are not citations); ``few-queries`` (3 queries: every interval refused).
+Writes OUTPUT/summary.md and prints it.
 """
 
 from __future__ import annotations
@@ -21,87 +28,96 @@ import argparse
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
-import pandas as pd
+
+from sourcebias.clustered.tally import Tally, markdown
 
 POSITION_LOGITS = (0.6, 0.0, -0.4, -0.8, -1.0)
+SCENARIOS = ("biased", "null", "position-only", "garbage", "echo", "few-queries")
+NOTHING = "The search results do not answer the question."
 
 
-def one_study(seed, run, ds, client, responder, orders, llm):
+def responder(scenario: str, citing: Any) -> Any:
+    def garbage(messages: list[dict[str, str]], params: dict[str, Any]) -> tuple[str, None]:
+        return NOTHING, None
+
+    def echo(messages: list[dict[str, str]], params: dict[str, Any]) -> tuple[str, None]:
+        return messages[-1]["content"], None
+
+    return {"garbage": garbage, "echo": echo}.get(scenario, citing)
+
+
+def tallies_for(scenario: str) -> dict[str, Tally]:
+    names = ("logit: log odds ratio", "logit: AME on P(cited)", "twins: Δ cited", "rates by source and position (cells)", "rates by source and rank (cells)")
+    return {n: Tally(scenario, n, 0.0) for n in names}
+
+
+def one_study(scenario: str, seed: int, run: Any, ds: Any, client: Any, citing: Any, tallies: dict[str, Tally]) -> None:
     from sourcebias.citations import CiteSettings, cite_run
-    from sourcebias.citations.simulated import true_effects
+    from sourcebias.citations.simulated import true_effects, true_rates
 
-    result = cite_run(run, ds.queries, client, CiteSettings(k=5, orders=orders, seed=seed), ds.human_source)
-    truth = true_effects(responder, result.passages, ds.human_source)
+    llm = ds.other_sources[0]
+    ids = list(run.query_ids)[:3] if scenario == "few-queries" else None
+    result = cite_run(run, ds.queries, client, CiteSettings(k=5, orders=5, seed=seed), ds.human_source, query_ids=ids)
+    silent = scenario in ("garbage", "echo")  # the model cites nothing: every truth is 0, and the logit has none
+    truth = {"log_odds": None, "ame": None, "twins": 0.0} if silent else true_effects(citing, result.passages, ds.human_source)
+    if scenario == "position-only":
+        truth.update(log_odds=None, ame=None)  # the source is collinear with rank: no logit estimate exists
     lo, tw = result.effect("logit", "source", llm), result.effect("twins", "source", llm)
-    row = {"seed": seed, "answers": result.counts["answers"], "no_citation": result.counts["no_citation"], "pairs": tw["pairs"]}
-    for name, est, low, high, true in (
-        ("log_odds", lo["estimate"], lo["low"], lo["high"], truth["log_odds"]),
-        ("ame", lo["ame"], lo["ame_low"], lo["ame_high"], truth["ame"]),
-        ("twins", tw["estimate"], tw["low"], tw["high"], truth["twins"]),
-    ):
-        row |= {f"{name}_true": true, f"{name}_est": est, f"{name}_low": low, f"{name}_high": high, f"{name}_covers": low is not None and low <= true <= high}
-    return row
+    estimates = [("logit: log odds ratio", lo, "low", "high", "log_odds"), ("logit: AME on P(cited)", lo, "ame_low", "ame_high", "ame")]
+    for name, row, low, high, key in [*estimates, ("twins: Δ cited", tw, "low", "high", "twins")]:
+        if truth[key] is None:
+            tallies[name].truth = None
+        defined = row.get("estimate") is not None and not row.get("refused")
+        tallies[name].add(row.get(low), row.get(high), row.get("p"), row.get("note") or row.get("status", ""), test_defined=defined, truth=truth[key])
+    used = result.passages[result.passages["used"]]
+    for table, by in (("source_position", ["source", "position"]), ("source_rank", ["source", "rank"])):
+        cells = dict.fromkeys(true_rates(citing, used, ds.human_source, by), 0.0) if silent else true_rates(citing, used, ds.human_source, by)
+        tally = tallies[f"rates by {table.replace('_', ' and ')} (cells)"]
+        for r in result.rates[table]:
+            tally.add(r["low"], r["high"], None, r.get("refused", ""), truth=cells[tuple(r[b] for b in by)])
 
 
-def summary(frame: pd.DataFrame, beta: float, orders: int, seconds: float) -> str:
-    lines = [
-        f"{len(frame)} simulated studies, BM25 top 5 on NQ-UTD (80 queries x {orders} context orders), β = {beta} (log odds), "
-        f"every answer over HTTP; {seconds:.0f} s on a shared 2-core machine.",
-        "",
-        "| estimator | mean truth | mean estimate | bias | sd of estimates | mean CI width | 95% CI coverage |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for name, label in (("log_odds", "logit: log odds ratio"), ("ame", "logit: AME on P(cited)"), ("twins", "twins: Δ cited")):
-        est, true = frame[f"{name}_est"].astype(float), frame[f"{name}_true"].astype(float)
-        width = (frame[f"{name}_high"].astype(float) - frame[f"{name}_low"].astype(float)).mean()
-        cover = frame[f"{name}_covers"].mean()
-        lines.append(f"| {label} | {true.mean():+.4f} | {est.mean():+.4f} | {(est - true).mean():+.4f} | {est.std():.4f} | {width:.4f} | {cover:.1%} |")
-    lines += [
-        "",
-        f"answers per study: {int(frame['answers'].iloc[0])}; citing nothing: {frame['no_citation'].mean():.1f} on average; twin pairs per study: {frame['pairs'].mean():.1f}.",
-    ]
-    return "\n".join(lines)
-
-
-def main(argv=None) -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-o", "--output", type=Path, required=True)
     parser.add_argument("--studies", type=int, default=200)
-    parser.add_argument("--orders", type=int, default=2)
     parser.add_argument("--beta", type=float, default=0.7)
-    parser.add_argument("--data", default="nq-utd")
+    parser.add_argument("--scenario", default="all", choices=("all", *SCENARIOS))
     args = parser.parse_args(argv)
 
-    from sourcebias.citations.simulated import responder_for
+    from sourcebias.citations.simulated import responder_for, twins_above_originals
     from sourcebias.data import load_dataset
     from sourcebias.llmcalls import open_client
     from sourcebias.llmcalls.simulated import SimulatedServer
     from sourcebias.retrieval import build_retriever
 
-    ds = load_dataset(args.data)
+    ds = load_dataset("nq-utd")
     ids = ds.evaluation_queries()
-    run = build_retriever("bm25").retrieve(ds.corpus, {q: ds.queries[q] for q in ids}, depth=10)
-    llm = next(s for s in ds.sources if s != ds.human_source)
-    responder = responder_for(ds.corpus, ds.human_source, POSITION_LOGITS, args.beta)
-    t0 = time.perf_counter()
-    rows = []
-    with SimulatedServer(responder) as url:
-        client = open_client(f"openai:sim@{url}", cache=False, concurrency=8)
-        for seed in range(args.studies):
-            rows.append(one_study(seed, run, ds, client, responder, args.orders, llm))
-            if (seed + 1) % 20 == 0:
-                print(f"{seed + 1} studies, {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
-        client.close()
-    frame = pd.DataFrame(rows)
+    bm25 = build_retriever("bm25").retrieve(ds.corpus, {q: ds.queries[q] for q in ids}, depth=10)
+    t0, out = time.perf_counter(), []
+    for scenario in SCENARIOS if args.scenario == "all" else (args.scenario,):
+        beta = args.beta if scenario in ("biased", "few-queries") else 0.0
+        citing = responder_for(ds.corpus, ds.human_source, POSITION_LOGITS, beta)
+        run = twins_above_originals(ds, bm25) if scenario == "position-only" else bm25
+        tallies = tallies_for(scenario)
+        with SimulatedServer(responder(scenario, citing)) as url:
+            client = open_client(f"openai:sim@{url}", cache=False, concurrency=8)
+            for seed in range(args.studies):
+                one_study(scenario, seed, run, ds, client, citing, tallies)
+            client.close()
+        out += list(tallies.values())
+        print(f"  {scenario}: {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
+    text = (
+        f"{args.studies} simulated studies a scenario, BM25 top 5 on NQ-UTD (80 queries; few-queries: 3) x 5 context orders (balanced), "
+        f"β = {args.beta} (biased, few-queries; 0 otherwise), every answer over HTTP; {time.perf_counter() - t0:.0f} s.\n\n" + markdown(out)
+    )
     args.output.mkdir(parents=True, exist_ok=True)
-    frame.to_csv(args.output / "studies.csv", index=False)
-    text = summary(frame, args.beta, args.orders, time.perf_counter() - t0)
     (args.output / "summary.md").write_text(text + "\n", encoding="utf-8")
     print(text)
-    ok = all(frame[f"{n}_covers"].mean() >= 0.90 for n in ("log_odds", "ame", "twins"))
-    return 0 if ok else 1
+    return 0 if all(t.holds() for t in out) else 1
 
 
 if __name__ == "__main__":

@@ -10,25 +10,23 @@ the share of the relevant (query, human, twin) score gaps along it (u from all p
 from the pairs outside the relevant triples); writes the figures and ``summary.json`` to
 ``--out``.
 
-    OMP_NUM_THREADS=1 python benchmarks/demo_explain.py --dataset ../shared/data/nq-utd --out out/explain-nq-utd
+    OMP_NUM_THREADS=1 python benchmarks/demo_explain.py --dataset nq-utd --out out/explain-nq-utd
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import time
 from pathlib import Path
 
 import numpy as np
+import script_data
 
 
 def main() -> None:
-    here = Path(__file__).resolve().parents[1]
-    data = Path(os.environ.get("SOURCEBIAS_DATA", here.parent / "shared" / "data"))
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--dataset", default=str(data / "nq-utd"))
+    ap.add_argument("--dataset", default=script_data.dataset("nq-utd"), help="a dataset folder or a known name (default: nq-utd, built in)")
     ap.add_argument("--split", default="test")
     ap.add_argument("--model", default="sentence-transformers/all-MiniLM-L6-v2")
     ap.add_argument("--out", default="out/explain")
@@ -170,4 +168,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    script_data.run(main)

@@ -6,7 +6,8 @@ Prints, per base retriever (BM25, MiniLM), NDCG@3 / NDCG@10 (all targets), Relat
 Share@10 / NDSR@10 of each source, before → after ``>>fair:k=10`` (markdown), and the number of
 queries where a source ran out of candidates in the top 10. With a CDC fit (``cdc.json`` from
 ``sourcebias cdc fit``) and a projection (``projection.json`` from ``sourcebias project fit``),
-their rows are added beside MiniLM's (the same evaluation, the same queries and seed).
+their rows are added beside MiniLM's (the same evaluation, the same queries and seed). DATASET:
+a folder or a known name (default: the built-in nq-utd; see ``benchmarks/script_data.py``).
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
+
+import script_data
 
 import sourcebias as sb
 from sourcebias.evaluation.measures import measure_grid
@@ -23,7 +26,7 @@ from sourcebias.mitigation.before_after import evaluate_before_after
 from sourcebias.mitigation.fair import remedy_rows
 from sourcebias.retrieval import build_retriever
 
-DATA = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).resolve().parents[2] / "shared" / "data" / "nq-utd"
+DATA = Path(sys.argv[1] if len(sys.argv) > 1 else script_data.dataset("nq-utd"))
 SPLIT = sys.argv[2] if len(sys.argv) > 2 else "test"
 
 ds = sb.load_dataset(DATA, split=SPLIT)

@@ -30,12 +30,13 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 
+import script_data  # noqa: E402
 from generation_helpers import copy_nq_subset  # noqa: E402 (a test helper, reused here)
 
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--dataset", type=Path, default=Path(os.environ.get("SOURCEBIAS_DATA", REPO.parent / "shared" / "data")) / "nq-utd")
+    ap.add_argument("--dataset", type=Path, default=None, help="an nq-utd folder (default: the one that ships with sourcebias; see script_data.py)")
     ap.add_argument("--docs", type=int, default=50)
     ap.add_argument("--kill-after", type=int, default=20)
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/sb-demo"))
@@ -43,7 +44,7 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
 
     shutil.rmtree(args.workdir, ignore_errors=True)
-    ds = copy_nq_subset(args.dataset, args.workdir / "nq", args.docs, shortest=False)
+    ds = copy_nq_subset(args.dataset or script_data.folder("nq-utd"), args.workdir / "nq", args.docs, shortest=False)
     name = "smollm2-tmp0.2"
     out = ds / "corpus" / f"{name}.jsonl"
     cmd = [sys.executable, "-m", "sourcebias", "generate", str(ds), "--name", name, "--model", "smollm2", "--limit", str(args.docs), *args.extra]
@@ -78,4 +79,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    script_data.run(main)

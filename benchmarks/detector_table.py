@@ -2,7 +2,7 @@
 across datasets, from `sourcebias detect` folders (zero-shot detectors) and the built-in detector.
 
     # the zero-shot scores (resumable; the same seeded pairs in every folder):
-    sourcebias detect ../shared/data/nq-utd --detector fast-detectgpt:lm:smollm2,max_tokens=64 --max-pairs 200 -o DET/fdg-smollm2-nq-utd
+    sourcebias detect nq-utd --detector fast-detectgpt:lm:smollm2,max_tokens=64 --max-pairs 200 -o DET/fdg-smollm2-nq-utd
     ... (fdg-gemma3-270m-*, raidar-smollm2-* with --max-pairs 20), then
     python benchmarks/detector_table.py --detect DET [--builtin-pairs 200]
 
@@ -11,7 +11,9 @@ datasets is its threshold: "J within" is Se + Sp − 1 at the Youden threshold c
 pairs (optimistic), "J across" at the threshold chosen on the other dataset's pairs — what an
 audit calibrated on the other dataset gets. The built-in detector (logistic regression on length,
 median IDF and the MiniLM direction, no LM) is trained on pairs of one dataset (held out from the
-scored pairs) and scored on the other's: AUROC within and across.
+scored pairs) and scored on the other's: AUROC within and across. The datasets are found as
+``benchmarks/script_data.py`` says (nq-utd ships with sourcebias; nfcorpus after ``sourcebias
+download nfcorpus``).
 """
 
 from __future__ import annotations
@@ -20,8 +22,8 @@ import argparse
 from pathlib import Path
 
 import numpy as np
+import script_data
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 DATASETS = ("nq-utd", "nfcorpus")
 ANCHORS = ("Published, on other text with far larger models, so not comparable one to one: Fast-DetectGPT AUROC 0.9887 averaged over five source models scored by "
            "themselves and 0.9338 on ChatGPT/GPT-4 text with surrogate scoring models (the authors' README, baoguangsheng/fast-detect-gpt); Binoculars (Falcon-7B and "
@@ -71,7 +73,7 @@ def builtin_rows(pairs: int) -> list[str]:
     from sourcebias.data import load_dataset
     from sourcebias.detect import sample_positions
 
-    ds = {d: load_dataset(DATA / d, split=None) for d in DATASETS}
+    ds = {d: load_dataset(script_data.dataset(d), split=None) for d in DATASETS}
     test = {d: sample_positions(ds[d], max_pairs=200, seed=0) for d in DATASETS}
     dets = {
         d: train_detector(ds[d], FeatureSpec(), max_pairs=pairs, calibration_share=0.5, seed=1) for d in DATASETS
@@ -100,4 +102,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    script_data.run(main)

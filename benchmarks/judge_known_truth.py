@@ -1,93 +1,115 @@
-"""Known truth for the LLM-judge estimators: a judge of known bias served over HTTP, 200 studies.
+"""Known truth for the LLM-judge estimators, with honest and adversarial judges served over HTTP:
+every estimate must cover the truth in at least 90% of the studies, or be refused with a reason,
+and never show a p-value without an interval.
 
-Each study grades the judged documents (both copies) of a seeded sample of NQ-UTD queries with
-:class:`sourcebias.judges.known_truth.BiasedJudge` behind :class:`sourcebias.llmcalls.simulated.SimulatedServer`
-(the same HTTP path, client and parser as a real OpenAI-compatible server); the judge grades the
-LLM twin ``delta`` higher on average, with query-level variation and per-copy noise. The script
-reports, over the studies, the mean estimate of the twin bias, its 95% CI's coverage of ``delta``,
-the mean CI width and the rejection rate of the sign-flip test; then, over fewer studies, the same
-for the pairwise source preference and position effect and the disclosure effect.
+Each study grades the judged documents (both copies) of a seeded sample of NQ-UTD queries through
+:class:`sourcebias.llmcalls.simulated.SimulatedServer` (the HTTP path, client and parser of a real
+OpenAI-compatible server). The scenarios:
 
-Run:  python benchmarks/judge_known_truth.py [--studies 200] [--queries 20] [--delta 0.3]
-(set SOURCEBIAS_DATA to the folder holding nq-utd/ if it is not ../shared/data).
+* ``biased``: :class:`sourcebias.judges.known_truth.BiasedJudge`, the LLM twin graded ``delta``
+  higher on average (query-level variation, per-copy noise): the twin bias' truth is ``delta``;
+* ``half-garbage``: the same judge, but half of the prompts (chosen by a hash of the prompt, so
+  independently of the source) get "I cannot grade this passage.": unparseable, left out; the
+  truth is still ``delta``;
+* ``garbage``: every answer is "I cannot grade this passage.": nothing to estimate from;
+* ``echo``: every answer repeats the prompt (a small model continuing its input): no grade was
+  given, so no estimate may be shown with an interval;
+* ``few-queries``: the biased judge on 3 queries: refused by the audit's rule;
+* ``position-only``: the pairwise mode with a judge that prefers the first passage (+0.15) and
+  neither copy: the source preference's truth is 0, the position effect's 0.15.
+
+Run:  python benchmarks/judge_known_truth.py [--studies 200] [--queries 20] [--scenario all]
+(from any folder: the NQ-UTD that ships with sourcebias, or ``$SOURCEBIAS_DATA/nq-utd`` when that
+is set; see ``benchmarks/script_data.py``).
 """
 
 from __future__ import annotations
 
 import argparse
-import os
+import hashlib
 import time
-from pathlib import Path
+from typing import Any
 
-import numpy as np
+import script_data
 
+from sourcebias.clustered.tally import Tally, markdown
 from sourcebias.data import load_dataset
 from sourcebias.judges import JudgeSettings, judge
 from sourcebias.judges.known_truth import BiasedJudge
 from sourcebias.llmcalls import open_client
 from sourcebias.llmcalls.simulated import SimulatedServer
 
-DATA = Path(os.environ.get("SOURCEBIAS_DATA", Path(__file__).resolve().parents[1].parent / "shared" / "data"))
+GARBAGE = "I cannot grade this passage."
+SCENARIOS = ("biased", "half-garbage", "garbage", "echo", "few-queries", "position-only")
 
 
-def summarise(name: str, truth: float, rows: list[dict]) -> None:
-    est = np.array([r["estimate"] for r in rows])
-    covered = np.array([r["low"] <= truth <= r["high"] for r in rows])
-    width = np.array([r["high"] - r["low"] for r in rows])
-    reject = np.array([r["p"] < 0.05 for r in rows])
-    missing = sum(r["missing"] for r in rows)
-    print(f"{name:<34} truth {truth:+.3f}  mean estimate {est.mean():+.4f} (sd {est.std(ddof=1):.4f})  95% CI covers truth in {covered.sum()}/{len(rows)} "
-          f"({covered.mean():.1%})  mean CI width {width.mean():.3f}  p < 0.05 in {reject.mean():.1%}  left out (unparseable) {missing}")  # fmt: skip
+def responder(scenario: str, bj: BiasedJudge) -> Any:
+    """The simulated judge of a scenario."""
+
+    def garbage(messages: list[dict[str, str]], params: dict[str, Any]) -> tuple[str, None]:
+        return GARBAGE, None
+
+    def echo(messages: list[dict[str, str]], params: dict[str, Any]) -> tuple[str, None]:
+        return messages[-1]["content"], None
+
+    def half(messages: list[dict[str, str]], params: dict[str, Any]) -> Any:
+        if hashlib.sha256(messages[-1]["content"].encode()).digest()[0] % 2:
+            return GARBAGE, None
+        return bj(messages, params)
+
+    return {"garbage": garbage, "echo": echo, "half-garbage": half}.get(scenario, bj)
 
 
-def studies(ds, bj: BiasedJudge, url: str, modes: tuple[str, ...], n: int, queries: int, resamples: int) -> dict[str, list[dict]]:
-    out: dict[str, list[dict]] = {}
+def study_rows(scenario: str, ds: Any, url: str, seed: int, queries: int) -> list[dict[str, Any]]:
+    """The estimate rows of one study."""
     client = open_client(f"openai:sim@{url}", cache=False, concurrency=8)
-    for seed in range(n):
-        r = judge(ds, client, JudgeSettings(modes=modes, seed=seed, top_logprobs=0), max_queries=queries, resamples=resamples)
-        for section in ("twin_bias", "pairwise", "disclosure"):
-            for row in r.rows(section):
-                out.setdefault(f"{row['quantity']} ({row['llm_source']})", []).append(row)
-        if (seed + 1) % 20 == 0:
-            print(f"  {seed + 1} studies done", flush=True)
+    modes = ("pairwise",) if scenario == "position-only" else ("grade",)
+    result = judge(ds, client, JudgeSettings(modes=modes, seed=seed, top_logprobs=0), max_queries=3 if scenario == "few-queries" else queries)
     client.close()
-    return out
+    return result.rows("twin_bias") + result.rows("pairwise")
+
+
+def truths(scenario: str, delta: float) -> dict[str, float | None]:
+    """The truth of each estimate a scenario reports (None: nothing to cover)."""
+    if scenario == "position-only":
+        return {"pairwise: LLM copy preferred": 0.0, "pairwise: first passage preferred": 0.15}
+    return {"grade": None if scenario in ("garbage", "echo") else delta}
+
+
+def run(scenario: str, ds: Any, studies: int, queries: int, delta: float) -> list[Tally]:
+    position = 0.15 if scenario == "position-only" else 0.0
+    bj = BiasedJudge.from_corpus(ds.corpus, ds.human_source, delta=delta, spread=0.1, noise=0.4, position=position)
+    tallies = {q: Tally(scenario, q, t) for q, t in truths(scenario, delta).items()}
+    with SimulatedServer(responder(scenario, bj)) as url:
+        for seed in range(studies):
+            rows = {r["quantity"]: r for r in study_rows(scenario, ds, url, seed, queries)}
+            for quantity, tally in tallies.items():
+                r = rows.get(quantity)
+                if r is None:  # no row at all: nothing parsed in either copy
+                    tally.add(None, None, None, "no row: nothing parsed")
+                    continue
+                tally.add(r["low"], r["high"], r["p"], r.get("refused") or r.get("note") or "", test_defined=not r.get("refused"))
+    return list(tallies.values())
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--studies", type=int, default=200)
     ap.add_argument("--queries", type=int, default=20)
     ap.add_argument("--delta", type=float, default=0.3)
-    ap.add_argument("--extra-studies", type=int, default=50, help="studies of the pairwise and disclosure modes")
-    ap.add_argument("--resamples", type=int, default=2000)
+    ap.add_argument("--scenario", default="all", choices=("all", *SCENARIOS))
     args = ap.parse_args()
-    ds = load_dataset(DATA / "nq-utd")
-    llm = ds.other_sources[0]
-    bj = BiasedJudge.from_corpus(ds.corpus, ds.human_source, delta=args.delta, spread=0.1, noise=0.4, label_effect=0.25, preference=0.1, position=0.15)
-    print(f"NQ-UTD, {args.queries} seeded queries a study (10 judged documents each, both copies); judge: delta {args.delta}, label effect 0.25, "
-          f"pairwise preference 0.10, position 0.15; {args.resamples:,} bootstrap resamples of queries")  # fmt: skip
-    with SimulatedServer(bj) as url:
-        t0 = time.perf_counter()
-        main_rows = studies(ds, bj, url, ("grade",), args.studies, args.queries, args.resamples)
-        t1 = time.perf_counter()
-        extra = studies(ds, bj, url, ("disclosure", "pairwise"), args.extra_studies, args.queries, args.resamples) if args.extra_studies else {}
-        t2 = time.perf_counter()
-    print(
-        f"\n{args.studies} studies of the grade mode: {t1 - t0:.0f} s; {args.extra_studies} of disclosure + pairwise: {t2 - t1:.0f} s; {bj.calls:,} HTTP calls answered"
-    )
-    if args.studies:
-        summarise("twin bias (grade)", args.delta, main_rows[f"grade ({llm})"])
-    truths = {"disclosed AI − human (all)": None, "pairwise: LLM copy preferred": 0.1, "pairwise: first passage preferred": 0.15}
-    for key, rows in extra.items():
-        if key == f"disclosed AI − human (copies of {ds.human_source})":
-            summarise(
-                "disclosure (human originals)", 0.25, rows
-            )  # exact on the originals (base grade 1: +1 never clipped); the twins' can reach 4 and be clipped to 3
-        for prefix, truth in truths.items():
-            if truth is not None and key.startswith(prefix):
-                summarise(prefix.replace("pairwise: ", "pairwise, "), truth, rows)
+    ds = load_dataset(script_data.dataset("nq-utd"))
+    t0 = time.perf_counter()
+    tallies: list[Tally] = []
+    for scenario in SCENARIOS if args.scenario == "all" else (args.scenario,):
+        tallies += run(scenario, ds, args.studies, args.queries, args.delta)
+        print(f"  {scenario}: {time.perf_counter() - t0:.0f} s", flush=True)
+    seconds = time.perf_counter() - t0
+    print(f"\n{args.studies} studies a scenario, {args.queries} seeded NQ-UTD queries a study (few-queries: 3), every answer over HTTP; {seconds:.0f} s\n")
+    print(markdown(tallies))
+    raise SystemExit(0 if all(t.holds() for t in tallies) else 1)
 
 
 if __name__ == "__main__":
-    main()
+    script_data.run(main)

@@ -29,7 +29,7 @@ def known_truth(studies: int, theta: float, rho: float) -> list[tuple[float, flo
     for seed in range(studies):
         with SimulatedServer(biased_pair_responder(theta, rho, seed)) as url:
             c = run_study(url, 50, theta=theta, rho=rho, seed=seed)["coefficients"]["source:llm"]
-        out.append((c["estimate"], *c["ci95"]))
+        out.append((c["estimate"], *c["ci"]))
     return out
 
 

@@ -10,6 +10,9 @@ call) sends no request again.
 
 Usage:
     python benchmarks/llm_rerankers_nq_utd.py [--model smollm2] [--first bm25] [--queries 20] [--depth 10] [--orders 3] [--words 30] -o out/llm-rerankers
+
+Runs from any folder: ``--dataset`` defaults to the NQ-UTD that ships with sourcebias
+(``$SOURCEBIAS_DATA/nq-utd`` when that is set; see ``benchmarks/script_data.py``).
 """
 
 from __future__ import annotations
@@ -20,11 +23,12 @@ import json
 import time
 from pathlib import Path
 
+import script_data
+
 
 def main() -> None:
-    here = Path(__file__).resolve().parents[1]
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--dataset", default=str(here.parent / "shared" / "data" / "nq-utd"))
+    ap.add_argument("--dataset", default=script_data.dataset("nq-utd"), help="a dataset folder or a known name (default: nq-utd, built in)")
     ap.add_argument("--model", default="smollm2")
     ap.add_argument("--first", default="bm25")
     ap.add_argument("--kind", default="rankgpt", choices=("rankgpt", "llm-yesno"))
@@ -65,4 +69,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    script_data.run(main)

@@ -24,18 +24,23 @@ given (outside the repository), in the layout every command reads::
     OUT/queries.jsonl                                                   {"_id", "text"}
     OUT/qrels/test.tsv                                                  query-id corpus-id score
 
-    python benchmarks/make_scale_corpus.py OUT --docs 1084406 [--queries 6979] [--seed 0] [--data ../shared/data]
+    python benchmarks/make_scale_corpus.py OUT --docs 1084406 [--queries 6979] [--seed 0] [--data DIR]
+
+The development corpora are found as ``benchmarks/script_data.py`` says (nq-utd ships with
+sourcebias; nfcorpus after ``sourcebias download nfcorpus``), or in ``--data DIR``.
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import re
 import sys
 from pathlib import Path
 
 import numpy as np
+import script_data
 
 SOURCES = ("human", "llama-2-7b-chat-tmp0.2")
 DEV_DATASETS = ("nfcorpus", "nq-utd")
@@ -47,24 +52,26 @@ WORD = re.compile(r"[A-Za-z][A-Za-z-]{2,}")
 
 
 def read_jsonl(path: Path) -> list[dict]:
-    with path.open(encoding="utf-8") as fh:
+    path = path if path.exists() else path.with_name(path.name + ".gz")  # the built-in nq-utd is compressed
+    with gzip.open(path, "rt", encoding="utf-8") if path.suffix == ".gz" else path.open(encoding="utf-8") as fh:
         return [json.loads(line) for line in fh if line.strip()]
 
 
-def load_pools(data: Path) -> tuple[list[list[str]], list[float], list[int]]:
+def load_pools(data: Path | None) -> tuple[list[list[str]], list[float], list[int]]:
     """Sentence pools (human, LLM) as word lists, the per-twin length ratios and real query lengths."""
     pools: list[list[str]] = [[], []]
     ratios: list[float] = []
     qlens: list[int] = []
     for name in DEV_DATASETS:
-        docs = [{d["_id"]: d for d in read_jsonl(data / name / "corpus" / f"{s}.jsonl")} for s in SOURCES]
+        folder = data / name if data is not None else script_data.folder(name)
+        docs = [{d["_id"]: d for d in read_jsonl(folder / "corpus" / f"{s}.jsonl")} for s in SOURCES]
         for k, corpus in enumerate(docs):
             for d in corpus.values():
                 pools[k].extend(s for s in SENTENCE_END.split(" ".join(d["text"].split())) if len(s.split()) >= 3)
         for i, h in docs[0].items():
             if i in docs[1] and (nh := len(h["text"].split())) >= 10:
                 ratios.append(len(docs[1][i]["text"].split()) / nh)
-        qlens += [len(q["text"].split()) for q in read_jsonl(data / name / "queries.jsonl")]
+        qlens += [len(q["text"].split()) for q in read_jsonl(folder / "queries.jsonl")]
     return [sorted(set(p)) for p in pools], sorted(ratios), sorted(qlens)
 
 
@@ -116,13 +123,12 @@ def write_queries(out: Path, humans: list[str], n_queries: int, rng: np.random.G
 
 
 def main() -> None:
-    here = Path(__file__).resolve().parents[1]
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("out", type=Path, help="folder to write (refused if it holds a corpus already)")
     ap.add_argument("--docs", type=int, required=True, help="documents in the mixed corpus (two per passage); MS MARCO: 1084406")
     ap.add_argument("--queries", type=int, default=6979)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--data", type=Path, default=here.parent / "shared" / "data", help="the development datasets (nfcorpus, nq-utd)")
+    ap.add_argument("--data", type=Path, default=None, help="a folder holding nfcorpus/ and nq-utd/ (default: the datasets known by name)")
     args = ap.parse_args()
     if not 2 <= args.docs <= 1_100_000:
         sys.exit(f"--docs must be between 2 and 1,100,000, got {args.docs}")
@@ -151,4 +157,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    script_data.run(main)

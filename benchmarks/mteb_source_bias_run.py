@@ -3,6 +3,9 @@ nfcorpus (dev), with all-MiniLM-L6-v2 offline; prints MTEB's main score beside s
 from the result files MTEB wrote, as a Markdown table (the README's).
 
     python benchmarks/mteb_source_bias_run.py [--results DIR] [--model sentence-transformers/all-MiniLM-L6-v2]
+
+nq-utd ships with sourcebias; nfcorpus is fetched by ``sourcebias download nfcorpus`` (see
+``benchmarks/script_data.py``).
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import json
 import os
 from pathlib import Path
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+import script_data
 
 
 def main() -> None:
@@ -26,7 +29,8 @@ def main() -> None:
     import sourcebias.mteb as sbm
 
     model = sbm.get_model(args.model)
-    tasks = sbm.tasks(DATA / "nq-utd") + sbm.tasks(DATA / "nfcorpus", split="dev")
+    nfcorpus = script_data.folder("nfcorpus")  # checked before MTEB starts: one line if it is not downloaded
+    tasks = sbm.tasks(script_data.dataset("nq-utd")) + sbm.tasks(nfcorpus, split="dev")
     mteb.evaluate(model, tasks=tasks, cache=mteb.ResultCache(args.results), show_progress_bar=False)
     print("| task | split | ndcg_at_10 (MTEB) | NDCG@10 human / LLM | Rel Δ NDCG@1 [CI] | Rel Δ NDCG@3 [CI] | Rel Δ NDCG@10 [CI] | ΔNDSR@10 |")
     print("|---|---|---|---|---|---|---|---|")
@@ -45,4 +49,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    script_data.run(main)

@@ -2,16 +2,26 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
+
+
+def _lines(path: Path) -> list[str]:
+    """The lines of ``path``, or of its ``.gz`` (the NQ-UTD that ships with sourcebias)."""
+    if path.is_file():
+        return path.read_text(encoding="utf-8").splitlines()
+    with gzip.open(path.with_name(path.name + ".gz"), "rt", encoding="utf-8") as fh:
+        return fh.read().splitlines()
 
 
 def copy_nq_subset(nq_utd: Path, dest: Path, n: int, *, shortest: bool = True) -> Path:
     """Copy ``n`` human documents of nq-utd that are relevant to some query (the shortest ones
     when ``shortest``, else the first in file order), with their queries and qrels, into
-    ``dest`` in Cocktail's layout. The LLM twin of the original data is not copied."""
-    docs = [json.loads(line) for line in (nq_utd / "corpus" / "human.jsonl").open(encoding="utf-8")]
-    rows = [line.split("\t") for line in (nq_utd / "qrels" / "test.tsv").read_text(encoding="utf-8").splitlines()[1:] if line.strip()]
+    ``dest`` in Cocktail's layout (plain JSON Lines, from plain or gzip-compressed files). The LLM
+    twin of the original data is not copied."""
+    docs = [json.loads(line) for line in _lines(nq_utd / "corpus" / "human.jsonl") if line.strip()]
+    rows = [line.split("\t") for line in _lines(nq_utd / "qrels" / "test.tsv")[1:] if line.strip()]
     relevant = {d for _, d, g in rows if int(g) > 0}
     pool = [d for d in docs if d["_id"] in relevant]
     if shortest:
@@ -28,9 +38,9 @@ def copy_nq_subset(nq_utd: Path, dest: Path, n: int, *, shortest: bool = True) -
             fh.write(json.dumps(d, ensure_ascii=False) + "\n")
     (dest / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + "".join("\t".join(r) + "\n" for r in keep_rows), encoding="utf-8")
     with (dest / "queries.jsonl").open("w", encoding="utf-8") as fh:
-        for line in (nq_utd / "queries.jsonl").open(encoding="utf-8"):
-            if json.loads(line)["_id"] in qids:
-                fh.write(line)
+        for line in _lines(nq_utd / "queries.jsonl"):
+            if line.strip() and json.loads(line)["_id"] in qids:
+                fh.write(line + "\n")
     return dest
 
 

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -50,8 +51,11 @@ class ServerProcess:
     def url(self) -> str:
         return f"http://{self.host}:{self.port}/v1"
 
+    def command(self) -> list[str]:
+        return [sys.executable, "-m", "sourcebias", "serve", "--model", self.model, "--host", self.host, "--port", str(self.port), "--quiet", *self.extra_args]
+
     def start(self, wait: bool = True, timeout: float = 180.0) -> ServerProcess:
-        cmd = [sys.executable, "-m", "sourcebias", "serve", "--model", self.model, "--host", self.host, "--port", str(self.port), "--quiet", *self.extra_args]
+        cmd = self.command()
         out = self.log_path.open("ab") if self.log_path else subprocess.DEVNULL
         env = {**os.environ, **(self.env or {})}
         self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env)
@@ -103,3 +107,29 @@ class ServerProcess:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+class SimulatedProcess(ServerProcess):
+    """A :class:`~sourcebias.llmcalls.simulated.SimulatedServer` answering with
+    ``sim_server_child.respond`` in a child process on a loopback port (start, wait, kill -9,
+    restart): each answer takes ``latency`` seconds in one of ``parallel`` slots."""
+
+    def __init__(self, *, latency: float = 0.0, parallel: int | None = None, model: str = "sim", **kw: Any):
+        src = str(Path(__file__).resolve().parents[1] / "src")
+        env = {"PYTHONPATH": os.pathsep.join(p for p in (src, os.environ.get("PYTHONPATH", "")) if p), **(kw.pop("env", None) or {})}
+        super().__init__(model, env=env, **kw)
+        self.latency = latency
+        self.parallel = parallel
+
+    def command(self) -> list[str]:
+        cmd = [
+            sys.executable,
+            str(Path(__file__).with_name("sim_server_child.py")),
+            "--port",
+            str(self.port),
+            "--latency",
+            str(self.latency),
+            "--model",
+            self.model,
+        ]
+        return cmd + (["--parallel", str(self.parallel)] if self.parallel else [])

@@ -1,7 +1,7 @@
 """Test helpers for people who extend sourcebias in their own package.
 
 A toy mixed dataset small enough to check by hand, and test cases that hold a new retriever,
-statistic, measure, detector, analysis or prompt to the contracts sourcebias relies on (as ``pyterrier.testing`` and
+statistic, query-clustered estimator, measure, detector, analysis or prompt to the contracts sourcebias relies on (as ``pyterrier.testing`` and
 ``mteb.mocks`` do for their extension authors). Subclass a case, say what to test, and let your
 test runner (pytest or unittest) collect it::
 
@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 if TYPE_CHECKING:
     from sourcebias.analysis.base import Analysis
     from sourcebias.analysis.result import AnalysisResult
+    from sourcebias.clustered import Estimator
     from sourcebias.data import Dataset
     from sourcebias.detect import Detector
     from sourcebias.evaluation.stats import Record, Statistic
@@ -229,6 +230,106 @@ class StatisticTestCase(_Case):
         stat = self.make_statistic()
         self.assertIs(get_statistic(stat.name), get_statistic(stat.name.upper()))
         self.assertEqual(get_statistic(stat.name).name, stat.name)
+
+
+def _outcome(result: Any) -> tuple[bool, str, bool]:
+    """What an estimator's result says: an interval or not, why not, a finite estimate or not.
+
+    A result is an :class:`~sourcebias.clustered.Estimate`, or a fit's dict with ``coefficients``
+    or ``refused``.
+    """
+    if isinstance(result, dict):
+        coef = result.get("coefficients") or {}
+        has = bool(coef) and all(c.get("ci") is not None for c in coef.values())
+        finite = bool(coef) and all(math.isfinite(c["estimate"]) for c in coef.values())
+        return has, str(result.get("refused") or result.get("interval_refused") or ""), finite
+    return bool(result.has_interval), str(result.refused), math.isfinite(result.estimate)
+
+
+class EstimatorTestCase(unittest.TestCase):
+    """Contract of a query-clustered estimator (:mod:`sourcebias.clustered`).
+
+    Registered by name; with enough queries an interval around the estimate; with 1–4 queries (at
+    95%) the shared refusal rule, no interval and no p; with nothing parsed a refusal; the same
+    inputs, the same result.
+
+    Implement :meth:`make_estimator`; its :meth:`~sourcebias.clustered.Estimator.example` gives the
+    inputs, and :meth:`unparsed` (override it for inputs of another shape) marks every one of them
+    as left out.
+    """
+
+    __test__ = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.__test__ = cls.__module__ != __name__
+
+    def make_estimator(self) -> Estimator:
+        """The estimator to test; implement it in your subclass.
+
+        Returns:
+            A registered :class:`sourcebias.clustered.Estimator`.
+        """
+        raise NotImplementedError("implement make_estimator() in your subclass")
+
+    def unparsed(self, inputs: dict[str, Any]) -> dict[str, Any]:
+        """``inputs`` with every item left out, as an unparseable or repaired answer is.
+
+        Args:
+            inputs: Keyword arguments of the estimator (its ``example``).
+
+        Returns:
+            The same with ``values`` / ``outcomes`` all NaN, or ``kept`` all false.
+        """
+        import numpy as np
+
+        out = dict(inputs)
+        for key in ("values", "outcomes"):
+            if key in out:
+                out[key] = np.full(len(out[key]), np.nan)
+                return out
+        if "query" in out:
+            out["kept"] = [False] * len(out["query"])
+            return out
+        raise NotImplementedError("override unparsed() for an estimator whose inputs are not values, outcomes or query rows")
+
+    def test_it_is_registered_and_says_when_it_refuses(self) -> None:
+        """Found by its name; it describes itself and lists its refusals."""
+        from sourcebias.clustered import get_estimator
+
+        est = self.make_estimator()
+        self.assertIs(get_estimator(est.name), get_estimator(est.name.upper()))
+        self.assertTrue(est.description.strip() and est.refusals, "say what it estimates and when it refuses")
+
+    def test_enough_queries_give_an_interval(self) -> None:
+        """With 30 queries: a finite estimate with an interval, no refusal."""
+        est = self.make_estimator()
+        has, why, finite = _outcome(est.estimate(**est.example(30, 1)))
+        self.assertTrue(finite and has, f"no interval with 30 queries: {why}")
+        self.assertEqual(why, "")
+
+    def test_one_to_four_queries_are_refused_by_the_shared_rule(self) -> None:
+        """With 1-4 queries at 95%: no interval, and the reason of :func:`sourcebias.clustered.interval_refusal`."""
+        from sourcebias.clustered import interval_refusal
+
+        est = self.make_estimator()
+        for queries in (1, 2, 3, 4):
+            has, why, _ = _outcome(est.estimate(**est.example(queries, 2)))
+            self.assertFalse(has, f"an interval from {queries} queries")
+            self.assertEqual(why, interval_refusal(queries, 0.95))
+
+    def test_nothing_parsed_is_refused(self) -> None:
+        """Every item left out: no estimate and no interval, with the reason."""
+        est = self.make_estimator()
+        has, why, finite = _outcome(est.estimate(**self.unparsed(est.example(30, 3))))
+        self.assertFalse(has or finite)
+        self.assertTrue(why.startswith("nothing to"), why)
+
+    def test_the_same_inputs_give_the_same_result(self) -> None:
+        """Deterministic: seeded where it draws."""
+        est = self.make_estimator()
+        a, b = est.estimate(**est.example(12, 4)), est.estimate(**est.example(12, 4))
+        self.assertEqual(repr(a), repr(b))
 
 
 class MeasureTestCase(_Case):

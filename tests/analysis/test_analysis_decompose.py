@@ -121,6 +121,19 @@ def test_a_constant_regressor_is_refused_or_reported_never_nan():
         dc.fit_gap_model(y, {"a": x["perplexity"]}, np.zeros(len(y)))
 
 
+def test_too_few_queries_give_coefficients_without_intervals():
+    """The shared refusal rule (sourcebias.clustered.interval_refusal): 4 queries give 35 distinct
+    resamples, too few for a 95% interval: the coefficients, no CI and no p, and the reason."""
+    from sourcebias.clustered import interval_refusal
+
+    y, x, groups = _simulated(n_queries=4, per_query=20, seed=8)
+    res = dc.decompose_gap(y, x, groups)
+    assert res["interval_refused"] == interval_refusal(4, 0.95)
+    assert all(t["ci_low"] is None and t["p"] is None and np.isfinite(t["coef"]) for t in res["terms"])
+    direct = sm.OLS(y, sm.add_constant(np.column_stack(list(x.values())))).fit()
+    assert [t["coef"] for t in res["terms"]] == pytest.approx(list(direct.params))
+
+
 def test_rows_with_a_missing_value_are_left_out_and_counted():
     y, x, groups = _simulated(seed=6)
     x["length"][[0, 5, 9]] = np.nan

@@ -13,6 +13,8 @@ from scipy.stats import norm
 from scipy.stats import t as student_t
 
 from sourcebias.citations.estimate import clustered_rate, logit_effects, prune_constant_levels, rate_table, twin_differences
+from sourcebias.clustered import interval_refusal
+from sourcebias.clustered.clustered_proportion import design_effect
 
 Z95 = norm.ppf(0.975)
 
@@ -29,14 +31,19 @@ def passages(rows):
     return pd.DataFrame(rows, columns=["query_id", "order", "doc_id", "source", "rank", "position", "cited"])
 
 
+def df_factor(queries: int) -> float:
+    """Korn & Graubard's degrees-of-freedom adjustment of the effective sample size: (z / t_{G-1})^2."""
+    return (Z95 / student_t.ppf(0.975, queries - 1)) ** 2
+
+
 def test_rate_one_row_per_query_has_design_effect_n_over_n_minus_1():
     # one row per query: the ratio variance is p(1-p)/(n-1), so deff = n/(n-1) and n_eff = n - 1
     y = np.array([1, 0, 0, 1, 0, 0, 0, 1, 0, 0])
+    assert design_effect(y.astype(float), np.arange(10)) == pytest.approx(10 / 9)
     r = clustered_rate(y, np.arange(10))
-    assert r["rate"] == pytest.approx(0.3)
-    assert r["deff"] == pytest.approx(10 / 9)
-    assert r["n_eff"] == pytest.approx(9.0)
-    assert (r["low"], r["high"]) == pytest.approx(wilson(0.3 * 9, 9))
+    assert r["rate"] == pytest.approx(0.3) and r["note"] == "" and r["refused"] == ""
+    n_eff = 9.0 * df_factor(10)
+    assert (r["low"], r["high"]) == pytest.approx(wilson(0.3 * n_eff, n_eff))
 
 
 def test_rate_duplicated_rows_halve_the_effective_sample():
@@ -46,17 +53,32 @@ def test_rate_duplicated_rows_halve_the_effective_sample():
     p, n = 3 / 8, 16
     var = 8 / 7 * np.sum((2 * y_q - 2 * p) ** 2) / n**2
     deff = var / (p * (1 - p) / n)
-    r = clustered_rate(y, g)
-    assert r["deff"] == pytest.approx(deff)
+    assert design_effect(y.astype(float), g) == pytest.approx(deff)
     assert deff == pytest.approx(2 * 8 / 7)
-    assert (r["low"], r["high"]) == pytest.approx(wilson(p * n / deff, n / deff))
+    r = clustered_rate(y, g)
+    n_eff = n / deff * df_factor(8)
+    assert (r["low"], r["high"]) == pytest.approx(wilson(p * n_eff, n_eff))
 
 
-def test_rate_at_zero_uses_n_and_says_so():
-    table = rate_table(passages([("q1", 0, "d1", "human", 1, 1, 0), ("q2", 0, "d2", "human", 1, 1, 0)]), ["source"])
-    assert table[0]["rate"] == 0.0 and table[0]["deff"] is None
-    assert (table[0]["low"], table[0]["high"]) == pytest.approx(wilson(0, 2))
-    assert "interval on n" in table[0]["note"]
+def test_rate_at_zero_uses_the_effective_number_of_queries_and_says_so():
+    """Issue 38, point 6: a rate of 0 or 1 fell back to Wilson on n (as if every passage were its
+    own query) under a caption that says clustered; now the interval is on the effective number of
+    queries (sum m)^2 / sum m^2, the most clustered case, named in the row."""
+    sizes = [1, 2, 3, 2, 4, 4]  # 6 queries, 16 rows, all uncited
+    rows = [(f"q{q}", 0, f"d{q}{i}", "human", 1, 1, 0) for q, m in enumerate(sizes) for i in range(m)]
+    (row,) = rate_table(passages(rows), ["source"])
+    g_eff = sum(sizes) ** 2 / sum(m * m for m in sizes)
+    assert row["rate"] == 0.0 and (row["low"], row["high"]) == pytest.approx(wilson(0, g_eff * df_factor(6)))
+    assert "effective number of queries" in row["note"] and row["high"] > wilson(0, 16)[1]
+
+
+def test_rate_on_one_query_has_no_interval():
+    """A rate of 0.8 over one query got the note "rate 0 or 1" and Wilson on n: now it is refused
+    by the rule every clustered interval follows."""
+    rows = [("q1", 0, f"d{i}", "human", 1, 1, int(i < 4)) for i in range(5)]
+    (row,) = rate_table(passages(rows), ["source"])
+    assert row["rate"] == pytest.approx(0.8) and row["low"] is None and row["note"] == ""
+    assert row["refused"] == interval_refusal(1, 0.95)
 
 
 def two_by_two(a: int, n_h: int, b: int, n_l: int) -> pd.DataFrame:
@@ -133,25 +155,40 @@ def test_constant_rank_level_is_left_out_and_counted():
     assert dropped == ["rank 2: 30 rows, all uncited"]
 
 
-def test_twin_difference_by_hand():
-    # (query, doc): cited llm, cited human -> d; queries q1: d = +1, 0; q2: +1; q3: -1, +1, 0
-    pairs = [("q1", "a", 1, 0), ("q1", "b", 1, 1), ("q2", "c", 1, 0), ("q3", "d", 0, 1), ("q3", "e", 1, 0), ("q3", "f", 0, 0)]
+def balanced_pairs(values: dict[str, list[tuple[int, int]]]) -> pd.DataFrame:
+    """One twin pair per query, shown in both orders of a 2-passage context (balanced: each copy at
+    each position once); ``values[q]`` = [(cited llm, cited human) in order 0, in order 1]."""
     rows = []
-    for q, doc, cl, ch in pairs:
-        rows += [(q, 0, doc, "llm", 1, 1, cl), (q, 0, doc, "human", 2, 2, ch)]
-    rows.append(("q2", 0, "lonely", "llm", 3, 3, 1))  # no twin in the context: not a pair
-    (row,) = twin_differences(passages(rows), "human")
-    d = {"q1": [1, 0], "q2": [1], "q3": [-1, 1, 0]}
-    n = 6
-    mean = 2 / 6
-    var = 3 / 2 * sum((sum(v) - len(v) * mean) ** 2 for v in d.values()) / n**2
-    half = student_t.ppf(0.975, 2) * math.sqrt(var)
-    assert (row["pairs"], row["queries"], row["llm_only"], row["human_only"]) == (6, 3, 3, 1)
-    assert row["estimate"] == pytest.approx(mean)
-    assert row["se"] == pytest.approx(math.sqrt(var))
+    for q, per_order in values.items():
+        for order, (cl, ch) in enumerate(per_order):
+            llm_pos, human_pos = (1, 2) if order == 0 else (2, 1)
+            rows += [(q, order, "d", "llm", 1, llm_pos, cl), (q, order, "d", "human", 2, human_pos, ch)]
+    return passages(rows)
+
+
+def test_twin_difference_by_hand():
+    # d per (query, order): q1: +1, 0; q2: +1, +1; q3: -1, +1; q4: 0, 0; q5: +1, 0
+    values = {"q1": [(1, 0), (1, 1)], "q2": [(1, 0), (1, 0)], "q3": [(0, 1), (1, 0)], "q4": [(0, 0), (1, 1)], "q5": [(1, 0), (0, 0)]}
+    (row,) = twin_differences(balanced_pairs(values), "human")
+    d = {q: [cl - ch for cl, ch in v] for q, v in values.items()}
+    n, mean = 10, 4 / 10
+    var = 5 / 4 * sum((sum(v) - len(v) * mean) ** 2 for v in d.values()) / n**2  # CR1: G/(G-1) of the sandwich
+    half = student_t.ppf(0.975, 4) * math.sqrt(var)
+    assert (row["pairs"], row["queries"], row["llm_only"], row["human_only"], row["unbalanced_pairs"]) == (10, 5, 5, 1, 0)
+    assert row["estimate"] == pytest.approx(mean) and row["se"] == pytest.approx(math.sqrt(var))
     assert (row["low"], row["high"]) == pytest.approx((mean - half, mean + half))
-    assert row["status"] == "few_queries"
-    assert row["llm_earlier"] == 6 and "stood before its original in 6 of 6 pairs" in row["note"]  # one order: position confounds
+    assert row["status"] == "few_queries" and row["llm_earlier"] == 5
+    # the sign-flip test of the query sums (1, 2, 0, 0, 1): |T*| >= 4 only when (1, 2, 1) keep one sign: 2 of 8 patterns
+    assert row["p"] == pytest.approx(2 / 8)
+
+
+def test_twins_in_one_order_are_not_estimated():
+    """Issue 38, point 3: with one order each copy keeps its rank's position, so the difference
+    includes the position effect: not estimated (it was printed with a note)."""
+    one = balanced_pairs({f"q{i}": [(1, 0)] for i in range(6)})
+    (row,) = twin_differences(one, "human")
+    assert row["status"] == "undefined" and row["estimate"] is None and row["unbalanced_pairs"] == 6
+    assert "none in a balanced query" in row["note"]
 
 
 def test_twin_difference_without_pairs_is_undefined():
@@ -170,7 +207,20 @@ def test_contexts_in_two_mirror_orders_fall_back_to_rank_effects_and_say_so():
     ]
     result, notes = logit_effects(passages(rows), "human")
     assert {r["term"] for r in result} == {"source", "rank"}
-    assert any("collinear with the rank effects" in n for n in notes)
+    assert any("collinear with the rank terms" in n and "too few shuffled orders" not in n for n in notes)
+
+
+def test_a_source_collinear_with_rank_is_named_as_such():
+    """Issue 38, point 9a: every LLM copy at rank 1 and every original at rank 2, shown in both
+    orders: the source coincides with rank; the reason said so, not "too few shuffled orders"."""
+    rng = np.random.default_rng(1)
+    rows = [
+        (f"q{q}", o, f"d{q}", s, r, r if o == 0 else 3 - r, int(rng.random() < 0.5)) for q in range(30) for o in (0, 1) for s, r in (("llm", 1), ("human", 2))
+    ]
+    result, notes = logit_effects(passages(rows), "human")
+    (row,) = [r for r in result if r["term"] == "source"]
+    assert row["status"] == "undefined" and "source llm" in row["note"] and "rank 2" in row["note"] and "linearly dependent" in row["note"]
+    assert not any("shuffled orders" in n for n in notes)
 
 
 def test_a_diverging_coefficient_is_quasi_separation_not_an_estimate():
@@ -180,7 +230,7 @@ def test_a_diverging_coefficient_is_quasi_separation_not_an_estimate():
 
     z = np.array([0, 0, 0, 0, 1, 1, 1, 0, 0, 1.0])
     y = np.array([0, 1, 0, 1, 1, 1, 1, 0, 1, 1.0])
-    got = _fit_glm(y, np.column_stack([np.ones(10), z]), np.arange(10))
+    got = _fit_glm(y, np.column_stack([np.ones(10), z]), np.arange(10), [("const", None), ("source", "z")])
     assert isinstance(got, str) and got.startswith("quasi-separation")
 
 

@@ -17,16 +17,28 @@ def corpus():
     return Corpus.from_documents(docs, source_order=["human", "llm"])  # positions: a/human 0, a/llm 1, b/human 2, b/llm 3
 
 
-def test_orders_are_the_ranking_then_seeded_shuffles():
-    assert context_order(4, 0, 7, "q") == [1, 2, 3, 4]
-    shuffled = context_order(4, 1, 7, "q")
-    assert sorted(shuffled) == [1, 2, 3, 4] and shuffled == context_order(4, 1, 7, "q")  # same seed, same order
-    assert len({tuple(context_order(6, o, s, q)) for o in (1, 2) for s in (0, 1) for q in ("q1", "q2")}) > 1
+def test_orders_are_the_rows_of_a_cyclic_latin_square():
+    """Issue 38, point 3: orders = k put each passage at each position exactly once (the shuffles
+    did not, and order 0 was never shuffled)."""
+    square = [context_order(4, j, 4) for j in range(4)]
+    assert square == [[1, 2, 3, 4], [2, 3, 4, 1], [3, 4, 1, 2], [4, 1, 2, 3]]
+    assert all(sorted(col) == [1, 2, 3, 4] for col in zip(*square))  # each rank once at each position
+    assert [context_order(5, j, 2) for j in range(2)] == [[1, 2, 3, 4, 5], [3, 4, 5, 1, 2]]  # offsets 0, 2
+    # k = 6, 3 orders: offsets 0, 2, 4 share the divisor 2 with 6 (a period-2 position effect would
+    # read as rank), so the last moves to 3
+    assert [context_order(6, j, 3)[0] for j in range(3)] == [1, 3, 4]
+
+
+def test_more_orders_than_passages_are_refused_before_any_call():
+    from sourcebias.core.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="at most k"):
+        CiteSettings(k=3, orders=4).check()
 
 
 @pytest.mark.parametrize("rule", ["keep", "drop"])
 def test_answers_to_rows(corpus, rule):
-    contexts = build_contexts({"q1": [1, 0, 3], "q2": [2, 3, 0], "q3": [0, 1, 2]}, orders=1, seed=0)
+    contexts = build_contexts({"q1": [1, 0, 3], "q2": [2, 3, 0], "q3": [0, 1, 2]}, orders=1)
     answers = [Answer("Yes [1][3].", "stop"), Answer("No idea.", "stop"), Answer("See [4] and [2]", "length")]
     passages, calls = tables(contexts, answers, corpus, rule)
     assert list(calls["status"]) == ["cited", "no_citation", "out_of_range"]
@@ -46,7 +58,7 @@ def test_answers_to_rows(corpus, rule):
 @pytest.mark.parametrize("rule", ["keep", "drop"])
 def test_an_answer_citing_only_numbers_out_of_range_cites_nothing(corpus, rule):
     # issue 38 point 9b: under uncited=drop, "[7]" with k = 3 was kept (as citing none of its passages) before
-    contexts = build_contexts({"q1": [1, 0, 3], "q2": [2, 3, 0]}, orders=1, seed=0)
+    contexts = build_contexts({"q1": [1, 0, 3], "q2": [2, 3, 0]}, orders=1)
     answers = [Answer("Yes [1].", "stop"), Answer("It was in 2023 [7][9].", "stop")]
     passages, calls = tables(contexts, answers, corpus, rule)
     assert list(calls["status"]) == ["cited", "out_of_range"] and list(calls["citations"]) == ["1", ""]
@@ -64,7 +76,7 @@ def test_echoes_of_the_prompt_are_not_citations(corpus):
     from sourcebias.citations.prompt import cite_prompt
     from sourcebias.citations.study import calls_for
 
-    contexts = build_contexts({"q1": [1, 0, 3]}, orders=1, seed=0)
+    contexts = build_contexts({"q1": [1, 0, 3]}, orders=1)
     calls = calls_for(contexts, corpus, {"q1": "which?"}, CiteSettings(k=3))
     echo = f"{cite_prompt().demonstrations[0].fields['answer']} When citing several search results, use [1][2][3]."
     passages, frame = tables(contexts, [Answer(echo + " Also text a [2].", "stop")], corpus, "keep", calls)

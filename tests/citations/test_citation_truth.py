@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 from sourcebias.citations import CiteSettings, cite_run, load_citations
-from sourcebias.citations.simulated import NOTHING, responder_for, true_effects
+from sourcebias.citations.simulated import NOTHING, responder_for, true_effects, true_rates, twins_above_originals
 from sourcebias.core.artifacts import load_artifact
+from sourcebias.core.errors import ConfigError
 from sourcebias.llmcalls import open_client
 from sourcebias.llmcalls.simulated import SimulatedServer
 
@@ -40,20 +42,56 @@ def test_known_source_effect_is_recovered(nq_bm25, server):
     ds, run = nq_bm25
     responder, url = server
     client = open_client(f"openai:sim@{url}", cache=False)
-    result = cite_run(run, ds.queries, client, CiteSettings(k=5, orders=3, seed=11), ds.human_source)
+    result = cite_run(run, ds.queries, client, CiteSettings(k=5, orders=5, seed=11), ds.human_source)
     truth = true_effects(responder, result.passages, ds.human_source)
     llm = next(s for s in ds.sources if s != ds.human_source)
     logit, twins = result.effect("logit", "source", llm), result.effect("twins", "source", llm)
-    assert result.counts["answers"] == 3 * len(run) and result.counts["out_of_range"] == 0
+    assert result.counts["answers"] == 5 * len(run) and result.counts["out_of_range"] == 0
     # the simulated generator writes NOTHING exactly when it cites no passage
     assert result.counts["no_citation"] == int((result.answers["text"] == NOTHING).sum())
     assert abs(logit["estimate"] - BETA) < 3 * logit["se"]
     assert logit["ame_low"] < truth["ame"] < logit["ame_high"]
-    assert abs(twins["estimate"] - truth["twins"]) < 3 * twins["se"]
+    # balanced: the twins' truth is the source effect averaged over the 5 positions, by hand
+    by_hand = np.mean([responder.probability(j, True) - responder.probability(j, False) for j in range(1, 6)])
+    assert truth["twins"] == pytest.approx(by_hand) and abs(twins["estimate"] - truth["twins"]) < 3 * twins["se"]
     # the position effect the responder injects is found, with rank effects near 0
     pos5 = result.effect("logit", "position", 5)
     assert abs(pos5["estimate"] - (POSITION_LOGITS[4] - POSITION_LOGITS[0])) < 3 * pos5["se"]
     assert all(abs(r["estimate"]) < 3 * r["se"] for r in result.effects if r["term"] == "rank")
+    # rates: every cell by position holds its truth sigma(a_j + beta [LLM]) within its interval, or most do
+    cells = true_rates(responder, result.passages[result.passages["used"]], ds.human_source, ["source", "position"])
+    covered = [r["low"] <= cells[(r["source"], r["position"])] <= r["high"] for r in result.rates["source_position"]]
+    assert sum(covered) >= len(covered) - 1
+
+
+def test_a_position_only_generator_gives_no_twin_effect(nq_bm25):
+    """Issue 38, point 3: a generator with a position effect and no source effect, on a ranking
+    that puts each LLM twin right above its original: the twins printed +0.117 [..] p 5e-4 with
+    orders=3 (order 0 never shuffled). In this ranking the source is also collinear with rank (LLM
+    copies at ranks 1, 3, 5), so with orders=3 no source effect can be estimated: refused before
+    any call. With orders=5 (balanced) the twins find no source effect, the truth (0) inside their
+    interval, and the logit says what is collinear."""
+    ds, run = nq_bm25
+    above = twins_above_originals(ds, run)
+    responder = responder_for(ds.corpus, ds.human_source, POSITION_LOGITS, 0.0)
+    llm = ds.other_sources[0]
+    calls = []
+
+    def counting(messages, params):
+        calls.append(1)
+        return responder(messages, params)
+
+    with SimulatedServer(counting) as url:
+        client = open_client(f"openai:sim@{url}", cache=False)
+        with pytest.raises(ConfigError, match="can estimate no source effect") as info:
+            cite_run(above, ds.queries, client, CiteSettings(k=5, orders=3, seed=2), ds.human_source)
+        assert not calls and "rank 2 and rank 4 are linearly dependent" in str(info.value)
+        balanced = cite_run(above, ds.queries, client, CiteSettings(k=5, orders=5, seed=2), ds.human_source)
+    twins = balanced.effect("twins", "source", llm)
+    assert true_effects(responder, balanced.passages, ds.human_source)["twins"] == 0.0
+    assert twins["low"] <= 0.0 <= twins["high"] and twins["pairs"] == 2 * 5 * len(above)
+    logit = balanced.effect("logit", "source", llm)
+    assert logit["status"] == "undefined" and "linearly dependent" in logit["note"]
 
 
 def test_folder_loads_back_and_rerun_reads_the_answer_store(nq_bm25, server, tmp_path, capsys):

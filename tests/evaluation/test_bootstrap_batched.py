@@ -10,7 +10,6 @@ from scipy import stats
 
 from sourcebias.evaluation.stats.base import BOOTSTRAP_BATCH
 from sourcebias.evaluation.stats.relative_delta_ci import bootstrap_relative_delta
-from sourcebias.evaluation.stats.twin_preference import cluster_bootstrap_rate
 
 
 def plain(data, statistic, method):
@@ -31,13 +30,3 @@ def test_relative_delta_bca_interval_equals_the_unbatched_call():
     got = bootstrap_relative_delta(h, llm, seed=0)
     assert got["method"] == "BCa"
     assert (got["low"], got["high"]) == pytest.approx(plain((h, llm), rel, "BCa"), rel=1e-12)
-
-
-def test_twin_preference_interval_equals_the_unbatched_call():
-    rng = np.random.default_rng(8)
-    first = rng.integers(0, 3, size=900)
-    other = rng.integers(0, 3, size=900)
-    keep = (first + other) > 0
-    got = cluster_bootstrap_rate(first, other, seed=0)
-    a, n = first[keep].astype(float), (first + other)[keep].astype(float)
-    assert (got["low"], got["high"]) == plain((a, n), lambda x, y, axis=-1: np.sum(x, axis=axis) / np.sum(y, axis=axis), "percentile")

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from sourcebias.evaluation.stats import paired_tests
+from sourcebias.clustered import signflip
 from sourcebias.evaluation.stats.paired_tests import paired_randomization_test, sign_flip_sums
 from sourcebias.evaluation.stats.twin_preference import cluster_sign_flip_test
 
@@ -94,7 +94,7 @@ def test_never_zero_and_seeded_and_independent_of_block_size():
     p = paired_randomization_test(x, y, n_resamples=5000, seed=7)
     assert p == paired_randomization_test(x, y, n_resamples=5000, seed=7)
     assert p != paired_randomization_test(x, y, n_resamples=5000, seed=8)
-    with mock.patch.object(paired_tests, "_FLIP_BLOCK", 97):  # many small blocks: the same patterns
+    with mock.patch.object(signflip, "_FLIP_BLOCK", 97):  # many small blocks: the same patterns
         assert paired_randomization_test(x, y, n_resamples=5000, seed=7) == p
     assert paired_randomization_test(a, a) == 1.0 and paired_randomization_test([1.0], [0.0]) == 1.0
     with pytest.raises(ValueError):

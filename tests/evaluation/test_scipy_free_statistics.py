@@ -122,6 +122,22 @@ def test_corrections_equal_statsmodels(method):
         assert np.isnan(got[-1])
 
 
+def test_the_t_quantile_and_the_normal_tail_equal_scipy_stats():
+    """The CR1 interval's t quantile (``stdtrit``) and the sign-flip test's normal tail (``ndtr``)
+    are ``scipy.stats.t.ppf``'s and ``scipy.stats.norm.sf``'s."""
+    from sourcebias.clustered.mean_difference import cr1_mean_interval
+    from sourcebias.evaluation.stats.twin_preference import sign_flip_normal_p
+
+    rng = np.random.default_rng(4)
+    for g in (2, 3, 5, 40, 324, 6979):
+        sums, counts = rng.integers(-3, 4, g).astype(float), rng.integers(1, 4, g).astype(float)
+        est, low, _high, se = cr1_mean_interval(sums, counts, level=0.95)
+        assert (est - low) / se == pytest.approx(stats.t.ppf(0.975, g - 1), rel=1e-14)
+    z_sums, z_squares = rng.normal(0, 30, 50), rng.uniform(1, 900, 50)
+    ref = 2 * stats.norm.sf(np.maximum(0.0, np.abs(z_sums) - 1.0) / np.sqrt(z_squares))
+    np.testing.assert_array_equal(sign_flip_normal_p(z_sums, z_squares, 1.0), ref)
+
+
 def test_an_evaluation_imports_neither_scipy_stats_nor_statsmodels_nor_pandas(tmp_path):
     """The statistics of ``evaluate`` (every default statistic) in a fresh process."""
     code = (
@@ -130,7 +146,9 @@ def test_an_evaluation_imports_neither_scipy_stats_nor_statsmodels_nor_pandas(tm
         "from sourcebias.evaluation.stats import paired_tests, relative_delta_ci, twin_preference, multiple\n"
         "rng = np.random.default_rng(0); h, g = rng.random(50), rng.random(50)\n"
         "relative_delta_ci.bootstrap_relative_delta(h, g); paired_tests.paired_tests(h, g); multiple.adjust_pvalues([0.1, 0.2])\n"
-        "twin_preference.cluster_bootstrap_rate(rng.integers(0, 3, 40), rng.integers(0, 3, 40))\n"
+        "from sourcebias.clustered.mean_difference import MeanDifference\n"
+        "lf, hf = rng.integers(0, 3, 40), rng.integers(0, 3, 40)\n"
+        "MeanDifference().from_query_sums(lf - hf, lf + hf); twin_preference.sign_flip_normal_p([3.0], [9.0])\n"
         "print(sorted(m for m in ('scipy.stats', 'statsmodels', 'pandas') if m in sys.modules))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()

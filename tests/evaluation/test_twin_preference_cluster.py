@@ -21,7 +21,7 @@ from conftest import LLAMA
 from scipy import stats
 
 from sourcebias.cli.main import main
-from sourcebias.evaluation.stats.twin_preference import cluster_bootstrap_rate, cluster_sign_flip_test
+from sourcebias.evaluation.stats.twin_preference import cluster_sign_flip_test
 
 
 def test_exact_sign_flip_p_is_the_enumeration():
@@ -60,16 +60,26 @@ def test_exact_and_seeded_extremes():
     assert np.isnan(cluster_sign_flip_test([0, 0], [0, 0])["p"])  # no decided pair
 
 
-def test_cluster_bootstrap_ci():
+def cr1_rate_interval(lf: np.ndarray, hf: np.ndarray) -> tuple[float, float]:
+    """The rate's CI as statsmodels computes it: OLS of d = ±1 per decided pair on a constant,
+    standard errors clustered by query, t with G - 1 df, mapped to (1 + d) / 2."""
+    import statsmodels.api as sm
+
+    d = np.concatenate([np.r_[np.ones(a), -np.ones(b)] for a, b in zip(lf, hf)])
+    g = np.concatenate([np.full(a + b, q) for q, (a, b) in enumerate(zip(lf, hf))])
+    low, high = sm.OLS(d, np.ones((len(d), 1))).fit(cov_type="cluster", cov_kwds={"groups": g}, use_t=True).conf_int(0.05)[0]
+    return (1 + low) / 2, (1 + high) / 2
+
+
+def test_cluster_ci_is_statsmodels_cr1_on_the_pairs():
+    from sourcebias.clustered import get_estimator
+
     a, b = np.array([3, 0, 2, 1, 4, 0, 1]), np.array([0, 2, 1, 1, 0, 3, 0])
-    ci = cluster_bootstrap_rate(a, b, n_resamples=999, seed=2)
-    rng = np.random.default_rng(2)  # the same resamples as SciPy draws them (one index matrix)
-    idx = rng.integers(0, 7, size=(999, 7))
-    dist = a[idx].sum(1) / (a + b)[idx].sum(1)
-    assert (ci["low"], ci["high"]) == pytest.approx(tuple(np.percentile(dist, [2.5, 97.5])), abs=0.02)
-    assert ci["low"] < a.sum() / (a + b).sum() < ci["high"] and ci == cluster_bootstrap_rate(a, b, n_resamples=999, seed=2)
-    same = cluster_bootstrap_rate([1, 2, 3], [1, 2, 3], n_resamples=200)
-    assert same["low"] == pytest.approx(0.5) and same["high"] == pytest.approx(0.5)
+    e = get_estimator("mean_difference").from_query_sums(a - b, a + b)
+    assert ((1 + e.low) / 2, (1 + e.high) / 2) == pytest.approx(cr1_rate_interval(a, b))
+    assert e.estimate == pytest.approx(2 * a.sum() / (a + b).sum() - 1)
+    same = get_estimator("mean_difference").from_query_sums(np.zeros(6), [2, 4, 6, 2, 2, 2])
+    assert same.p == 1.0 and np.isnan(same.low) and "no variation" in same.note  # no zero-width interval
 
 
 def test_size_on_clustered_pairs_without_effect():
@@ -118,6 +128,7 @@ def test_nq_utd_bm25_values(nq_utd, tmp_path):
     assert float(row["twin_pref_p"]) == pytest.approx(stats.binomtest(int(lf.sum()), int(lf.sum() + hf.sum())).pvalue)
     assert int(row["twin_pref_queries"]) == np.count_nonzero(lf + hf)
     p = float(row["twin_pref_p_cluster"])
-    assert 0 < p <= 1 and row["twin_pref_p_method"] == "seeded sign-flip over queries" and int(row["twin_pref_resamples"]) == 10_000
-    assert float(row["twin_pref_ci_low"]) <= float(row["twin_pref_rate"]) <= float(row["twin_pref_ci_high"])
+    assert 0 < p <= 1 and row["twin_pref_p_method"] == "seeded sign-flip over queries (10,000 sign patterns)"
+    keep = (lf + hf) > 0
+    assert (float(row["twin_pref_ci_low"]), float(row["twin_pref_ci_high"])) == pytest.approx(cr1_rate_interval(lf[keep], hf[keep]))
     assert "query-clustered test" in (out / "summary.md").read_text()

@@ -48,12 +48,27 @@ def test_twin_bias_hand_worked():
 
 
 def test_agreement_and_parse_counts():
+    """Issue 38, point 9c: assessors grading 0-2 and a judge grading 0-3 are compared binarised at
+    grade > 0 (the protocol's relevance), never as if their grades were one scale."""
     a = {r["source"]: r for r in agreement(GRADES, ["human", "llm"])}
-    assert a["human"]["kappa"] == pytest.approx(1.0) and a["human"]["items"] == 3  # the judge agrees with every parsed human copy
-    # llm: assessor (2, 1, 0, 1) vs judge (3, 1, 2, 1): po = 2/4; marginals (1,2,1,0) and (0,2,1,1): pe = (0 + 4 + 1 + 0) / 16
-    assert a["llm"]["kappa"] == pytest.approx((0.5 - 5 / 16) / (1 - 5 / 16))
+    # human: assessor (2, 1, 0) vs judge (2, 1, 0): binarised (1, 1, 0) both: kappa 1
+    assert a["human"]["kappa_binary"] == pytest.approx(1.0) and a["human"]["items"] == 3
+    # llm: binarised assessor (1, 1, 0, 1) vs judge (1, 1, 1, 1): po = 3/4 = pe (the judge says 1 always): kappa 0
+    assert a["llm"]["kappa_binary"] == pytest.approx(0.0)
+    assert math.isnan(a["llm"]["kappa"]) and math.isnan(a["llm"]["kappa_quadratic"])
+    assert "different scales" in a["llm"]["note"] and a["llm"]["scales"] == "assessors 0–2, judge 0–3"
     (p,) = parse_counts(GRADES, pd.DataFrame(columns=list(PAIR_COLUMNS)))
     assert (p["mode"], p["answers"], p["unparseable"]) == ("grade", 8, 1)
+
+
+def test_agreement_on_one_scale_gives_graded_kappa():
+    # the assessors' top grade is 3 (the judge's scale): graded kappa as well
+    g = GRADES.copy()
+    g.loc[(g["doc_id"] == "d1"), "assessor_grade"] = 3
+    a = {r["source"]: r for r in agreement(g, ["human", "llm"])}
+    # llm: assessor (3, 1, 0, 1) vs judge (3, 1, 2, 1): po = 3/4; marginals (1,2,0,1) and (0,2,1,1) of 4: pe = (0 + 4 + 0 + 1) / 16
+    assert a["llm"]["kappa"] == pytest.approx((0.75 - 5 / 16) / (1 - 5 / 16)) and a["llm"]["note"] == ""
+    assert a["llm"]["scales"] == "assessors 0–3, judge 0–3"
 
 
 def test_disclosure_effect_hand_worked():

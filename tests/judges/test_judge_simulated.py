@@ -4,6 +4,7 @@ the estimates are recomputed here from the judge's own rule, never from the code
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -125,7 +126,7 @@ def test_run_judge_writes_a_folder_that_loads_back_and_evaluates(nq_utd, nq, tmp
     assert load_artifact(path) == result == load_judge(path)
     human, llm = nq.human_source, nq.other_sources[0]
     # the judge graded every original as the assessors did: κ = 1, and the same Relative Δ under both qrels
-    assert {a["source"]: a["kappa"] for a in result.rows("agreement")}[human] == pytest.approx(1.0)
+    assert {a["source"]: a["kappa_binary"] for a in result.rows("agreement")}[human] == pytest.approx(1.0)
     rows = {(r["run"], r["qrels"]): r for r in result.protocol["rows"]}
     for run in ("bm25", "tfidf"):
         assert rows[(run, f"judge-{human}")]["rel_delta"] == pytest.approx(rows[(run, "assessors")]["rel_delta"])
@@ -134,7 +135,7 @@ def test_run_judge_writes_a_folder_that_loads_back_and_evaluates(nq_utd, nq, tmp
     grades = [g for q in result.grades["query_id"].unique() for g in nq.qrels[q].values()]
     assert result.twin_bias(llm)["estimate"] == pytest.approx(np.mean([1 if g < 3 else 0 for g in grades]))
     ordering = {o["qrels"]: o for o in result.protocol["orderings"]}[f"judge-{human}"]
-    assert ordering["tau"] == pytest.approx(1.0) and ordering["systems"] == 2
+    assert ordering["tau"] == pytest.approx(1.0) and ordering["systems"] == 2 and math.isnan(ordering["p"]) and ordering["queries"] == 10
     # the judge's qrels as a dataset the evaluate command reads
     judged = load_dataset(path / "dataset", split=f"judge-{llm}")
     assert judged.qrels.n_judgements == 100 and all(judged.qrels[q][d] == min(3, nq.qrels[q][d] + 1) for q in judged.qrels for d in judged.qrels[q])
@@ -150,7 +151,7 @@ def test_rerun_reads_every_answer_back(nq_utd, nq, tmp_path):
         more, _ = run_judge(str(nq_utd), f"openai:sim@{url}", tmp_path / "c", max_queries=3, cache_dir=tmp_path / "cache", resamples=200)
     assert calls == 40 and first.judge["calls"] == 40
     assert bj.calls == 40 + 20  # the rerun sent nothing; the larger sample only its new query's 20 calls
-    assert again.analyses == first.analyses and again.judge["cached"] == 40
+    assert json.dumps(again.analyses, sort_keys=True) == json.dumps(first.analyses, sort_keys=True) and again.judge["cached"] == 40
     assert parse_grade(more.grades["answer"].iloc[0])[0] is not None
 
 
@@ -212,4 +213,21 @@ def test_qrels_with_nothing_relevant_are_reported_not_evaluated(nq_utd, nq, tmp_
         result, _ = run_judge(str(nq_utd), f"openai:sim@{url}", tmp_path / "o", retrievers=["bm25"], max_queries=2, resamples=200, cache_dir=tmp_path / "cache")
     assert {r["qrels"] for r in result.protocol["rows"]} == {"assessors"}
     assert sum("no query has a relevant judgement; not evaluated" in n for n in result.notes) == len(nq.sources)
-    assert result.twin_bias()["estimate"] == 0 and result.twin_bias()["p"] == 1.0
+    # two queries: the estimate, and no CI or p (the audit's rule), said in the notes
+    assert result.twin_bias()["estimate"] == 0 and math.isnan(result.twin_bias()["p"]) and result.twin_bias()["refused"].startswith("2 queries give 3")
+    assert any(n.startswith("grade (") and "no CI and no p: 2 queries" in n for n in result.notes)
+    # issue 38, point 5: the caption never names a CI the rows do not have
+    from sourcebias.judges.report import judge_report
+    from sourcebias.report.render import to_markdown
+
+    text = to_markdown(judge_report(result))
+    assert "bootstrap CI over queries" not in text.split("## Answers")[0] and "row(s) without CI or p, the reason in the notes" in text
+
+
+def test_a_judge_that_never_grades_gives_no_estimate(nq):
+    """Every answer "I cannot grade this passage.": nothing parsed, so no estimate, no interval, no p."""
+    with SimulatedServer(lambda messages, params: ("I cannot grade this passage.", None)) as url:
+        r = judge(nq, open_client(f"openai:sim@{url}", cache=False), JudgeSettings(seed=1, top_logprobs=0), max_queries=6)
+    (row,) = r.rows("twin_bias")
+    assert math.isnan(row["estimate"]) and math.isnan(row["low"]) and math.isnan(row["p"]) and row["missing"] == 60
+    assert row["refused"] == "nothing to estimate from: all 60 items were left out (no value the model gave could be read)"

@@ -73,7 +73,7 @@ def test_server_answers_are_stored_once_and_read_back(tmp_path):
     assert sorted(asked) == [f"q{i}" for i in range(5)]  # each distinct call sent once, repeats not at all
     assert [a.choice_logprobs for a in first] == [{"yes": pytest.approx(math.log(0.3)), "no": pytest.approx(math.log(0.6))}] * 8
     assert not any(a.cached for a in first) and all(a.cached for a in again)
-    assert client.describe()["calls"] == {"calls": 16, "cached": 8, "computed": 5, "no_logprobs": 0, "retries": 0}
+    assert client.describe()["calls"] == {"calls": 16, "cached": 8, "computed": 5, "no_logprobs": 0, "retries": 0, "failed": 0}
 
 
 def test_a_server_without_logprobs_gives_missing_choices_and_says_so(tmp_path):

@@ -149,7 +149,7 @@ def test_each_answer_carries_its_usage_and_describe_sums_it(tmp_path):
     assert first["computed"]["prompt_tokens"] == 5 and first["computed"]["completion_tokens"] == 5 and first["computed"]["calls"] == 2
     assert second["computed"]["calls"] == 0 and second["answers"] == {**first["answers"], "seconds": second["answers"]["seconds"]}
     assert second["answers"]["seconds"] == pytest.approx(first["answers"]["seconds"], abs=1e-3)  # as recorded when computed
-    assert again.describe()["calls"] == {"calls": 3, "cached": 3, "computed": 0, "no_logprobs": 0, "retries": 0}
+    assert again.describe()["calls"] == {"calls": 3, "cached": 3, "computed": 0, "no_logprobs": 0, "retries": 0, "failed": 0}
 
 
 def test_a_torn_line_left_by_a_killed_writer_is_removed_by_the_next_writer(tmp_path):

@@ -22,21 +22,30 @@ ALLOWED = {
     "sourcebias": None,  # the top-level API re-exports (lazily) from any layer; nothing imports it back
     "__main__": {"cli", "__main__"},  # python -m sourcebias
     "core": {"core"},
+    # query-clustered estimates and their refusal rules: below retrieval, whose re-rankers fit one
+    "clustered": {"core", "clustered"},
     "data": {"core", "data"},
     "models": {"core", "data", "models"},
     # the one way to reach a model (backends, model specs, clients, the answer store, the servers)
     "llmcalls": {"core", "data", "models", "llmcalls"},
-    "retrieval": {"core", "data", "models", "llmcalls", "retrieval"},  # llmcalls: the LLM re-rankers
-    "evaluation": {"core", "data", "models", "retrieval", "evaluation"},
+    "retrieval": {"core", "clustered", "data", "models", "llmcalls", "retrieval"},  # llmcalls: the LLM re-rankers
+    "evaluation": {"core", "clustered", "data", "models", "retrieval", "evaluation"},
     # the one table model (Report) and its renderers: below everything that prints
     "report": {"core", "data", "models", "retrieval", "evaluation", "report"},
     "generation": {"core", "data", "models", "llmcalls", "generation"},
-    "analysis": {"core", "data", "models", "retrieval", "evaluation", "report", "analysis"},
+    "analysis": {"core", "clustered", "data", "models", "retrieval", "evaluation", "report", "analysis"},
     "mitigation": {"core", "data", "models", "retrieval", "evaluation", "report", "analysis", "mitigation"},
     "experiments": {"core", "data", "models", "retrieval", "evaluation", "report", "analysis", "mitigation", "experiments"},
     # the evaluation job and the grid report: above the grids they report on
     "reporting": {"core", "data", "models", "retrieval", "evaluation", "report", "analysis", "mitigation", "experiments", "reporting"},
-    "power": {"core", "data", "evaluation", "report", "power"},  # sample sizes from a pilot (its tables through the one Report); nothing below imports it
+    "power": {
+        "core",
+        "clustered",
+        "data",
+        "evaluation",
+        "report",
+        "power",
+    },  # sample sizes from a pilot (its tables through the one Report); nothing below imports it
     "detect": {
         "core",
         "data",
@@ -49,6 +58,7 @@ ALLOWED = {
     },  # zero-shot detectors of LLM text; audit and simulate use them
     "audit": {
         "core",
+        "clustered",
         "data",
         "models",
         "retrieval",
@@ -76,6 +86,7 @@ ALLOWED = {
     },  # the feedback loop; nothing below imports it
     "citations": {
         "core",
+        "clustered",
         "data",
         "models",
         "retrieval",
@@ -86,6 +97,7 @@ ALLOWED = {
     },  # sources an LLM answer cites; nothing below imports it
     "judges": {
         "core",
+        "clustered",
         "data",
         "models",
         "retrieval",
@@ -98,7 +110,19 @@ ALLOWED = {
     # adapters to other tools (top-level modules: sourcebias.irds, sourcebias.pyterrier, sourcebias.mteb)
     "irds": {"core", "data", "irds"},
     "pyterrier": {"core", "data", "models", "retrieval", "pyterrier"},
-    "testing": {"core", "data", "models", "retrieval", "llmcalls", "evaluation", "report", "analysis", "detect", "testing"},  # test cases for extension authors
+    "testing": {
+        "core",
+        "clustered",
+        "data",
+        "models",
+        "retrieval",
+        "llmcalls",
+        "evaluation",
+        "report",
+        "analysis",
+        "detect",
+        "testing",
+    },  # test cases for extension authors
     "mteb": {"core", "data", "models", "retrieval", "evaluation", "report", "mteb"},  # source bias as MTEB tasks
     "cli": None,  # anything
 }

@@ -41,10 +41,13 @@ def test_sliding_windows_are_rankgpts_bottom_up():
     assert sliding_windows(5, 20, 10) == [(0, 5)]
 
 
-def test_input_orders_and_borda_points():
-    orders = input_orders(4, 3, seed=0, key="q/0")
-    assert orders[0].tolist() == [0, 1, 2, 3] and orders[1].tolist() == [3, 2, 1, 0] and sorted(orders[2].tolist()) == [0, 1, 2, 3]
-    assert [o.tolist() for o in input_orders(4, 3, seed=0, key="q/0")] == [o.tolist() for o in orders]  # seeded
+def test_input_orders_are_a_cyclic_latin_square_and_borda_points():
+    square = [o.tolist() for o in input_orders(4, 4)]
+    assert square == [[0, 1, 2, 3], [1, 2, 3, 0], [2, 3, 0, 1], [3, 0, 1, 2]]
+    assert all(sorted(col) == [0, 1, 2, 3] for col in zip(*square))  # balanced: each passage at each position once
+    # 3 orders of 20 (issue 40's design): offsets 0, 6, 13 (0, 6, 13 have no common divisor with 20)
+    assert [int(o[0]) for o in input_orders(20, 3)] == [0, 6, 13]
+    assert len(input_orders(2, 3)) == 2  # a window of 2 has 2 orders
     # n = 3: 2, 1, 0 points by rank; item 0: 2 + 1 + 2, item 1: 1 + 2 + 0, item 2: 0 + 0 + 1
     assert borda([[0, 1, 2], [1, 0, 2], [0, 2, 1]], 3).tolist() == [5.0, 3.0, 1.0]
 
@@ -138,7 +141,7 @@ def test_known_truth_twin_study_recovers_the_injected_position_and_source_effect
     with SimulatedServer(biased_pair_responder(theta, rho, seed=11)) as url:
         coef = run_study(url, 300, theta=theta, rho=rho, seed=11)["coefficients"]
     for name, truth in (("position", 0.4), ("source:llm", -0.3)):
-        lo, hi = coef[name]["ci95"]
+        lo, hi = coef[name]["ci"]
         assert lo <= truth <= hi and abs(coef[name]["estimate"] - truth) < 0.1
 
 
@@ -147,6 +150,9 @@ def test_options_are_checked_before_any_call():
         build_retriever("bm25>>rankgpt:smollm2,depth=8,window=4,step=4")
     with pytest.raises(ConfigError, match="window"):
         build_retriever("bm25>>rankgpt:smollm2,window=1")
+    with pytest.raises(ConfigError, match=r"orders \(21\) must be at most the window.s 20"):
+        build_retriever("bm25>>rankgpt:smollm2,depth=40,window=20,orders=21")
+    build_retriever("bm25>>rankgpt:smollm2,depth=20,window=20,orders=3")  # issue 40's design is accepted
 
 
 # -- end to end with the offline SmolLM2 -----------------------------------------------------------
@@ -210,11 +216,71 @@ def test_orders_show_each_window_in_every_order_and_borda_agrees_with_a_consiste
     with SimulatedServer(recording) as url:
         stage = build_retriever(f"bm25>>rankgpt:openai:sim@{url},depth=4,window=4,orders=3,cache=false").stages[0]
         out = stage.apply(run, {"q": "q"}, seed=5)
-    # as given, reversed, and a shuffle (the three calls run concurrently: in any order)
-    assert len(seen) == 3 and {(3, 1, 4, 2), (2, 4, 1, 3)} <= {tuple(x) for x in seen} and all(sorted(x) == [1, 2, 3, 4] for x in seen)
+    # as given and two rotations, offsets 0, 1, 2 (the three calls run concurrently: in any order)
+    assert len(seen) == 3 and {tuple(x) for x in seen} == {(3, 1, 4, 2), (1, 4, 2, 3), (4, 2, 3, 1)}
     assert [int(corpus.texts[i].split()[1]) for i in out.positions["q"]] == [4, 3, 2, 1]  # every answer sorts: Borda keeps it
     rows = stage.last_records
     assert len(rows) == 12 and {r["order"] for r in rows} == {0, 1, 2}
+
+
+def twin_windows(n_queries: int):
+    """``n_queries`` windows of four passages (two human, two LLM) for the adversarial answers."""
+    docs = []
+    for i in range(n_queries):
+        docs += [Document(f"d{i}{j}", "human" if j % 2 == 0 else "llm", "", f"passage {i} {j}") for j in range(4)]
+    corpus = Corpus.from_documents(docs, source_order=["human", "llm"])
+    run = Run(corpus, "first", {f"q{i}": np.arange(4 * i, 4 * i + 4) for i in range(n_queries)}, {f"q{i}": np.arange(4, 0, -1.0) for i in range(n_queries)}, {})
+    return run, {f"q{i}": f"query {i}" for i in range(n_queries)}
+
+
+def test_answers_that_are_no_ranking_give_a_refusal_not_a_position_effect():
+    """Issue 38, point 2: "Sure! Here is my ranking." to every window gave 960 of 960 answers
+    repaired and position +1.000 [+1.000, +1.000] (the repair rule keeps the shown order). The fit
+    sees only complete answers: none here, so it is refused with the count."""
+    from sourcebias.reporting.evaluation_job import llm_stage_notes
+
+    run, queries = twin_windows(12)
+    with SimulatedServer(lambda m, p: ("Sure! Here is my ranking.", None)) as url:
+        stage = build_retriever(f"bm25>>rankgpt:openai:sim@{url},depth=4,window=4,orders=4,cache=false").stages[0]
+        out = stage.apply(run, queries)
+    fit = out.info["stages"][-1]["position_source"]
+    assert "coefficients" not in fit and fit["rows"] == 0 and fit["left_out_rows"] == 12 * 4 * 4
+    assert fit["refused"].startswith("nothing to fit: all 192 rows come from answers that were repaired or held no identifier")
+    assert fit["answers"] == {"complete": 0, "left_out": 48}
+    line = [n for n in llm_stage_notes("r/mixed", out.info) if "answered position" in n[1]]
+    assert line[0][0] == "note" and "refused" in line[0][1] and "+1.000" not in line[0][1]
+
+
+def test_half_garbage_half_random_permutations_give_a_position_effect_covering_zero():
+    """Issue 38, point 2: half random permutations, half garbage gave position +0.520 [+0.449, +0.590]
+    (the truth is 0); on the complete answers alone the slope's interval covers 0."""
+    import hashlib
+
+    def half(messages, params):
+        shown = shown_passages(messages)
+        digest = hashlib.sha256("|".join(shown).encode()).digest()
+        if digest[0] % 2:
+            return "I think these are all relevant.", None
+        order = np.random.default_rng(int.from_bytes(digest[1:9], "little")).permutation(len(shown)) + 1
+        return " > ".join(f"[{i}]" for i in order), None
+
+    run, queries = twin_windows(40)
+    with SimulatedServer(half) as url:
+        stage = build_retriever(f"bm25>>rankgpt:openai:sim@{url},depth=4,window=4,orders=4,cache=false").stages[0]
+        out = stage.apply(run, queries)
+    fit = out.info["stages"][-1]["position_source"]
+    complete, left = fit["answers"]["complete"], fit["answers"]["left_out"]
+    assert complete + left == 160 and 50 < complete < 110 and fit["rows"] == 4 * complete
+    lo, hi = fit["coefficients"]["position"]["ci"]
+    assert lo <= 0.0 <= hi and "balanced" in out.info["stages"][-1]["position_source"]["balance"]
+    # the same answers with the repaired ones kept (what was computed before): a position effect out of nothing
+    from sourcebias.clustered import get_estimator
+
+    rows = [r for r in stage.last_records if r["n"] > 1]
+    before = get_estimator("position_source").estimate(
+        [r["query"] for r in rows], [r["shown"] / 3 for r in rows], [r["answered"] / 3 for r in rows], [r["source"] for r in rows], "human"
+    )
+    assert before["coefficients"]["position"]["ci"][0] > 0.2
 
 
 def test_llm_yesno_grade_answers_score_the_expected_grade():

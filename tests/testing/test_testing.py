@@ -9,7 +9,7 @@ import unittest
 import numpy as np
 
 from sourcebias.retrieval import FirstStage, ScoreBlock, build_retriever
-from sourcebias.testing import TOY_HUMAN, TOY_LLM, MeasureTestCase, PromptTestCase, RetrieverTestCase, StatisticTestCase, toy_dataset
+from sourcebias.testing import TOY_HUMAN, TOY_LLM, EstimatorTestCase, MeasureTestCase, PromptTestCase, RetrieverTestCase, StatisticTestCase, toy_dataset
 
 
 class TestBM25Contract(RetrieverTestCase):
@@ -34,6 +34,50 @@ class TestRelativeDeltaContract(StatisticTestCase):
         from sourcebias.evaluation.stats import get_statistic
 
         return get_statistic("relative_delta_ci")
+
+
+class TestMeanDifferenceContract(EstimatorTestCase):
+    def make_estimator(self):
+        from sourcebias.clustered import get_estimator
+
+        return get_estimator("mean_difference")
+
+
+class TestClusteredProportionContract(EstimatorTestCase):
+    def make_estimator(self):
+        from sourcebias.clustered import get_estimator
+
+        return get_estimator("clustered_proportion")
+
+
+class TestPositionSourceContract(EstimatorTestCase):
+    def make_estimator(self):
+        from sourcebias.clustered import get_estimator
+
+        return get_estimator("position_source")
+
+
+def test_an_estimator_that_gives_an_interval_from_one_query_fails_the_case():
+    from sourcebias.clustered.base import Estimate
+    from sourcebias.clustered.mean_difference import MeanDifference
+
+    class Naive(MeanDifference):
+        """Refuses nothing: a t interval on the items whatever the queries."""
+
+        def estimate(self, values, clusters, **kw):
+            v = np.asarray(values, dtype=float)
+            v = v[np.isfinite(v)]
+            m = float(v.mean()) if len(v) else float("nan")
+            return Estimate(estimate=m, low=m - 1.0, high=m + 1.0, p=0.5, items=len(v), queries=len(set(clusters)))
+
+    class Case(EstimatorTestCase):
+        def make_estimator(self):
+            return Naive()
+
+    with open(os.devnull, "w") as quiet:
+        outcome = unittest.TextTestRunner(stream=quiet, verbosity=0).run(unittest.defaultTestLoader.loadTestsFromTestCase(Case))
+    failed = {t.id().rsplit(".", 1)[-1] for t, _ in outcome.failures}
+    assert {"test_one_to_four_queries_are_refused_by_the_shared_rule", "test_nothing_parsed_is_refused"} <= failed
 
 
 class TestShareContract(MeasureTestCase):

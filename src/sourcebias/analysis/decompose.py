@@ -15,7 +15,10 @@ differences of the two copies (LLM − human):
 The model is ordinary least squares with an intercept (statsmodels ``OLS``), with standard errors
 clustered by query (``cov_type="cluster"``: the pairs of one query share its vector and are not
 independent; statsmodels' small-sample correction; t intervals with G − 1 degrees of freedom, G
-the number of queries). Reported per term: the coefficient, its clustered SE, CI and p; the
+the number of queries): the package's one clustered OLS (:func:`sourcebias.clustered.ols.clustered_ols`,
+the re-rankers' position/source fit too), with its refusal rule: with too few queries for an
+interval (:func:`sourcebias.clustered.interval_refusal`, 1–4 at 95%) the coefficients come without
+CI and p, and the result says why (``interval_refused``). Reported per term: the coefficient, its clustered SE, CI and p; the
 **standardised coefficient** ``b · sd(x) / sd(g)`` (sample SDs) with its CI scaled alike; the
 mean of the regressor; and its **share of the mean gap**::
 
@@ -85,26 +88,29 @@ def _design(gap: Any, factors: Mapping[str, Any], groups: Any) -> tuple[np.ndarr
     return y, design, g, names
 
 
-def fit_gap_model(gap: Any, factors: Mapping[str, Any], groups: Any):
+def fit_gap_model(gap: Any, factors: Mapping[str, Any], groups: Any, *, confidence: float = 0.95):
     """OLS of ``gap`` on an intercept and ``factors`` (name → values) with SEs clustered by
-    ``groups`` (statsmodels, t intervals with G − 1 df); refuses a constant or collinear regressor
-    and fewer than 2 clusters. Returns the statsmodels results and the term names."""
-    import statsmodels.api as sm
+    ``groups`` (:func:`sourcebias.clustered.ols.clustered_ols`: statsmodels, t intervals with G − 1
+    df); refuses a constant or collinear regressor and fewer than 2 clusters. Returns the
+    statsmodels results, the term names, and why the fit carries no interval ("" when it does)."""
+    from sourcebias.clustered.ols import clustered_ols
 
     y, design, g, names = _design(gap, factors, groups)
-    _, codes = np.unique(g, return_inverse=True)
-    if codes.max() < 1:
+    if len(np.unique(g)) < 2:
         raise ConfigError("clustered standard errors need at least 2 clusters (queries)")
-    fit = sm.OLS(y, design).fit(cov_type="cluster", cov_kwds={"groups": codes}, use_t=True)
-    return fit, ["intercept", *names]
+    fit = clustered_ols(y, design, ["intercept", *names], g, level=confidence)
+    if fit.refused:
+        raise ConfigError(f"the gap model is not identified: {fit.refused}")
+    return fit.fit, ["intercept", *names], fit.interval_refused
 
 
-def term_table(fit, names: Sequence[str], gap: Any, factors: Mapping[str, Any], *, confidence: float = 0.95) -> list[dict[str, Any]]:
+def term_table(fit, names: Sequence[str], gap: Any, factors: Mapping[str, Any], *, confidence: float = 0.95, refused: str = "") -> list[dict[str, Any]]:
     """One row per term of a fitted gap model: coefficient, clustered SE, CI, p, standardised
     coefficient and CI (b · sd(x) / sd(gap)), the regressor's mean and its share of the mean gap
-    (b · mean(x) / mean(gap); the intercept's b / mean(gap)); shares None when the mean gap is 0."""
+    (b · mean(x) / mean(gap); the intercept's b / mean(gap)); shares None when the mean gap is 0;
+    SE, CI and p None when ``refused`` (too few queries for an interval)."""
     y = np.asarray(gap, dtype=np.float64)
-    ci = np.asarray(fit.conf_int(alpha=1 - confidence))
+    ci = np.full((len(names), 2), np.nan) if refused else np.asarray(fit.conf_int(alpha=1 - confidence))
     mean_gap, sd_gap = float(y.mean()), float(y.std(ddof=1))
     rows = []
     for k, name in enumerate(names):
@@ -114,14 +120,14 @@ def term_table(fit, names: Sequence[str], gap: Any, factors: Mapping[str, Any], 
             "term": name,
             "label": LABELS.get(name, name),
             "coef": b,
-            "se": float(fit.bse[k]),
-            "ci_low": float(ci[k, 0]),
-            "ci_high": float(ci[k, 1]),
-            "p": float(fit.pvalues[k]),
+            "se": None if refused else float(fit.bse[k]),
+            "ci_low": None if refused else float(ci[k, 0]),
+            "ci_high": None if refused else float(ci[k, 1]),
+            "p": None if refused else float(fit.pvalues[k]),
             "mean_x": float(x.mean()),
         }
         scale = float(x.std(ddof=1)) / sd_gap if name != "intercept" and sd_gap > 0 else float("nan")
-        row.update(std_coef=b * scale, std_ci_low=float(ci[k, 0]) * scale, std_ci_high=float(ci[k, 1]) * scale)
+        row.update(std_coef=b * scale, std_ci_low=None if refused else float(ci[k, 0]) * scale, std_ci_high=None if refused else float(ci[k, 1]) * scale)
         row["share"] = b * row["mean_x"] / mean_gap if mean_gap != 0 else None
         rows.append(row)
     return rows
@@ -146,7 +152,7 @@ def held_out(gap: Any, factors: Mapping[str, Any], groups: Any, *, seed: int = 0
     }
     y = np.asarray(gap, dtype=np.float64)
     try:
-        fit, names = fit_gap_model(y[a], {k: np.asarray(v)[a] for k, v in factors.items()}, g[a])
+        fit, names, _ = fit_gap_model(y[a], {k: np.asarray(v)[a] for k, v in factors.items()}, g[a])
     except ConfigError as e:
         return {**base, "note": f"undefined: the fitting half cannot be fitted ({e})"}
     if b.sum() < 2:
@@ -176,20 +182,24 @@ def decompose_gap(gap: Any, factors: Mapping[str, Any], groups: Any, *, seed: in
     f = {k: v for k, v in f.items() if k not in excluded}
     if not f:
         raise ConfigError("no regressor left to explain the gap: " + "; ".join(f"{k} {why}" for k, why in excluded.items()))
-    fit, names = fit_gap_model(y, f, g)
-    return {
-        "terms": term_table(fit, names, y, f, confidence=confidence),
-        "factors": list(f),
-        "excluded": excluded,
-        "rows": len(y),
-        "rows_left_out": int((~ok).sum()),
-        "missing_values": missing,
-        "queries": len(np.unique(g)),
-        "mean_gap": float(y.mean()),
-        "r2": float(fit.rsquared),
-        "confidence": confidence,
-        "held_out": held_out(y, f, g, seed=seed),
-    } | ({"share_note": "shares undefined: the mean gap is 0"} if float(y.mean()) == 0 else {})
+    fit, names, refused = fit_gap_model(y, f, g, confidence=confidence)
+    return (
+        {
+            "terms": term_table(fit, names, y, f, confidence=confidence, refused=refused),
+            "factors": list(f),
+            "excluded": excluded,
+            "rows": len(y),
+            "rows_left_out": int((~ok).sum()),
+            "missing_values": missing,
+            "queries": len(np.unique(g)),
+            "mean_gap": float(y.mean()),
+            "r2": float(fit.rsquared),
+            "confidence": confidence,
+            "held_out": held_out(y, f, g, seed=seed),
+        }
+        | ({"share_note": "shares undefined: the mean gap is 0"} if float(y.mean()) == 0 else {})
+        | ({"interval_refused": refused} if refused else {})
+    )
 
 
 # -- the embedding factor -----------------------------------------------------------------------
@@ -301,7 +311,8 @@ def plot_coefficients(
         for j, s in enumerate(sources):
             part = terms[(terms["llm_source"] == s) & (terms["term"] != "intercept")]
             y = np.arange(len(part)) + (j - (len(sources) - 1) / 2) * step
-            err = np.vstack([part["std_coef"] - part["std_ci_low"], part["std_ci_high"] - part["std_coef"]])
+            low, high = part["std_ci_low"].astype(float), part["std_ci_high"].astype(float)  # None (no CI: too few queries) -> NaN: no bar
+            err = np.nan_to_num(np.vstack([part["std_coef"] - low, high - part["std_coef"]]), nan=0.0)
             ax.errorbar(part["std_coef"], y, xerr=err, fmt="o", color=colors[s], capsize=3, label=s)
             ax.set_yticks(np.arange(len(part)), list(part["label"]))
             _share_bars(bx, terms[terms["llm_source"] == s], (residual_held_out or {}).get(s), j, len(sources), colors[s], fg.NULL_COLOR)
@@ -412,6 +423,8 @@ class Decompose(Analysis):
             out += [f"{llm}: excluded {k}: {why}" for k, why in e["excluded"].items()]
             if "note" in e["held_out"]:
                 out.append(f"{llm}: held-out half: {e['held_out']['note']}")
+            if e.get("interval_refused"):
+                out.append(f"{llm}: no CI or p: {e['interval_refused']}")
         return out
 
     def draw(self, result, out: Path) -> dict[str, Path]:

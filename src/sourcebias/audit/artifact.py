@@ -9,14 +9,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from sourcebias.audit.analysis import AuditSettings, audit_run, document_scores, flags_of
 from sourcebias.audit.correction import METHOD
 from sourcebias.audit.detector import YOUDEN, CalibratedDetector, score_file_detector, train_detector
 from sourcebias.audit.features import FeatureSpec
 from sourcebias.audit.result import AuditResult
 from sourcebias.core.errors import ConfigError
+from sourcebias.core.sampling import seeded_sample
 
 KIND = "audit"
 ASSUMPTION = ("The correction assumes the detector's Se and Sp on the calibration twins hold for the audited documents (non-differential misclassification); "
@@ -300,7 +299,7 @@ def sample_queries(runs: dict[str, Any], max_queries: int | None, seed: int) -> 
     common = sorted(set.intersection(*(set(r.query_ids) for r in runs.values())))
     if max_queries >= len(common):
         return runs
-    keep = sorted(common[i] for i in np.random.default_rng(seed).permutation(len(common))[:max_queries])
+    keep = seeded_sample(common, max_queries, seed)  # common is sorted: so is the sample
     return {n: Run(r.corpus, r.name, {q: r.positions[q] for q in keep}, {q: r.scores[q] for q in keep}, dict(r.info)) for n, r in runs.items()}
 
 

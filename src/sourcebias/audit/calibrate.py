@@ -28,15 +28,14 @@ import numpy as np
 
 from sourcebias.audit.detector import YOUDEN, CalibratedDetector, _auc, _positions, calibration_table, choose_threshold, twin_groups
 from sourcebias.core.errors import ConfigError
+from sourcebias.core.sampling import seeded_sample
 
 
 def sample_pair_ids(ids: Sequence[str], max_pairs: int | None, seed: int) -> list[str]:
     """A seeded sample of ``max_pairs`` pair ids (all when None), sorted; nested in ``max_pairs``."""
-    ids = list(ids)
     if max_pairs is None or max_pairs >= len(ids):
-        return ids
-    rng = np.random.default_rng(seed)
-    return sorted(ids[i] for i in rng.permutation(len(ids))[:max_pairs])
+        return list(ids)
+    return sorted(seeded_sample(ids, max_pairs, seed))
 
 
 def zero_shot_detector(

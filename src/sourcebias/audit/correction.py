@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from sourcebias.clustered.base import interval_refusal
 from sourcebias.core.errors import ConfigError
 
 CLIPPED = "clipped"
@@ -123,22 +124,6 @@ def _percentile(values: np.ndarray, level: float) -> tuple[float | None, float |
     a = (1.0 - level) / 2.0
     lo, hi = np.percentile(finite, [100 * a, 100 * (1 - a)])
     return float(lo), float(hi)
-
-
-def interval_refusal(queries: int, level: float) -> str:
-    """Why ``queries`` queries give no percentile interval at ``level`` ("" when they give one).
-
-    The queries are the resampling unit: with one query every resample repeats it, so an interval
-    would show the calibration's noise alone (and the naive one would have width zero). With a
-    few, the resamples of the queries take only C(2n − 1, n) distinct values (multisets of n of
-    them), fewer than the 2 / (1 − level) that the interval's two tails of (1 − level) / 2 each
-    need to hold one value (at 95%: 40; 4 queries give 35, 5 give 126)."""
-    if queries < 2:
-        return "fewer than 2 queries: every resample repeats the one query, so an interval would show the calibration's noise alone"
-    distinct, need = math.comb(2 * queries - 1, queries), math.ceil(2 / (1 - level) - 1e-9)
-    if distinct < need:
-        return f"{queries} queries give {distinct} distinct resamples of the queries, too few for a {level:.0%} percentile interval (its tails need {need})"
-    return ""
 
 
 def joint_bootstrap(

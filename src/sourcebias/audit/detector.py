@@ -30,6 +30,7 @@ import numpy as np
 from sourcebias.audit.correction import Calibration
 from sourcebias.audit.features import FeatureExtractor, FeatureSpec
 from sourcebias.core.errors import ConfigError
+from sourcebias.core.sampling import seeded_sample
 
 YOUDEN = "youden"
 
@@ -105,9 +106,8 @@ def split_pairs(pair_ids: Sequence[str], *, calibration_share: float, max_pairs:
     from sklearn.model_selection import train_test_split
 
     ids = list(pair_ids)
-    rng = np.random.default_rng(seed)
     if max_pairs is not None and max_pairs < len(ids):
-        ids = sorted(ids[i] for i in rng.permutation(len(ids))[:max_pairs])  # nested: a larger sample holds a smaller one
+        ids = sorted(seeded_sample(ids, max_pairs, seed))  # nested: a larger sample holds a smaller one
     if not 0 < calibration_share < 1:
         raise ConfigError(f"calibration_share must be in (0, 1), got {calibration_share}")
     if len(ids) < 4:

@@ -166,7 +166,8 @@ def transfer_check(audited: Any, human: Any, llm: Any, threshold: float, *, alph
     Args:
         audited: the audited documents' scores, or a mapping ``dimension -> values`` with a
             ``score`` dimension (one value per document; features as further dimensions).
-        human, llm: the same for the calibration's human and LLM documents.
+        human: the same for the calibration's human documents.
+        llm: the same for the calibration's LLM documents.
         threshold: the detector's threshold (π̂ is the Rogan–Gladen share at it).
         alpha: the level below which the check fails.
         resamples: parametric bootstrap resamples.

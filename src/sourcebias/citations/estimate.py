@@ -4,29 +4,33 @@ The unit is a passage shown to the generator: one row per (query, context order,
 its source, retrieval rank (1..k), position in the context (1..k) and whether the answer cited it
 (``passages`` of :class:`~sourcebias.citations.result.CitationResult`). Rows of one query are not
 independent (one answer cites them all, and the same passages come back in every context
-order), so every interval is clustered by query.
+order), so every interval is clustered by query, and every one follows the package's refusal
+rules (:mod:`sourcebias.clustered`: with 1–4 queries at 95% no interval and no p).
 
 Three estimators, each saying when it is undefined:
 
-* **Rates** P(cited | source, rank) and P(cited | position): the pooled share with a Wilson
-  interval on Korn & Graubard's (1998) effective sample size n / deff, where deff is the design
-  effect of query clustering (the ratio-estimator variance over the binomial one, floored at 1).
-  statsmodels has no clustered proportion interval, so the few lines are written here. A cell
-  whose rate is 0 or 1 has no estimable design effect: its interval uses n (said in the row).
+* **Rates** P(cited | source, rank) and P(cited | position): the registered
+  ``clustered_proportion`` estimator (:mod:`sourcebias.clustered.clustered_proportion`): the
+  pooled share with a Wilson interval on Korn & Graubard's df-adjusted effective sample size; a
+  cell whose rate is 0 or 1 uses the effective number of queries instead (said in its ``note``
+  and in the study's notes), a cell on too few queries has no interval (``refused``).
 * **Logistic regression** cited ~ source + rank fixed effects (+ position fixed effects when the
   context order varies, so position and source are separated), statsmodels GLM (binomial) with
   query-clustered covariance. The source effect is a log odds ratio and an average marginal
   effect (the mean change in P(cited) when every row's source is switched from human to the
   LLM source, with a delta-method interval). As in fixest, rows of a rank or position level whose
   outcomes never vary are left out first (they cannot inform the other coefficients; their count
-  is reported); a source whose rows are all cited or all uncited is separated: undefined.
+  is reported); a source whose rows are all cited or all uncited is separated: undefined; a
+  design whose terms are collinear names the terms.
 * **Matched twins**: where a document and its LLM twin are both in one context, the paired
-  difference cited(LLM) − cited(human), its mean with a query-clustered t interval (OLS on a
-  constant, G − 1 degrees of freedom). Shuffled context orders put each copy at each position
-  equally often, so the mean separates source from position.
+  difference cited(LLM) − cited(human), its mean by the registered ``mean_difference`` estimator
+  (CR1 t interval over queries, sign-flip test of the query sums), over the queries whose
+  contexts are *balanced* (shown in as many cyclic orders as passages, so each copy stands at
+  each position exactly once: :mod:`.design`); other queries are left out and counted, so the
+  difference never includes the copies' position difference.
 
-With fewer than :data:`MIN_QUERIES` queries a clustered interval is too narrow to trust: those
-rows are marked ``few_queries``.
+With fewer than :data:`MIN_QUERIES` queries a clustered interval is wide and its level approximate:
+those rows are marked ``few_queries``.
 """
 
 from __future__ import annotations
@@ -42,13 +46,22 @@ MIN_QUERIES = 20
 #: a fitted |log odds| above this is a diverging coefficient (quasi-separation: statsmodels stops
 #: at a large finite value), not an estimate; an odds ratio of e^10 ≈ 22,000 is no citation rate
 MAX_LOG_ODDS = 10.0
-RATE_METHOD = "Wilson interval on Korn & Graubard's effective sample size (design effect of query clustering, floored at 1)"
 LOGIT_METHOD = "statsmodels GLM binomial, cited ~ source + C(rank) [+ C(position)], covariance clustered by query (CR1); AME by the delta method"
-TWIN_METHOD = "mean of cited(LLM twin) - cited(human original) over twin pairs in one context; OLS on a constant, query-clustered, t with G - 1 df"
+TWIN_METHOD = (
+    "mean of cited(LLM twin) - cited(human original) over twin pairs in one context of the balanced queries "
+    "(each copy at each position once); CR1 t interval over queries (G - 1 df), sign-flip test of the query sums"
+)
+
+
+def rate_method() -> str:
+    """The rates' method, as the ``clustered_proportion`` estimator names it."""
+    from sourcebias.clustered.clustered_proportion import METHOD
+
+    return METHOD
 
 
 def clustered_rate(cited: np.ndarray, groups: np.ndarray, level: float = 0.95) -> dict[str, Any]:
-    """The share of ``cited`` with a Wilson interval on the effective sample size.
+    """The share of ``cited`` with the ``clustered_proportion`` estimator's interval.
 
     Args:
         cited: 0/1 outcomes.
@@ -56,27 +69,17 @@ def clustered_rate(cited: np.ndarray, groups: np.ndarray, level: float = 0.95) -
         level: the interval's coverage.
 
     Returns:
-        ``rate``, ``low``, ``high``, ``n``, ``cited``, ``queries``, ``deff`` (None when the rate is
-        0 or 1, or a single query) and ``n_eff``.
+        ``rate`` (None without rows), ``low``, ``high`` (None when refused), ``n``, ``cited``,
+        ``queries``, ``method`` (the interval's), ``note`` (a rate of 0 or 1: the method used there)
+        and ``refused`` (why no interval).
     """
-    from statsmodels.stats.proportion import proportion_confint
+    from sourcebias.clustered import get_estimator
+    from sourcebias.clustered.base import finite_or_none
 
     y = np.asarray(cited, dtype=float)
-    n = len(y)
-    if n == 0:
-        return {"rate": None, "low": None, "high": None, "n": 0, "cited": 0, "queries": 0, "deff": None, "n_eff": 0.0}
-    codes = pd.factorize(np.asarray(groups))[0]
-    n_groups = int(codes.max()) + 1
-    p = float(y.mean())
-    deff = None
-    n_eff = float(n)
-    if 0.0 < p < 1.0 and n_groups > 1:
-        y_g, m_g = np.bincount(codes, weights=y), np.bincount(codes)
-        var = n_groups / (n_groups - 1) * float(np.sum((y_g - p * m_g) ** 2)) / n**2
-        deff = max(1.0, var / (p * (1.0 - p) / n))
-        n_eff = n / deff
-    low, high = proportion_confint(p * n_eff, n_eff, alpha=1.0 - level, method="wilson")
-    return {"rate": p, "low": float(low), "high": float(high), "n": n, "cited": int(y.sum()), "queries": n_groups, "deff": deff, "n_eff": n_eff}
+    e = get_estimator("clustered_proportion").estimate(y, np.asarray(groups), level=level)
+    out = {"rate": finite_or_none(e.estimate), "low": finite_or_none(e.low), "high": finite_or_none(e.high), "n": len(y), "cited": int(y.sum())}
+    return {**out, "queries": e.queries, "method": e.method, "note": e.note, "refused": e.refused}
 
 
 def rate_table(passages: pd.DataFrame, by: Sequence[str], level: float = 0.95) -> list[dict[str, Any]]:
@@ -85,9 +88,23 @@ def rate_table(passages: pd.DataFrame, by: Sequence[str], level: float = 0.95) -
     for keys, part in passages.groupby(list(by), sort=True):
         keys = keys if isinstance(keys, tuple) else (keys,)
         r = clustered_rate(part["cited"].to_numpy(), part["query_id"].to_numpy(), level)
-        note = "rate 0 or 1: no design effect, interval on n" if r["deff"] is None and r["n"] else ""
-        rows.append({**dict(zip(by, (k.item() if hasattr(k, "item") else k for k in keys))), **r, "note": note})
+        rows.append({**dict(zip(by, (k.item() if hasattr(k, "item") else k for k in keys))), **r})
     return rows
+
+
+def rate_notes(rates: dict[str, list[dict[str, Any]]]) -> list[str]:
+    """The study's notes on the rate cells whose interval used another method or was refused
+    (what the summary and the figure must say beside the row's own note)."""
+    out = []
+    for name, rows in rates.items():
+        extreme = [r for r in rows if r.get("note")]
+        refused = [r for r in rows if r.get("refused")]
+        if extreme:
+            out.append(f"rates by {name.replace('_', ' and ')}: {len(extreme)} of {len(rows)} cells have a {extreme[0]['note']}")
+        if refused:
+            reasons = sorted({r["refused"] for r in refused})
+            out.append(f"rates by {name.replace('_', ' and ')}: {len(refused)} of {len(rows)} cells have no interval: {'; '.join(reasons)}")
+    return out
 
 
 def _status(queries: int) -> str:
@@ -133,14 +150,33 @@ def _design(frame: pd.DataFrame, human: str, llm: Sequence[str], with_position: 
     return np.column_stack(cols), names
 
 
-def _fit_glm(y: np.ndarray, x: np.ndarray, groups: np.ndarray) -> Any:
-    """The clustered binomial GLM, or the reason it has no finite estimate (separation, no
-    convergence) as a string."""
+def _labels(names: Sequence[tuple[str, Any]]) -> list[str]:
+    return ["constant" if t == "const" else f"{t} {lvl}" for t, lvl in names]
+
+
+def dependency_text(groups: Sequence[Sequence[str]]) -> str:
+    """Collinear groups as a phrase (:func:`sourcebias.clustered.ols.dependency_text`)."""
+    from sourcebias.clustered.ols import dependency_text as text
+
+    return text(groups)
+
+
+def _collinear(x: np.ndarray, names: Sequence[tuple[str, Any]]) -> list[list[str]]:
+    """The groups of design columns that are linear combinations of each other, named."""
+    from sourcebias.clustered.ols import collinear_terms
+
+    return collinear_terms(x, _labels(names)) if len(x) else []
+
+
+def _fit_glm(y: np.ndarray, x: np.ndarray, groups: np.ndarray, names: Sequence[tuple[str, Any]]) -> Any:
+    """The clustered binomial GLM, or the reason it has no finite estimate (collinear terms,
+    separation, no convergence) as a string."""
     import statsmodels.api as sm
     from statsmodels.tools.sm_exceptions import ConvergenceWarning, PerfectSeparationError, PerfectSeparationWarning
 
-    if np.linalg.matrix_rank(x) < x.shape[1]:
-        return "the design is collinear (a source, rank or position level coincides with another)"
+    collinear = _collinear(x, names)
+    if collinear:
+        return "collinear in the rows left: " + dependency_text(collinear)
     with warnings.catch_warnings():
         warnings.simplefilter("error", PerfectSeparationWarning)
         warnings.simplefilter("error", ConvergenceWarning)
@@ -191,10 +227,30 @@ def _separated(frame: pd.DataFrame, llm: Sequence[str]) -> dict[str, str]:
     return out
 
 
+def _logit_design(frame: pd.DataFrame, human: str, kept: Sequence[str], with_position: bool) -> tuple[np.ndarray, list[tuple[str, Any]], list[str]]:
+    """The design, and notes: position terms dropped when they (not a source) are collinear with
+    rank, the terms named (a source collinear with something is left to :func:`_fit_glm`, which
+    names it as the reason the source effect is undefined)."""
+    x, names = _design(frame, human, kept, with_position)
+    if not with_position or not len(frame):
+        return x, names, []
+    groups = _collinear(x, names)
+    if groups and not any(n.startswith("source ") for g in groups for n in g):
+        x, names = _design(frame, human, kept, False)
+        return (
+            x,
+            names,
+            [f"logit: the position terms are collinear with the rank terms in the rows left ({dependency_text(groups)}): fitted with rank effects only"],
+        )
+    return x, names, []
+
+
 def logit_effects(passages: pd.DataFrame, human: str, level: float = 0.95) -> tuple[list[dict[str, Any]], list[str]]:
     """The source effect conditional on rank (and position): rows for each LLM source, rank and
     position level, and notes (what was left out, why an estimate is undefined)."""
     from scipy.stats import norm
+
+    from sourcebias.clustered import interval_refusal
 
     llm = sorted(s for s in passages["source"].unique() if s != human)
     with_position = bool((passages["position"] != passages["rank"]).any())
@@ -206,71 +262,80 @@ def logit_effects(passages: pd.DataFrame, human: str, level: float = 0.95) -> tu
     kept = [s for s in llm if s not in undefined]
     frame = frame[frame["source"].isin([human, *kept])]
     queries = int(frame["query_id"].nunique())
-    x, names = _design(frame, human, kept, with_position)
-    if with_position and len(frame) and np.linalg.matrix_rank(x) < x.shape[1]:
-        x, names = _design(frame, human, kept, False)
-        notes.append(
-            "logit: the position effects are collinear with the rank effects in these contexts (too few shuffled orders): fitted with rank effects only"
-        )
+    x, names, design_notes = _logit_design(frame, human, kept, with_position)
+    notes += design_notes
     fit: Any = "no human rows left" if not len(frame) or not (frame["source"] == human).any() else "no LLM source left to compare" if not kept else None
     if fit is None:
-        fit = _fit_glm(frame["cited"].to_numpy(float), x, frame["query_id"].to_numpy())
+        fit = _fit_glm(frame["cited"].to_numpy(float), x, frame["query_id"].to_numpy(), names)
     if isinstance(fit, str):
         return [_logit_row("source", s, n=len(frame), queries=queries, status="undefined", note=undefined.get(s, fit)) for s in llm], notes
+    refused = interval_refusal(queries, level)
     z = float(norm.ppf(0.5 + level / 2))
-    rows = []
-    source_cols = [i for i, (t, _) in enumerate(names) if t == "source"]
-    for i, (term, lvl) in enumerate(names[1:], start=1):
-        b, se = float(fit.params[i]), float(fit.bse[i])
-        extra = dict(zip(("ame", "ame_low", "ame_high"), _ame(fit, x, i, source_cols, z))) if term == "source" else {}
-        rows.append(_logit_row(term, lvl, estimate=b, se=se, low=b - z * se, high=b + z * se, p=float(fit.pvalues[i]), odds_ratio=float(np.exp(b)), n=len(frame), queries=queries,
-                               status=_status(queries), note=_few_note(queries), **extra))  # fmt: skip
+    rows = [_logit_term(fit, x, i, names, z, refused, n=len(frame), queries=queries) for i in range(1, len(names))]
     rows += [_logit_row("source", s, n=len(frame), queries=queries, status="undefined", note=why) for s, why in undefined.items()]
     return rows, notes
 
 
-def _one_order_note(passages: pd.DataFrame, row: dict[str, Any]) -> str:
-    """With one context order each copy keeps its rank's position, so the twin difference includes
-    the position effect: said, with how often the LLM copy stood first."""
-    if passages["order"].nunique() > 1:
-        return ""
-    return f"one context order: the LLM copy stood before its original in {row['llm_earlier']} of {row['pairs']} pairs, so the difference includes the position effect (use orders > 1)"
+def _logit_term(fit: Any, x: np.ndarray, i: int, names: Sequence[tuple[str, Any]], z: float, refused: str, **counts: Any) -> dict[str, Any]:
+    """One term's row: log odds ratio, its interval and p (none with too few queries), the AME of a source."""
+    term, lvl = names[i]
+    b, se = float(fit.params[i]), float(fit.bse[i])
+    source_cols = [j for j, (t, _) in enumerate(names) if t == "source"]
+    extra: dict[str, Any] = dict(zip(("ame", "ame_low", "ame_high"), _ame(fit, x, i, source_cols, z))) if term == "source" else {}
+    if refused:
+        if extra:
+            extra.update(ame_low=None, ame_high=None)
+        return _logit_row(term, lvl, estimate=b, se=se, odds_ratio=float(np.exp(b)), status="no_interval", note=refused, refused=refused, **counts, **extra)
+    values = {"estimate": b, "se": se, "low": b - z * se, "high": b + z * se, "p": float(fit.pvalues[i]), "odds_ratio": float(np.exp(b))}
+    return _logit_row(term, lvl, **values, status=_status(counts["queries"]), note=_few_note(counts["queries"]), **counts, **extra)
+
+
+def balanced_queries(passages: pd.DataFrame) -> set[str]:
+    """The queries whose contexts are balanced: shown in as many orders as passages (more than 1),
+    every context complete, so each passage stood at each position once (:mod:`.design`)."""
+    if passages.empty:
+        return set()
+    sizes = passages.groupby(["query_id", "order"]).size()
+    per_query = sizes.groupby(level=0).agg(["min", "max", "size"])
+    ok = (per_query["min"] == per_query["max"]) & (per_query["size"] == per_query["max"]) & (per_query["max"] > 1)
+    return {str(q) for q in per_query.index[ok]}
 
 
 def twin_differences(passages: pd.DataFrame, human: str, level: float = 0.95) -> list[dict[str, Any]]:
     """For each LLM source, the mean paired difference cited(twin) − cited(original) over the
-    contexts that hold both copies of a document, with a query-clustered t interval."""
-    import statsmodels.api as sm
+    contexts of the balanced queries that hold both copies of a document (the ``mean_difference``
+    estimator); pairs of other queries are left out and counted (``unbalanced_pairs``)."""
+    from sourcebias.clustered import get_estimator
+    from sourcebias.clustered.base import finite_or_none
+    from sourcebias.clustered.mean_difference import cr1_mean_interval
 
     keys = ["query_id", "order", "doc_id"]
     originals = passages[passages["source"] == human][[*keys, "cited", "position"]]
+    balanced = balanced_queries(passages)
     rows = []
     for s in sorted(x for x in passages["source"].unique() if x != human):
         both = passages[passages["source"] == s][[*keys, "cited", "position"]].merge(originals, on=keys, suffixes=("_llm", "_human"))
-        d = (both["cited_llm"] - both["cited_human"]).to_numpy(float)
-        queries = int(both["query_id"].nunique())
-        row: dict[str, Any] = {
-            "estimator": "twins",
-            "term": "source",
-            "level": s,
-            "pairs": len(d),
-            "queries": queries,
-            "llm_only": int((d > 0).sum()),
-            "human_only": int((d < 0).sum()),
-            "llm_earlier": int((both["position_llm"] < both["position_human"]).sum()),
-        }
+        inside = both["query_id"].astype(str).isin(balanced).to_numpy()
+        use = both[inside]
+        d = (use["cited_llm"] - use["cited_human"]).to_numpy(float)
+        row: dict[str, Any] = {"estimator": "twins", "term": "source", "level": s, "pairs": len(d), "queries": int(use["query_id"].nunique())}
+        row.update(unbalanced_pairs=int((~inside).sum()), llm_only=int((d > 0).sum()), human_only=int((d < 0).sum()))
+        row["llm_earlier"] = int((use["position_llm"] < use["position_human"]).sum())
         row |= dict.fromkeys(("estimate", "se", "low", "high", "p"))
-        if queries < 2:
-            rows.append({**row, "status": "undefined", "note": f"{queries} queries with a document and its twin both in the context (2 needed)"})
+        if not len(d):
+            why = (
+                "no balanced query shows a document with its twin"
+                if not len(both)
+                else f"{len(both)} pairs, none in a balanced query (orders = k balances a query's contexts)"
+            )
+            rows.append({**row, "status": "undefined", "note": f"{why}: cited(twin) − cited(original) would include the copies' position difference"})
             continue
-        row["estimate"] = float(d.mean())
-        if not d.any() or np.all(d == d[0]):
-            rows.append({**row, "status": "undefined", "note": "every pair's difference is the same: no variation to estimate an interval from"})
+        e = get_estimator("mean_difference").estimate(d, use["query_id"].to_numpy(), level=level)
+        sums = use.assign(d=d).groupby("query_id")["d"].agg(["sum", "size"])
+        se = float(cr1_mean_interval(sums["sum"].to_numpy(), sums["size"].to_numpy(), level)[3]) if len(sums) > 1 else float("nan")
+        row.update(estimate=e.estimate, se=finite_or_none(se), low=finite_or_none(e.low), high=finite_or_none(e.high), p=finite_or_none(e.p))
+        if e.refused or e.note:
+            rows.append({**row, "se": None if e.refused else row["se"], "status": "no_interval", "note": e.refused or e.note, "refused": e.refused})
             continue
-        fit = sm.OLS(d, np.ones((len(d), 1))).fit(cov_type="cluster", cov_kwds={"groups": pd.factorize(both["query_id"])[0]}, use_t=True)
-        low, high = fit.conf_int(alpha=1.0 - level)[0]
-        note = "; ".join(x for x in (_few_note(queries), _one_order_note(passages, row)) if x)
-        rows.append(
-            {**row, "se": float(fit.bse[0]), "low": float(low), "high": float(high), "p": float(fit.pvalues[0]), "status": _status(queries), "note": note}
-        )
+        rows.append({**row, "status": _status(row["queries"]), "note": _few_note(row["queries"])})
     return rows

@@ -26,6 +26,18 @@ def _effect_text(result: CitationResult) -> str:
     return "; ".join(parts) or "no source effect estimated"
 
 
+def _rate_text(result: CitationResult) -> str:
+    """What the bars are, with the cells whose interval used another method or is missing."""
+    rows = [r for table in ("source_rank", "source_position") for r in result.rates.get(table, [])]
+    extreme, refused = sum(1 for r in rows if r.get("note")), sum(1 for r in rows if r.get("refused"))
+    text = f"bars: {result.settings['level']:.0%} query-clustered CIs"
+    if extreme:
+        text += f"; hollow: {extreme} rate(s) of 0 or 1, CI on the effective number of queries"
+    if refused:
+        text += f"; no bar: {refused} cell(s) on too few queries"
+    return text
+
+
 def _exp(v: float) -> float:
     import math
 
@@ -34,17 +46,18 @@ def _exp(v: float) -> float:
 
 def _panel(ax: Any, rows: list[dict[str, Any]], key: str, sources: list[str]) -> None:
     for i, s in enumerate(sources):
-        pts = sorted((r[key], r["rate"], r["low"], r["high"]) for r in rows if r["source"] == s and r["rate"] is not None)
+        pts = sorted((r[key], r["rate"], r["low"], r["high"], bool(r.get("note"))) for r in rows if r["source"] == s and r["rate"] is not None)
         if not pts:
             continue
         shift = (i - (len(sources) - 1) / 2) * 0.08
         xs = [p[0] + shift for p in pts]
         ys = [p[1] for p in pts]
-        err = [
-            [max(0.0, y - p[2]) for y, p in zip(ys, pts)],
-            [max(0.0, p[3] - y) for y, p in zip(ys, pts)],
-        ]  # a Wilson bound can sit a rounding error inside a rate of 0 or 1
-        ax.errorbar(xs, ys, yerr=err, marker="o", capsize=3, label=s)
+        # a Wilson bound can sit a rounding error inside a rate of 0 or 1; a refused cell has no bar
+        err = [[0.0 if p[2] is None else max(0.0, y - p[2]) for y, p in zip(ys, pts)], [0.0 if p[3] is None else max(0.0, p[3] - y) for y, p in zip(ys, pts)]]
+        line = ax.errorbar(xs, ys, yerr=err, marker="o", capsize=3, label=s)
+        hollow = [(x, y) for x, y, p in zip(xs, ys, pts) if p[4]]
+        if hollow:
+            ax.plot(*zip(*hollow), linestyle="none", marker="o", markerfacecolor="white", markeredgecolor=line[0].get_color())
     levels = sorted({r[key] for r in rows})
     if levels:
         ax.set_xticks(levels)
@@ -67,8 +80,9 @@ def plot_citations(result: CitationResult, path: str | Path) -> Path:
     _panel(axes[1], result.rates.get("source_position", []), "position", sources)
     axes[1].set_xlabel("position in the context")
     s, c = result.settings, result.counts
-    fig.suptitle(f"Citations by {result.generator_name}: top {s['k']}, {s['orders']} order(s), {c['answers']} answers ({c['no_citation'] + c['empty'] + c.get('only_out_of_range', 0)} cite nothing); "
-                 f"bars: {s['level']:.0%} query-clustered CIs\n{_effect_text(result)}", fontsize=9)  # fmt: skip
+    silent = c["no_citation"] + c["empty"] + c.get("only_out_of_range", 0)
+    head = f"Citations by {result.generator_name}: top {s['k']}, {s['orders']} order(s), {c['answers']} answers ({silent} cite nothing)"
+    fig.suptitle(f"{head}; {_rate_text(result)}\n{_effect_text(result)}", fontsize=9)
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=max(1, len(labels)), fontsize=8, frameon=False)
     fig.tight_layout(rect=(0, 0.06, 1, 1))

@@ -14,11 +14,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from sourcebias.citations.result import KIND, CitationResult
 from sourcebias.citations.study import CiteSettings, cite_run
 from sourcebias.core.errors import ConfigError
+from sourcebias.data.dataset import require_twins
+
+#: what needs the twins, as a refusal names it
+STUDY = "a citation study (which of the passages shown a generator cites)"
 
 
 def _evaluate_run(data: str, folder: Path, run_name: str | None) -> tuple[Any, Any]:
@@ -29,6 +31,7 @@ def _evaluate_run(data: str, folder: Path, run_name: str | None) -> tuple[Any, A
 
     head = load_result(folder, runs=False)
     ds = load_dataset(data, head.dataset_options()[0])
+    require_twins(ds, STUDY)
     runs = {k.retriever: r for k, r in load_result(folder, dataset=ds).runs.items() if k.setting == "mixed"}
     if not runs:
         raise ConfigError(f"{folder} holds no run of the mixed corpus")
@@ -48,45 +51,64 @@ def load_ranking(data: str, *, run: str | Path | None = None, retriever: str | N
         data: the dataset (folder or registered name) whose texts the generator reads.
         run: an ``evaluate`` output folder (its mixed run; ``run_name`` picks one of several) or a
             TREC run file over ``data`` (document names by the project's docno rule).
-        retriever: or a retriever specification, run now over ``data``'s mixed corpus.
+        retriever: or a retriever specification, run now over ``data``'s mixed corpus
+            (``LABEL=SPEC``: the label names the ranking, as in ``evaluate``).
         run_name: which mixed run of an ``evaluate`` folder.
-        docnos, docno_pattern: how a TREC file names documents (``sourcebias.retrieval.run``).
+        docnos: how a TREC file names documents: a docno map (``sourcebias.retrieval.run``).
+        docno_pattern: or a pattern of the names (``{doc_id}-{source}``).
         retriever_options: command-wide options of ``retriever`` (device, cache_dir, ...).
 
     Raises:
         ConfigError: neither or both of ``run`` and ``retriever``; a path that is neither a
-            folder nor a file; an unknown run name.
+            folder nor a file; an unknown run name; a dataset without LLM twins (before any
+            ranking).
     """
     from sourcebias.data import load_dataset
 
-    if (run is None) == (retriever is None):
-        raise ConfigError("give the ranking: --run RUN (an evaluate folder or a TREC run file) or --retriever SPEC")
+    check_ranking(run, retriever, retriever_options)
     if retriever is not None:
         from sourcebias.retrieval import build_retriever
+        from sourcebias.retrieval.registry import split_label, system_name
 
         ds = load_dataset(data)
+        require_twins(ds, STUDY)
         ids = ds.evaluation_queries() or list(ds.queries)
-        ranked = build_retriever(retriever, **(retriever_options or {})).retrieve(ds.corpus, {q: ds.queries[q] for q in ids}, depth=100)
-        return ranked, ds, {"retriever": retriever, "dataset": ds.describe().get("name")}
+        label, spec = split_label(retriever)  # LABEL=SPEC: the label names the ranking, as in evaluate
+        ranked = build_retriever(spec, **(retriever_options or {})).retrieve(ds.corpus, {q: ds.queries[q] for q in ids}, depth=100)
+        ranked.name = system_name(retriever)
+        return ranked, ds, {"retriever": spec, **({"label": label} if label else {}), "dataset": ds.describe().get("name")}
     path = Path(run)  # type: ignore[arg-type]  # one of the two is given (checked above)
     if path.is_dir():
         ranked, ds = _evaluate_run(data, path, run_name)
-    elif path.is_file():
+    else:
         from sourcebias.retrieval.run import Run, resolve_docnos
 
         ds = load_dataset(data)
+        require_twins(ds, STUDY)
         ranked = Run.from_trec(path, ds.corpus, docnos=resolve_docnos(path, ds.corpus, docnos=docnos, docno_pattern=docno_pattern))
-    else:
-        raise ConfigError(f"{path}: neither an evaluate output folder nor a TREC run file")
     return ranked, ds, {"run": str(path.resolve()), "run_name": ranked.name, "dataset": ds.describe().get("name")}
 
 
+def check_ranking(run: str | Path | None, retriever: str | None, retriever_options: dict[str, Any] | None = None) -> None:
+    """Refuse a ranking that cannot be read, reading nothing: neither or both of ``run`` and
+    ``retriever``, a ``run`` that is neither a folder nor a file, a retriever spec that does not
+    build (an unknown kind or option, a missing extra)."""
+    if (run is None) == (retriever is None):
+        raise ConfigError("give the ranking: --run RUN (an evaluate folder or a TREC run file) or --retriever SPEC")
+    if retriever is not None:
+        from sourcebias.retrieval.registry import check_retriever, split_label
+
+        check_retriever(split_label(retriever)[1], **(retriever_options or {}))
+    elif not (Path(run).is_dir() or Path(run).is_file()):  # type: ignore[arg-type]  # one of the two is given (checked above)
+        raise ConfigError(f"{run}: neither an evaluate output folder nor a TREC run file")
+
+
 def sample(query_ids: list[str], max_queries: int | None, seed: int) -> list[str]:
-    """A seeded sample of ``max_queries`` of the queries (in their order; all when None)."""
-    if max_queries is None or max_queries >= len(query_ids):
-        return list(query_ids)
-    keep = set(np.random.default_rng(seed).permutation(len(query_ids))[:max_queries].tolist())
-    return [q for i, q in enumerate(query_ids) if i in keep]
+    """A seeded sample of ``max_queries`` of the queries (in their order; all when None):
+    :func:`~sourcebias.core.sampling.seeded_sample`."""
+    from sourcebias.core.sampling import seeded_sample
+
+    return seeded_sample(query_ids, max_queries, seed)
 
 
 def run_cite(data: str, output: str | Path | None, *, generator: str, settings: CiteSettings, run: str | Path | None = None, retriever: str | None = None, run_name: str | None = None,
@@ -100,8 +122,11 @@ def run_cite(data: str, output: str | Path | None, *, generator: str, settings: 
     cache), which is what makes a rerun resume."""
     from sourcebias.core.artifacts import OutputFolder
     from sourcebias.llmcalls import open_client
+    from sourcebias.llmcalls.spec import parse_model_spec, require_backend
 
-    settings.check()
+    settings.check()  # every input that can be checked without reading the data, before the folder is claimed
+    require_backend(parse_model_spec(generator, what="--generator"), "--generator")
+    check_ranking(run, retriever, {"device": device, "cache_dir": cache_dir} if retriever else None)
     folder = OutputFolder.claim(output, kind=KIND, overwrite=overwrite) if output is not None else None
     client = None
     try:

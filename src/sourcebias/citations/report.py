@@ -18,9 +18,26 @@ def _ci(lo: Any, hi: Any, signed: bool = False) -> str:
 
 
 def _rate_cell(r: dict[str, Any] | None) -> str:
+    """rate [CI] (cited/n); a cell whose interval used another method marked †, one without
+    interval "[–]" (the notes and the caption say which and why)."""
     if r is None or r["rate"] is None:
         return "–"
-    return f"{r['rate']:.3f} {_ci(r['low'], r['high'])} ({r['cited']}/{r['n']})"
+    ci = "[–]" if r.get("low") is None else _ci(r["low"], r["high"]) + ("†" if r.get("note") else "")
+    return f"{r['rate']:.3f} {ci} ({r['cited']}/{r['n']})"
+
+
+def rate_caption(result: CitationResult, table: str) -> str:
+    """The rate table's caption: the methods its cells actually used, and the cells without interval."""
+    rows = result.rates.get(table, [])
+    level = result.settings["level"]
+    text = f"rate [{level:.0%} CI] (cited/shown); {result.method['rates']}"
+    extreme = [r for r in rows if r.get("note")]
+    refused = [r for r in rows if r.get("refused")]
+    if extreme:
+        text += f"; † ({len(extreme)} cells): {extreme[0]['note']}"
+    if refused:
+        text += f"; [–] ({len(refused)} cells): no interval, {'; '.join(sorted({r['refused'] for r in refused}))}"
+    return text + "."
 
 
 def rate_rows(result: CitationResult, table: str, key: str) -> tuple[list[dict[str, Any]], list[str]]:
@@ -44,6 +61,9 @@ def effect_rows(result: CitationResult, term: str) -> list[dict[str, Any]]:
                     "or_text": "–" if r.get("odds_ratio") is None else f"{r['odds_ratio']:.2f}",
                     "ame_text": "–" if r.get("ame") is None else f"{r['ame']:+.3f} {_ci(r['ame_low'], r['ame_high'], True)}",
                     "n_text": f"{r['pairs']} pairs" if r["estimator"] == "twins" else f"{r['n']} rows", "status_text": r["status"] + (f": {r['note']}" if r["note"] and r["status"] == "undefined" else "")})  # fmt: skip
+    for row in out:  # an estimate without interval says why, as an undefined one does
+        if row["status"] == "no_interval" and row["note"]:
+            row["status_text"] += f": {row['note']}"
     return out
 
 
@@ -70,9 +90,7 @@ def citation_report(result: CitationResult, title: str | None = None) -> Any:
     for key, table, heading in (("rank", "source_rank", "retrieval rank"), ("position", "source_position", "position in the context")):
         rows, sources = rate_rows(result, table, key)
         cols = [Column(key, key, "int")] + [Column(f"src:{x}", x, "cell") for x in sources]
-        tables.append(
-            Table(f"rates:{key}", f"P(cited | source, {heading})", cols, rows, f"rate [{s['level']:.0%} CI] (cited/shown); {m['rates']}.", status_rows=False)
-        )
+        tables.append(Table(f"rates:{key}", f"P(cited | source, {heading})", cols, rows, rate_caption(result, table), status_rows=False))
     effect_cols = [Column("estimator", "estimator", "text"), Column("level", "source", "text"), Column("estimate_text", "estimate [CI]", "cell"),
                    Column("or_text", "odds ratio", "cell"), Column("ame_text", "AME on P(cited) [CI]", "cell"), Column("p", "p", "p"), Column("n_text", "n", "cell"),
                    Column("queries", "queries", "int"), Column("status_text", "status", "text")]  # fmt: skip

@@ -15,26 +15,28 @@ from typing import Any
 
 import pandas as pd
 
-from sourcebias.citations.design import Context, build_contexts
-from sourcebias.citations.estimate import LOGIT_METHOD, RATE_METHOD, TWIN_METHOD, logit_effects, rate_table, twin_differences
+from sourcebias.citations.design import Context, build_contexts, check_design
+from sourcebias.citations.estimate import LOGIT_METHOD, TWIN_METHOD, balanced_queries, logit_effects, rate_method, rate_notes, rate_table, twin_differences
 from sourcebias.citations.parse import STATUSES, ParsedAnswer
 from sourcebias.citations.prompt import cite_prompt
 from sourcebias.citations.result import CitationResult
 from sourcebias.core.errors import ConfigError
+from sourcebias.llmcalls.client import call_notes
 
 UNCITED_RULES = ("keep", "drop")
 
 
 @dataclass(frozen=True)
 class CiteSettings:
-    """How the study is run: the top ``k`` passages, ``orders`` context orders per query (0: as
-    ranked, then seeded shuffles), the ``seed`` (shuffles, query sample, and sent with each
-    call), generation parameters, ``uncited`` (``keep``: an answer that cites no passage, with no
-    citation or only numbers outside 1..k, counts as citing none of its passages; ``drop``: its
-    passages are left out of the estimates; counted either way), the intervals' ``level``,
-    ``max_queries`` (a seeded sample; all when None), ``shots`` (how many of the prompt's
-    demonstrations come first: ``alce`` has one) and ``prompt`` (a registered name or a prompt
-    file asking for citations, :mod:`sourcebias.llmcalls.prompts`)."""
+    """How the study is run: the top ``k`` passages, ``orders`` context orders per query (rows of
+    a cyclic Latin square, order 0 as ranked: at most ``k``; ``orders = k`` balances each query's
+    contexts, which the matched twins need), the ``seed`` (query sample, and sent with each call),
+    generation parameters, ``uncited`` (``keep``: an answer that cites no passage, with no citation
+    or only numbers outside 1..k, counts as citing none of its passages; ``drop``: its passages are
+    left out of the estimates; counted either way), the intervals' ``level``, ``max_queries`` (a
+    seeded sample; all when None), ``shots`` (how many of the prompt's demonstrations come first:
+    ``alce`` has one) and ``prompt`` (a registered name or a prompt file asking for citations,
+    :mod:`sourcebias.llmcalls.prompts`)."""
 
     k: int = 5
     orders: int = 1
@@ -52,6 +54,11 @@ class CiteSettings:
             raise ConfigError(f"k must be at least 2 (a citation choice needs two passages), got {self.k}")
         if self.orders < 1:
             raise ConfigError(f"orders must be at least 1, got {self.orders}")
+        if self.orders > self.k:
+            raise ConfigError(
+                f"orders ({self.orders}) must be at most k ({self.k}): {self.k} passages have {self.k} cyclic orders, more would show a context twice; "
+                f"orders = k puts each passage at each position once"
+            )
         if self.uncited not in UNCITED_RULES:
             raise ConfigError(f"uncited must be one of {', '.join(UNCITED_RULES)}, got '{self.uncited}'")
         if not 0.0 < self.level < 1.0:
@@ -180,18 +187,28 @@ def analyse(
     effects = logit + twin_differences(used, human, settings.level)
     notes = (
         _notes(counts, settings, used, passages)
+        + [_design_note(used, settings)]
+        + rate_notes(rates)
         + logit_notes
         + [f"{r['estimator']} {r['level']}: {r['note']}" for r in effects if r["note"] and r["term"] == "source"]
     )
     method = {
-        "rates": RATE_METHOD,
+        "rates": rate_method(),
         "logit": LOGIT_METHOD,
         "twins": TWIN_METHOD,
         "level": settings.level,
-        "orders": "0: as ranked, 1..: shuffles seeded by (seed, order, query id)",
+        "orders": "rows of a cyclic Latin square: 0 as ranked, j the ranking rotated (sourcebias.clustered.design)",
     }
     return CitationResult(settings=settings.describe(), generator=generator or {}, inputs=inputs or {}, counts=counts, rates=rates, effects=effects, passages=passages.reset_index(drop=True),
                           answers=answers.reset_index(drop=True), notes=notes, method=method)  # fmt: skip
+
+
+def _design_note(used: pd.DataFrame, settings: CiteSettings) -> str:
+    """The design the estimates rest on: its balance, and how many queries are balanced."""
+    from sourcebias.clustered.design import order_balance
+
+    queries = int(used["query_id"].nunique()) if len(used) else 0
+    return f"design: {order_balance(settings.k, settings.orders)['text']}; {len(balanced_queries(used))} of {queries} queries balanced in the rows estimated"
 
 
 def top_k(run: Any, query_ids: list[str], k: int) -> dict[str, list[int]]:
@@ -231,9 +248,13 @@ def cite_run(
     missing = [q for q in ids if q not in queries]
     if missing:
         raise ConfigError(f"{len(missing)} queries of the run have no text in the dataset (e.g. {missing[0]})")
-    contexts = build_contexts(top_k(run, ids, settings.k), settings.orders, settings.seed)
+    contexts = build_contexts(top_k(run, ids, settings.k), settings.orders)
+    check_design(contexts, run.corpus, human, settings.orders)  # refuses a design that can estimate no source effect, before any call
     calls = calls_for(contexts, run.corpus, queries, settings)
     with progress.task("cited answers", total=len(calls), unit="answer") as task:
         answers = client.answer(calls, task=task)
     passages, answer_frame = tables(contexts, answers, run.corpus, settings.uncited, calls, settings.prompt)
-    return analyse(passages, answer_frame, settings, human, generator=client.describe(), inputs=inputs)
+    described = client.describe()
+    result = analyse(passages, answer_frame, settings, human, generator=described, inputs=inputs)
+    result.notes += call_notes(described, "generator calls: ")
+    return result

@@ -14,7 +14,9 @@ Data = Annotated[str, typer.Argument(help="The dataset (folder or name, e.g. nq-
 RunArg = Annotated[
     Path | None, typer.Option("--run", metavar="DIR|FILE", help="An `evaluate` output folder (its mixed-corpus run) or a TREC run file over DATA.")
 ]
-RetrieverArg = Annotated[str | None, typer.Option("--retriever", "-r", metavar="SPEC", help="Or rank DATA's mixed corpus now with this retriever (e.g. bm25).")]
+RetrieverArg = Annotated[
+    str | None, typer.Option("--retriever", "-r", metavar="SPEC", help="Or rank DATA's mixed corpus now with this retriever (e.g. bm25; LABEL=SPEC names it).")
+]
 RunName = Annotated[str | None, typer.Option(help="Which mixed run of an `evaluate` folder that holds several.")]
 Generator = Annotated[
     str,
@@ -22,14 +24,20 @@ Generator = Annotated[
 ]
 Output = Annotated[Path | None, typer.Option("--output", "-o", metavar="DIR", help="Output folder (results, answers, report, figure, manifest).")]
 K = Annotated[int, typer.Option("--k", "-k", min=2, help="Passages per context: the top k of each query's ranking.")]
-Orders = Annotated[int, typer.Option(min=1, help="Context orders per query: 1 as ranked; more add seeded shuffles (separates position from source).")]
-Seed = Annotated[int, typer.Option(help="Seed of the shuffled orders and the query sample (also sent with each call).")]
+Orders = Annotated[
+    int,
+    typer.Option(
+        min=1,
+        help="Context orders per query, at most -k: 1 as ranked; more add rotations of it (a cyclic Latin square); = k balances positions (the twins need it).",
+    ),
+]
+Seed = Annotated[int, typer.Option(help="Seed of the query sample (also sent with each call).")]
 MaxTokens = Annotated[int, typer.Option(min=1, help="Most tokens per answer.")]
 Temperature = Annotated[float, typer.Option(min=0.0, help="Sampling temperature (0: greedy).")]
 Uncited = Annotated[str, typer.Option(help="An answer citing no passage (none, or only numbers outside 1..k): keep (cites none) or drop (left out); counted.")]
 Level = Annotated[float, typer.Option(help="Level of the confidence intervals.")]
 MaxQueries = Annotated[int | None, typer.Option(min=1, help="Ask about a seeded sample of this many queries. \\[default: all]")]
-Concurrency = Annotated[int | None, typer.Option(min=1, help="Requests in flight against a server. \\[default: 4]")]
+Concurrency = Annotated[int | None, typer.Option(min=1, help="Requests in flight against servers. \\[default: 4 per server]")]
 Device = Annotated[str | None, typer.Option(help="Device of a local generator (and of --retriever): cpu, cuda.")]
 Shots = Annotated[
     int, typer.Option(min=0, help="How many of the prompt's demonstrations to show first (alce has one: a question, two passages, a cited answer); 0: none.")
@@ -63,7 +71,7 @@ def cite(
 
     Examples:
 
-      sourcebias cite nq-utd -r bm25 --generator smollm2 -k 5 --orders 3 -o out/nq-cite
+      sourcebias cite nq-utd -r bm25 --generator smollm2 -k 5 --orders 5 -o out/nq-cite
 
       sourcebias cite nq-utd --run out/nq-utd --generator openai:qwen@http://127.0.0.1:8080/v1 -o out/nq-cite-qwen
     """

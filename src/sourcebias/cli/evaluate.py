@@ -72,6 +72,7 @@ def evaluate(
     overwrite: options.Overwrite = False,
     depth: options.Depth = 1000,
     seed: options.Seed = 0,
+    max_queries: options.MaxQueries = None,
     sole: options.Sole = True,
     remove_self_matches: options.RemoveSelfMatches = False,
     skip_unknown_qrels: options.SkipUnknownQrels = False,
@@ -103,7 +104,7 @@ def evaluate(
     )  # fmt: skip
     plan = EvaluationPlan(
         retrievers=tuple(retriever or ()), runs=tuple(_parse_run_arg(r) for r in run or ()), docnos=docnos, docno_pattern=docno_pattern,
-        source_labels=_parse_labels(source_label), measures=tuple(metric or ()), cutoffs=tuple(k or ()), depth=depth, seed=seed, sole=sole,
+        source_labels=_parse_labels(source_label), measures=tuple(metric or ()), cutoffs=tuple(k or ()), depth=depth, seed=seed, max_queries=max_queries, sole=sole,
         exclude_self=remove_self_matches, resamples=resamples, statistics=parse_statistics(statistics),
         statistics_measures=tuple(statistics_measure or ()), bootstrap_resamples=bootstrap_resamples, confidence=confidence, correction=correction,
         ndsr_k=ndsr_k, format=format, write_runs=runs,

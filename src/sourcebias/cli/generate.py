@@ -20,7 +20,7 @@ def generate(
     max_new_tokens_ratio: o.MaxNewTokensRatio = 2.0, min_new_tokens: o.MinNewTokens = 64, max_new_tokens: o.MaxNewTokens = 2048,
     limit: o.Limit = None, length_filter: o.LengthFilter = False, min_words: o.MinWords = 10, max_words: o.MaxWords = 2000, sample_cap: o.SampleCap = None,
     output: o.TwinOutput = None, human_source: o.HumanSource = "human",
-    concurrency: o.Concurrency = 4, timeout: o.Timeout = 300.0, max_retries: o.MaxRetries = 8, completions: o.Completions = False,
+    concurrency: o.Concurrency = None, timeout: o.Timeout = 300.0, max_retries: o.MaxRetries = 8, completions: o.Completions = False,
     device: o.Device = None, threads: o.Threads = None,
     keep_raw: o.KeepRaw = False, overwrite: o.Overwrite = False, fsync: o.Fsync = False, max_consecutive_failures: o.MaxConsecutiveFailures = 20,
     length_control: o.LengthControlSpec = None,
@@ -38,6 +38,7 @@ def generate(
       sourcebias generate data/nq-utd --name llama3-tmp0.2 --model openai:meta-llama/Meta-Llama-3-8B-Instruct@http://gpu1:8000/v1@http://gpu2:8000/v1 --concurrency 32
     """
     from sourcebias.core import progress
+    from sourcebias.generation.journal import refuse_early
     from sourcebias.generation.length import LengthControl
     from sourcebias.generation.prompts import load_prompt
     from sourcebias.generation.rewrite import RewriteSettings, resolve_target, rewrite_corpus
@@ -50,6 +51,7 @@ def generate(
         limit=limit, keep_raw=keep_raw, fsync=fsync, max_consecutive_failures=max_consecutive_failures, length_control=LengthControl.parse(length_control) if length_control else None,
     )  # fmt: skip
     settings.validate()
+    refuse_early(target, settings.fingerprint(spec.model), overwrite=overwrite)  # before a model is loaded or a server asked
     if spec.backend != "local":
         engine = _openai_backend(spec, api_key_env, concurrency=concurrency, timeout=timeout, max_retries=max_retries, chat=not completions)
     else:

@@ -2,7 +2,9 @@
 
 Every user-caused error (a bad file, a bad option, a missing model, a misused output folder) ends
 with one clear message and exit status 2, not a traceback; Ctrl-C ends with a message and status
-130 (finished work is kept where the job is resumable).
+130 (finished work is kept where the job is resumable). SIGTERM (``kill``, a scheduler's stop) and
+SIGHUP (the terminal closed) stop a command as Ctrl-C does, cleaning up the same way (an output
+folder's lock and staging folder removed, a journal closed), with status 128 + the signal's number.
 """
 
 from __future__ import annotations
@@ -83,8 +85,9 @@ def main(argv: list[str] | None = None) -> None:
         from sourcebias.cli.options import describe_measures
 
         describe_measures()
+    stopped_by: list[int] = []
     try:
-        with _deprecations_as_lines():
+        with _deprecations_as_lines(), _stop_signals_as_interrupt(stopped_by):
             code = app(args=args, prog_name="sourcebias", standalone_mode=False)
     except SourceBiasError as exc:
         from rich.markup import escape
@@ -97,9 +100,46 @@ def main(argv: list[str] | None = None) -> None:
     except click_exceptions.ClickException as exc:  # usage errors: bad option values, unknown options
         _usage_error(exc)
         sys.exit(exc.exit_code)
-    if code == 130:  # typer turns Ctrl-C (KeyboardInterrupt) into a silent exit 130
+    if code == 130 and stopped_by:  # a stop signal, turned into the KeyboardInterrupt Ctrl-C raises
+        import signal
+
+        name = signal.Signals(stopped_by[0]).name
+        err_console.print(f"[yellow]Stopped ({name}).[/yellow] Finished work is kept; rerun the same command to resume where the job is resumable.")
+        code = 128 + stopped_by[0]
+    elif code == 130:  # typer turns Ctrl-C (KeyboardInterrupt) into a silent exit 130
         err_console.print("[yellow]Interrupted.[/yellow] Finished work is kept; rerun the same command to resume where the job is resumable.")
     sys.exit(code if isinstance(code, int) else 0)
+
+
+@contextlib.contextmanager
+def _stop_signals_as_interrupt(stopped_by: list[int]) -> Iterator[None]:
+    """While a command runs, SIGTERM and SIGHUP raise KeyboardInterrupt in the main thread, as
+    Ctrl-C does: every ``finally`` and ``with`` of the job runs (Python's default for them is to
+    end at once, leaving an output folder's lock and staging folder behind). The signals received
+    are appended to ``stopped_by``. A signal the process was started ignoring (``nohup`` ignores
+    SIGHUP) stays ignored; outside the main thread nothing is changed (signals are delivered there)."""
+    import signal
+    import threading
+
+    wanted = [getattr(signal, n) for n in ("SIGTERM", "SIGHUP") if hasattr(signal, n)]
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, _frame: Any) -> None:
+        stopped_by.append(signum)
+        raise KeyboardInterrupt
+
+    previous = {s: signal.getsignal(s) for s in wanted}
+    for s, handler in previous.items():
+        if handler is signal.SIG_DFL:
+            signal.signal(s, stop)
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            if handler is signal.SIG_DFL:
+                signal.signal(s, handler)
 
 
 @contextlib.contextmanager

@@ -118,6 +118,12 @@ def describe_measures() -> None:
 Depth = Annotated[int, typer.Option(**option_kwargs("depth"))]
 Seed = Annotated[int, typer.Option(**option_kwargs("seed"))]
 Sole = Annotated[bool, typer.Option("--sole/--no-sole", help="Also rank each source alone (human-only, LLM-only settings).")]
+MaxQueries = Annotated[
+    int | None,
+    typer.Option(
+        min=1, help="Evaluate a seeded sample (--seed) of this many of the split's queries; their ids go into result.json and the manifest. \\[default: all]"
+    ),
+]
 RemoveSelfMatches = Annotated[bool, typer.Option(help="Leave out documents whose id equals the query id (BEIR ArguAna/Quora quirk).")]
 
 # -- output --------------------------------------------------------------------------------------------

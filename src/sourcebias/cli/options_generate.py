@@ -86,11 +86,11 @@ LengthControlSpec = Annotated[
 ]
 
 # -- the backends -----------------------------------------------------------------------------
-BaseUrl = Annotated[list[str] | None, typer.Option("--base-url", help="Deprecated (removed in 0.4.0): write --model openai:MODEL@URL[@URL...].")]
+BaseUrl = Annotated[list[str] | None, typer.Option("--base-url", help="Deprecated (removed in 0.4.0): write --model openai:MODEL@URL\\[@URL...].")]
 ApiKeyEnv = Annotated[
     str | None, typer.Option(help="Environment variable holding the API key (default OPENAI_API_KEY, optional). The key is never written anywhere.")
 ]
-Concurrency = Annotated[int, typer.Option(help="openai: requests in flight at once over all servers.", min=1)]
+Concurrency = Annotated[int | None, typer.Option(help="openai: requests in flight at once over all servers (default: 4 per server).", min=1)]
 Timeout = Annotated[float, typer.Option(help="openai: seconds to wait for one answer.")]
 MaxRetries = Annotated[int, typer.Option(help="openai: retries on 429, 5xx and network errors (exponential backoff with jitter, Retry-After honoured).", min=0)]
 Completions = Annotated[

@@ -43,7 +43,7 @@ JudgePairPrompt = Annotated[
 ]
 JudgeRetrievers = Annotated[
     list[str] | None,
-    typer.Option("--retriever", "-r", metavar="SPEC", help="A retriever whose mixed-corpus ranking is evaluated with the assessors' and the judge's qrels (and, with --top-k, whose top documents are graded too); repeat for several."),
+    typer.Option("--retriever", "-r", metavar="[LABEL=]SPEC", help="A retriever whose mixed-corpus ranking is evaluated with the assessors' and the judge's qrels (and, with --top-k, whose top documents are graded too); repeat for several. LABEL= names it in the tables (as in evaluate)."),
 ]  # fmt: skip
 JudgeRuns = Annotated[
     list[Path] | None, typer.Option("--run", metavar="FILE", help="A TREC run of the mixed corpus, used like a --retriever; repeat for several.")
@@ -55,7 +55,7 @@ JudgeMaxTokens = Annotated[int, typer.Option(min=1, help="Tokens a pointwise ans
 JudgeTopLogprobs = Annotated[int, typer.Option(min=0, max=20, help="Top log-probabilities asked per generated token (0: none); they give the expected grade.")]
 JudgeSeed = Annotated[int, typer.Option(help="Seed of the calls, of the query sample, of the bootstrap and of the randomization tests.")]
 JudgeResamples = Annotated[int, typer.Option(min=100, help="Bootstrap resamples of queries.")]
-JudgeConcurrency = Annotated[int | None, typer.Option(min=1, help="Requests in flight against servers (default 4).")]
+JudgeConcurrency = Annotated[int | None, typer.Option(min=1, help="Requests in flight against servers (default 4 per server).")]
 JudgeDevice = Annotated[str | None, typer.Option(help="Device of a local judge model: cpu, cuda (default: cuda if available).")]
 JudgeCacheDir = Annotated[
     Path | None, typer.Option(metavar="DIR", help="Where answers are stored (default: $SOURCEBIAS_CACHE or ~/.cache/sourcebias); a rerun reads them back.")

@@ -1,7 +1,7 @@
 """Mixed-source datasets: documents as ``(doc_id, source)``, qrels on originals, validated loading."""
 
 from sourcebias.data.corpus import Corpus, Document, join_title_text
-from sourcebias.data.dataset import Dataset, DatasetLayout, detect_layout, load_dataset, require_evaluable
+from sourcebias.data.dataset import Dataset, DatasetLayout, detect_layout, load_dataset, require_evaluable, require_twins
 from sourcebias.data.options import HUMAN, DatasetOptions, recorded_options
 from sourcebias.data.qrels import Qrels
 from sourcebias.data.readers import LoadReport, read_corpus, read_qrels, read_queries
@@ -23,4 +23,5 @@ __all__ = [
     "read_queries",
     "recorded_options",
     "require_evaluable",
+    "require_twins",
 ]

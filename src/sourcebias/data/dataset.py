@@ -481,6 +481,36 @@ def require_evaluable(dataset: Dataset) -> list[str]:
     )
 
 
+def require_twins(dataset: Dataset, study: str) -> list[str]:
+    """The LLM sources of a dataset that a study compares with its human source.
+
+    A study of source bias (a citation study, a judge's twin bias) compares how the human original
+    and its LLM twins are treated: a corpus of one source, or without its human source, has
+    nothing to compare, and is refused before any model is loaded or any call made.
+
+    Args:
+        dataset: A loaded dataset.
+        study: What needs the twins, as the message names it (``"a citation study"``).
+
+    Returns:
+        :attr:`Dataset.other_sources`.
+
+    Raises:
+        ConfigError: no human source, or no other source.
+    """
+    has = ", ".join(f"{s} ({n:,} documents)" for s, n in dataset.corpus.source_counts().items()) or "no documents"
+    if dataset.human_source not in dataset.sources:
+        raise ConfigError(
+            f"{dataset.name}: no human source '{dataset.human_source}' (its corpus has {has}); {study} compares the human original with its LLM twins"
+        )
+    if not dataset.other_sources:
+        raise ConfigError(
+            f"{dataset.name}: its corpus has one source only, {has}; {study} compares the human original with its LLM twins, so it needs "
+            "an LLM source beside the human one (a dataset with twins, e.g. nq-utd, or a twin made with `sourcebias generate`)"
+        )
+    return dataset.other_sources
+
+
 def _without(corpus: Corpus, doc_ids: set[str], lines: dict[str, int], path: Path, report: LoadReport) -> Corpus:
     """``corpus`` less the twins of originals that were skipped (each counted, with its line)."""
     if not doc_ids:

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from sourcebias.core.errors import ConfigError
+from sourcebias.core.sampling import seeded_sample
 from sourcebias.detect.base import Detector
 from sourcebias.detect.detectors import corpus_texts
 from sourcebias.detect.result import KIND, DetectionResult
@@ -42,9 +43,7 @@ def sample_positions(dataset, *, max_pairs: int | None = None, seed: int = 0) ->
         hp, lp, ids = twin_pairs(corpus, human, llm)
         for h, lpos, d in zip(hp.tolist(), lp.tolist(), ids):
             groups.setdefault(d, [h]).append(lpos)
-    ids = sorted(groups)
-    rng = np.random.default_rng(seed)
-    chosen = sorted(ids[i] for i in rng.permutation(len(ids))[:max_pairs])
+    chosen = seeded_sample(sorted(groups), max_pairs, seed)
     return np.array(sorted(p for d in chosen for p in groups[d]), dtype=np.int64)
 
 

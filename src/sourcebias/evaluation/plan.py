@@ -45,6 +45,7 @@ class EvaluationPlan:
         measures, cutoffs: The measure names and cut-offs (every name at every cut-off; empty: NDCG,
             MAP, Recall, P and Share at 1, 3, 5 and 10).
         depth, seed, sole, exclude_self: The protocol's settings (see :func:`sourcebias.evaluation.evaluate`).
+        max_queries: Evaluate a seeded sample (``seed``) of this many queries (``None``: all).
         resamples: Resamples of the report's paired randomization tests.
         statistics: The report's statistics (``None``: its default; ``()``: none).
         statistics_measures: The measures of the per-measure statistics (default: every cut-off
@@ -66,6 +67,7 @@ class EvaluationPlan:
     seed: int = 0
     sole: bool = True
     exclude_self: bool = False
+    max_queries: int | None = None
     resamples: int = 10_000
     statistics: tuple[str, ...] | None = None
     statistics_measures: tuple[str, ...] = ()
@@ -114,6 +116,8 @@ class EvaluationPlan:
         cutoff = max(m.cutoff for m in measures)
         if self.depth < cutoff:
             raise ConfigError(f"--depth {self.depth} is smaller than the largest cut-off {cutoff}")
+        if self.max_queries is not None and self.max_queries < 1:
+            raise ConfigError(f"--max-queries must be at least 1, got {self.max_queries}")
         if self.format not in FORMATS:
             raise ConfigError(f"--format must be csv or parquet, got '{self.format}'")
         if self.format == "parquet":
@@ -162,13 +166,19 @@ class EvaluationPlan:
 
     def build_systems(self) -> list[Any]:
         """The retrievers (:func:`sourcebias.retrieval.build_retriever` with the command-wide
-        options), each named as :meth:`named_specs` says."""
+        options), each named by its ``LABEL=``, else by its own name (``name=``, a backend's
+        precision) without its servers' addresses."""
         from sourcebias.retrieval import build_retriever
+        from sourcebias.retrieval.registry import short_name, split_label
 
-        systems = []
-        for name, spec in self.named_specs().items():
+        systems: list[Any] = []
+        self.named_specs()  # two specifications of one name are refused before any model loads
+        for text in self.specs:
+            label, spec = split_label(text)
             system = build_retriever(spec, **self.retriever_options)
-            system.name = name
+            system.name = label or short_name(system.name)  # the retriever's own name (name=, backend) unless labelled
+            if system.name in {s.name for s in systems}:
+                raise ConfigError(f"two retrievers are named '{system.name}'; label them: --retriever LABEL=SPEC")
             systems.append(system)
         return systems
 

@@ -32,6 +32,7 @@ import numpy as np
 
 from sourcebias.core import progress
 from sourcebias.core.errors import ConfigError
+from sourcebias.core.sampling import seeded_sample
 from sourcebias.data.corpus import Corpus
 from sourcebias.data.dataset import Dataset, require_evaluable
 from sourcebias.data.qrels import Qrels
@@ -170,6 +171,7 @@ def evaluate(
     sole: bool = True,
     exclude_self: bool = False,
     keep_runs: bool = True,
+    max_queries: int | None = None,
 ) -> EvaluationResult:
     """Run the protocol for each retriever, and for each given run, on ``dataset``.
 
@@ -185,17 +187,21 @@ def evaluate(
         exclude_self: Leave out documents whose id equals the query id (BEIR's ArguAna/Quora quirk): a
             :class:`~sourcebias.retrieval.stages.SelfMatchFilter` right after each first stage.
         keep_runs: Keep the rankings in ``result.runs``.
+        max_queries: Evaluate a seeded sample of this many of the queries the split can evaluate
+            (:func:`~sourcebias.core.sampling.seeded_sample` with ``seed``; a larger sample holds a
+            smaller one); their ids are ``result.query_ids`` and ``parameters["query_sample"]``.
 
     Returns:
         The :class:`~sourcebias.evaluation.results.EvaluationResult`.
 
     Raises:
-        ConfigError: no measures, a depth below a cut-off, two systems of one name.
+        ConfigError: no measures, a depth below a cut-off, two systems of one name, ``max_queries`` below 1.
         DataError: no query of the split can be evaluated (naming the qrels file).
     """
     measures = _checked_measures(measures, depth)
     run_map = _named_runs(retrievers, runs)
-    query_ids = require_evaluable(dataset)
+    evaluable = require_evaluable(dataset)
+    query_ids, sample = _sampled(evaluable, max_queries, seed)
     queries: Mapping[str, str] = {q: dataset.queries[q] for q in query_ids}
     settings = _settings(dataset, sole)
     result = EvaluationResult(
@@ -204,16 +210,30 @@ def evaluate(
         sources=list(dataset.sources),
         measures=measures,
         query_ids=query_ids,
-        parameters={"depth": depth, "seed": seed, "sole": sole, "exclude_self": exclude_self, "orphans": dataset.orphans.get("policy", "drop")},
+        parameters={"depth": depth, "seed": seed, "sole": sole, "exclude_self": exclude_self, "orphans": dataset.orphans.get("policy", "drop"), **sample},
     )
     recorder = _Recorder(result, dataset.qrels, settings[0][0], keep_runs)
     for retriever in retrievers:
         recorder.rank(retriever, settings, queries, depth=depth, seed=seed, exclude_self=exclude_self)
     for name, run in run_map.items():
-        run = _given_run(run, name, dataset, queries, depth=depth, seed=seed, exclude_self=exclude_self)
+        run = _given_run(run, name, dataset, queries, depth=depth, seed=seed, exclude_self=exclude_self, evaluable=evaluable)
         result.retrievers[name] = json_safe({"name": name, "class": "Run", "file": run.info.get("source_file"), "docnos": run.info.get("docnos")})
         recorder.record(name, settings[0][0], run, settings[0][2], None)
     return result
+
+
+def _sampled(evaluable: list[str], max_queries: int | None, seed: int) -> tuple[list[str], dict[str, Any]]:
+    """The queries to evaluate and the sample's parameters.
+
+    All the queries the split can evaluate and no parameters (a result without a sample reads as
+    before), or a seeded sample of them and what it was drawn with.
+    """
+    if max_queries is None:
+        return evaluable, {}
+    if max_queries < 1:
+        raise ConfigError(f"max_queries must be at least 1, got {max_queries}")
+    ids = seeded_sample(evaluable, max_queries, seed)
+    return ids, {"max_queries": max_queries, "queries_evaluable": len(evaluable), "query_sample": list(ids)}
 
 
 def _checked_measures(measures: Sequence[Measure] | None, depth: int) -> list[Measure]:
@@ -247,10 +267,13 @@ def _settings(dataset: Dataset, sole: bool) -> list[tuple[str, Corpus, list[str]
     return settings + ([(s, dataset.sole_corpus(s), [s]) for s in sources] if sole else [])
 
 
-def _given_run(run: Run, name: str, dataset: Dataset, queries: Mapping[str, str], *, depth: int, seed: int, exclude_self: bool) -> Run:
+def _given_run(
+    run: Run, name: str, dataset: Dataset, queries: Mapping[str, str], *, depth: int, seed: int, exclude_self: bool, evaluable: Sequence[str]
+) -> Run:
     """A given run bound to the dataset's corpus, restricted to the evaluated queries and cut at ``depth``.
 
-    Its info counts the queries it has that are not evaluated, and those it lacks.
+    Its info counts the queries it has that are not evaluated (apart from those a sample left
+    out, counted on their own when there is a sample), and those it lacks.
     """
     if run.corpus is not dataset.corpus:
         run = run.bind(dataset.corpus)
@@ -258,7 +281,10 @@ def _given_run(run: Run, name: str, dataset: Dataset, queries: Mapping[str, str]
         run = SelfMatchFilter().apply(run, queries, seed=seed)
     info = dict(run.info)
     info["queries_in_run"] = len(run)
-    info["queries_not_evaluated"] = sum(1 for q in run.query_ids if q not in queries)  # not in the split, or without a relevant document
+    can = set(evaluable)
+    info["queries_not_evaluated"] = sum(1 for q in run.query_ids if q not in can)  # not in the split, or without a relevant document
+    if len(can) > len(queries):
+        info["queries_not_sampled"] = sum(1 for q in run.query_ids if q in can and q not in queries)
     info["evaluated_queries_without_ranking"] = sum(1 for q in queries if q not in run.positions)
     run = run.restrict(list(queries)).cut(depth)
     run.name, run.info = name, info

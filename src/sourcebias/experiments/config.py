@@ -38,12 +38,17 @@ settings, their bounds and defaults are declared in :mod:`sourcebias.experiments
     [[retrievers]]
     spec = "bm25>>lm:smollm2,depth=20"
     datasets = ["nq-utd"]                # only on these datasets (default: all)
+    [[retrievers]]
+    spec = "rg=bm25>>rankgpt:openai:qwen@http://gpu1:8000/v1"   # LABEL=SPEC, as -r takes it
 
     [[runs]]                             # a run made by another system, for one dataset
     name = "pyserini-bm25"
     dataset = "nq-utd"
     path = "runs/nq-utd.trec"
     # docnos = "runs/docnos.tsv"  or  docno_pattern = "{doc_id}-{source}"; source_labels = {...}
+
+A retriever is named by ``name``, or by the label of a ``LABEL=SPEC``, or else by its spec less
+its servers' addresses (as ``evaluate -r`` names it).
 
 Each cell is one (dataset, retriever) or (dataset, run) pair. A cell's *hash* covers everything
 that decides its results: the dataset's files (SHA-256), the retriever specification, the
@@ -306,11 +311,15 @@ def _dataset_folder(f: _File, p: Path, given: str, i: int) -> tuple[Path, str]:
 
 def _retriever(f: _File, r: Any, i: int, names: list[str]) -> RetrieverEntry:
     """The ``i``-th ``[[retrievers]]`` entry, checked (its Ray resources against their declarations)."""
+    from sourcebias.retrieval.registry import short_name, split_label
+
     where = f"retrievers[{i}]"
     f.keys(r, RETRIEVER_KEYS, where, "retrievers", i)
     if "spec" not in r:
         f.fail(f"{where}: 'spec' is required (a --retriever specification, e.g. bm25)")
-    spec = f.typed(r["spec"], str, where, "spec", "retrievers", i)
+    label, spec = split_label(f.typed(r["spec"], str, where, "spec", "retrievers", i))  # "LABEL=SPEC" as on the command line
+    if label is not None and r.get("name") is not None and str(r["name"]) != label:
+        f.fail(f"{where}: two names, '{r['name']}' (name) and '{label}' (LABEL= of the spec); give one", "name", "retrievers", i)
     only = r.get("datasets")
     if only is not None:
         if not (isinstance(only, list) and only and all(isinstance(x, str) for x in only)):
@@ -320,7 +329,12 @@ def _retriever(f: _File, r: Any, i: int, names: list[str]) -> RetrieverEntry:
             f.fail(f"{where}.datasets: {', '.join(map(repr, unknown))} is not a dataset of this grid ({', '.join(names)})", "datasets", "retrievers", i)
     ray = {s.name: f.value(r, s, where, "retrievers", i) for s in RETRIEVER_SETTINGS}
     return RetrieverEntry(
-        spec, str(r.get("name") or spec), float(ray["gpus"]), float(ray["cpus"]), int(ray["encode_workers"]), tuple(only) if only is not None else None
+        spec,
+        str(r.get("name") or label or short_name(spec)),
+        float(ray["gpus"]),
+        float(ray["cpus"]),
+        int(ray["encode_workers"]),
+        tuple(only) if only is not None else None,
     )
 
 

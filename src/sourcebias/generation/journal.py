@@ -42,10 +42,38 @@ def exclusive(target: RewriteTarget) -> Iterator[None]:
             try:
                 fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                raise ConfigError(f"another `sourcebias generate` is writing {target.output}; wait for it to finish or stop it") from None
+                raise ConfigError(_busy(target)) from None
         yield
     finally:
         fh.close()
+
+
+def _busy(target: RewriteTarget) -> str:
+    return f"another `sourcebias generate` is writing {target.output}; wait for it to finish or stop it"
+
+
+def refuse_early(target: RewriteTarget, fingerprint: dict[str, Any], *, overwrite: bool) -> None:
+    """Before the backend is opened (a local model loaded, a server asked), refuse what the run
+    would refuse once it holds the twin: another run writing it, or a twin made with other
+    settings (unless ``overwrite``). Writes nothing; the run checks both again, holding its lock.
+
+    Raises:
+        ConfigError: as :func:`exclusive` and :func:`check_settings` do.
+    """
+    lock = target.state_dir / "lock"
+    if lock.is_file():
+        try:
+            import fcntl
+        except ImportError:  # not POSIX (Windows): no lock
+            pass
+        else:
+            with lock.open("a+") as fh:
+                try:
+                    fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    raise ConfigError(_busy(target)) from None
+    if not overwrite:
+        _refuse_other_settings(target, fingerprint, has_output=target.output.exists() and target.output.stat().st_size > 0)
 
 
 def start_over(target: RewriteTarget) -> None:
@@ -102,6 +130,12 @@ def check_settings(target: RewriteTarget, fingerprint: dict[str, Any], has_outpu
     Raises:
         ConfigError: naming the settings that differ, or the file not made by ``generate``.
     """
+    _refuse_other_settings(target, fingerprint, has_output)
+    target.state_dir.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(target.settings_file, fingerprint)
+
+
+def _refuse_other_settings(target: RewriteTarget, fingerprint: dict[str, Any], has_output: bool) -> None:
     if target.settings_file.is_file():
         previous = json.loads(target.settings_file.read_text(encoding="utf-8"))
         if previous != fingerprint:
@@ -113,8 +147,6 @@ def check_settings(target: RewriteTarget, fingerprint: dict[str, Any], has_outpu
         raise ConfigError(
             f"{target.output} exists but was not made by `sourcebias generate` (no {target.settings_file.name}); use --overwrite or another --name"
         )
-    target.state_dir.mkdir(parents=True, exist_ok=True)
-    atomic_write_json(target.settings_file, fingerprint)
 
 
 def consolidate_failed(target: RewriteTarget, done: set[str]) -> int:

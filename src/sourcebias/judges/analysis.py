@@ -3,9 +3,10 @@ twin pair, query-clustered), the same on the expected grade where the backend ga
 log-probabilities, the disclosed author's effect, the pairwise source preference and position
 effect, its agreement with the assessors, and how many answers could not be read.
 
-Every estimate is :func:`sourcebias.judges.stats.clustered_mean`'s (see there why clustered);
-each row says how many items it rests on and how many were left out (an unparseable answer on
-either side of a pair leaves the pair out).
+Every estimate is :func:`sourcebias.judges.stats.clustered_mean`'s (the registered
+``mean_difference`` estimator); each row says how many items it rests on and how many were left out
+(an unparseable answer on either side of a pair leaves the pair out), and, where too few queries
+leave it without interval and p, why (``refused``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from sourcebias.judges.stats import clustered_mean, kappa, pairwise_effects
+from sourcebias.llmcalls.grades import GRADES
 
 
 def _wide(frame: Any, index: list[str], columns: str, values: str) -> Any:
@@ -24,7 +26,7 @@ def _wide(frame: Any, index: list[str], columns: str, values: str) -> Any:
 
 
 def _row(quantity: str, llm_source: str, stat: dict[str, Any], **extra: Any) -> dict[str, Any]:
-    keys = ("estimate", "low", "high", "ci_method", "p", "p_method", "items", "queries", "missing", "confidence")
+    keys = ("estimate", "low", "high", "ci_method", "p", "p_method", "items", "queries", "missing", "confidence", "refused", "note")
     return {"quantity": quantity, "llm_source": llm_source, **{k: stat[k] for k in keys}, **extra}
 
 
@@ -96,13 +98,19 @@ def parse_counts(grades: Any, pairs: Any) -> list[dict[str, Any]]:
 
 def agreement(grades: Any, sources: Sequence[str]) -> list[dict[str, Any]]:
     """Cohen's κ between the assessors' grades and the judge's grade of each source's copies
-    (the split's judged documents; assessors grade 0–2 on NQ-UTD, the judge 0–3)."""
+    (the split's judged documents): binarised at grade > 0 always, graded only when the assessors'
+    grades reach the judge's top grade (NQ-UTD's assessors grade 0–2, the judge 0–3: then the
+    note says so, ``scales`` names both)."""
     g = grades[(grades["mode"] == "grade") & (grades["origin"] == "qrels")]
+    seen = g["assessor_grade"].dropna()
+    top = int(seen.max()) if len(seen) else max(GRADES)
+    scales = f"assessors 0–{top}, judge {min(GRADES)}–{max(GRADES)}"
     out = []
     for s in sources:
         part = g[g["source"] == s]
         if len(part):
-            out.append({"source": s, **kappa(part["assessor_grade"].to_numpy(dtype=float), part["grade"].to_numpy(dtype=float))})
+            k = kappa(part["assessor_grade"].to_numpy(dtype=float), part["grade"].to_numpy(dtype=float), same_scale=top == max(GRADES))
+            out.append({"source": s, **k, "scales": scales})
     return out
 
 
@@ -118,9 +126,9 @@ def grade_table(grades: Any, sources: Sequence[str]) -> list[dict[str, Any]]:
     return out
 
 
-def analyse(grades: Any, pairs: Any, human: str, sources: Sequence[str], *, resamples: int = 2000, confidence: float = 0.95, seed: int = 0) -> dict[str, Any]:
+def analyse(grades: Any, pairs: Any, human: str, sources: Sequence[str], *, confidence: float = 0.95, seed: int = 0) -> dict[str, Any]:
     """Every analysis of a judge run, as plain rows (what ``judge.json`` holds)."""
-    kw = {"resamples": resamples, "confidence": confidence, "seed": seed}
+    kw = {"confidence": confidence, "seed": seed}
     llms = [s for s in sources if s != human]
     return {
         "twin_bias": twin_bias(grades, human, llms, **kw),

@@ -26,8 +26,8 @@ def plot_judge(result: JudgeResult, path: str | Path) -> Path:
     if result.protocol:
         _protocol(axes[0][2], result)
     ident = result.judge.get("identity", {})
-    fig.suptitle(f"LLM judge {ident.get('model', '?')} on {result.dataset.get('name')} ({result.dataset.get('queries')} queries); bars: "
-                 f"{result.settings.get('confidence', 0.95):.0%} CIs, queries resampled", fontsize=10)  # fmt: skip
+    bars = f"{result.settings.get('confidence', 0.95):.0%} CIs clustered by query (effects: CR1 t; Relative Δ: bootstrap over queries)"
+    fig.suptitle(f"LLM judge {ident.get('model', '?')} on {result.dataset.get('name')} ({result.dataset.get('queries')} queries); bars: {bars}", fontsize=10)
     fig.tight_layout(rect=(0, 0, 1, 0.94))
     path = Path(path)
     fig.savefig(path, dpi=120)
@@ -63,6 +63,8 @@ def _effects(ax: Any, result: JudgeResult) -> None:
             continue
         err = None if lo is None or not math.isfinite(lo) else [[max(v - lo, 0)], [max(hi - v, 0)]]
         ax.errorbar([v], [i], xerr=err, fmt="o", color="tab:blue" if r["quantity"].startswith(("grade", "expected")) else "tab:orange", capsize=4)
+        if err is None:  # refused (too few queries) or no variation: no bar, and the plot says so
+            ax.annotate("no CI", (v, i), xytext=(6, -3), textcoords="offset points", fontsize=7)
     ax.axvline(0, color="grey", linewidth=0.8)
     ax.set_yticks(range(len(rows)), labels, fontsize=7)
     ax.invert_yaxis()

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from sourcebias.core.errors import ConfigError
+from sourcebias.core.sampling import seeded_sample
 
 
 def judged_queries(dataset: Any, *, max_queries: int | None = None, seed: int = 0) -> list[str]:
@@ -21,8 +22,8 @@ def judged_queries(dataset: Any, *, max_queries: int | None = None, seed: int = 
 
     Args:
         dataset: A loaded dataset with a split.
-        max_queries: Judge only this many, drawn with ``numpy.random.default_rng(seed)`` (a larger
-            sample holds a smaller one), in the split's order.
+        max_queries: Judge only this many, drawn by :func:`~sourcebias.core.sampling.seeded_sample`
+            (a larger sample holds a smaller one), in the split's order.
         seed: The sample's seed.
 
     Returns:
@@ -36,11 +37,7 @@ def judged_queries(dataset: Any, *, max_queries: int | None = None, seed: int = 
         raise ConfigError(f"{dataset.name}: no judged query in split '{dataset.split}' (a judge needs the split's judgements; pass DIR,split)")
     if not dataset.other_sources:
         raise ConfigError(f"{dataset.name}: one source only ({dataset.human_source}); a judge's twin bias needs LLM twins")
-    if max_queries is None or max_queries >= len(queries):
-        return queries
-    order = np.random.default_rng(seed).permutation(len(queries))[:max_queries]
-    keep = {queries[i] for i in order.tolist()}
-    return [q for q in queries if q in keep]
+    return seeded_sample(queries, max_queries, seed)
 
 
 def item_table(dataset: Any, query_ids: Sequence[str], runs: Mapping[str, Any] | None = None, top_k: int = 0) -> Any:

@@ -11,7 +11,10 @@ Documents whose answer was unparseable are left out of the judge's qrels (counte
 
 Every variant is evaluated on the same rankings (retrieved once) over the judged queries; the
 assessors' qrels are restricted to those queries (``assessors``). System orderings are compared by
-the mean of the measure on target ``all`` (every copy relevant), with Kendall's τ.
+the mean of the measure on target ``all`` (every copy relevant), with Kendall's τ, **on the
+queries both qrels evaluate** (a judge's qrels can leave a query without a relevant document,
+and means over different query sets would order the systems by the queries as much as by the
+qrels); each ordering row says how many queries that is, of how many each side has.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+import numpy as np
 
 from sourcebias.judges.stats import kendall
 
@@ -68,6 +73,7 @@ def protocol_effect(dataset: Any, runs: Mapping[str, Any], variants: Mapping[str
     from sourcebias.evaluation.stats.relative_delta_ci import RelativeDeltaRecord
 
     rows, means, skipped = [], {}, []
+    per_query: dict[str, dict[str, dict[str, float]]] = {}
     m = parse_measure(measure)
     for variant, labels in variants.items():
         ds = dataclasses.replace(dataset, qrels=Qrels(labels))
@@ -85,12 +91,41 @@ def protocol_effect(dataset: Any, runs: Mapping[str, Any], variants: Mapping[str
             rows.append({"run": r.retriever, "llm_source": r.llm_source, "qrels": variant, "measure": str(m), "rel_delta": r.rel_delta, "low": r.rel_delta_ci_low,
                          "high": r.rel_delta_ci_high, "ci_method": r.ci_method, "delta_ndsr": getattr(n, "delta_ndsr", float("nan")),
                          "delta_ndsr_p": getattr(n, "delta_ndsr_p", float("nan")), "queries": len(result.query_ids)})  # fmt: skip
-        means[variant] = {name: float(result.per_query[Key(name, MIXED, ALL, str(m))].mean()) for name in result.retriever_names}
-    names = list(runs)
-    orderings = []
-    for variant in variants:
-        if variant != ASSESSORS and variant in means and ASSESSORS in means:
-            orderings.append(
-                {"qrels": variant, "measure": f"{m} (target all)", **kendall([means[ASSESSORS][n] for n in names], [means[variant][n] for n in names])}
-            )
+        per_query[variant] = {name: dict(zip(result.query_ids, result.per_query[Key(name, MIXED, ALL, str(m))].tolist())) for name in result.retriever_names}
+        means[variant] = {name: float(np.mean(list(v.values()))) for name, v in per_query[variant].items()}
+    orderings = [
+        ordering(per_query[ASSESSORS], per_query[v], list(runs), v, f"{m} (target all)")
+        for v in variants
+        if v != ASSESSORS and v in per_query and ASSESSORS in per_query
+    ]
     return {"rows": rows, "orderings": orderings, "system_means": means, "skipped": skipped}
+
+
+def ordering(
+    assessors: Mapping[str, Mapping[str, float]], judge: Mapping[str, Mapping[str, float]], names: Sequence[str], variant: str, measure: str
+) -> dict[str, Any]:
+    """Kendall's τ of the systems' means under the assessors' and a judge's qrels, on the queries
+    both evaluate.
+
+    Args:
+        assessors: ``{system: {query: value}}`` under the assessors' qrels.
+        judge: The same under the judge's.
+        names: The systems, in order.
+        variant: The judge's qrels' name.
+        measure: What the systems are ordered by (for the row).
+
+    Returns:
+        The row: ``qrels``, ``measure``, ``queries`` (common), ``queries_assessors``,
+        ``queries_judge``, and :func:`~sourcebias.judges.stats.kendall`'s ``tau``, ``p``, ``systems``,
+        ``note`` (the common queries said there when they are fewer than either side's).
+    """
+    qa, qj = set(next(iter(assessors.values()), {})), set(next(iter(judge.values()), {}))
+    common = sorted(qa & qj)
+    row: dict[str, Any] = {"qrels": variant, "measure": measure, "queries": len(common), "queries_assessors": len(qa), "queries_judge": len(qj)}
+    if not common:
+        return {**row, "tau": float("nan"), "p": float("nan"), "systems": len(names), "note": "undefined: no query is evaluated under both qrels"}
+    k = kendall([float(np.mean([assessors[n][q] for q in common])) for n in names], [float(np.mean([judge[n][q] for q in common])) for n in names])
+    if len(common) < max(len(qa), len(qj)):
+        where = f"on the {len(common)} queries both qrels evaluate (assessors {len(qa)}, judge {len(qj)})"
+        k["note"] = "; ".join(x for x in (where, k["note"]) if x)
+    return {**row, **k}

@@ -35,10 +35,19 @@ def _effect_table(key: str, title: str, rows: list[dict[str, Any]], caption: str
     return Table(key, title, cols, _effect_rows(rows), caption, status_rows=False)
 
 
-def _caption(result: JudgeResult) -> str:
+def _caption(result: JudgeResult, rows: list[dict[str, Any]]) -> str:
+    """The effect tables' caption, from the methods the rows actually used (never a method that
+    no row used; rows without CI and p said as such)."""
     s = result.settings
-    return (f"Query-clustered: mean over items, {s['confidence']:.0%} percentile bootstrap CI over queries ({s['resamples']:,} resamples, seed {s['seed']}), "
-            "p: sign-flip test of the query sums; left out: items with an unparseable answer (on either side of a pair).")  # fmt: skip
+    computed = [r for r in rows if not r.get("refused")]
+    ci = sorted({str(r["ci_method"]) for r in computed if not str(r["ci_method"]).startswith("none")})
+    tests = sorted({str(r["p_method"]).split(" (")[0] for r in computed if r.get("p_method")})
+    text = f"Query-clustered: mean over items; {s['confidence']:.0%} CI: {'; '.join(ci) or 'none computed'}"
+    text += f"; p: {'; '.join(tests)} of the query sums (seed {s['seed']})" if tests else "; p: none computed"
+    refused = len(rows) - len(computed) + sum(1 for r in computed if r.get("note"))
+    if refused:
+        text += f"; [–, –] or p –: {refused} row(s) without CI or p, the reason in the notes"
+    return text + "; left out: items with an unparseable answer (on either side of a pair)."
 
 
 def _protocol_tables(result: JudgeResult) -> list[Any]:
@@ -55,11 +64,30 @@ def _protocol_tables(result: JudgeResult) -> list[Any]:
     measure = p["rows"][0]["measure"] if p["rows"] else ""
     cap = (f"Relative Δ of {measure} = (human − LLM) / mean × 100 (bootstrap CI over queries; < 0: LLM text ranked higher) and ΔNDSR@10 (label-free; it moves only "
            "through the queries evaluated) of the same rankings under the assessors' qrels and the judge's grades of each source's copies.")  # fmt: skip
-    order = [{**o, "tau_text": _num(o["tau"], 3), "p_text": _p(o["p"])} for o in p["orderings"]]
+    order = [{**o, "tau_text": _num(o["tau"], 3), "p_text": _p(o["p"]), "queries": o.get("queries", 0)} for o in p["orderings"]]
     ocols = [Column("qrels", "judge qrels", "text"), Column("measure", "systems ordered by", "text"), Column("tau_text", "Kendall τ", "cell"), Column("p_text", "p", "cell"),
              Column("systems", "systems", "int"), Column("note", "note", "text")]  # fmt: skip
+    ocols.insert(5, Column("queries", "queries", "int"))  # the queries both qrels evaluate
     return [Table("judge:protocol", "The protocol under the assessors' and the judge's qrels", cols, rows, cap, status_rows=False),
             Table("judge:orderings", "System orderings: judge's qrels against the assessors'", ocols, order, "", status_rows=False)]  # fmt: skip
+
+
+def _agreement_table(result: JudgeResult) -> Any:
+    """Cohen's κ against the assessors: binarised at grade > 0, and on the grades when both use one scale."""
+    from sourcebias.evaluation.stats import Column
+    from sourcebias.report.model import Table
+
+    rows = result.rows("agreement")
+    agree = [
+        {**a, "kb_text": _num(a.get("kappa_binary"), 3, False), "k_text": _num(a["kappa"], 3, False), "kq_text": _num(a["kappa_quadratic"], 3, False)}
+        for a in rows
+    ]
+    cols = [Column("source", "judge graded copies of", "text"), Column("kb_text", "κ (grade > 0)", "cell"), Column("k_text", "Cohen's κ", "cell")]
+    cols += [Column("kq_text", "κ (quadratic)", "cell"), Column("items", "items", "int"), Column("note", "note", "text")]
+    scales = "; ".join(sorted({str(a.get("scales", "")) for a in rows if a.get("scales")})) or "scales unknown"
+    caption = "κ (grade > 0): both sides binarised, relevant = grade > 0 (as the protocol counts relevance); "
+    caption += f"Cohen's κ and κ (quadratic): on the grades, only when both grade on one scale ({scales})."
+    return Table("judge:agreement", "Agreement with the assessors (judged documents)", cols, agree, caption, status_rows=False)
 
 
 def _no_expected(row: dict[str, Any]) -> str:
@@ -77,19 +105,21 @@ def judge_report(result: JudgeResult, title: str | None = None) -> Any:
     from sourcebias.evaluation.stats import Column
     from sourcebias.report.model import Report, Table
 
-    cap = _caption(result)
     tables = [
         _effect_table(
             "judge:twin_bias",
             "Twin bias of the judge: grade of the LLM twin − grade of the human original (> 0: LLM text graded higher)",
             result.rows("twin_bias"),
-            cap,
+            _caption(result, result.rows("twin_bias")),
         )
     ]
     if result.rows("pairwise"):
         tables.append(
             _effect_table(
-                "judge:pairwise", "Pairwise, both orders: preference for the LLM copy and for the first passage (− 1/2)", result.rows("pairwise"), cap
+                "judge:pairwise",
+                "Pairwise, both orders: preference for the LLM copy and for the first passage (− 1/2)",
+                result.rows("pairwise"),
+                _caption(result, result.rows("pairwise")),
             )
         )
     if result.rows("disclosure"):
@@ -98,15 +128,13 @@ def judge_report(result: JudgeResult, title: str | None = None) -> Any:
                 "judge:disclosure",
                 "Disclosed author: grade when told 'an AI wrote it' − when told 'a human wrote it', same passage",
                 result.rows("disclosure"),
-                cap,
+                _caption(result, result.rows("disclosure")),
             )
         )
     parse = [{**p, "no_expected": _no_expected(p)} for p in result.rows("parse")]
     tables.append(Table("judge:parse", "Answers and parse failures", [Column("mode", "mode", "text"), Column("answers", "answers", "int"), Column("unparseable", "unparseable", "int"),
                         Column("no_expected", "no expected grade", "text")], parse, "unparseable: no grade or pick could be read (left out, never defaulted)", status_rows=False))  # fmt: skip
-    agree = [{**a, "k_text": _num(a["kappa"], 3, False), "kq_text": _num(a["kappa_quadratic"], 3, False)} for a in result.rows("agreement")]
-    tables.append(Table("judge:agreement", "Agreement with the assessors (judged documents)", [Column("source", "judge graded copies of", "text"), Column("k_text", "Cohen's κ", "cell"),
-                        Column("kq_text", "κ (quadratic)", "cell"), Column("items", "items", "int"), Column("note", "note", "text")], agree, "", status_rows=False))  # fmt: skip
+    tables.append(_agreement_table(result))
     tables += _protocol_tables(result)
     judge = result.judge.get("identity", {}).get("model", "judge")
     return Report(

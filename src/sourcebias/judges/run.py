@@ -18,6 +18,7 @@ from sourcebias.judges.grading import JudgeSettings, ask
 from sourcebias.judges.items import item_table, judged_queries
 from sourcebias.judges.prompts import describe_prompts
 from sourcebias.judges.result import KIND, JudgeResult
+from sourcebias.llmcalls.client import call_notes
 
 
 def judge(dataset: Any, client: Any, settings: JudgeSettings, *, runs: dict[str, Any] | None = None, top_k: int = 0, max_queries: int | None = None,
@@ -33,7 +34,7 @@ def judge(dataset: Any, client: Any, settings: JudgeSettings, *, runs: dict[str,
         top_k: How many top documents of each run to grade (0: none).
         max_queries: Judge a seeded sample of this many queries (``settings.seed``).
         measure: The measure of Relative Δ under each qrels.
-        resamples: Bootstrap resamples of queries of every CI.
+        resamples: Bootstrap resamples of the protocol's Relative Δ CI (the judge's own are closed-form).
         confidence: The level of every CI.
 
     Returns:
@@ -44,15 +45,16 @@ def judge(dataset: Any, client: Any, settings: JudgeSettings, *, runs: dict[str,
     queries = judged_queries(dataset, max_queries=max_queries, seed=settings.seed)
     items = item_table(dataset, queries, runs or {}, top_k)
     grades, pairs, counts = ask(client, dataset, items, settings)
-    analyses = analyse(grades, pairs, dataset.human_source, list(dataset.sources), resamples=resamples, confidence=confidence, seed=settings.seed)
+    analyses = analyse(grades, pairs, dataset.human_source, list(dataset.sources), confidence=confidence, seed=settings.seed)
     protocol: dict[str, Any] = {}
     if runs and "grade" in settings.modes:
         variants = qrels_variants(dataset, grades, queries)
         protocol = protocol_effect(dataset, runs, variants, measure=measure, resamples=resamples, confidence=confidence, seed=settings.seed)
-    info, notes = dataset.describe(), judge_notes(analyses) + list(protocol.get("skipped", []))
+    described = client.describe()
+    info, notes = dataset.describe(), judge_notes(analyses) + list(protocol.get("skipped", [])) + call_notes(described, "judge calls: ")
     grade, pair = settings.prompts()
     return JudgeResult(
-        judge={"identity": client.identity(), **counts, "client": client.describe()},
+        judge={"identity": client.identity(), **counts, "client": described},
         settings={
             **settings.describe(),
             "top_k": top_k,
@@ -80,7 +82,8 @@ def judge(dataset: Any, client: Any, settings: JudgeSettings, *, runs: dict[str,
 
 
 def judge_notes(analyses: dict[str, Any]) -> list[str]:
-    """What a reader must see: unparseable answers left out, expected grades not available."""
+    """What a reader must see: unparseable answers left out, expected grades not available,
+    estimates without interval or p (and why), κ not computed on the grades."""
     out = []
     for p in analyses.get("parse", []):
         if p["unparseable"]:
@@ -88,30 +91,64 @@ def judge_notes(analyses: dict[str, Any]) -> list[str]:
         for why, n in (p.get("no_expected_grade") or {}).items():
             if why != "unparsed":
                 out.append(f"{p['mode']}: no expected grade for {n:,} of {p['answers']:,} answers ({why})")
+    for section in ("twin_bias", "pairwise", "disclosure"):
+        for r in analyses.get(section, []):
+            if r.get("refused") or r.get("note"):
+                what = f"no CI and no p: {r['refused']}" if r.get("refused") else f"no CI: {r['note']}"
+                out.append(f"{r['quantity']} ({r['llm_source']}): {what}")
     for a in analyses.get("agreement", []):
         if a.get("note"):
-            out.append(f"Cohen's κ ({a['source']}): {a['note']}")
+            out.append(f"Cohen's κ ({a['source']}; {a.get('scales', '')}): {a['note']}")
     return out
 
 
 def load_runs(
     dataset: Any, retrievers: Sequence[str], run_files: Sequence[str | Path], query_ids: Sequence[str], *, depth: int = 100, seed: int = 0
 ) -> dict[str, Any]:
-    """``{name: Run}``: each retriever spec's ranking of the mixed corpus, and each TREC run file."""
-    from sourcebias.retrieval.registry import build_retriever
+    """``{name: Run}``: each TREC run file (read first: a file that does not read stops the job
+    before any retrieval), and each retriever spec's ranking of the mixed corpus (``LABEL=SPEC``:
+    named by its label; else by its spec less the servers' addresses, as in ``evaluate``)."""
+    from sourcebias.retrieval.registry import build_retriever, split_label, system_name
     from sourcebias.retrieval.run import Run
 
-    queries = {q: dataset.queries[q] for q in query_ids}
+    names = [system_name(t) for t in retrievers]
     runs: dict[str, Any] = {}
-    for spec in retrievers:
-        r = build_retriever(spec)
-        runs[getattr(r, "name", spec)] = r.retrieve(dataset.corpus, queries, depth, seed=seed)
     for path in run_files:
         run = Run.from_trec(path, dataset.corpus, seed=seed)
         runs[run.name] = run
-    if len(runs) < len(retrievers) + len(run_files):
-        raise ConfigError("two runs share a name; give each retriever or run file a distinct name")
+    if len(set(names) | set(runs)) < len(retrievers) + len(run_files):
+        raise ConfigError("two runs share a name; give each retriever (-r LABEL=SPEC) or run file a distinct name")
+    queries = {q: dataset.queries[q] for q in query_ids}
+    for name, text in zip(names, retrievers):
+        r = build_retriever(split_label(text)[1])
+        r.name = name
+        runs[name] = r.retrieve(dataset.corpus, queries, depth, seed=seed)
     return runs
+
+
+def check_inputs(spec: str | None, retrievers: Sequence[str], run_files: Sequence[str | Path], top_k: int = 0) -> None:
+    """Refuse, reading no data, what would stop the job later: the judge's spec (malformed, or its
+    backend's extra not installed; ``None``: a client is given), a retriever spec that does not
+    build, two retrievers of one name, a run file that is not there, a ``top_k`` without runs."""
+    from sourcebias.retrieval.registry import check_retriever, split_label, system_name
+
+    if top_k < 0:
+        raise ConfigError(f"--top-k must be 0 or more, got {top_k}")
+    if top_k and not (retrievers or run_files):
+        raise ConfigError("--top-k grades the top documents of runs: give -r RETRIEVER or --run FILE")
+
+    if spec is not None:
+        from sourcebias.llmcalls.spec import parse_model_spec, require_backend
+
+        require_backend(parse_model_spec(spec, what="--judge"), "--judge")
+    for text in retrievers:
+        check_retriever(split_label(text)[1])
+    names = [system_name(t) for t in retrievers]
+    if len(set(names)) < len(names):
+        raise ConfigError(f"two runs share a name ({', '.join(names)}); give each retriever a distinct name: -r LABEL=SPEC")
+    for path in run_files:
+        if not Path(path).is_file():
+            raise ConfigError(f"--run {path}: file not found")
 
 
 def run_judge(dataset_arg: str | Path, spec: str, output: str | Path, *, settings: JudgeSettings | None = None, retrievers: Sequence[str] = (), run_files: Sequence[str | Path] = (),
@@ -127,8 +164,8 @@ def run_judge(dataset_arg: str | Path, spec: str, output: str | Path, *, setting
             ``openai:MODEL@URL``).
         output: The output folder.
         settings: Modes, tokens, log-probabilities, seed.
-        retrievers: Retriever specs whose mixed-corpus rankings are graded (top ``top_k``) and
-            evaluated with each qrels.
+        retrievers: Retriever specs (``LABEL=SPEC`` names one) whose mixed-corpus rankings are
+            graded (top ``top_k``) and evaluated with each qrels.
         run_files: TREC runs of the mixed corpus, used like ``retrievers``.
         overwrite: Replace an earlier result in ``output``.
         cache_dir: Where the client stores answers (default: the sourcebias cache).
@@ -146,21 +183,18 @@ def run_judge(dataset_arg: str | Path, spec: str, output: str | Path, *, setting
     from sourcebias.detect.run import dataset_path
 
     settings = settings or JudgeSettings()
-    if top_k < 0:
-        raise ConfigError(f"--top-k must be 0 or more, got {top_k}")
-    if top_k and not (retrievers or run_files):
-        raise ConfigError("--top-k grades the top documents of runs: give -r RETRIEVER or --run FILE")
     path, split = dataset_path(dataset_arg)
-    folder = OutputFolder.claim(output, kind=KIND, overwrite=overwrite)
     own = client is None
+    check_inputs(spec if own else None, retrievers, run_files, top_k)
+    folder = OutputFolder.claim(output, kind=KIND, overwrite=overwrite)
     try:
         t0 = time.perf_counter()
         dataset = load_dataset(path, split=split or "test")
+        queries = judged_queries(dataset, max_queries=max_queries, seed=settings.seed)  # refuses a split without judgements or twins: before any model
         if own:
             from sourcebias.llmcalls import open_client
 
             client = open_client(spec, cache_dir=cache_dir, concurrency=concurrency, device=device, what="--judge")
-        queries = judged_queries(dataset, max_queries=max_queries, seed=settings.seed)
         runs = load_runs(dataset, retrievers, run_files, queries, seed=settings.seed) if (retrievers or run_files) else {}
         (emit or (lambda _m: None))(f"judging with {spec}")
         result = judge(dataset, client, settings, runs=runs, top_k=top_k, max_queries=max_queries, measure=measure, resamples=resamples, confidence=confidence)

@@ -1,14 +1,13 @@
 """The judges' statistics: a mean over judged items with a query-clustered CI and test, the
 pairwise design's two effects, and the agreement of two sets of judgements.
 
-**Why clustered.** The items of one query share the query (its difficulty, the judge's reading of
-it), so they are not independent; the unit of resampling is the query. The estimate is the mean
-over items (``Σ_q S_q / Σ_q n_q`` for query sums ``S_q`` of ``n_q`` items), its CI the percentile
-bootstrap over queries (``scipy.stats.bootstrap(paired=True)`` over ``(S_q, n_q)``, as
-:func:`sourcebias.evaluation.stats.twin_preference.cluster_bootstrap_rate`), and its test the
-sign-flip randomization test of the query sums (:func:`~sourcebias.evaluation.stats.paired_tests.paired_randomization_test`
-of ``S_q`` against 0: exact when 2^queries is at most the resamples, seeded otherwise). Items with
-no value (an unparseable answer) are left out and counted.
+**Clustered means.** Every estimate is the registered ``mean_difference`` estimator's
+(:mod:`sourcebias.clustered.mean_difference`, the one the citation study's twins and the
+retrievers' twin preference use too): the mean over items, its cluster-robust (CR1) t interval
+over queries (G − 1 df), and the sign-flip randomization test of the query sums. Items with no
+value (an unparseable answer) are left out and counted. With too few queries for an interval
+(the audit's rule, :func:`sourcebias.clustered.interval_refusal`: 1–4 at 95%) the estimate is
+given without interval and p, and says why.
 
 **Pairwise.** Each twin pair is shown in both orders; with ``L_o`` = 1 when the LLM copy is
 picked in order ``o`` (human first: ``hf``, LLM first: ``lf``), the source preference is
@@ -16,82 +15,59 @@ picked in order ``o`` (human first: ``hf``, LLM first: ``lf``), the source prefe
 effect ``(A_hf + A_lf)/2 − 1/2`` with ``A`` = 1 when the first passage is picked (``A_hf = 1 −
 L_hf``, ``A_lf = L_lf``). Both are clustered means over pairs decided in both orders.
 
-**Agreement.** Cohen's κ (``sklearn.metrics.cohen_kappa_score``, unweighted and
-quadratic-weighted) between two label sets on the items both have, and Kendall's τ-b
-(``scipy.stats.kendalltau``) between the orderings of systems by one measure.
+**Agreement.** Cohen's κ (``sklearn.metrics.cohen_kappa_score``) between two label sets on the
+items both have: on the grades themselves (unweighted and quadratic-weighted) only when both use
+one scale, and always binarised at grade > 0 (relevant as the protocol counts it), so that
+assessors who grade 0–2 and a judge who grades 0–3 are compared on what both scales mean alike.
+Kendall's τ-b (``scipy.stats.kendalltau``) between the orderings of systems by one measure, on
+the queries both qrels evaluate; its p only from 3 systems on.
 """
 
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-PERCENTILE = "percentile bootstrap over queries"
-
 
 def clustered_mean(
-    values: Sequence[float] | np.ndarray,
-    clusters: Sequence[str],
-    *,
-    resamples: int = 2000,
-    confidence: float = 0.95,
-    seed: int = 0,
-    test_resamples: int = 10_000,
+    values: Sequence[float] | np.ndarray, clusters: Sequence[str], *, confidence: float = 0.95, seed: int = 0, test_resamples: int = 10_000
 ) -> dict[str, Any]:
-    """Mean of ``values`` with a query-clustered bootstrap CI and sign-flip test.
+    """Mean of ``values`` with the ``mean_difference`` estimator's clustered CI and test.
 
     Args:
         values: One value per item (NaN: no value, left out and counted).
         clusters: The item's query, aligned with ``values``.
-        resamples: Bootstrap resamples of queries.
         confidence: The CI's level.
-        seed: Seed of the bootstrap and of the randomization test.
-        test_resamples: Sign patterns of the randomization test (all 2^queries when no more).
+        seed: Seed of the randomization test's patterns (beyond 20 queries).
+        test_resamples: Sign patterns of the randomization test beyond 20 queries.
 
     Returns:
-        ``estimate``, ``low``, ``high``, ``ci_method`` (the one used), ``p`` (two-sided; 1 when
-        every value is 0), ``p_method``, ``items``, ``queries``, ``missing`` (items left out),
-        ``confidence``, ``resamples``, ``seed``.
+        ``estimate``, ``low``, ``high``, ``ci_method`` (the one used, or ``none (...)``), ``p``
+        (two-sided; 1 when every value is 0), ``p_method``, ``items``, ``queries``, ``missing``
+        (items left out), ``confidence``, ``seed``, ``refused`` (why no CI and p: "" when
+        computed) and ``note``.
     """
-    from sourcebias.evaluation.stats.paired_tests import paired_randomization_test
+    from sourcebias.clustered import get_estimator
 
-    v = np.asarray(values, dtype=float)
-    c = np.asarray(clusters, dtype=object)
-    ok = np.isfinite(v)
-    v, c = v[ok], c[ok]
-    out: dict[str, Any] = {"estimate": float("nan"), "low": float("nan"), "high": float("nan"), "ci_method": PERCENTILE, "p": float("nan"), "p_method": "",
-                           "items": len(v), "queries": 0, "missing": int((~ok).sum()), "confidence": confidence, "resamples": resamples, "seed": seed}  # fmt: skip
-    if len(v) == 0:
-        out.update(ci_method="none (no item with a value)", p_method="none (no item with a value)")
-        return out
-    keys, inverse = np.unique(c.astype(str), return_inverse=True)
-    sums = np.bincount(inverse, weights=v, minlength=len(keys))
-    counts = np.bincount(inverse, minlength=len(keys)).astype(float)
-    out.update(estimate=float(v.sum() / len(v)), queries=len(keys))
-    exact = len(keys) < 63 and 2 ** len(keys) <= test_resamples
-    out["p"] = paired_randomization_test(sums, np.zeros_like(sums), n_resamples=test_resamples, seed=seed)
-    out["p_method"] = f"sign-flip test of the query sums ({'exact' if exact else f'{test_resamples:,} seeded patterns'})"
-    out.update(_cluster_ci(sums, counts, out["estimate"], resamples=resamples, confidence=confidence, seed=seed))
-    return out
-
-
-def _cluster_ci(sums: np.ndarray, counts: np.ndarray, estimate: float, *, resamples: int, confidence: float, seed: int) -> dict[str, Any]:
-    """``low``, ``high``, ``ci_method`` of the ratio ``Σ sums / Σ counts`` over resampled queries."""
-    from scipy import stats
-
-    if len(sums) < 2:
-        return {"ci_method": "none (fewer than 2 queries)"}
-    if np.ptp(sums / counts) == 0:
-        return {"low": estimate, "high": estimate, "ci_method": "none (every query has the same mean)"}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # a degenerate resample is already handled above
-        res = stats.bootstrap((sums, counts), lambda s, n, axis=-1: np.sum(s, axis=axis) / np.sum(n, axis=axis), paired=True, vectorized=True,
-                              n_resamples=resamples, confidence_level=confidence, method="percentile", random_state=np.random.default_rng(seed))  # fmt: skip
-    return {"low": float(res.confidence_interval.low), "high": float(res.confidence_interval.high), "ci_method": PERCENTILE}
+    e = get_estimator("mean_difference").estimate(values, clusters, level=confidence, test_resamples=test_resamples, seed=seed)
+    return {
+        "estimate": e.estimate,
+        "low": e.low,
+        "high": e.high,
+        "ci_method": e.method,
+        "p": e.p,
+        "p_method": e.p_method,
+        "items": e.items,
+        "queries": e.queries,
+        "missing": e.left_out,
+        "confidence": confidence,
+        "seed": seed,
+        "refused": e.refused,
+        "note": e.note,
+    }
 
 
 def pairwise_effects(
@@ -123,27 +99,46 @@ def pairwise_effects(
     }
 
 
-def kappa(a: Sequence[float], b: Sequence[float]) -> dict[str, Any]:
-    """Cohen's κ between two label sets (unweighted and quadratic-weighted), on the items where
-    both are finite.
+def kappa(a: Sequence[float], b: Sequence[float], *, same_scale: bool = True) -> dict[str, Any]:
+    """Cohen's κ between two label sets on the items where both are finite: binarised at
+    grade > 0 (relevant as the protocol counts it) always; on the grades themselves (unweighted and
+    quadratic-weighted) only when ``same_scale``.
+
+    Args:
+        a: One set of grades (the assessors').
+        b: The other (the judge's), aligned.
+        same_scale: Whether both grade on one scale (assessors 0–2 and a 0–3 judge do not: their
+            grade 2 means different things, so graded κ would compare unlike labels).
 
     Returns:
-        ``kappa``, ``kappa_quadratic``, ``items``, ``note`` (why κ is undefined: no item, or a
-        single label on both sides, where scikit-learn divides 0 by 0).
+        ``kappa_binary``, ``kappa``, ``kappa_quadratic`` (NaN when not on one scale), ``items``,
+        ``note`` (why a κ is undefined or not computed: no item, a single label on both sides
+        where scikit-learn divides 0 by 0, or two scales).
     """
     from sklearn.metrics import cohen_kappa_score
 
     x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     ok = np.isfinite(x) & np.isfinite(y)
     x, y = x[ok].astype(int), y[ok].astype(int)
-    out: dict[str, Any] = {"kappa": float("nan"), "kappa_quadratic": float("nan"), "items": len(x), "note": ""}
+    nan = float("nan")
+    out: dict[str, Any] = {"kappa_binary": nan, "kappa": nan, "kappa_quadratic": nan, "items": len(x), "note": ""}
     if len(x) == 0:
         out["note"] = "undefined: no item judged by both"
+        return out
+    xb, yb = (x > 0).astype(int), (y > 0).astype(int)
+    notes = []
+    if len(set(xb.tolist()) | set(yb.tolist())) < 2:
+        notes.append("binary κ undefined: one label on both sides (chance agreement 1)")
+    else:
+        out["kappa_binary"] = float(cohen_kappa_score(xb, yb))
+    if not same_scale:
+        notes.append("graded κ not computed: the two grade on different scales; binary κ at grade > 0 (relevant as the protocol counts it)")
     elif len(set(x.tolist()) | set(y.tolist())) < 2:
-        out["note"] = "undefined: one label on both sides (chance agreement 1)"
+        notes.append("undefined: one label on both sides (chance agreement 1)")
     else:
         out["kappa"] = float(cohen_kappa_score(x, y))
         out["kappa_quadratic"] = float(cohen_kappa_score(x, y, weights="quadratic"))
+    out["note"] = "; ".join(notes)
     return out
 
 
@@ -151,8 +146,9 @@ def kendall(a: Sequence[float], b: Sequence[float]) -> dict[str, Any]:
     """Kendall's τ-b between two scorings of the same systems (``scipy.stats.kendalltau``).
 
     Returns:
-        ``tau``, ``p``, ``systems``, ``note`` (undefined with fewer than 2 systems, or a
-        constant scoring).
+        ``tau``, ``p`` (NaN with fewer than 3 systems: two systems give τ = ±1 and p = 1 whatever
+        their scores, no test), ``systems``, ``note`` (undefined with fewer than 2 systems, or a
+        constant scoring; what a small number of systems allows).
     """
     from scipy.stats import kendalltau
 
@@ -164,9 +160,13 @@ def kendall(a: Sequence[float], b: Sequence[float]) -> dict[str, Any]:
         out["note"] = "undefined: every system scores the same under one of the qrels"
     else:
         res = kendalltau(x, y)
-        out.update(tau=float(res.statistic), p=float(res.pvalue))
-        if len(x) < 4:
-            out["note"] = f"{len(x)} systems: τ can only take a few values; read it as an ordering check, not a test"
+        out["tau"] = float(res.statistic)
+        if len(x) < 3:
+            out["note"] = "2 systems: τ is +1 or −1, an ordering check; no p (a test needs 3 systems or more)"
+        else:
+            out["p"] = float(res.pvalue)
+            if len(x) < 4:
+                out["note"] = f"{len(x)} systems: τ can only take a few values; read it as an ordering check, not a test"
     return out
 
 

@@ -52,7 +52,8 @@ def open_client(
         spec: A model spec (:mod:`sourcebias.llmcalls.spec`).
         cache_dir: Root of the answer store (default: the sourcebias cache).
         cache: Keep every answer (``False``: nothing stored or read).
-        concurrency: Requests in flight against servers (default 4).
+        concurrency: Requests in flight against servers (default 4 per server: a pool of N
+            servers, ``openai:M@URL1@URL2...``, gets 4 N).
         device: Where a local model runs.
         what: Where the user named the model (``--judge``, a stage spec), named in errors.
         batch_size: Rows per forward pass when a local model scores choices.

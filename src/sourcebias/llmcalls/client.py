@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from sourcebias.llmcalls.backends.base import GenerationError
 from sourcebias.llmcalls.base import Answer, Call, call_key
 from sourcebias.llmcalls.cache import AnswerStore, store_path
 
@@ -35,6 +36,23 @@ def _add(total: dict[str, Any], usage: dict[str, Any] | None) -> None:
     total["prompt_tokens"] += int(usage.get("prompt_tokens") or 0)
     total["completion_tokens"] += int(usage.get("completion_tokens") or 0)
     total["seconds"] += float(usage.get("seconds") or 0.0)
+
+
+def call_notes(described: dict[str, Any], where: str = "") -> list[str]:
+    """What a reader of a job's output must see about its calls (from a client's
+    :meth:`~CachingClient.describe`): requests retried after faults (HTTP 429 or 5xx, refused,
+    reset or cut connections, time-outs, malformed answers), and calls that got no answer. Nothing
+    when there were none, so an undisturbed run's output is unchanged."""
+    calls = described.get("calls") or {}
+    retries, failed = int(calls.get("retries") or 0), int(calls.get("failed") or 0)
+    out = []
+    if retries:
+        out.append(
+            f"{where}{retries:,} requests retried after faults of the servers or the network (HTTP 429/5xx, connections refused, reset or cut, time-outs, malformed answers); every answer used is a whole answer"
+        )
+    if failed:
+        out.append(f"{where}{failed:,} calls got no answer after their retries (the job stopped; a rerun sends only the calls not stored)")
+    return out
 
 
 class CachingClient:
@@ -103,6 +121,50 @@ class CachingClient:
         ident = self.identity()
         keys = [call_key(ident, c) for c in calls]
         out: list[Answer | None] = [None] * len(calls)
+        todo = self._look_up(keys, out)
+        cached = len(calls) - sum(len(v) for v in todo.values())
+        if task is not None and cached:
+            task.advance(cached)
+        unique = list(todo)
+        late: set[str] = set()  # stored by another process while this batch ran (read, not computed)
+        store = self.store
+
+        def on_answer(j: int, ans: Answer) -> None:
+            key = unique[j]
+            if store is not None:
+                store.put(key, ans)
+            for i in todo[key]:
+                out[i] = ans
+            with self._count_lock:
+                if ans.cached:
+                    late.add(key)
+                else:
+                    _add(self._usage["computed"], ans.usage)
+            self._count_used(key, ans)
+            if task is not None:
+                task.advance(len(todo[key]))
+
+        try:
+            if unique:
+                self.compute([calls[todo[k][0]] for k in unique], on_answer)
+        except GenerationError as exc:
+            raise self._unanswered(exc, len(unique), sum(1 for k in unique if out[todo[k][0]] is not None)) from exc
+        finally:
+            answered = sum(1 for k in unique if out[todo[k][0]] is not None)
+            with self._count_lock:
+                self.counts["calls"] += len(calls)
+                self.counts["cached"] += cached + sum(len(todo[k]) for k in late)
+                self.counts["computed"] += answered - len(late)
+                if "failed" in self.counts:
+                    self.counts["failed"] += len(unique) - answered
+        missing = [i for i, a in enumerate(out) if a is None]
+        if missing:  # a backend that skipped a call is a bug, not a result
+            raise RuntimeError(f"{type(self).__name__}.compute left {len(missing)} calls unanswered")
+        return [a for a in out if a is not None]
+
+    def _look_up(self, keys: Sequence[str], out: list[Answer | None]) -> dict[str, list[int]]:
+        """Fill ``out`` with the stored answers (what other processes added read first); the keys
+        to compute, each with the indices of its calls (a call repeated in a batch is sent once)."""
         store = self.store
         if store is not None:
             store.refresh()
@@ -114,34 +176,19 @@ class CachingClient:
                 self._count_used(k, hit)
             else:
                 todo.setdefault(k, []).append(i)
-        cached = len(calls) - sum(len(v) for v in todo.values())
-        if task is not None and cached:
-            task.advance(cached)
-        unique = list(todo)
+        return todo
 
-        def on_answer(j: int, ans: Answer) -> None:
-            if store is not None:
-                store.put(unique[j], ans)
-            for i in todo[unique[j]]:
-                out[i] = ans
-            with self._count_lock:
-                _add(self._usage["computed"], ans.usage)
-            self._count_used(unique[j], ans)
-            if task is not None:
-                task.advance(len(todo[unique[j]]))
-
-        try:
-            if unique:
-                self.compute([calls[todo[k][0]] for k in unique], on_answer)
-        finally:
-            with self._count_lock:
-                self.counts["calls"] += len(calls)
-                self.counts["cached"] += cached
-                self.counts["computed"] += sum(1 for k in unique if out[todo[k][0]] is not None)
-        missing = [i for i, a in enumerate(out) if a is None]
-        if missing:  # a backend that skipped a call is a bug, not a result
-            raise RuntimeError(f"{type(self).__name__}.compute left {len(missing)} calls unanswered")
-        return [a for a in out if a is not None]
+    def _unanswered(self, exc: GenerationError, sent: int, answered: int) -> GenerationError:
+        """The error of a batch a call of which could not be answered (after its retries, or not
+        retryable): the job stops rather than leave the item out (an estimate without it would be
+        of other items than asked); what was answered is stored, and a rerun sends only the rest."""
+        store = self.store
+        kept = (
+            f"the {answered} answered are stored in {store.path} ({len(store)} answers in all): a rerun sends only the calls not stored"
+            if store is not None
+            else "nothing is stored (no answer store)"
+        )
+        return GenerationError(f"{exc}\n{sent - answered} of {sent} calls of this batch got no answer; {kept}", retryable=exc.retryable, attempts=exc.attempts)
 
     def _count_used(self, key: str, ans: Answer) -> None:
         with self._count_lock:

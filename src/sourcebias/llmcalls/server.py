@@ -111,6 +111,10 @@ class _Handler(BaseHTTPRequestHandler):
     server: GenerationServer
     protocol_version = "HTTP/1.1"  # keep-alive, as clients pool connections
     server_version = "sourcebias"
+    # An answer is written in two parts (headers, then body): with Nagle's algorithm the body waits
+    # for the client's delayed ACK of the headers, 40 ms per request on Linux (measured: 46 ms per
+    # request against 3.5 ms with it off, issue 40).
+    disable_nagle_algorithm = True
 
     def log_message(self, format: str, *args: Any) -> None:
         if not self.server.quiet:

@@ -23,13 +23,13 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed, wait
 from pathlib import Path
 from typing import Any
 
 from sourcebias.core.errors import ConfigError
 from sourcebias.llmcalls.backends.base import GenerationError, GenerationRequest, redact_url_credentials
-from sourcebias.llmcalls.base import Answer, Call, choices_from_top, top_dicts, usage_of
+from sourcebias.llmcalls.base import Answer, Call, call_key, choices_from_top, top_dicts, usage_of
 from sourcebias.llmcalls.cache import AnswerStore, LegacyStoreError, store_path
 from sourcebias.llmcalls.client import CachingClient, OnAnswer
 from sourcebias.llmcalls.local import plain_prompt
@@ -49,7 +49,7 @@ class ServerClient(CachingClient):
     def __init__(self, backend: Any, *, cache_dir: str | Path | None = None, cache: bool = True):
         super().__init__(backend, cache_dir=cache_dir, cache=cache)
         self.api = "chat/completions" if backend.chat else "completions"
-        self.counts.update(no_logprobs=0, retries=0)
+        self.counts.update(no_logprobs=0, retries=0, failed=0)
         self.unverified: str | None = None  # why the servers' report was taken from the store
         self._models: set[str] = set()  # the ``model`` the answers named
         try:
@@ -162,8 +162,16 @@ class ServerClient(CachingClient):
         )
 
     def _one(self, call: Call, i: int) -> Answer:
+        stored = self._stored_since(call)
+        if stored is not None:
+            return stored
         req = self._request(call, i)
-        res = self.backend.generate(req)
+        try:
+            res = self.backend.generate(req)
+        except GenerationError as exc:  # its retries are counted too
+            with self._count_lock:
+                self.counts["retries"] += max(exc.attempts - 1, 0)
+            raise
         with self._count_lock:
             self.counts["retries"] += res.attempts - 1
             if req.top_logprobs is not None and not res.logprobs:
@@ -179,14 +187,25 @@ class ServerClient(CachingClient):
             served={"model": res.model, "system_fingerprint": res.system_fingerprint},
         )
 
+    def _stored_since(self, call: Call) -> Answer | None:
+        """The answer another process sharing the store wrote since this batch began (two jobs on
+        one store do not both send a call one of them has answered)."""
+        store = self.store
+        if store is None:
+            return None
+        store.refresh()
+        return store.get(call_key(self.identity(), call))
+
     def _check_model(self, model: str | None) -> None:
         """An answer that names another ``model`` than the stored (or earlier) answers did is not
         mixed in."""
         if not model:
             return
         with self._count_lock:
+            if model in self._models:  # the common case: checked at an earlier answer
+                return
             known = (self.store.served_models() if self.store is not None else set()) | self._models
-            if not known:
+            if not known or model in known:
                 self._models.add(model)
                 return
         if model not in known:
@@ -197,24 +216,47 @@ class ServerClient(CachingClient):
             )
 
     def compute(self, calls: Sequence[Call], on_answer: OnAnswer) -> None:
-        with ThreadPoolExecutor(max_workers=self.backend.concurrency, thread_name_prefix="llmcalls") as pool:
-            futures: dict[Future, int] = {pool.submit(self._one, c, i): i for i, c in enumerate(calls)}
-            pending = set(futures)
-            while pending:
-                done, pending = wait(pending, return_when=FIRST_COMPLETED)  # store each answer as it arrives
-                failed = None
-                for f in done:
-                    if f.exception() is None:
-                        on_answer(futures[f], f.result())
-                    elif failed is None:
-                        failed = f.exception()
-                if failed is not None:  # what arrived is stored; the rest is sent again by a rerun
-                    for f in pending:
-                        f.cancel()
-                    for f in wait(pending).done:
-                        if not f.cancelled() and f.exception() is None:
-                            on_answer(futures[f], f.result())
-                    raise failed
+        """Send ``calls`` with ``concurrency`` in flight, in prefix order (:func:`prefix_order`),
+        storing each answer as it arrives. At the first call that fails after its retries, or at an
+        interruption (Ctrl-C; SIGTERM and SIGHUP under the command line), the calls not sent yet are
+        cancelled and the answers of those in flight are awaited and stored (a second interruption
+        abandons them); then the error is raised. A rerun sends only the rest, and an interrupted
+        job ends in the time of one call (the client says what is stored: :meth:`CachingClient.answer`)."""
+        pool = ThreadPoolExecutor(max_workers=self.backend.concurrency, thread_name_prefix="llmcalls")
+        futures: dict[Future, int] = {pool.submit(self._one, calls[j], j): j for j in prefix_order(calls)}
+        delivered: set[Future] = set()
+        failed: BaseException | None = None
+        try:
+            # as_completed waits on every future once (a wait(FIRST_COMPLETED) loop re-arms a waiter
+            # on every pending future per answer: quadratic in the calls of a batch)
+            for f in as_completed(futures):
+                if f.cancelled():
+                    continue
+                delivered.add(f)
+                exc = f.exception()
+                if exc is None:
+                    on_answer(futures[f], f.result())
+                elif failed is None:  # what arrives is still stored; the rest is sent again by a rerun
+                    failed = exc
+                    for g in futures:
+                        g.cancel()
+        except KeyboardInterrupt:
+            self._finish_in_flight(futures, delivered, on_answer)
+            raise
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+        if failed is not None:
+            raise failed
+
+    def _finish_in_flight(self, futures: dict[Future, int], delivered: set[Future], on_answer: OnAnswer) -> None:
+        """Cancel the calls not sent yet; await and store those in flight (failures dropped)."""
+        rest = [f for f in futures if f not in delivered]
+        for f in rest:
+            f.cancel()
+        for f in wait(rest).done:
+            if f not in delivered and not f.cancelled() and f.exception() is None:
+                delivered.add(f)
+                on_answer(futures[f], f.result())
 
     def describe(self) -> dict[str, Any]:
         out = super().describe()
@@ -230,6 +272,15 @@ class ServerClient(CachingClient):
         if store is None:
             return []
         return [str(fp) for key in self._used if (a := store.get(key)) is not None and (fp := (a.served or {}).get("system_fingerprint"))]
+
+
+def prefix_order(calls: Sequence[Call]) -> list[int]:
+    """The order calls are sent in: sorted by their messages, so that calls sharing a prefix (one
+    instruction and query, many passages; one passage under several disclosures) go one after the
+    other. A server that keeps the last prompt's state (llama.cpp's server: "prefix-match hit")
+    or caches prefixes (vLLM's automatic prefix caching) then evaluates the shared part once;
+    answers are the same in any order."""
+    return sorted(range(len(calls)), key=lambda j: calls[j].messages)
 
 
 def _url(url: str) -> str:

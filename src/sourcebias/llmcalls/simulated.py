@@ -14,7 +14,10 @@ recovers it. The server is :class:`sourcebias.llmcalls.server.GenerationServer` 
         client = open_client(f"openai:sim@{url}", cache=False)
 
 Unlike the model server, a responder is called from several request threads at once (it must
-be thread-safe), so concurrency against it is real.
+be thread-safe), so concurrency against it is real. ``latency`` and ``parallel`` make it a server
+of known speed (each answer takes ``latency`` seconds in one of ``parallel`` slots, the others
+wait their turn: ``parallel / latency`` answers a second at most, as a model server with that many
+sequences in a batch), the yardstick of the client's benchmarks and of a pool of servers.
 
 What it reports about its model can be set, and changed while it serves
 (``SimulatedServer.server.model_info`` / ``.props`` / ``.fingerprint`` / ``.response_model``), to test
@@ -24,6 +27,7 @@ what a client does when a server reports another model than its answer store was
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -52,12 +56,22 @@ class _ResponderBackend:
 
     kind = "simulated"
 
-    def __init__(self, responder: Responder, model: str, concurrency: int):
+    def __init__(self, responder: Responder, model: str, concurrency: int, latency: float = 0.0, parallel: int | None = None):
         self.responder = responder
         self.model = model
         self.concurrency = concurrency
+        self.latency = latency
+        self._slots = threading.BoundedSemaphore(parallel) if parallel else None
 
     def generate(self, request: GenerationRequest) -> GenerationResult:
+        if self._slots is None:
+            return self._generate(request)
+        with self._slots:
+            return self._generate(request)
+
+    def _generate(self, request: GenerationRequest) -> GenerationResult:
+        if self.latency > 0:
+            time.sleep(self.latency)
         params = {
             "max_tokens": request.max_tokens,
             "temperature": request.temperature,
@@ -85,7 +99,9 @@ class SimulatedServer:
     """``with SimulatedServer(responder) as url:`` serves ``responder`` at ``url``
     (``http://127.0.0.1:PORT/v1``, a free port) until the block ends. ``model_info``, ``props``,
     ``fingerprint`` and ``response_model``: what it reports about its model
-    (:class:`~sourcebias.llmcalls.server.GenerationServer`)."""
+    (:class:`~sourcebias.llmcalls.server.GenerationServer`). ``latency``: seconds each answer takes
+    (0: as fast as the responder); ``parallel``: answers computed at once (``None``: no limit), the
+    rest wait in arrival order."""
 
     def __init__(
         self,
@@ -99,12 +115,15 @@ class SimulatedServer:
         props: dict[str, Any] | None = None,
         fingerprint: str | None = None,
         response_model: str | None = None,
+        latency: float = 0.0,
+        parallel: int | None = None,
     ):
         from sourcebias.llmcalls.server import make_server
 
-        self.server = make_server(
-            _ResponderBackend(responder, model, max_pending), host=host, port=port, model_names=[model], max_pending=max_pending, quiet=True
-        )
+        if latency < 0 or (parallel is not None and parallel < 1):
+            raise ValueError("SimulatedServer: latency must be >= 0 and parallel >= 1")
+        backend = _ResponderBackend(responder, model, max_pending, latency, parallel)
+        self.server = make_server(backend, host=host, port=port, model_names=[model], max_pending=max_pending, quiet=True)
         self.server.model_info = dict(model_info or {})
         self.server.props = props
         self.server.fingerprint = fingerprint

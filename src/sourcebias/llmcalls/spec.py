@@ -28,6 +28,8 @@ from sourcebias.core.errors import ConfigError
 #: short names of offline local models
 ALIASES = {"gemma3": "gemma3-270m", "gemma-3": "gemma3-270m"}
 _URL_SPLIT = re.compile(r"@(?=https?://)")
+#: requests in flight per server of a spec when no concurrency is given (as the HTTP backend's)
+CONCURRENCY_PER_SERVER = 4
 #: the entry-point group of backend plug-ins (``sourcebias.plugins`` and ``$SOURCEBIAS_PLUGINS`` work too)
 GROUP = "sourcebias.backends"
 
@@ -175,8 +177,8 @@ def open_backend(
         threads: PyTorch threads of a local model while it generates.
         dtype: A local model's weights type (``float32``, ``bfloat16``).
         model_cache_dir: Where a local GGUF file is converted (default: the sourcebias cache).
-        concurrency: Requests in flight against servers (default 4; a local model answers one
-            at a time).
+        concurrency: Requests in flight against servers (default 4 per server of the spec; a
+            local model answers one at a time).
         **options: The backend's own: ``chat`` for both; for servers
             :class:`~sourcebias.llmcalls.backends.openai.OpenAIBackend`'s (``api_key_env``,
             ``timeout``, ``max_retries``, ...).
@@ -192,7 +194,8 @@ def open_backend(
     require_backend(s, what)
     if s.backend != "local":
         named = what if str(s) in what else f"{what} {s}".strip()  # "--judge openai:M@URL"; a stage spec names it already
-        return backend_kinds()[s.backend].opener(s.model, list(s.urls), what=named, concurrency=concurrency or 4, **options)
+        per_server = CONCURRENCY_PER_SERVER * max(1, len(s.urls))  # a pool of N servers: N times the requests in flight
+        return backend_kinds()[s.backend].opener(s.model, list(s.urls), what=named, concurrency=concurrency or per_server, **options)
     from sourcebias.llmcalls.backends.local import LocalBackend
 
     return LocalBackend(s.model, device=device, threads=threads, dtype=dtype, cache_dir=model_cache_dir, what=what, **options)

@@ -68,7 +68,7 @@ def run_evaluation_job(
     folder = _claim(output, overwrite, emit)
     try:
         systems = plan.build_systems()
-        ds, t_load = _load(dataset, options, emit)
+        ds, t_load = _load(dataset, options, emit, plan.max_queries)
         runs = plan.load_runs(ds, systems)
         for run in runs.values():
             emit("detail", f"{run.name}: {run.info['lines']:,} lines from {run.info['source_file']} (documents named by {run.info['docnos']})")
@@ -77,7 +77,8 @@ def run_evaluation_job(
             emit("detail", text)
         t_stats = time.perf_counter()
         report = _report(result, ds, plan)
-        report.notes += spec_notes(result) + [text for _, text in run_notes(result)]  # printed with the tables and written to summary.md alike
+        notes = sample_notes(result) + spec_notes(result) + [text for _, text in run_notes(result)]
+        report.notes += notes  # printed with the tables and written to summary.md alike
         timings = {"load_s": round(t_load, 3), "statistics_s": round(time.perf_counter() - t_stats, 3)}
         timings["total_s"] = round(time.perf_counter() - t_start, 3)
         path = _write(result, report, folder, plan, timings)
@@ -98,8 +99,9 @@ def _claim(output: str | Path | None, overwrite: bool, emit: Emit) -> Any:
     return folder
 
 
-def _load(dataset: str | Path, options: DatasetOptions, emit: Emit) -> tuple[Any, float]:
-    """The dataset, loaded and checked to have a query to evaluate, and the seconds it took."""
+def _load(dataset: str | Path, options: DatasetOptions, emit: Emit, max_queries: int | None = None) -> tuple[Any, float]:
+    """The dataset, loaded and checked to have a query to evaluate, and the seconds it took
+    (told: how many queries are evaluated, and of how many when ``max_queries`` samples them)."""
     from sourcebias.core import progress
     from sourcebias.data import load_dataset, require_evaluable
 
@@ -109,7 +111,12 @@ def _load(dataset: str | Path, options: DatasetOptions, emit: Emit) -> tuple[Any
     seconds = time.perf_counter() - t0
     counts = ", ".join(f"{s} {n:,}" for s, n in ds.corpus.source_counts().items())
     n = len(ds.evaluation_queries())
-    emit("info", f"{ds.name} ({ds.layout} layout), split {ds.split}: {counts} documents; {n} quer{'y' if n == 1 else 'ies'} evaluated")
+    evaluated = (
+        f"{n} quer{'y' if n == 1 else 'ies'} evaluated"
+        if max_queries is None or max_queries >= n
+        else f"a seeded sample of {max_queries} of {n} queries evaluated"
+    )
+    emit("info", f"{ds.name} ({ds.layout} layout), split {ds.split}: {counts} documents; {evaluated}")
     for note in ds.report.notes():
         emit("note", note)
     require_evaluable(ds)
@@ -139,12 +146,24 @@ def _evaluate(ds: Any, systems: list[Any], runs: dict[str, Any], plan: Evaluatio
 
     result = evaluate(
         ds, systems, runs=runs, measures=plan.measure_list(), depth=plan.depth, seed=plan.seed, sole=plan.sole, exclude_self=plan.exclude_self,
-        keep_runs=keep_runs,
+        keep_runs=keep_runs, max_queries=plan.max_queries,
     )  # fmt: skip
-    for name, spec in plan.named_specs().items():  # the full specification beside the name the tables use (result.json, manifest)
-        if name in result.retrievers:
-            result.retrievers[name]["spec"] = spec
+    for system, spec in zip(systems, plan.named_specs().values()):  # the full specification beside the name the tables use
+        if system.name in result.retrievers:
+            result.retrievers[system.name]["spec"] = spec
     return result
+
+
+def sample_notes(result: Any) -> list[str]:
+    """What a seeded query sample left out (none without a sample): the sample, its seed, and
+    where its ids are."""
+    p = result.parameters
+    if p.get("max_queries") is None:
+        return []
+    n, of = len(result.query_ids), p.get("queries_evaluable", len(result.query_ids))
+    return [
+        f"evaluated on a seeded sample of {n} of the {of} queries the split can evaluate (max-queries {p['max_queries']}, seed {p.get('seed', 0)}; their ids are in result.json and the manifest)"
+    ]
 
 
 def spec_notes(result: Any) -> list[str]:
@@ -170,6 +189,7 @@ def llm_stage_notes(where: str, info: dict[str, Any]) -> list[tuple[str, str]]:
     ignored the prompt must say so), answers outside a server's top tokens, and the position and
     source coefficients of the listwise answers (each stage named without its server's address,
     which :func:`spec_notes` gives once)."""
+    from sourcebias.llmcalls.client import call_notes
     from sourcebias.retrieval.registry import short_name
 
     out: list[tuple[str, str]] = []
@@ -185,10 +205,8 @@ def llm_stage_notes(where: str, info: dict[str, Any]) -> list[tuple[str, str]]:
                     f"{a['ids_missing']} ids appended, {a['ids_duplicates']} repeated, {a['ids_unknown']} unknown; {a['length_cut']} cut at max_tokens)",
                 )
             )
-            coef = st.get("position_source", {}).get("coefficients", {})
-            if coef:
-                parts = [f"{k} {v['estimate']:+.3f} [{v['ci95'][0]:+.3f}, {v['ci95'][1]:+.3f}]" for k, v in coef.items()]
-                out.append(("detail", f"{where}: {st['name']}: answered position on shown position and source (window fraction, 95% CI): " + "; ".join(parts)))
+        if st.get("position_source"):
+            out.append(position_source_note(where, st["name"], st["position_source"]))
         if any((st.get("no_expected_grade") or {}).values()):
             why = ", ".join(f"{reason}: {n}" for reason, n in st["no_expected_grade"].items())
             out.append(
@@ -197,6 +215,7 @@ def llm_stage_notes(where: str, info: dict[str, Any]) -> list[tuple[str, str]]:
                     f"{where}: {st['name']}: {sum(st['no_expected_grade'].values())} pairs have no expected grade ({why}): scored -1, below every graded pair",
                 )
             )
+        out += [("note", n) for n in call_notes(st.get("client") or {}, f"{where}: {st['name']}: ")]
         if st.get("choice_missing"):
             out.append(
                 (
@@ -205,6 +224,20 @@ def llm_stage_notes(where: str, info: dict[str, Any]) -> list[tuple[str, str]]:
                 )
             )
     return out
+
+
+def position_source_note(where: str, name: str, fit: dict[str, Any]) -> tuple[str, str]:
+    """The listwise fit's line: its coefficients on the complete answers (how many, how many left
+    out, the design's balance), or why it was refused (a note then, never a coefficient)."""
+    answers = fit.get("answers") or {}
+    used = f"{answers.get('complete', 0)} complete answers, {answers.get('left_out', 0)} repaired left out" if answers else f"{fit.get('rows', 0)} rows"
+    head = f"{where}: {name}: answered position on shown position and source (window fraction; {used}; design {fit.get('balance', '?')})"
+    if fit.get("refused"):
+        return "note", f"{head}: refused: {fit['refused']}"
+    level = f"{fit.get('level', 0.95):.0%} CI"
+    parts = [f"{k} {v['estimate']:+.3f}" + (f" [{v['ci'][0]:+.3f}, {v['ci'][1]:+.3f}]" if v.get("ci") else "") for k, v in fit.get("coefficients", {}).items()]
+    tail = f" (no CI or p: {fit['interval_refused']})" if fit.get("interval_refused") else ""
+    return "detail", f"{head}, {level}: " + "; ".join(parts) + tail
 
 
 def run_notes(result: Any) -> list[tuple[str, str]]:

@@ -32,10 +32,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from sourcebias.core.artifacts import spelling
 from sourcebias.core.errors import OutputError
+from sourcebias.core.sampling import seeded_sample
 from sourcebias.data.corpus import Corpus, Document
 from sourcebias.simulate.config import SimulationConfig
 
@@ -52,17 +51,12 @@ def round_dir(root: Path, retriever: str, r: int) -> Path:
 
 def round_queries(cfg: SimulationConfig, eval_qids: list[str], r: int) -> list[str]:
     """The queries readers write from in round ``r`` (drawn anew each round, seeded)."""
-    rng = np.random.default_rng([cfg.seed, r])
-    n = min(cfg.queries_per_round, len(eval_qids))
-    return [eval_qids[i] for i in sorted(rng.choice(len(eval_qids), size=n, replace=False).tolist())]
+    return seeded_sample(eval_qids, cfg.queries_per_round, [cfg.seed, r], draw="choice")
 
 
 def evaluation_queries(cfg: SimulationConfig, dataset: Any) -> list[str]:
     qids = dataset.evaluation_queries()
-    if cfg.eval_queries and cfg.eval_queries < len(qids):
-        rng = np.random.default_rng([cfg.seed, 0])
-        qids = [qids[i] for i in sorted(rng.choice(len(qids), size=cfg.eval_queries, replace=False).tolist())]
-    return qids
+    return seeded_sample(qids, cfg.eval_queries or None, [cfg.seed, 0], draw="choice")  # 0: all
 
 
 def claim_simulation_folder(root: Path, cfg: SimulationConfig, overwrite: bool):

@@ -9,12 +9,13 @@ says what the data do support. With every difference 0 there is nothing to test:
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, cast
 
 import numpy as np
 
+from sourcebias.clustered.signflip import sign_flip_sums
 from sourcebias.evaluation.stats.base import Column, Record, StatContext, Statistic, known, paired_values, register_statistic
 from sourcebias.evaluation.stats.resampling import sign_test_p, t_test_p
 
@@ -23,54 +24,16 @@ CONSTANT = "undefined: every query differs by the same amount (zero variance, t 
 TOO_FEW = "undefined: fewer than 2 queries"
 
 
-#: sign patterns drawn (or enumerated) per block of the randomization test: bounds its memory
-_FLIP_BLOCK = 1 << 16
-
-
-def _sign_flip_blocks(n: int, n_resamples: int, seed: int) -> tuple[Iterator[np.ndarray], bool]:
-    """Blocks of sign patterns, packed: row r, byte j, bit i (least significant first) is 1 when
-    pair 8j + i is swapped; and whether the blocks hold all 2^n patterns.
-
-    Exact when 2^n <= ``n_resamples``: every pattern once (pattern k swaps the pairs of k's set
-    bits). Otherwise ``n_resamples`` patterns, each pair swapped with probability 1/2
-    independently: the bits of the raw 64-bit stream of ``numpy.random.default_rng(seed)``,
-    ``ceil(n / 64)`` words a pattern (the same patterns whatever the block size)."""
-    exact = n < 63 and (1 << n) <= n_resamples
-    total = (1 << n) if exact else int(n_resamples)
-    words, nbytes = -(-n // 64), -(-n // 8)
-    bits = np.random.default_rng(seed).bit_generator if not exact else None
-
-    def blocks() -> Iterator[np.ndarray]:
-        for start in range(0, total, _FLIP_BLOCK):
-            m = min(_FLIP_BLOCK, total - start)
-            if exact:
-                raw = np.arange(start, start + m, dtype=np.uint64).reshape(m, 1)
-            else:
-                assert bits is not None  # drawn whenever the test is not exact
-                raw = bits.random_raw(m * words).reshape(m, words)
-            yield raw.astype("<u8", copy=False).view(np.uint8)[:, :nbytes]
-
-    return blocks(), exact
-
-
-def _byte_sums(d: np.ndarray) -> np.ndarray:
-    """``table[b, j]``: the sum of the d's of pairs 8j..8j+7 whose bits are set in the byte b."""
-    nbytes = -(-len(d) // 8)
-    padded = np.zeros(nbytes * 8)
-    padded[: len(d)] = d
-    bit_of_byte = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1, bitorder="little").astype(float)
-    return bit_of_byte @ padded.reshape(nbytes, 8).T
-
-
 def paired_randomization_test(a: np.ndarray, b: np.ndarray, *, n_resamples: int = 10_000, seed: int = 0) -> float:
     """Two-sided p-value of ``mean(a - b) != 0`` under random swaps within each pair (a sign flip of
     each difference), seeded; exact when 2^n is at most ``n_resamples``.
 
     The test of ``scipy.stats.permutation_test((a, b), mean difference, permutation_type="samples")``
     with SciPy's p-value, drawn vectorised: the null distribution of the sum is ``Σd - 2·F·d`` for
-    the 0/1 swap patterns ``F``, drawn as random bits (:func:`_sign_flip_blocks`) and summed eight
-    pairs at a time through a table of the 256 partial sums of each eight (5 ms a test of 324
-    queries, where SciPy permutes each pair's two values with ``Generator.permuted``: 0.5 s). The
+    the 0/1 swap patterns ``F``, drawn as random bits and summed eight
+    pairs at a time through a table of the 256 partial sums of each eight
+    (:func:`sourcebias.clustered.signflip.sign_flip_sums`; 5 ms a test of 324 queries, where SciPy
+    permutes each pair's two values with ``Generator.permuted``: 0.5 s). The
     patterns, and so the p-values, differ from SciPy's by Monte-Carlo error only (``tests/evaluation/test_randomization_vectorised.py`` checks both). The p-value
     is SciPy's: ``min(1, 2·min(P(T* <= T), P(T* >= T)))`` with ``P = count / 2^n`` when exact and
     ``(1 + count) / (1 + R)`` over R random patterns (never 0: the observed pattern counts). Null
@@ -103,28 +66,6 @@ def paired_randomization_test(a: np.ndarray, b: np.ndarray, *, n_resamples: int 
     below = int(np.count_nonzero(sums <= observed + gamma)) + extra
     above = int(np.count_nonzero(sums >= observed - gamma)) + extra
     return float(min(1.0, 2 * min(below, above) / (len(sums) + extra)))
-
-
-def sign_flip_sums(d: np.ndarray, *, n_resamples: int = 10_000, seed: int = 0) -> tuple[np.ndarray, bool]:
-    """The randomization distribution of ``Σ d`` under sign flips of its terms, and whether it is
-    exact (the mean's distribution is this over n).
-
-    Args:
-        d: Per-query differences (no NaN).
-        n_resamples: Random sign patterns; all 2^n when that is no more.
-        seed: Seed of ``numpy.random.default_rng``.
-
-    Returns:
-        ``(sums, exact)``: ``Σd - 2·F·d`` for each swap pattern F (the pattern that swaps nothing
-        gives ``float(d.sum())`` exactly; integer ``d`` give exact sums), 2^n values when
-        ``exact``, else ``n_resamples``.
-    """
-    d = np.asarray(d, dtype=float)
-    total = float(d.sum())
-    blocks, exact = _sign_flip_blocks(len(d), n_resamples, seed)
-    table = _byte_sums(d)
-    column = np.arange(table.shape[1])
-    return np.concatenate([total - 2.0 * table[packed, column].sum(axis=1) for packed in blocks]), exact
 
 
 def one_sample_t_test(d: Sequence[float]) -> tuple[float, str]:

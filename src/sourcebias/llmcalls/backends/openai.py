@@ -18,6 +18,7 @@ from __future__ import annotations
 import email.utils
 import os
 import random
+import socket
 import threading
 import time
 from collections.abc import Sequence
@@ -32,6 +33,8 @@ from sourcebias.llmcalls.backends.served import Probe, probe
 
 DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
 RETRY_STATUS = {408, 409, 425, 429}
+#: requests in flight per server of the pool when no concurrency is given (a pool of N servers: 4 N)
+CONCURRENCY_PER_SERVER = 4
 
 
 def normalize_base_url(url: str) -> str:
@@ -99,14 +102,18 @@ class OpenAIBackend:
         missing variable means no ``Authorization`` header (local servers need none); when
         ``require_api_key`` is set (the user named the variable) a missing one is an error.
     concurrency:
-        Requests in flight at once over the whole pool.
+        Requests in flight at once over the whole pool (default: :data:`CONCURRENCY_PER_SERVER`
+        per server, so that a pool of N servers is N times as fast as one).
     timeout, connect_timeout:
         Seconds for one request (read) and for opening a connection.
     max_retries:
         Retries after the first attempt (so ``max_retries + 1`` attempts in all).
     backoff_base, backoff_max:
         Delay before retry ``i`` is drawn from ``[d/2, d]`` with ``d = min(backoff_max, backoff_base * 2**i)``;
-        a ``Retry-After`` header replaces it (capped at ``retry_after_max``).
+        a ``Retry-After`` header replaces it (capped at ``retry_after_max``). A server that failed
+        ``n`` times in a row is left out of the pool for at least ``min(backoff_max,
+        backoff_base * 2**(n-1))`` seconds (a dead server of a pool is asked less and less often
+        while the others answer its share).
     chat:
         ``True``: chat completions with messages (the server applies the model's chat template);
         ``False``: completions with the rendered prompt (base models).
@@ -129,7 +136,7 @@ class OpenAIBackend:
         *,
         api_key_env: str = DEFAULT_API_KEY_ENV,
         require_api_key: bool = False,
-        concurrency: int = 4,
+        concurrency: int | None = None,
         timeout: float = 300.0,
         connect_timeout: float = 10.0,
         max_retries: int = 8,
@@ -143,10 +150,9 @@ class OpenAIBackend:
         urls = [base_urls] if isinstance(base_urls, str) else list(base_urls)
         if not urls:
             raise ConfigError("give at least one --base-url")
-        if concurrency < 1:
+        if concurrency is not None and concurrency < 1:
             raise ConfigError("--concurrency must be at least 1")
         self.model = model
-        self.concurrency = concurrency
         self.chat = chat
         self.max_retries = max_retries
         self.backoff_base = backoff_base
@@ -165,12 +171,17 @@ class OpenAIBackend:
             raise ConfigError(f"environment variable {api_key_env} (named by --api-key-env) is not set")
         self._headers = {"Authorization": f"Bearer {key}"} if key else {}
         self._servers = [_Server(normalize_base_url(u)) for u in dict.fromkeys(urls)]
+        self.concurrency = concurrency or CONCURRENCY_PER_SERVER * len(self._servers)
         self._lock = threading.Lock()
         self._rr = 0
         self._client = httpx.Client(
             timeout=httpx.Timeout(timeout, connect=connect_timeout),
-            limits=httpx.Limits(max_connections=concurrency * len(self._servers) + 4, max_keepalive_connections=concurrency * len(self._servers)),
+            # one connection per request in flight over the pool (idle ones to other servers are closed first)
+            limits=httpx.Limits(max_connections=self.concurrency + 4, max_keepalive_connections=self.concurrency),
             headers={"User-Agent": "sourcebias"},
+            # a request goes out in two writes (headers, body): without TCP_NODELAY the body may wait
+            # for the server's delayed ACK (curl and asyncio's servers set it too)
+            transport=httpx.HTTPTransport(socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]),
         )
 
     # -- pool -------------------------------------------------------------------------------
@@ -178,10 +189,14 @@ class OpenAIBackend:
     def base_urls(self) -> list[str]:
         return [s.url for s in self._servers]
 
-    def _acquire(self) -> _Server:
+    def _acquire(self, avoid: _Server | None = None) -> _Server:
+        """The least busy server not cooling down (ties round-robin); a retry (``avoid``: the server
+        its last attempt failed on) goes to another one when another is up."""
         with self._lock:
             now = time.monotonic()
             up = [s for s in self._servers if s.down_until <= now] or sorted(self._servers, key=lambda s: s.down_until)[:1]
+            if avoid is not None and len(up) > 1:
+                up = [s for s in up if s is not avoid] or up
             n = len(self._servers)
             order = {id(s): (self._servers.index(s) - self._rr) % n for s in up}
             server = min(up, key=lambda s: (s.in_flight, order[id(s)]))
@@ -190,7 +205,7 @@ class OpenAIBackend:
             server.requests += 1
             return server
 
-    def _release(self, server: _Server, ok: bool, cooldown: float = 0.0) -> None:
+    def _release(self, server: _Server, ok: bool, cooldown: float = 0.0, busy: bool = False) -> None:
         with self._lock:
             server.in_flight -= 1
             if ok:
@@ -199,6 +214,8 @@ class OpenAIBackend:
             else:
                 server.failures += 1
                 server.errors += 1
+                if not busy:  # a server failing in a row is kept out longer each time (a busy one is healthy)
+                    cooldown = max(cooldown, min(self.backoff_max, self.backoff_base * 2 ** (server.failures - 1)))
                 server.down_until = max(server.down_until, time.monotonic() + cooldown)
 
     def _delay(self, attempt: int) -> float:
@@ -257,9 +274,9 @@ class OpenAIBackend:
         like the other transient faults (a server restarting mid-run)."""
         path, body = self._body(request)
         t0 = time.perf_counter()
-        last = "no attempt"
+        last, failed_on = "no attempt", None
         for attempt in range(self.max_retries + 1):
-            server = self._acquire()
+            server = failed_on = self._acquire(failed_on)
             result, last, wait, refused = self._attempt(server, path, body, self._delay(attempt))
             if result is not None:
                 result.seconds, result.attempts, result.server = time.perf_counter() - t0, attempt + 1, server.url
@@ -313,7 +330,7 @@ class OpenAIBackend:
             if after is not None:
                 wait = min(after, self.retry_after_max)
             # A busy server (429) is healthy: only keep it out of the pool for the wait.
-            self._release(server, ok=False, cooldown=wait)
+            self._release(server, ok=False, cooldown=wait, busy=status == 429)
             return None, last, wait, False
         self._release(server, ok=True)
         named = f" It was named by {self.what}." if self.what else ""

@@ -12,8 +12,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
 from sourcebias.retrieval.specs import Param
 
 DEFAULT_WORDS = 300
@@ -32,7 +30,7 @@ LLM_PARAMS = {
     "model": Param(str, "smollm2, gemma3, a GGUF/folder/HF name, or openai:MODEL@http://HOST:PORT/v1", required=True, extra_of=model_extra),
     "depth": Param(int, "documents re-ranked per query", default=100, option="rerank_depth"),
     "words": Param(int, "words of each passage shown to the model", default=DEFAULT_WORDS),
-    "concurrency": Param(int, "requests in flight against servers", default=4),
+    "concurrency": Param(int, "requests in flight against servers (default 4 per server)"),
     "device": Param(str, "cpu, cuda (local models)", option="device"),
     "cache_dir": Param(str, "answer store root (default: the sourcebias cache)", option="cache_dir"),
     "cache": Param(bool, "keep every answer on disk (reruns send only what is missing)", default=True, option="cache"),
@@ -60,37 +58,33 @@ def open_llm(params: dict[str, Any], what: str = "model=") -> Any:
     )
 
 
-def position_source_fit(query: Sequence[str], input_pos: Sequence[float], output_pos: Sequence[float], source: Sequence[str], reference: str) -> dict[str, Any]:
-    """Output position on input position and source, OLS with query-clustered standard errors.
+def position_source_fit(records: Sequence[dict[str, Any]], reference: str, *, level: float = 0.95) -> dict[str, Any]:
+    """The listwise answers' position/source fit: the registered ``position_source`` estimator
+    (:mod:`sourcebias.clustered.position_source`) on a stage's records, positions scaled to
+    [0, 1] within their window (0 = first shown / ranked first), windows of one passage left out,
+    and the rows of repaired answers left out and counted.
 
-    Positions are scaled to [0, 1] within their window (0 = first shown / ranked first). The
-    ``position`` slope is 1 when the model copies the order it was shown and 0 when position does
-    not matter; a source's coefficient is how much lower (negative: nearer the top) its documents
-    end in the window than ``reference`` documents shown at the same position. With one input
-    order (``orders=1``) the shown order is the previous stage's, so position and source can be
-    confounded; shuffled orders (``orders>=3``) make position independent of source.
+    Args:
+        records: One per shown passage: ``query``, ``n`` (window size), ``shown``, ``answered``
+            (0-based), ``source``, ``repaired`` (its answer needed a repair or held no identifier).
+        reference: The source the others are compared with.
+        level: The intervals' coverage.
+
+    Returns:
+        The estimator's dict, with ``answers`` (complete and left out: each answer's rows count once).
     """
-    import pandas as pd
-    import statsmodels.formula.api as smf
+    from sourcebias.clustered import get_estimator
 
-    df = pd.DataFrame({"q": list(query), "x": np.asarray(input_pos, float), "y": np.asarray(output_pos, float), "src": list(source)})
-    others = sorted(set(df["src"]) - {reference})
-    out: dict[str, Any] = {
-        "method": "OLS of output position on input position and source, standard errors clustered by query",
-        "reference_source": reference,
-        "rows": len(df),
-        "queries": int(df["q"].nunique()),
-    }
-    if df["q"].nunique() < 2 or len(df) < 3 + len(others):
-        out["refused"] = "fewer than 2 queries or too few rows: no clustered standard errors"
-        return out
-    terms = ["x"] + [f"s{i}" for i in range(len(others))]
-    for i, s in enumerate(others):
-        df[f"s{i}"] = (df["src"] == s).astype(float)
-    fit = smf.ols("y ~ " + " + ".join(terms), data=df).fit(cov_type="cluster", cov_kwds={"groups": pd.factorize(df["q"])[0]})
-    ci = fit.conf_int(0.05)
-    names = {"x": "position", **{f"s{i}": f"source:{s}" for i, s in enumerate(others)}}
-    out["coefficients"] = {
-        names[t]: {"estimate": float(fit.params[t]), "ci95": [float(ci.loc[t, 0]), float(ci.loc[t, 1])], "p": float(fit.pvalues[t])} for t in terms
-    }
-    return out
+    rows = [r for r in records if r["n"] > 1]
+    fit = get_estimator("position_source").estimate(
+        [r["query"] for r in rows],
+        [r["shown"] / (r["n"] - 1) for r in rows],
+        [r["answered"] / (r["n"] - 1) for r in rows],
+        [r["source"] for r in rows],
+        reference,
+        kept=[not r["repaired"] for r in rows],
+        level=level,
+    )
+    answers = {(r["query"], r["window"], r["order"]): bool(r["repaired"]) for r in rows}
+    fit["answers"] = {"complete": sum(1 for v in answers.values() if not v), "left_out": sum(answers.values())}
+    return fit

@@ -20,13 +20,20 @@ answer with no identifier at all leaves the window as it was shown. A reasoning 
 in ``run.info`` (and the evaluate output says how many answers needed one): a re-ranker that
 ignored the prompt shows as unparseable answers, not as a result.
 
-``orders=N`` shows each window in ``N`` orders (the previous order, its reverse, then seeded
-shuffles) and aggregates the ``N`` answers by Borda count (each passage gets ``n - 1 - rank``
-points per answer; ties by the project's tie rule) — the aggregation of permutation
-self-consistency (Tang et al., NAACL 2024) with Borda instead of their Kemeny approximation,
-since Borda is exact and O(n) per answer. Every (shown position, answered position, source) is
-kept and a query-clustered regression separates the position effect from the source effect
-(:func:`~sourcebias.retrieval.rerankers.llm_common.position_source_fit`).
+``orders=N`` shows each window in ``N`` orders, the rows of a cyclic Latin square
+(:func:`sourcebias.clustered.design.cyclic_orders`: the previous order, then rotations of it;
+``N`` at most the window, checked before any call), and aggregates the ``N`` answers by Borda
+count (each passage gets ``n - 1 - rank`` points per answer; ties by the project's tie rule) —
+the aggregation of permutation self-consistency (Tang et al., NAACL 2024, who shuffle) with
+Borda instead of their Kemeny approximation, since Borda is exact and O(n) per answer. With ``N``
+equal to the window every passage is shown at every position once (*balanced*); with fewer, at
+``N`` positions spread over the window (*partial*). Every (shown position, answered position,
+source) is kept, and a query-clustered regression of the answered on the shown position and the
+source separates the two effects (the registered ``position_source`` estimator,
+:mod:`sourcebias.clustered.position_source`) **on the complete answers only**: an answer that
+needed a repair, or held no identifier, is left out of the fit with all its passages and counted
+(the repair rule, not the model, placed them), and with none left the fit is refused with the
+count. The fit conditions on shown position linearly; the design's balance is recorded beside it.
 
 Why not rank_llm as a dependency: it requires vLLM (a GPU-only package) even for its OpenAI
 path; its prompt and repair rule are reproduced here and cited.
@@ -35,13 +42,13 @@ path; its prompt and repair rule are reproduced here and cited.
 from __future__ import annotations
 
 import time
-import zlib
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
+from sourcebias.clustered.design import cyclic_orders, order_balance
 from sourcebias.core import progress
 from sourcebias.core.errors import ConfigError
 from sourcebias.data.corpus import join_title_text
@@ -82,16 +89,10 @@ def sliding_windows(n: int, window: int, step: int) -> list[tuple[int, int]]:
     return out
 
 
-def input_orders(n: int, orders: int, seed: int, key: str) -> list[np.ndarray]:
-    """The ``orders`` orders a window of ``n`` is shown in: as given, reversed, then shuffles
-    seeded by ``(seed, key, k)``."""
-    out = [np.arange(n)]
-    if orders > 1:
-        out.append(np.arange(n)[::-1].copy())
-    for k in range(2, orders):
-        rng = np.random.default_rng([seed, zlib.crc32(key.encode("utf-8")), k])
-        out.append(rng.permutation(n))
-    return out
+def input_orders(n: int, orders: int) -> list[np.ndarray]:
+    """The orders a window of ``n`` is shown in: the rows of a cyclic Latin square (order 0 as
+    given, then rotations; :func:`sourcebias.clustered.design.cyclic_orders`), at most ``n``."""
+    return cyclic_orders(n, min(orders, n)) if n else [np.arange(0)]
 
 
 def borda(answers: Sequence[Sequence[int]], n: int) -> np.ndarray:
@@ -119,6 +120,12 @@ class RankGPTReranker(Stage):
                 raise ConfigError(f"rankgpt: {key} must be at least {low}, got {params[key]}")
         if params["step"] >= params["window"] and params["depth"] > params["window"]:
             raise ConfigError(f"rankgpt: step ({params['step']}) must be smaller than window ({params['window']})")
+        if int(params["orders"]) > min(int(params["window"]), int(params["depth"])):
+            size = min(int(params["window"]), int(params["depth"]))
+            raise ConfigError(
+                f"rankgpt: orders ({params['orders']}) must be at most the window's {size} passages (min of window and depth): a window of {size} has "
+                f"{size} cyclic orders, more would send the same prompt twice; orders = {size} shows each passage at each position once"
+            )
         self.params = dict(params)
         self.depth, self.window, self.step, self.orders, self.words = (int(params[k]) for k in ("depth", "window", "step", "orders", "words"))
         self.name = name or f"rankgpt:{params['model']}"
@@ -166,7 +173,7 @@ class RankGPTReranker(Stage):
         for qid, (start, end) in todo:
             items = current[qid][start:end]
             texts = [cut_words(join_title_text(corpus.titles[i], corpus.texts[i]), self.words) for i in items.tolist()]
-            for k, shown in enumerate(input_orders(len(items), self.orders, seed, f"{qid}/{w}")):
+            for k, shown in enumerate(input_orders(len(items), self.orders)):
                 msgs = self.prompt.render({"query": queries[qid]}, [{"passage": texts[j]} for j in shown])
                 calls.append(Call(messages=msgs, max_tokens=6 * len(items) + 8, temperature=0.0, seed=seed))
                 meta.append((qid, start, end, k, shown))
@@ -203,14 +210,8 @@ class RankGPTReranker(Stage):
             current[qid][start:end] = items[rule.order(qid, pts, items)]
 
     def _info(self, run: Run, counts: Counter, records: list[dict[str, Any]], corpus: Any, seconds: float) -> dict[str, Any]:
-        rows = [r for r in records if r["n"] > 1]
-        fit = position_source_fit(
-            [r["query"] for r in rows],
-            [r["shown"] / (r["n"] - 1) for r in rows],
-            [r["answered"] / (r["n"] - 1) for r in rows],
-            [r["source"] for r in rows],
-            corpus.sources[0],
-        )
+        fit = position_source_fit(records, corpus.sources[0])
+        fit["balance"] = order_balance(min(self.window, self.depth), self.orders)["text"]
         answers = {k: int(counts.get(k, 0)) for k in ("answers", "repaired", "unparseable", "length_cut", "ids_unknown", "ids_duplicates", "ids_missing")}
         return {
             "name": self.name,
@@ -244,7 +245,7 @@ class RankGPTReranker(Stage):
         **LLM_PARAMS,
         "window": Param(int, "passages per window", default=20),
         "step": Param(int, "window step (bottom up)", default=10),
-        "orders": Param(int, "input orders per window (original, reversed, shuffles), Borda-aggregated", default=1),
+        "orders": Param(int, "input orders per window (rows of a cyclic Latin square, at most the window), Borda-aggregated", default=1),
         "prompt": Param(str, "the prompt: rankgpt (Sun et al.'s conversation) or a prompt file asking for a permutation", default="rankgpt"),
     },
     positional="model",

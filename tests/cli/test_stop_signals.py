@@ -1,0 +1,135 @@
+"""SIGTERM and SIGHUP stop a command as Ctrl-C does: real child processes, stopped mid-job.
+
+Python's default for both signals ends the process at once: no ``finally`` runs, so an output
+folder's lock file and staging folder stayed behind, and a rewriting job's manifest said the run
+never finished. The command line now raises the same KeyboardInterrupt as Ctrl-C: the calls in
+flight are awaited and stored, the rest is not sent, the folder is left as it was, and the rerun
+(same command) sends each remaining call once. ``kill -9`` stays what it was: resumable
+(tests/citations/test_citation_truth.py, tests/generation/test_generation_http.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+from generation_helpers import copy_nq_subset, human_ids, read_twin
+
+from sourcebias.cli.main import _stop_signals_as_interrupt, main
+
+
+class SlowCounter:
+    """A responder that answers after ``delay`` seconds and keeps every prompt it was asked."""
+
+    def __init__(self, inner, delay: float):
+        self.inner, self.delay, self.prompts, self.lock = inner, delay, [], threading.Lock()
+
+    @property
+    def calls(self) -> int:
+        return len(self.prompts)
+
+    def __call__(self, messages, params):
+        time.sleep(self.delay)
+        with self.lock:
+            self.prompts.append(messages[-1]["content"])
+        return self.inner(messages, params)
+
+
+def _stop_when(proc: subprocess.Popen, ready, sig: int, timeout: float = 300) -> str:
+    """Send ``sig`` once ``ready()`` holds; the child's stderr once it has ended."""
+    deadline = time.monotonic() + timeout
+    while not ready() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert proc.poll() is None, f"the command ended before the signal: {proc.communicate()[1][-2000:]}"
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=120)
+    return err
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT], ids=["SIGTERM", "SIGHUP", "Ctrl-C"])
+def test_a_stopped_study_leaves_no_lock_or_staging_and_the_rerun_asks_each_call_once(tmp_path, capsys, sig):
+    from sourcebias.citations import load_citations
+    from sourcebias.citations.simulated import responder_for
+    from sourcebias.data import load_dataset
+    from sourcebias.llmcalls.simulated import SimulatedServer
+
+    ds = load_dataset("nq-utd")
+    counting = SlowCounter(responder_for(ds.corpus, ds.human_source, (0.6, 0.0, -0.4), 1.0), delay=0.15)
+    out, cache, n = tmp_path / "cite", tmp_path / "cache", 40
+    with SimulatedServer(counting) as url:
+        args = ["cite", "nq-utd", "-r", "bm25", "--generator", f"openai:sim@{url}", "-k", "3", "--max-queries", str(n), "--concurrency", "2"]
+        args += ["--cache-dir", str(cache), "-o", str(out)]
+        # a shell's background job inherits SIGINT ignored (Python keeps it so): the child gets the default, as in a terminal
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "sourcebias", *args],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "COLUMNS": "200"},
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        )
+        err = _stop_when(proc, lambda: counting.calls >= 6, sig)
+        at_stop = counting.calls
+        said = "Interrupted." if sig == signal.SIGINT else f"Stopped ({signal.Signals(sig).name})."
+        assert proc.returncode == 128 + sig, err
+        assert said in err and "rerun the same command to resume" in err and "Traceback" not in err, err
+        # as Ctrl-C leaves it: no lock file, no staging folder, no half-written folder
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["cache"]
+        assert 6 <= at_stop < n  # stopped within the calls in flight, not after sending the rest
+        with pytest.raises(SystemExit) as info:
+            main(args)
+        assert info.value.code == 0, capsys.readouterr().err
+    result = load_citations(out)
+    assert len(result.answers) == n and int(result.answers["cached"].sum()) == at_stop
+    # every call asked once: the calls in flight at the signal were awaited and stored
+    assert counting.calls == n and len(set(counting.prompts)) == n
+
+
+def test_a_stopped_rewrite_records_its_run_and_writes_the_documents_in_flight(nq_utd, tmp_path, capsys):
+    from sourcebias.llmcalls.simulated import SimulatedServer
+
+    ds = copy_nq_subset(nq_utd, tmp_path / "ds", 8)
+    twin = ds / "corpus" / "sim.jsonl"
+    counting = SlowCounter(lambda messages, params: ("A rewritten passage about the same event, in other words.", None), delay=0.4)
+    with SimulatedServer(counting) as url:
+        args = ["generate", str(ds), "--name", "sim", "--model", f"openai:sim@{url}", "--concurrency", "2"]
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "sourcebias", *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env={**os.environ, "COLUMNS": "200"}
+        )
+        err = _stop_when(proc, lambda: twin.exists() and len(read_twin(twin)) >= 2, signal.SIGTERM)
+        assert proc.returncode == 143, err
+        written = len(read_twin(twin))
+        assert 2 <= written < 8 and written == counting.calls  # the documents in flight at the signal were written
+        runs = json.loads((ds / "corpus" / "sim.manifest.json").read_text())["runs"]
+        assert [(r["finished"], r["interrupted"]) for r in runs] == [(True, True)]  # the run is on record, as after Ctrl-C
+        with pytest.raises(SystemExit) as info:
+            main(args)
+        assert info.value.code in (0, None), capsys.readouterr().err
+    ids = [r["_id"] for r in read_twin(twin)]
+    assert sorted(ids) == sorted(human_ids(ds)) and counting.calls == 8  # each document asked once
+
+
+def test_a_signal_ignored_at_start_stays_ignored_and_handlers_are_restored():
+    """``nohup`` starts a command with SIGHUP ignored: it must stay so; SIGTERM raises
+    KeyboardInterrupt inside the block only, and names itself."""
+    old_hup = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    old_term = signal.signal(signal.SIGTERM, signal.SIG_DFL)  # as a command starts (a test runner may hold its own)
+    try:
+        stopped: list[int] = []
+        with pytest.raises(KeyboardInterrupt), _stop_signals_as_interrupt(stopped):
+            assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+            os.kill(os.getpid(), signal.SIGHUP)  # ignored
+            time.sleep(0.05)
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(5)  # the handler raises before this ends
+        assert stopped == [signal.SIGTERM]
+        assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL and signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGHUP, old_hup)
+        signal.signal(signal.SIGTERM, old_term)
