@@ -63,7 +63,11 @@ def test_statistics_csv_writes_the_bound_and_names_it():
 
 
 def test_which_fields_are_p_values():
-    assert [k for k in ("p_ttest", "twin_pref_p", "twin_pref_p_cluster", "twin_pref_p_method", "randomization_resamples", "ttest_note", "mean_difference") if is_p_field(k)] == [
+    assert [
+        k
+        for k in ("p_ttest", "twin_pref_p", "twin_pref_p_cluster", "twin_pref_p_method", "randomization_resamples", "ttest_note", "mean_difference")
+        if is_p_field(k)
+    ] == [
         "p_ttest",
         "twin_pref_p",
         "twin_pref_p_cluster",

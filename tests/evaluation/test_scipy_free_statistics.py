@@ -22,7 +22,14 @@ from sourcebias.evaluation.stats.resampling import bca_interval, bootstrap_distr
 
 def _scipy(data, statistic, method, n_resamples=2000, seed=0, confidence=0.95):
     return stats.bootstrap(
-        data, statistic, paired=True, vectorized=True, n_resamples=n_resamples, method=method, confidence_level=confidence, random_state=np.random.default_rng(seed)
+        data,
+        statistic,
+        paired=True,
+        vectorized=True,
+        n_resamples=n_resamples,
+        method=method,
+        confidence_level=confidence,
+        random_state=np.random.default_rng(seed),
     )
 
 

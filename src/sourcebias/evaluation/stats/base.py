@@ -52,8 +52,9 @@ def is_p_field(name: str) -> bool:
 
 
 def with_p_bounds(row: dict[str, Any]) -> dict[str, Any]:
-    """A statistics row for a file: each p-value that underflowed to 0 written as the bound
-    :data:`P_UNDERFLOW`, and :data:`P_BOUNDS` naming them (``"p_ttest < 1e-300"``; empty when none).
+    """A statistics row for a file: each p-value that underflowed to 0 written as a bound.
+
+    The bound is :data:`P_UNDERFLOW`, and :data:`P_BOUNDS` names them (``"p_ttest < 1e-300"``; empty when none).
 
     Args:
         row: A row of raw values (:meth:`Record.row`, or joined rows).

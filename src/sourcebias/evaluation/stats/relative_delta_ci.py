@@ -63,11 +63,12 @@ def bootstrap_relative_deltas(
     on the length and the seed)."""
     if method not in METHODS:
         raise ConfigError(f"the bootstrap method must be one of {', '.join(METHODS)}, got '{method}'")
-    out, todo = [], {}
+    out: list[dict[str, Any]] = []
+    todo: dict[int, list[tuple[int, np.ndarray, np.ndarray]]] = {}
     for i, (h, llm) in enumerate(pairs):
         a, b, res = _prepared(h, llm, n_resamples=n_resamples, confidence=confidence, seed=seed, method=method)
         out.append(res)
-        if a is not None:
+        if a is not None and b is not None:
             todo.setdefault(len(a), []).append((i, a, b))
     for items in todo.values():
         dists = bootstrap_distributions(relative_delta_values, [(a, b) for _, a, b in items], n_resamples, seed)
@@ -148,7 +149,9 @@ class RelativeDeltaCI(Statistic):
         rows = list(paired_values(result, ctx.measures))
         cis = bootstrap_relative_deltas([(h, g) for *_, h, g in rows], n_resamples=ctx.bootstrap_resamples, confidence=ctx.confidence, seed=ctx.seed)
         return [
-            RelativeDeltaRecord(name, llm, m, b["estimate"], b["low"], b["high"], b["confidence"], b["method"], b["n_resamples"], b["undefined_resamples"], b["seed"])
+            RelativeDeltaRecord(
+                name, llm, m, b["estimate"], b["low"], b["high"], b["confidence"], b["method"], b["n_resamples"], b["undefined_resamples"], b["seed"]
+            )
             for (name, llm, m, _, _), b in zip(rows, cis)
         ]
 
