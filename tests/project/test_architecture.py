@@ -36,8 +36,8 @@ ALLOWED = {
     "analysis": {"core", "clustered", "data", "models", "retrieval", "evaluation", "report", "analysis"},
     "mitigation": {"core", "data", "models", "retrieval", "evaluation", "report", "analysis", "mitigation"},
     "experiments": {"core", "data", "models", "retrieval", "evaluation", "report", "analysis", "mitigation", "experiments"},
-    # the evaluation job and the grid report: above the grids they report on
-    "reporting": {"core", "data", "models", "retrieval", "evaluation", "report", "analysis", "mitigation", "experiments", "reporting"},
+    # the evaluation job and the grid report: above the grids they report on (llmcalls: the job's notes on the LLM calls made)
+    "reporting": {"core", "data", "models", "llmcalls", "retrieval", "evaluation", "report", "analysis", "mitigation", "experiments", "reporting"},
     "power": {
         "core",
         "clustered",
