@@ -57,7 +57,7 @@ def pair_counts(run: Any, qrels: Any, query_ids: Sequence[str], human: str, llm:
     neither = ties = unpaired = 0
     for i, q in enumerate(query_ids):
         pos = run.positions.get(q)
-        rank_of = dict(zip(pos.tolist(), range(len(pos)))) if pos is not None else {}  # corpus position -> rank
+        rank_of = _RankOf(pos)
         scores = run.scores.get(q)
         for d, g in qrels.get(q, {}).items():
             if g <= 0:
@@ -78,7 +78,32 @@ def pair_counts(run: Any, qrels: Any, query_ids: Sequence[str], human: str, llm:
     return {"llm_first": lf, "human_first": hf, "ties": ties, "neither_retrieved": neither, "unpaired": unpaired}
 
 
-def _ranked(rank_of: dict[int, int], scores: Any, position: int) -> tuple[int, float] | None:
+class _RankOf:
+    """A ranking's rank of a corpus position (None if absent): a scan of the ranking's positions
+    for the first few lookups, a dict once a query asks for more (most queries have one or two
+    relevant pairs: a dict of the top 1,000 per query was most of the statistics' time at 6,979
+    queries)."""
+
+    SCANS = 8
+
+    def __init__(self, positions: np.ndarray | None) -> None:
+        self.positions = positions
+        self.asked = 0
+        self.index: dict[int, int] | None = None
+
+    def get(self, position: int) -> int | None:
+        if self.positions is None:
+            return None
+        self.asked += 1
+        if self.index is None and self.asked > self.SCANS:
+            self.index = dict(zip(reversed(self.positions.tolist()), range(len(self.positions) - 1, -1, -1)))  # the first rank of a position
+        if self.index is not None:
+            return self.index.get(position)
+        hit = np.flatnonzero(self.positions == position)
+        return int(hit[0]) if len(hit) else None
+
+
+def _ranked(rank_of: _RankOf, scores: Any, position: int) -> tuple[int, float] | None:
     """(rank, score) of the document at a corpus position in one query's ranking; None if absent."""
     r = rank_of.get(position)
     return None if r is None else (r, float(scores[r]))
