@@ -73,8 +73,8 @@ def main() -> None:
     from sourcebias.data.qrels import Qrels
     from sourcebias.evaluation import evaluate, measure_grid
     from sourcebias.models.llm import smollm2_path
-    from sourcebias.reporting.evaluation_job import llm_stage_notes
     from sourcebias.retrieval import build_retriever
+    from sourcebias.study.job import llm_stage_notes
 
     model = args.model or str(smollm2_path())
     log = Path("llamacpp-server.log").resolve()

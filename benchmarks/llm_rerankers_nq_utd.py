@@ -41,8 +41,8 @@ def main() -> None:
     from sourcebias.data import load_dataset
     from sourcebias.data.qrels import Qrels
     from sourcebias.evaluation import evaluate, measure_grid
-    from sourcebias.reporting.evaluation_job import llm_stage_notes
     from sourcebias.retrieval import build_retriever
+    from sourcebias.study.job import llm_stage_notes
 
     ds = load_dataset(args.dataset, split="test")
     keep = ds.evaluation_queries()[: args.queries]

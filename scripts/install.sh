@@ -3,7 +3,7 @@
 #
 #   scripts/install.sh [extra pip options, e.g. --extra-index-url https://download.pytorch.org/whl/cpu]
 #
-# 1. System packages: Debian's `chromium` (tests/reporting/test_grid_report.py renders the grid's HTML report
+# 1. System packages: Debian's `chromium` (tests/experiments/test_grid_report.py renders the grid's HTML report
 #    in it), and `python3-venv` where Python cannot create a virtual environment. As root with
 #    apt-get they are installed; otherwise the script says exactly what to run, carries on with the
 #    Python packages, and exits with status 1 at the end.

@@ -13,7 +13,10 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
+from sourcebias.core.moved import install as _install_moved_modules
 from sourcebias.core.version import __version__
+
+_install_moved_modules()  # the old paths of modules that moved (core/moved.py, removed in 0.4.0)
 
 if TYPE_CHECKING:  # what _EXPORTS names, for type checkers and editors (imported lazily at run time)
     from sourcebias.core.artifacts import load_artifact as load_artifact
@@ -27,7 +30,6 @@ if TYPE_CHECKING:  # what _EXPORTS names, for type checkers and editors (importe
     from sourcebias.evaluation import load_result as load_result
     from sourcebias.evaluation import measure_grid as measure_grid
     from sourcebias.evaluation import relative_delta as relative_delta
-    from sourcebias.reporting import write_evaluation as write_evaluation
     from sourcebias.retrieval import BM25 as BM25
     from sourcebias.retrieval import DocnoMap as DocnoMap
     from sourcebias.retrieval import Pipeline as Pipeline
@@ -35,6 +37,7 @@ if TYPE_CHECKING:  # what _EXPORTS names, for type checkers and editors (importe
     from sourcebias.retrieval import Stage as Stage
     from sourcebias.retrieval import TfIdf as TfIdf
     from sourcebias.retrieval import build_retriever as build_retriever
+    from sourcebias.study import write_evaluation as write_evaluation
 
 _EXPORTS = {
     "load_dataset": "sourcebias.data",
@@ -55,7 +58,7 @@ _EXPORTS = {
     "Pipeline": "sourcebias.retrieval",
     "Stage": "sourcebias.retrieval",
     "DocnoMap": "sourcebias.retrieval",
-    "write_evaluation": "sourcebias.reporting",
+    "write_evaluation": "sourcebias.study",
 }
 
 __all__ = ["__version__", *_EXPORTS]

@@ -467,9 +467,9 @@ def test_evaluate_draws_the_source_bias_figure_and_says_when_it_cannot(cocktail_
 
     from sourcebias.data import load_dataset
     from sourcebias.evaluation import evaluate, measure_grid
-    from sourcebias.reporting import write_evaluation
-    from sourcebias.reporting.evaluation_figure import headline_measures
     from sourcebias.retrieval import build_retriever
+    from sourcebias.study import write_evaluation
+    from sourcebias.study.figure import headline_measures
 
     ds = load_dataset(cocktail_dir)
     result = evaluate(ds, [build_retriever("bm25"), build_retriever("tfidf")], measures=measure_grid(["MAP", "NDCG", "Share"], [1, 3]))

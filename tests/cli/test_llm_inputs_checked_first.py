@@ -190,3 +190,45 @@ def test_generate_refuses_other_settings_or_a_busy_twin_before_its_model(nq_utd,
     with exclusive(resolve_target(ds, "twin")):  # another run holds the twin
         err = _refused(["generate", str(ds), "--name", "twin", "--model", "smollm2", "--overwrite"], capsys)
     assert "another `sourcebias generate` is writing" in err and opened == []
+
+
+def test_cite_asks_about_the_split_named_after_the_folder(tmp_path, capsys):
+    """``cite DIR,split`` (as ``judge`` takes it) asks only about that split's judged queries."""
+    from importlib.resources import files
+
+    from sourcebias.citations import load_citations
+    from sourcebias.citations.simulated import responder_for
+    from sourcebias.data import load_dataset
+    from sourcebias.llmcalls.simulated import SimulatedServer
+
+    builtin = files("sourcebias") / "data" / "builtin" / "nq-utd"
+    root = tmp_path / "nq"
+    (root / "corpus").mkdir(parents=True)
+    (root / "qrels").mkdir()
+    for rel in ("corpus/human.jsonl.gz", "corpus/llama-2-7b-chat-tmp0.2.jsonl.gz", "queries.jsonl.gz", "qrels/test.tsv.gz"):
+        shutil.copyfile(str(builtin / rel), root / rel)
+    nq = load_dataset(root)
+    chosen = sorted(nq.qrels.queries_with_relevant())[:3]  # a hand-made split of three judged queries
+    lines = [f"{q}\t{d}\t{g}" for q in chosen for d, g in sorted(nq.qrels[q].items())]
+    (root / "qrels" / "pilot.tsv").write_text("query-id\tcorpus-id\tscore\n" + "\n".join(lines) + "\n")
+    with SimulatedServer(responder_for(nq.corpus, nq.human_source, (0.5, 0.0, -0.5), 1.0)) as url:
+        with pytest.raises(SystemExit) as info:
+            main(
+                [
+                    "cite",
+                    f"{root},pilot",
+                    "-r",
+                    "bm25",
+                    "--generator",
+                    f"openai:sim@{url}",
+                    "-k",
+                    "3",
+                    "--cache-dir",
+                    str(tmp_path / "c"),
+                    "-o",
+                    str(tmp_path / "o"),
+                ]
+            )
+        assert info.value.code == 0, capsys.readouterr().err
+    asked = set(load_citations(tmp_path / "o").passages["query_id"])
+    assert asked == set(chosen)

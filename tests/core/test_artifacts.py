@@ -228,7 +228,7 @@ def test_an_error_during_writing_keeps_the_old_results(result, tmp_path, monkeyp
     def broken(*args, **kwargs):
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr("sourcebias.reporting.outputs.latex_table", broken)
+    monkeypatch.setattr("sourcebias.report.render.to_latex", broken)  # summary.tex, written through the study frame
     with pytest.raises(RuntimeError, match="disk full"):
         sb.write_evaluation(result, out, overwrite=True)
     assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == before

@@ -50,11 +50,11 @@ def nq():
 
 
 def test_every_user_gives_the_sample_it_gave_before(nq):
-    from sourcebias.audit.artifact import sample_queries
     from sourcebias.audit.calibrate import sample_pair_ids
     from sourcebias.audit.detector import split_pairs
+    from sourcebias.audit.job import sample_queries
     from sourcebias.citations.job import sample
-    from sourcebias.detect.run import sample_positions
+    from sourcebias.detect.job import sample_positions
     from sourcebias.judges.items import judged_queries
     from sourcebias.retrieval.run import Run
     from sourcebias.simulate.loop import evaluation_queries, round_queries

@@ -59,7 +59,7 @@ def test_the_deprecated_wrappers_write_what_save_writes(result, tmp_path):
 
 
 def test_write_evaluation_is_save_with_the_summaries(result, tmp_path):
-    from sourcebias.reporting.outputs import summary_renderer
+    from sourcebias.study.outputs import summary_renderer
 
     a = sb.write_evaluation(result, tmp_path / "a")
     b = result.save(tmp_path / "b", render=summary_renderer())

@@ -74,7 +74,7 @@ def test_orphan_gives_no_free_credit(tmp_path):
 
 
 def test_orphan_counts_reach_result_json_and_manifest(tmp_path):
-    from sourcebias.reporting.outputs import write_evaluation
+    from sourcebias.study.outputs import write_evaluation
 
     root = _orphan_dataset(tmp_path)
     ds = load_dataset(root)
@@ -188,7 +188,7 @@ def test_ids_with_whitespace_are_refused_with_file_and_line(tmp_path, field, wha
 
 
 def test_empty_ranking_survives_reload(tmp_path, cocktail_dir):
-    from sourcebias.reporting.outputs import write_evaluation
+    from sourcebias.study.outputs import write_evaluation
 
     ds = load_dataset(cocktail_dir)
     c = ds.corpus
@@ -229,7 +229,7 @@ def test_the_grid_orphan_setting_reaches_its_cells(tmp_path, policy):
 
 
 def test_a_run_that_retrieved_nothing_reloads(tmp_path, cocktail_dir):
-    from sourcebias.reporting.outputs import write_evaluation
+    from sourcebias.study.outputs import write_evaluation
 
     ds = load_dataset(cocktail_dir)
     empty = Run(ds.corpus, "nothing", {"q1": np.zeros(0, dtype=np.int64)}, {"q1": np.zeros(0)})

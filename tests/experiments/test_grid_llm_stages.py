@@ -15,8 +15,8 @@ import sourcebias as sb
 from sourcebias.experiments.aggregate import aggregate_grid
 from sourcebias.experiments.config import load_grid_config
 from sourcebias.experiments.grid import run_grid
+from sourcebias.experiments.grid_report import write_grid_report
 from sourcebias.llmcalls.simulated import SimulatedServer
-from sourcebias.reporting.grid_report import write_grid_report
 
 
 def swap_first_two(messages, params):

@@ -99,7 +99,7 @@ def test_mean_and_spread_across_seeds_are_numpys(three_seeds):
 
 
 def test_the_report_shows_mean_and_spread_with_the_number_of_seeds(three_seeds):
-    from sourcebias.reporting.grid_report import write_grid_report
+    from sourcebias.experiments.grid_report import write_grid_report
 
     tmp, cfg, table, _ = three_seeds
     paths = write_grid_report(table, cfg, tmp / "out")
@@ -113,8 +113,8 @@ def test_the_report_shows_mean_and_spread_with_the_number_of_seeds(three_seeds):
 
 
 def test_a_cell_with_one_finished_seed_says_1_seed_not_sd_0(tmp_path, cocktail_dir):
+    from sourcebias.experiments.grid_report import grid_report
     from sourcebias.report.render import to_markdown
-    from sourcebias.reporting.grid_report import grid_report
 
     cfg = load_grid_config(config(tmp_path, cocktail_dir, "seeds = [42, 100]", retrievers=("bm25",)))
     run_grid(cfg, tmp_path / "out", only=["tiny/bm25@seed=42"])

@@ -154,3 +154,18 @@ def test_a_server_killed_with_9_and_restarted_mid_run_loses_nothing(tmp_path):
     calls = client.describe()["calls"]
     assert calls["computed"] == N and calls["failed"] == 0 and calls["retries"] >= 1
     assert calls["retries"] == client.backend.describe()["retries"] and call_notes(client.describe())
+
+
+def test_a_busy_server_slow_to_say_what_it_serves_is_not_a_changed_model(tmp_path):
+    """llama-cpp-python's server runs one request at a time: GET /models waits behind the calls in
+    flight. A store's server that answers its probe after more than the start-up check's 5 s was
+    reported as "now reports unreachable ... the model behind the name changed" and the job stopped
+    (seen on Qwen2.5-Coder through llama.cpp); it is asked again as patiently as for a call."""
+    with SimulatedServer(respond) as server_url:
+        open_client(f"openai:sim@{server_url}", cache_dir=tmp_path).answer(CALLS[:2])  # the store, with the server's report
+        with FaultProxy(server_url, probe_seconds=5.5) as url:
+            client = open_client(f"openai:sim@{url}", cache_dir=tmp_path, concurrency=2)
+            answers = client.answer(CALLS[:6])
+    assert [a.cached for a in answers] == [True, True, False, False, False, False]
+    check_stored = stored_keys(client)
+    assert len(check_stored) == 6 and len(set(check_stored)) == 6

@@ -328,9 +328,9 @@ def test_the_judge_and_llm_yesno_build_the_same_expected_grade():
 def test_llm_yesno_gives_no_expected_grade_under_half_the_mass_and_counts_it():
     from sourcebias.data.corpus import Corpus, Document
     from sourcebias.llmcalls.simulated import SimulatedServer
-    from sourcebias.reporting.evaluation_job import llm_stage_notes
     from sourcebias.retrieval import build_retriever
     from sourcebias.retrieval.run import Run
+    from sourcebias.study.job import llm_stage_notes
 
     def grader(messages, params):
         if "alpha" in messages[-1]["content"]:

@@ -148,7 +148,7 @@ def test_a_pilot_without_an_evaluable_query_is_refused_naming_the_qrels(tmp_path
     from sourcebias.cli.main import main
     from sourcebias.evaluation import EvaluationResult, parse_measure
     from sourcebias.evaluation.protocol import json_safe
-    from sourcebias.reporting import write_evaluation
+    from sourcebias.study import write_evaluation
 
     root = tmp_path / "data"
     for source in ("human", "llm"):

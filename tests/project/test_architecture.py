@@ -32,12 +32,13 @@ ALLOWED = {
     "evaluation": {"core", "clustered", "data", "models", "retrieval", "evaluation"},
     # the one table model (Report) and its renderers: below everything that prints
     "report": {"core", "data", "models", "retrieval", "evaluation", "report"},
+    # the frame every study shares (its summaries, its folder and manifest) and the evaluation job,
+    # its folder and figure: below the studies that are its instances
+    "study": {"core", "data", "models", "llmcalls", "retrieval", "evaluation", "report", "study"},
     "generation": {"core", "data", "models", "llmcalls", "generation"},
     "analysis": {"core", "clustered", "data", "models", "retrieval", "evaluation", "report", "analysis"},
     "mitigation": {"core", "data", "models", "retrieval", "evaluation", "report", "analysis", "mitigation"},
     "experiments": {"core", "data", "models", "retrieval", "evaluation", "report", "analysis", "mitigation", "experiments"},
-    # the evaluation job and the grid report: above the grids they report on (llmcalls: the job's notes on the LLM calls made)
-    "reporting": {"core", "data", "models", "llmcalls", "retrieval", "evaluation", "report", "analysis", "mitigation", "experiments", "reporting"},
     "power": {
         "core",
         "clustered",
@@ -66,6 +67,7 @@ ALLOWED = {
         "analysis",
         "report",
         "detect",
+        "study",
         "audit",
     },  # source bias without labels; nothing below imports it
     "simulate": {
@@ -93,6 +95,7 @@ ALLOWED = {
         "evaluation",
         "report",
         "llmcalls",
+        "study",
         "citations",
     },  # sources an LLM answer cites; nothing below imports it
     "judges": {
@@ -105,8 +108,10 @@ ALLOWED = {
         "report",
         "detect",
         "llmcalls",
+        "power",
+        "study",
         "judges",
-    },  # LLM relevance judges; nothing below imports it
+    },  # LLM relevance judges (and their pilots' power analysis); nothing below imports it
     # adapters to other tools (top-level modules: sourcebias.irds, sourcebias.pyterrier, sourcebias.mteb)
     "irds": {"core", "data", "irds"},
     "pyterrier": {"core", "data", "models", "retrieval", "pyterrier"},

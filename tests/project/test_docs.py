@@ -117,10 +117,10 @@ def test_the_api_reference_has_a_section_per_study_with_its_entry_point(site):
     sections = {
         "llm-calls": "sourcebias.llmcalls.open_client",
         "evaluation": "sourcebias.evaluation.protocol.evaluate",
-        "llm-relevance-judges": "sourcebias.judges.run.run_judge",
+        "llm-relevance-judges": "sourcebias.judges.job.run_judge",
         "citation-studies": "sourcebias.citations.job.run_cite",
-        "audits-without-labels": "sourcebias.audit.artifact.run_audit",
-        "power": "sourcebias.power.artifact.run_power",
+        "audits-without-labels": "sourcebias.audit.job.run_audit",
+        "power": "sourcebias.power.job.run_power",
     }
     for heading, entry in sections.items():
         assert heading in headings, heading

@@ -109,7 +109,7 @@ def test_evaluate_with_a_served_reranker_and_a_label(nq_utd, tmp_path):
     from sourcebias.data.options import DatasetOptions
     from sourcebias.evaluation.plan import EvaluationPlan
     from sourcebias.evaluation.results import MIXED
-    from sourcebias.reporting.evaluation_job import run_evaluation_job
+    from sourcebias.study.job import run_evaluation_job
 
     def respond(messages, params):
         return "[2] > [1] > [3]", None
@@ -181,9 +181,9 @@ def test_audit_tables_at_80_columns(tmp_path, capsys, at_80):
 def test_power_and_grid_tables_at_80_columns(tmp_path, capsys, at_80, cocktail_dir):
     from conftest import tiny_grid_toml
 
+    from sourcebias.experiments.grid_report import grid_report
     from sourcebias.power import load_power
     from sourcebias.power.report import power_report
-    from sourcebias.reporting.grid_report import grid_report
 
     run_cli(["evaluate", cocktail_dir, "-r", "bm25", "--k", "1", "3", "-o", tmp_path / "pilot"], capsys)
     printed = run_cli(["power", tmp_path / "pilot", "--n", "20", "40", "--resamples", "200", "--max-n", "2000", "-o", tmp_path / "power"], capsys)

@@ -42,6 +42,20 @@ MOVED = [
     ("sourcebias.generation.backends.openai", "normalize_base_url", "sourcebias.llmcalls.backends.openai"),
     ("sourcebias.generation.backends.local", "LocalBackend", "sourcebias.llmcalls.backends.local"),
     ("sourcebias.generation.server", "make_server", "sourcebias.llmcalls.server"),
+    # issue 39: one name per kind of thing (a study's job is job.py) and one frame for the studies
+    ("sourcebias.judges.run", "run_judge", "sourcebias.judges.job"),
+    ("sourcebias.audit.artifact", "run_audit", "sourcebias.audit.job"),
+    ("sourcebias.detect.run", "run_detect", "sourcebias.detect.job"),
+    ("sourcebias.simulate.run", "run_simulation", "sourcebias.simulate.job"),
+    ("sourcebias.power.artifact", "run_power", "sourcebias.power.job"),
+    ("sourcebias.reporting", "write_evaluation", "sourcebias.study.outputs"),
+    ("sourcebias.reporting.outputs", "summary_renderer", "sourcebias.study.outputs"),
+    ("sourcebias.reporting.evaluation_job", "run_evaluation_job", "sourcebias.study.job"),
+    ("sourcebias.reporting.evaluation_figure", "plot_source_bias", "sourcebias.study.figure"),
+    ("sourcebias.reporting.grid_report", "write_grid_report", "sourcebias.experiments.grid_report"),
+    ("sourcebias.reporting.palette", "LLM_COLOR", "sourcebias.core.palette"),
+    ("sourcebias.analysis.runners", "lucene_idf", "sourcebias.analysis.artifacts"),
+    ("sourcebias.analysis.runners", "twin_pairs", "sourcebias.analysis.common"),
 ]
 
 
@@ -79,6 +93,45 @@ def test_from_import_of_an_old_path_warns():
 def test_a_name_that_never_existed_is_still_an_attribute_error(old):
     with pytest.raises(AttributeError, match="no attribute 'not_a_name'"):
         importlib.import_module(old).not_a_name  # noqa: B018
+
+
+def test_a_module_that_moved_is_a_name_only():
+    """A module of core/moved.py's table has no file (no shim-only modules); importing it, and
+    importing from it, gives the names where they are now, with the warning."""
+    from pathlib import Path
+
+    import sourcebias
+    from sourcebias.core.moved import MODULES
+
+    root = Path(sourcebias.__file__).parent.parent
+    for old in MODULES:
+        path = root / old.replace(".", "/")
+        assert not path.with_suffix(".py").exists() and not (path / "__init__.py").exists(), old
+    import sourcebias.reporting.outputs as outputs
+
+    from sourcebias.study.outputs import write_evaluation
+
+    with pytest.warns(DeprecationWarning, match="sourcebias.reporting.outputs.write_evaluation moved to sourcebias.study.outputs"):
+        assert outputs.write_evaluation is write_evaluation
+    with pytest.warns(DeprecationWarning, match="sourcebias.judges.job.run_judge"):
+        from sourcebias.judges.run import run_judge
+    from sourcebias.judges import run_judge as new
+
+    assert run_judge is new
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module("sourcebias.reporting.not_a_module")
+
+
+def test_a_replaced_name_warns_with_what_to_call():
+    from sourcebias.core.moved import Replaced, moved
+
+    getattr_ = moved("pkg.old", {"NAMES": Replaced("pkg.names()", lambda: ("a", "b")), "renamed": "sourcebias.core.version:__version__"})
+    with pytest.warns(DeprecationWarning, match=r"pkg.old.NAMES is deprecated: use pkg.names\(\) \(the old name goes in 0.4.0\)"):
+        assert getattr_("NAMES") == ("a", "b")
+    with pytest.warns(DeprecationWarning, match="pkg.old.renamed moved to sourcebias.core.version.__version__"):
+        assert getattr_("renamed") == "0.2.0"
+    with pytest.raises(AttributeError, match="no attribute 'other'"):
+        getattr_("other")
 
 
 def test_the_facade_no_longer_offers_cell_statistics():

@@ -95,7 +95,7 @@ def scripted_rankgpt(texts):
 
 
 def test_malformed_answers_are_repaired_and_counted_in_the_evaluate_notes():
-    from sourcebias.reporting.evaluation_job import llm_stage_notes
+    from sourcebias.study.job import llm_stage_notes
 
     out = scripted_rankgpt(["[9] > [2] > [2]", "no idea"])
     a = out.info["stages"][-1]["llm_answers"]
@@ -237,7 +237,7 @@ def test_answers_that_are_no_ranking_give_a_refusal_not_a_position_effect():
     """Issue 38, point 2: "Sure! Here is my ranking." to every window gave 960 of 960 answers
     repaired and position +1.000 [+1.000, +1.000] (the repair rule keeps the shown order). The fit
     sees only complete answers: none here, so it is refused with the count."""
-    from sourcebias.reporting.evaluation_job import llm_stage_notes
+    from sourcebias.study.job import llm_stage_notes
 
     run, queries = twin_windows(12)
     with SimulatedServer(lambda m, p: ("Sure! Here is my ranking.", None)) as url:

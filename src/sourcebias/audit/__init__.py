@@ -13,12 +13,12 @@ not. See :mod:`sourcebias.audit.correction`, :mod:`.detector`, :mod:`.calibrate`
 """
 
 from sourcebias.audit.analysis import AuditSettings, audit_run
-from sourcebias.audit.artifact import DetectorOptions, audit, build_detector, load_audited_runs, run_audit
 from sourcebias.audit.calibrate import detection_detector, in_domain_calibration, zero_shot_detector
 from sourcebias.audit.correction import Calibration, correct, joint_bootstrap, rogan_gladen
 from sourcebias.audit.detector import CalibratedDetector, score_file_detector, train_detector
 from sourcebias.audit.diagnostic import TransferCheck, transfer_check
 from sourcebias.audit.features import FeatureSpec
+from sourcebias.audit.job import DetectorOptions, audit, build_detector, load_audited_runs, run_audit
 from sourcebias.audit.report import audit_report
 from sourcebias.audit.result import AuditResult, load_audit
 from sourcebias.audit.scores import read_scores

@@ -6,7 +6,6 @@ captions that say what the detector and the intervals are, and the notes a reade
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from sourcebias.audit.result import AuditResult
@@ -109,16 +108,3 @@ def audit_report(result: AuditResult, title: str | None = None) -> Any:
     tables = [Table(f"audit:{m}", titles[quantity[m]].format(m=m), _columns(quantity[m], truth), display_rows(result, m), caption(result) if i == len(measures) - 1 else "", status_rows=False)
               for i, m in enumerate(measures)]  # fmt: skip
     return Report(title or "Audit of source bias without provenance labels", tables, notes=list(result.notes), data={"audit_rows": pd.DataFrame(result.rows)})
-
-
-def write_summaries(result: AuditResult, folder: str | Path) -> dict[str, Path]:
-    """``summary.md`` and ``summary.tex`` (the report) into ``folder``."""
-    from sourcebias.core.atomic import atomic_write_text
-    from sourcebias.report.render import to_latex, to_markdown
-
-    report = audit_report(result)
-    folder = Path(folder)
-    return {
-        "summary": atomic_write_text(folder / "summary.md", to_markdown(report)),
-        "summary_tex": atomic_write_text(folder / "summary.tex", to_latex(report)),
-    }

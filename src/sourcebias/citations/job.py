@@ -23,14 +23,23 @@ from sourcebias.data.dataset import require_twins
 STUDY = "a citation study (which of the passages shown a generator cites)"
 
 
+def _load(data: str, options: Any = None) -> Any:
+    """The dataset ``data`` names: ``DIR`` or a known name, or ``DIR,split`` (the split whose
+    judged queries are asked about; default ``test``), as ``judge`` takes it."""
+    from sourcebias.data import load_dataset
+    from sourcebias.data.dataset import dataset_path
+
+    path, split = dataset_path(data)
+    return load_dataset(path, options, **({"split": split} if split else {}))
+
+
 def _evaluate_run(data: str, folder: Path, run_name: str | None) -> tuple[Any, Any]:
     """The mixed-corpus run ``run_name`` (or the only one) of an ``evaluate`` folder, bound to
     ``data`` loaded with the options it was evaluated with."""
-    from sourcebias.data import load_dataset
     from sourcebias.evaluation import load_result
 
     head = load_result(folder, runs=False)
-    ds = load_dataset(data, head.dataset_options()[0])
+    ds = _load(data, head.dataset_options()[0])
     require_twins(ds, STUDY)
     runs = {k.retriever: r for k, r in load_result(folder, dataset=ds).runs.items() if k.setting == "mixed"}
     if not runs:
@@ -43,8 +52,16 @@ def _evaluate_run(data: str, folder: Path, run_name: str | None) -> tuple[Any, A
     return runs[name], ds
 
 
-def load_ranking(data: str, *, run: str | Path | None = None, retriever: str | None = None, run_name: str | None = None, docnos: Path | None = None,
-                 docno_pattern: str | None = None, retriever_options: dict[str, Any] | None = None) -> tuple[Any, Any, dict[str, Any]]:  # fmt: skip
+def load_ranking(
+    data: str,
+    *,
+    run: str | Path | None = None,
+    retriever: str | None = None,
+    run_name: str | None = None,
+    docnos: Path | None = None,
+    docno_pattern: str | None = None,
+    retriever_options: dict[str, Any] | None = None,
+) -> tuple[Any, Any, dict[str, Any]]:
     """``(run, dataset, info)``: the mixed ranking whose top k the generator sees.
 
     Args:
@@ -63,14 +80,12 @@ def load_ranking(data: str, *, run: str | Path | None = None, retriever: str | N
             folder nor a file; an unknown run name; a dataset without LLM twins (before any
             ranking).
     """
-    from sourcebias.data import load_dataset
-
     check_ranking(run, retriever, retriever_options)
     if retriever is not None:
         from sourcebias.retrieval import build_retriever
         from sourcebias.retrieval.registry import split_label, system_name
 
-        ds = load_dataset(data)
+        ds = _load(data)
         require_twins(ds, STUDY)
         ids = ds.evaluation_queries() or list(ds.queries)
         label, spec = split_label(retriever)  # LABEL=SPEC: the label names the ranking, as in evaluate
@@ -83,7 +98,7 @@ def load_ranking(data: str, *, run: str | Path | None = None, retriever: str | N
     else:
         from sourcebias.retrieval.run import Run, resolve_docnos
 
-        ds = load_dataset(data)
+        ds = _load(data)
         require_twins(ds, STUDY)
         ranked = Run.from_trec(path, ds.corpus, docnos=resolve_docnos(path, ds.corpus, docnos=docnos, docno_pattern=docno_pattern))
     return ranked, ds, {"run": str(path.resolve()), "run_name": ranked.name, "dataset": ds.describe().get("name")}
@@ -111,9 +126,23 @@ def sample(query_ids: list[str], max_queries: int | None, seed: int) -> list[str
     return seeded_sample(query_ids, max_queries, seed)
 
 
-def run_cite(data: str, output: str | Path | None, *, generator: str, settings: CiteSettings, run: str | Path | None = None, retriever: str | None = None, run_name: str | None = None,
-             docnos: Path | None = None, docno_pattern: str | None = None, overwrite: bool = False, cache_dir: Any = None, concurrency: int | None = None, device: str | None = None,
-             emit: Callable[[str], None] | None = None) -> tuple[CitationResult, Path | None]:  # fmt: skip
+def run_cite(
+    data: str,
+    output: str | Path | None,
+    *,
+    generator: str,
+    settings: CiteSettings,
+    run: str | Path | None = None,
+    retriever: str | None = None,
+    run_name: str | None = None,
+    docnos: Path | None = None,
+    docno_pattern: str | None = None,
+    overwrite: bool = False,
+    cache_dir: Any = None,
+    concurrency: int | None = None,
+    device: str | None = None,
+    emit: Callable[[str], None] | None = None,
+) -> tuple[CitationResult, Path | None]:
     """Run a citation study and write the folder ``output`` (claimed before any work; ``None``:
     nothing written). Returns the result and the folder's path.
 
@@ -131,8 +160,15 @@ def run_cite(data: str, output: str | Path | None, *, generator: str, settings: 
     client = None
     try:
         t0 = time.perf_counter()
-        ranked, ds, info = load_ranking(data, run=run, retriever=retriever, run_name=run_name, docnos=docnos, docno_pattern=docno_pattern,
-                                        retriever_options={"device": device, "cache_dir": cache_dir} if retriever else None)  # fmt: skip
+        ranked, ds, info = load_ranking(
+            data,
+            run=run,
+            retriever=retriever,
+            run_name=run_name,
+            docnos=docnos,
+            docno_pattern=docno_pattern,
+            retriever_options={"device": device, "cache_dir": cache_dir} if retriever else None,
+        )
         ids = sample([q for q in ranked.query_ids if len(ranked.positions[q])], settings.max_queries, settings.seed)
         info = {**info, "queries": len(ids), "run_queries": len(ranked), "human_source": ds.human_source, "sources": list(ds.sources)}
         (emit or (lambda _m: None))(f"asking {generator} about {len(ids)} queries x {settings.orders} orders")
@@ -151,18 +187,16 @@ def run_cite(data: str, output: str | Path | None, *, generator: str, settings: 
 def write_citations(result: CitationResult, folder: Any, *, seconds: float) -> Path:
     """Write ``result``, its report and figure and the manifest into a claimed folder; commit."""
     from sourcebias.citations.figure import plot_citations
-    from sourcebias.citations.report import write_summaries
-    from sourcebias.core.manifest import build_manifest
+    from sourcebias.citations.report import citation_report
+    from sourcebias.study import Study, write_study
 
-    result.save(folder.staging)
-    plot_citations(result, folder.staging / "citations.png")
-    write_summaries(result, folder.staging)
-    manifest = build_manifest(
-        command=KIND,
+    study = Study(
+        citation_report(result),
+        figure=lambda target: plot_citations(result, target),
+        figure_file="citations.png",
         inputs=result.inputs,
         parameters={**result.settings, "method": result.method},
         models={"generator": result.generator.get("identity", result.generator)},
-        timings={"total_s": round(seconds, 3)},
         extra={"figure": "citations.png", "counts": result.counts},
     )
-    return folder.commit(manifest)
+    return write_study(folder, result, study, seconds=seconds)

@@ -5,7 +5,6 @@ and position fixed effects, and matched twins), and the position and rank effect
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from sourcebias.citations.result import CitationResult
@@ -121,16 +120,3 @@ def citation_report(result: CitationResult, title: str | None = None) -> Any:
         notes=list(result.notes),
         data={"effects": pd.DataFrame(result.effects), "passages": result.passages},
     )
-
-
-def write_summaries(result: CitationResult, folder: str | Path) -> dict[str, Path]:
-    """``summary.md`` and ``summary.tex`` (the report) into ``folder``."""
-    from sourcebias.core.atomic import atomic_write_text
-    from sourcebias.report.render import to_latex, to_markdown
-
-    report = citation_report(result)
-    folder = Path(folder)
-    return {
-        "summary": atomic_write_text(folder / "summary.md", to_markdown(report)),
-        "summary_tex": atomic_write_text(folder / "summary.tex", to_latex(report)),
-    }

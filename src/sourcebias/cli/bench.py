@@ -85,7 +85,7 @@ def _run_cells(cfg, output: Path, n_cells: int, **kwargs):
 def _report(cfg, output: Path) -> None:
     """The grid's statistics and report, written to OUTPUT/report and its tables printed."""
     from sourcebias.experiments.aggregate import aggregate_grid
-    from sourcebias.reporting.grid_report import grid_title, rich_tables, write_grid_report
+    from sourcebias.experiments.grid_report import grid_title, rich_tables, write_grid_report
 
     with console.status("Statistics and report ..."):
         cells_table = aggregate_grid(cfg, output)

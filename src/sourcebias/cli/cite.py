@@ -10,7 +10,14 @@ import typer
 from sourcebias.cli import options as o
 from sourcebias.cli.common import console, fail
 
-Data = Annotated[str, typer.Argument(help="The dataset (folder or name, e.g. nq-utd) whose passages the generator reads.", show_default=False, metavar="DATA")]
+Data = Annotated[
+    str,
+    typer.Argument(
+        help="The dataset (folder or name, e.g. nq-utd; DIR,split for another split than test) whose passages the generator reads, asked about its judged queries.",
+        show_default=False,
+        metavar="DATA",
+    ),
+]
 RunArg = Annotated[
     Path | None, typer.Option("--run", metavar="DIR|FILE", help="An `evaluate` output folder (its mixed-corpus run) or a TREC run file over DATA.")
 ]

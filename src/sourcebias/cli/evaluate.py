@@ -2,7 +2,7 @@
 
 Parses the options into a :class:`~sourcebias.data.options.DatasetOptions` and an
 :class:`~sourcebias.evaluation.plan.EvaluationPlan` and prints what
-:func:`~sourcebias.reporting.evaluation_job.run_evaluation_job` reports; the library checks every
+:func:`~sourcebias.study.job.run_evaluation_job` reports; the library checks every
 option before any work and does the work.
 """
 
@@ -120,7 +120,7 @@ def _run(dataset: str, loading: DatasetOptions, plan: EvaluationPlan, output: Pa
 
     from sourcebias.core import progress
     from sourcebias.report import to_rich
-    from sourcebias.reporting.evaluation_job import run_evaluation_job
+    from sourcebias.study.job import run_evaluation_job
 
     def emit(kind: str, text: str) -> None:  # escaped: "sourcebias[analysis]" is text, not rich markup
         console.print(STYLES[kind].format(escape(text)))

@@ -25,7 +25,7 @@ def _write_and_print(result, names: list[str], measure: str, label: str, folder,
     and print that same report."""
     from sourcebias.mitigation.before_after import before_after_report
     from sourcebias.report.render import to_rich
-    from sourcebias.reporting.outputs import write_summaries
+    from sourcebias.study.outputs import write_summaries
 
     report = before_after_report(result, names, measure, label)
     result.save(folder, nested=True, command=command, manifest_extra=extra, render=lambda res, out: write_summaries(res, out, report))

@@ -11,7 +11,7 @@ import typer
 Pilot = Annotated[
     Path,
     typer.Argument(
-        help="An `evaluate` output folder, or a grid cell (DIR/cells/<dataset>/<retriever>): the pilot whose per-query values are resampled.",
+        help="An `evaluate` output folder, a grid cell (DIR/cells/<dataset>/<retriever>), or a `judge` output folder (its twin bias): the pilot whose per-query values are resampled.",
         show_default=False,
         metavar="PILOT",
     ),

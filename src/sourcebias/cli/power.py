@@ -25,17 +25,23 @@ def _statistic(name: str) -> str:
     return stat
 
 
-def _parse_effects(items: list[str] | None) -> dict[str, float]:
+def _parse_effects(items: list[str] | None, judge: bool = False) -> dict[str, float]:
+    """``--effect`` values by statistic; a judge pilot's (``grade=0.1``) by its one statistic."""
+    from sourcebias.judges.power import EFFECT_KEYS
+    from sourcebias.power.pilot import JUDGE_TWIN
+
     out: dict[str, float] = {}
     for item in items or []:
         name, sep, value = item.partition("=")
         if not sep:
-            fail(f"--effect expects STATISTIC=VALUE (e.g. rel_delta=10, difference=0.05, twin=0.55, ndsr=0.02), got '{item}'")
+            fail(f"--effect expects STATISTIC=VALUE (e.g. rel_delta=10, difference=0.05, twin=0.55, ndsr=0.02; grade=0.1 for a judge pilot), got '{item}'")
         try:
             number = float(value)
         except ValueError:
             fail(f"--effect {item}: '{value}' is not a number")
-        out[_statistic(name)] = number
+        if judge and name.strip().lower() not in EFFECT_KEYS:
+            fail(f"--effect {item}: a judge pilot plans its twin bias only: {' or '.join(EFFECT_KEYS)}=VALUE (grade points)")
+        out[JUDGE_TWIN if judge else _statistic(name)] = number
     return out
 
 
@@ -60,17 +66,23 @@ def power(
       sourcebias power out/nq-utd --n 50 100 200 -o out/nq-utd-power
 
       sourcebias power out/grid/cells/nq-utd/bm25 --effect rel_delta=10 twin=0.55 -o out/power-bm25
+
+      sourcebias power out/judge-pilot --effect grade=0.1 --n 20 50 100 -o out/judge-power   # a judge pilot: its twin bias
     """
     from sourcebias.core.errors import ConfigError
-    from sourcebias.power import PowerSettings, run_power
+    from sourcebias.judges.power import is_judge_folder
+    from sourcebias.power import PowerSettings
 
+    judge = is_judge_folder(pilot)
+    if judge and (statistic or measure or retriever or dataset):
+        fail("a judge pilot plans its twin bias only: --statistic, --measure, --retriever and --dataset apply to an evaluate pilot")
     statistic = [_statistic(s) for s in statistic] if statistic else statistic
     try:
         settings = PowerSettings(
             alpha=alpha,
             power=power_,
             ns=tuple(n or (50, 100, 200, 500, 1000)),
-            effects=_parse_effects(effect),
+            effects=_parse_effects(effect, judge),
             resamples=resamples,
             seed=seed,
             max_n=max_n,
@@ -79,12 +91,9 @@ def power(
         )
     except ConfigError as exc:
         fail(str(exc))
-    from sourcebias.core import progress
-
-    with progress.RichProgress(console=console, transient=True) as reporter, progress.use(reporter):
-        result, path = run_power(
-            pilot, output, settings=settings, dataset_dir=dataset, statistics=statistic, measures=measure, retrievers=retriever, overwrite=overwrite
-        )
+    result, path = _run(
+        judge, pilot, output, settings, {"dataset_dir": dataset, "statistics": statistic, "measures": measure, "retrievers": retriever}, overwrite
+    )
     _print(result)
     if path is not None:
         console.print(
@@ -92,6 +101,18 @@ def power(
         )
     else:
         console.print("[dim]Add --output DIR to save the results and the power-curve figure.[/dim]")
+
+
+def _run(judge: bool, pilot: Any, output: Any, settings: Any, choices: dict[str, Any], overwrite: bool) -> tuple[Any, Any]:
+    """The analysis of a judge pilot or an ``evaluate`` one, under a progress bar."""
+    from sourcebias.core import progress
+    from sourcebias.judges.power import run_judge_power
+    from sourcebias.power import run_power
+
+    with progress.RichProgress(console=console, transient=True) as reporter, progress.use(reporter):
+        if judge:
+            return run_judge_power(pilot, output, settings=settings, overwrite=overwrite)
+        return run_power(pilot, output, settings=settings, overwrite=overwrite, **choices)
 
 
 def _print(result: Any) -> None:

@@ -336,6 +336,19 @@ def _load_irds(spec: str, opts: DatasetOptions) -> Dataset:
     return Dataset(**fields, options=opts)
 
 
+def dataset_path(text: str | Path) -> tuple[Path, str | None]:
+    """``DIR`` or ``DIR,split`` -> ``(path, split)``.
+
+    A comma that is part of an existing path is kept; without a split, a command reads its default
+    split (or only the corpus and queries, where it needs no judgements).
+    """
+    text = str(text)
+    head, sep, tail = text.rpartition(",")
+    if sep and not Path(text).exists() and tail and "/" not in tail:
+        return Path(head), tail.strip()
+    return Path(text), None
+
+
 def resolve_dataset(path: str | Path) -> tuple[Path, str | None]:
     """Where a dataset given by folder or by name is.
 

@@ -6,9 +6,8 @@ similarity through the generation backends (:mod:`.rewrites`), each a registered
 The audit (:mod:`sourcebias.audit`) calibrates them and the simulation's detector filter uses them.
 """
 
-from typing import Any
-
 from sourcebias.core.artifacts import register_loader
+from sourcebias.core.moved import Replaced, moved
 from sourcebias.detect.base import (
     Detector,
     DetectorKind,
@@ -22,19 +21,15 @@ from sourcebias.detect.base import (
     register_detector,
 )
 from sourcebias.detect.detectors import corpus_texts
+from sourcebias.detect.job import dataset_path, detect, run_detect, sample_positions
 from sourcebias.detect.result import DetectionResult, load_detection
-from sourcebias.detect.run import dataset_path, detect, run_detect, sample_positions
 
 register_loader("detect", "sourcebias.detect.result:DetectionResult.load")
 
 
-def __getattr__(name: str) -> Any:
-    """``KINDS`` (deprecated): the names of the registered detector kinds."""
-    if name == "KINDS":
-        from sourcebias.detect import detectors
-
-        return detectors.KINDS
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+#: deprecated names (core/moved.py): ``KINDS``, the names of the registered detector kinds
+_MOVED = {"KINDS": Replaced("sourcebias.detect.detector_kinds()", lambda: tuple(detector_kinds()))}
+__getattr__ = moved(__name__, _MOVED)
 
 
 __all__ = [

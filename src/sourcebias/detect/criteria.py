@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from sourcebias.core.errors import ConfigError
+from sourcebias.core.moved import Replaced, moved
 from sourcebias.detect.base import DetectorRequest, EngineKind, ZeroShotDetector, register_detector
 
 #: bump when the stored values change meaning
@@ -73,15 +74,12 @@ def binoculars(rows: np.ndarray) -> np.ndarray:
         return np.where(rows[:, 0] > 0, -(rows[:, 1] / rows[:, 2]), np.nan)
 
 
-def __getattr__(name: str) -> Any:
-    """``CRITERIA`` and ``SCORES`` (deprecated): the registry's LM-criterion kinds."""
-    if name in ("CRITERIA", "SCORES"):
-        import warnings
-
-        warnings.warn(f"sourcebias.detect.criteria.{name} is deprecated; use sourcebias.detect.detector_kinds()", DeprecationWarning, stacklevel=2)
-        kinds = _criterion_kinds()
-        return tuple(kinds) if name == "CRITERIA" else {k: v.criterion for k, v in kinds.items()}
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+#: deprecated names (core/moved.py): the registry's LM-criterion kinds, and their criteria
+_MOVED = {
+    "CRITERIA": Replaced("sourcebias.detect.detector_kinds()", lambda: tuple(_criterion_kinds())),
+    "SCORES": Replaced("sourcebias.detect.detector_kinds()", lambda: {k: v.criterion for k, v in _criterion_kinds().items()}),
+}
+__getattr__ = moved(__name__, _MOVED)
 
 
 def _criterion_kinds() -> dict[str, LMCriterionKind]:
@@ -247,8 +245,16 @@ class LMCriterionKind(EngineKind):
         if len(names) != self.models_needed:
             how = "one model" if self.models_needed == 1 else f"{self.models_needed} models that share a tokenizer".replace("2 ", "two ")
             raise ConfigError(f"{spec}: {self.name} takes {how} ({self.usage.split('[')[0]})")
-        engine = LMCriterion(self.name, names[0], reference_model=names[1] if len(names) == 2 else None, max_tokens=request.integer("max_tokens", 128),
-                             batch_size=request.integer("batch_size", request.batch_size or 8), device=request.device, dtype=opts.get("dtype"), cache_dir=request.cache_dir)  # fmt: skip
+        engine = LMCriterion(
+            self.name,
+            names[0],
+            reference_model=names[1] if len(names) == 2 else None,
+            max_tokens=request.integer("max_tokens", 128),
+            batch_size=request.integer("batch_size", request.batch_size or 8),
+            device=request.device,
+            dtype=opts.get("dtype"),
+            cache_dir=request.cache_dir,
+        )
         return ZeroShotDetector(spec, self.name, engine, opts, request.cache_dir)
 
     def score(self, detector: ZeroShotDetector, texts: list[str]) -> np.ndarray:

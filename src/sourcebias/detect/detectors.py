@@ -18,25 +18,18 @@ rewrite cache for Raidar), so an interrupted scoring resumes where it stopped.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 
-from sourcebias.detect.base import ZeroShotDetector, build_detector, is_detector_spec
+from sourcebias.core.moved import Replaced, moved
+from sourcebias.detect.base import ZeroShotDetector, build_detector, detector_kinds, is_detector_spec
 
 __all__ = ["ZeroShotDetector", "build_detector", "corpus_texts", "is_detector_spec"]
 
 
-def __getattr__(name: str) -> Any:
-    """``KINDS`` (deprecated): the names of the registered detector kinds."""
-    if name == "KINDS":
-        import warnings
-
-        from sourcebias.detect.base import detector_kinds
-
-        warnings.warn("sourcebias.detect.KINDS is deprecated; use sourcebias.detect.detector_kinds()", DeprecationWarning, stacklevel=2)
-        return tuple(detector_kinds())
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+#: deprecated names (core/moved.py): ``KINDS``, the names of the registered detector kinds
+_MOVED = {"KINDS": Replaced("sourcebias.detect.detector_kinds()", lambda: tuple(detector_kinds()))}
+__getattr__ = moved(__name__, _MOVED)
 
 
 def corpus_texts(corpus, positions: Sequence[int] | np.ndarray, field: str = "text") -> list[str]:

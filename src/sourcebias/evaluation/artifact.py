@@ -3,7 +3,7 @@
 :func:`save_folder` is what :meth:`EvaluationResult.save` does, the one write path of a result: it
 claims the folder (or takes one claimed earlier), writes the result's own files (see
 :mod:`.result_io`), lets a ``render`` callback add rendered files (the summary tables of
-:mod:`sourcebias.reporting`) into the same staging folder, so that they are listed in the manifest
+:mod:`sourcebias.study.outputs`) into the same staging folder, so that they are listed in the manifest
 and appear atomically, and commits. ``write_result`` and ``write_result_into``, the two wrappers
 that did this before, remain for one release with a ``DeprecationWarning``.
 

@@ -374,7 +374,7 @@ class EvaluationResult:
             nested: ``out`` is a folder inside an output folder claimed earlier (e.g. the
                 before/after evaluation of ``cdc fit``): written in place with its own manifest, not
                 claimed.
-            render: Adds files (e.g. the summary tables of :mod:`sourcebias.reporting`) to the folder
+            render: Adds files (e.g. the summary tables of :mod:`sourcebias.study.outputs`) to the folder
                 before the manifest, so that they are listed in it.
             **options: See :class:`~sourcebias.evaluation.artifact.WriteOptions` (``write_runs``,
                 ``format="parquet"``, ``timings``, ``command``, ``manifest_extra``).

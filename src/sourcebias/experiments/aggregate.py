@@ -110,18 +110,18 @@ def llm_stage_counts(result: Any) -> dict[str, int]:
     re-ranker ignored the prompt must say so beside its figures (the report's notes).
     """
     from sourcebias.evaluation.keys import MIXED
+    from sourcebias.retrieval.rerankers.diagnostics import stage_diagnostics
 
     out: dict[str, int] = {}
     for key, info in result.run_info.items():
         if key.setting != MIXED:
             continue
-        for st in info.get("stages", []):
-            a = st.get("llm_answers")
-            if a:
-                for name, field in (("llm_answers", "answers"), ("llm_repaired", "repaired"), ("llm_unparseable", "unparseable")):
-                    out[name] = out.get(name, 0) + int(a[field])
-            if "choice_missing" in st:
-                out["llm_choice_missing"] = out.get("llm_choice_missing", 0) + int(st["choice_missing"])
+        for st in stage_diagnostics(info):
+            if (a := st.llm_answers) is not None:
+                for name, count in (("llm_answers", a.answers), ("llm_repaired", a.repaired), ("llm_unparseable", a.unparseable)):
+                    out[name] = out.get(name, 0) + count
+            if st.choice_missing is not None:
+                out["llm_choice_missing"] = out.get("llm_choice_missing", 0) + st.choice_missing
     return out
 
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from sourcebias.core.artifacts import register_loader
 from sourcebias.judges.grading import MODES, JudgeSettings
+from sourcebias.judges.job import judge, run_judge
 from sourcebias.judges.result import JudgeResult, load_judge
-from sourcebias.judges.run import judge, run_judge
 
 register_loader("judge", "sourcebias.judges.result:JudgeResult.load")
 

@@ -30,22 +30,32 @@ def _row(quantity: str, llm_source: str, stat: dict[str, Any], **extra: Any) -> 
     return {"quantity": quantity, "llm_source": llm_source, **{k: stat[k] for k in keys}, **extra}
 
 
+def twin_differences(grades: Any, human: str, llm: str, column: str = "grade") -> tuple[np.ndarray, list[str]] | None:
+    """Per twin pair with both copies graded: the LLM twin's ``column`` (``grade`` or ``expected``)
+    minus the human original's (NaN where either answer was unparseable: left out, counted), and
+    the pair's query; ``None`` when the grades hold no such copies."""
+    g = grades[grades["mode"] == "grade"]
+    wide = _wide(g, ["query_id", "doc_id"], "source", column)
+    present = _wide(g.assign(present=1.0), ["query_id", "doc_id"], "source", "present")  # the copies graded (answered or not)
+    if human not in wide or llm not in wide:
+        return None
+    pairs = wide[(present[human] == 1) & (present[llm] == 1)]  # both copies in the corpus
+    return (pairs[llm] - pairs[human]).to_numpy(dtype=float), pairs.index.get_level_values(0).tolist()
+
+
 def twin_bias(grades: Any, human: str, llm_sources: Sequence[str], **kw: Any) -> list[dict[str, Any]]:
     """Per LLM source: the paired grade difference (LLM twin − human original), from the parsed
     grade and from the expected grade (quantities ``grade`` and ``expected grade``)."""
-    g = grades[grades["mode"] == "grade"]
     out = []
     for column, quantity in (("grade", "grade"), ("expected", "expected grade")):
-        wide = _wide(g, ["query_id", "doc_id"], "source", column)
-        present = _wide(g.assign(present=1.0), ["query_id", "doc_id"], "source", "present")  # the copies graded (answered or not)
         for llm in llm_sources:
-            if human not in wide or llm not in wide:
+            found = twin_differences(grades, human, llm, column)
+            if found is None:
                 continue
-            pairs = wide[(present[human] == 1) & (present[llm] == 1)]  # both copies in the corpus; an unparseable answer stays as NaN (left out, counted)
-            d = (pairs[llm] - pairs[human]).to_numpy(dtype=float)
+            d, queries = found
             if quantity == "expected grade" and not np.isfinite(d).any():
                 continue  # no log-probabilities: the grade row says all there is
-            out.append(_row(quantity, llm, clustered_mean(d, pairs.index.get_level_values(0).tolist(), **kw)))
+            out.append(_row(quantity, llm, clustered_mean(d, queries, **kw)))
     return out
 
 

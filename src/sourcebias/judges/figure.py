@@ -27,8 +27,9 @@ def plot_judge(result: JudgeResult, path: str | Path) -> Path:
         _protocol(axes[0][2], result)
     ident = result.judge.get("identity", {})
     bars = f"{result.settings.get('confidence', 0.95):.0%} CIs clustered by query (effects: CR1 t; Relative Δ: bootstrap over queries)"
-    fig.suptitle(f"LLM judge {ident.get('model', '?')} on {result.dataset.get('name')} ({result.dataset.get('queries')} queries); bars: {bars}", fontsize=10)
-    fig.tight_layout(rect=(0, 0, 1, 0.94))
+    # two lines: the judge, then what the bars are (one line was cut at both edges of a two-panel figure)
+    fig.suptitle(f"LLM judge {ident.get('model', '?')} on {result.dataset.get('name')} ({result.dataset.get('queries')} queries)\nbars: {bars}", fontsize=10)
+    fig.tight_layout(rect=(0, 0, 1, 0.9))
     path = Path(path)
     fig.savefig(path, dpi=120)
     plt.close(fig)

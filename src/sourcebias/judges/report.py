@@ -5,7 +5,6 @@ failures, the agreement with the assessors and, with runs, the protocol under ea
 from __future__ import annotations
 
 import math
-from pathlib import Path
 from typing import Any
 
 from sourcebias.judges.result import JudgeResult
@@ -143,16 +142,3 @@ def judge_report(result: JudgeResult, title: str | None = None) -> Any:
         notes=list(result.notes),
         data={"grades": pd.DataFrame(result.rows("grades"))},
     )
-
-
-def write_summaries(result: JudgeResult, folder: str | Path) -> dict[str, Path]:
-    """``summary.md`` and ``summary.tex`` (the report) into ``folder``."""
-    from sourcebias.core.atomic import atomic_write_text
-    from sourcebias.report.render import to_latex, to_markdown
-
-    report = judge_report(result)
-    folder = Path(folder)
-    return {
-        "summary": atomic_write_text(folder / "summary.md", to_markdown(report)),
-        "summary_tex": atomic_write_text(folder / "summary.tex", to_latex(report)),
-    }

@@ -23,6 +23,9 @@ Faults (:data:`FAULTS`):
 * ``malformed``: status 200 with the first half of the server's JSON (not JSON);
 * ``no-choices``: status 200 with a JSON object that holds no answer (``"choices": []``).
 
+``probe_seconds`` holds back every GET (the model probes) that long, as a server that runs one
+request at a time (llama-cpp-python's) answers ``GET /models`` after the calls in flight.
+
 ``injected`` counts the faults given, ``requests`` the POST requests received and ``forwarded``
 those that reached the server (a fault after the server answered, ``reset``, ``cut``, ``slow``,
 ``malformed`` and ``no-choices``, is one of them: the server did the work, the client lost it).
@@ -85,6 +88,8 @@ class _Handler(BaseHTTPRequestHandler):
         """Quiet: the counts say what happened."""
 
     def do_GET(self) -> None:
+        if self.server.owner.probe_seconds:  # a busy server: GET /models waits behind the calls in flight
+            time.sleep(self.server.owner.probe_seconds)
         status, headers, body = self.server.owner.forward("GET", self.path, b"")
         self._reply(status, body, headers)
 
@@ -163,6 +168,7 @@ class FaultProxy:
         *,
         retry_after: float = 1.0,
         slow_seconds: float = 2.0,
+        probe_seconds: float = 0.0,
         host: str = "127.0.0.1",
         port: int = 0,
         timeout: float = 60.0,
@@ -176,6 +182,7 @@ class FaultProxy:
         self.plan = _as_plan(plan)
         self.retry_after = retry_after
         self.slow_seconds = slow_seconds
+        self.probe_seconds = probe_seconds
         self.timeout = timeout
         self.injected: Counter[str] = Counter()
         self.requests = 0

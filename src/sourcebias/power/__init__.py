@@ -12,9 +12,9 @@ clustered twin test), side by side, with a power-curve figure; see :mod:`sourceb
 
 from sourcebias.core.artifacts import register_loader
 from sourcebias.power.analysis import PowerSettings, power_analysis
-from sourcebias.power.artifact import load_pilot, run_power
 from sourcebias.power.base import ANALYTIC, METHODS, RESAMPLING, STAR, TESTS, UNCORRECTED
 from sourcebias.power.family import FamilyPower, PairedFamily
+from sourcebias.power.job import load_pilot, run_power
 from sourcebias.power.paired import PairedPower
 from sourcebias.power.pilot import EFFECT_UNITS, STATISTICS, UNITS, statistic_name
 from sourcebias.power.result import PowerResult, format_effect, load_power

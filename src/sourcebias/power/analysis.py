@@ -20,6 +20,7 @@ from sourcebias.power.base import ANALYTIC, METHODS, RESAMPLING, STAR, UNCORRECT
 from sourcebias.power.family import FamilyPower
 from sourcebias.power.pilot import (
     DELTA_NDSR,
+    JUDGE_TWIN,
     NDCG_DIFFERENCE,
     RELATIVE_DELTA,
     STATISTICS,
@@ -82,12 +83,14 @@ class PowerSettings:
             raise ConfigError(f"correction must be one of {', '.join(CORRECTIONS)}, got '{self.correction}'")
         if self.ndsr_k < 1:
             raise ConfigError(f"the ΔNDSR cut-off must be at least 1, got {self.ndsr_k}")
-        effects = {statistic_name(k): float(v) for k, v in self.effects.items()}
+        effects = {k if k == JUDGE_TWIN else statistic_name(k): float(v) for k, v in self.effects.items()}
         for s, v in effects.items():
             if not math.isfinite(v):
                 raise ConfigError(f"the effect of {s} must be a number, got {v}")
             if s == TWIN_PREFERENCE and not 0 <= v <= 1:
                 raise ConfigError(f"the twin-preference effect is a share of pairs in [0, 1] (0.55 = 55%), got {v}")
+            if s == JUDGE_TWIN and not -3 <= v <= 3:
+                raise ConfigError(f"the judge's twin bias is a difference of 0-3 grades, in [-3, 3], got {v}")
         object.__setattr__(self, "effects", effects)
         object.__setattr__(self, "ns", tuple(sorted({int(n) for n in self.ns})))
 

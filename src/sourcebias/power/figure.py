@@ -17,6 +17,7 @@ TITLES = {
     "paired_tests": "NDCG difference human − LLM (the same test)",
     "twin_preference": "Twin preference (query-clustered sign-flip test; queries resampled with their pairs)",
     "delta_ndsr": "ΔNDSR (t-test over queries)",
+    "judge_twin_bias": "Judge twin bias, LLM − human grade (CR1 t interval over queries)",
 }
 
 
@@ -25,7 +26,7 @@ def _series(result: PowerResult, several_llm: bool) -> dict[tuple[str, str, str]
     twin preference and ΔNDSR (one line per retriever and source) share a retriever's entry."""
     out: dict[tuple[str, str, str], str] = {}
     for c in result.curves:
-        single = c["statistic"] in ("twin_preference", "delta_ndsr")
+        single = c["statistic"] in ("twin_preference", "delta_ndsr", "judge_twin_bias")
         key = (c["retriever"], c["llm_source"], "" if single else c["measure"])
         out.setdefault(key, f"{key[0]}{'/' + key[1] if several_llm else ''}{' ' + key[2] if key[2] else ''}")
     return out
@@ -35,7 +36,7 @@ def _panel(ax: Any, result: PowerResult, statistic: str, colours: dict[tuple[str
     lines: dict[tuple[str, str, str, str], list[tuple[int, float]]] = {}
     for c in result.curves:
         if c["statistic"] == statistic and c.get("test", STAR) == STAR:
-            single = statistic in ("twin_preference", "delta_ndsr")
+            single = statistic in ("twin_preference", "delta_ndsr", "judge_twin_bias")
             lines.setdefault((c["retriever"], c["llm_source"], "" if single else c["measure"], c["method"]), []).append((c["n"], c["power"]))
     for (r, llm, m, method), pts in lines.items():
         pts.sort()
@@ -74,10 +75,9 @@ def plot_power_curves(result: PowerResult, path: str | Path) -> Path | None:
     axes[-1, 0].set_xlabel("queries in a study (n)")
     handles = [Line2D([], [], color=colours[k], lw=2, label=label) for k, label in series.items()]
     handles += [Line2D([], [], color="0.2", ls="-", label="resampling"), Line2D([], [], color="0.2", ls="--", label="analytic")]
-    fig.suptitle(
-        f"Power of the test that marks * in evaluate, at each pilot's effect\n{_subtitle(result)}; dotted: power {result.settings['power']:g} and α",
-        fontsize=10.5,
-    )
+    test = "the judge's CR1 t interval" if result.pilot.get("kind") == "judge" else "the test that marks * in evaluate"
+    target = "the effect given (--effect)" if result.settings.get("effects") else "each pilot's own effect"
+    fig.suptitle(f"Power of {test}, at {target}\n{_subtitle(result)}; dotted: power {result.settings['power']:g} and α", fontsize=10.5)
     fig.tight_layout(rect=(0, 0, 1, 0.97))
     fig.legend(handles=handles, loc="upper center", ncol=min(4, len(handles)), fontsize=8.5, frameon=False, bbox_to_anchor=(0.5, 0.0))
     path = Path(path)

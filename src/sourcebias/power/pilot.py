@@ -42,14 +42,18 @@ RELATIVE_DELTA = "relative_delta_ci"
 NDCG_DIFFERENCE = "paired_tests"
 TWIN_PREFERENCE = "twin_preference"
 DELTA_NDSR = "delta_ndsr"
+#: a judge's twin bias (grade of the LLM twin − the original's), planned from a ``judge`` pilot
+#: (:mod:`sourcebias.judges.power`); not an ``evaluate`` statistic
+JUDGE_TWIN = "judge_twin_bias"
 #: the registry's statistics that have a power analysis, in the order of the tables
 STATISTICS = (RELATIVE_DELTA, NDCG_DIFFERENCE, TWIN_PREFERENCE, DELTA_NDSR)
-LABELS = {RELATIVE_DELTA: "Relative Δ", NDCG_DIFFERENCE: "difference", TWIN_PREFERENCE: "twin pref.", DELTA_NDSR: "ΔNDSR"}
+LABELS = {RELATIVE_DELTA: "Relative Δ", NDCG_DIFFERENCE: "difference", TWIN_PREFERENCE: "twin pref.", DELTA_NDSR: "ΔNDSR", JUDGE_TWIN: "judge twin bias"}
 UNITS = {
     RELATIVE_DELTA: "query",
     NDCG_DIFFERENCE: "query",
     TWIN_PREFERENCE: "relevant (query, document) pair; queries resampled as clusters",
     DELTA_NDSR: "query",
+    JUDGE_TWIN: "judged twin pair (both copies graded); queries resampled as clusters",
 }
 #: how each statistic's effect is written (the unit of --effect)
 EFFECT_UNITS = {
@@ -57,6 +61,7 @@ EFFECT_UNITS = {
     NDCG_DIFFERENCE: "measure units, human − LLM (0.05 = 5 NDCG points)",
     TWIN_PREFERENCE: "share of pairs with the LLM copy first (0.55 = 55%)",
     DELTA_NDSR: "NDSR units, human − LLM",
+    JUDGE_TWIN: "grade points, LLM twin − human original (0.1 = a tenth of a grade)",
 }
 RD_SHIFT = (
     "Relative Δ = R imposed as the mean difference δ = R·M/100 with the pilot's mean level M = (mean human + mean LLM)/2 kept "

@@ -52,7 +52,7 @@ def _row(result: PowerResult, pilot: dict[str, Any], test: str, quantity: str, m
 def power_columns(result: PowerResult) -> list[Column]:
     cols = [
         Column("statistic", "statistic", "text"),
-        Column("retriever", "retriever", "text"),
+        Column("retriever", "judge" if result.pilot.get("kind") == "judge" else "retriever", "text"),
         Column("measure", "measure", "text"),
         Column("test", "test", "text"),
     ]
@@ -72,7 +72,7 @@ def power_rows(result: PowerResult) -> list[dict[str, Any]]:
                 "statistic": LABELS[p["statistic"]],
                 "retriever": p["retriever"] + (f"/{p['llm_source']}" if several else ""),
                 "measure": p["measure"],
-                "test": TEST_LABELS[test],
+                "test": "CR1 t" if p["statistic"] == "judge_twin_bias" else TEST_LABELS[test],
             }
             row |= {"pilot": format_effect(p["statistic"], p["estimate"]), "p": p["p_value"] if test == STAR else p.get("p_uncorrected", math.nan)}
             row |= {f"mde_{n}": _figure(result, p, test, "mde", n) for n in result.settings["ns"]}
@@ -80,8 +80,20 @@ def power_rows(result: PowerResult) -> list[dict[str, Any]]:
     return rows
 
 
+JUDGE_CAPTION = (
+    "Each cell: resampling / analytic. MDE: smallest twin bias (grade of the LLM twin − the human original's, in the pilot's direction) detected "
+    "with the target power by a study of n queries; n needed: queries for the effect (the pilot's own estimate unless --effect grade=...). "
+    "The power is that of the judge's CR1 t interval over queries excluding 0 (resampling: the pilot's queries drawn with their graded pairs, the "
+    "effect imposed on every pair; analytic: statsmodels TTestPower on the per-query mean differences, exact when every query has as many pairs). "
+    "p: the pilot's own sign-flip p, which agrees with the interval away from the 5% edge. Unparseable answers are left out of the pilot "
+    "(counted in the notes). – : undefined (see power.csv notes)."
+)
+
+
 def caption(result: PowerResult) -> str:
     s = result.settings
+    if result.pilot.get("kind") == "judge":
+        return JUDGE_CAPTION + (f" α = {s['alpha']:g}." if s["alpha"] != 0.05 else "")
     family = result.pilot.get("family") or ""
     text = (
         "Each cell: resampling / analytic. MDE: smallest effect (in the pilot's direction) detected with the target power by a study of n queries; "

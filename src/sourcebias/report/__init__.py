@@ -4,8 +4,8 @@
 an evaluation, a grid, an analysis, an audit, a power analysis and a simulation show;
 :mod:`.render` writes it to the terminal, Markdown, LaTeX, CSV and a self-contained HTML page;
 :mod:`.tables` builds the reports of an evaluation result and of a grid's cells; :mod:`.axes` holds
-the figures' shared axis rules. The jobs that write those folders (the evaluation job, the grid
-report) sit above, in :mod:`sourcebias.reporting`.
+the figures' shared axis rules. The jobs that write those folders sit above: the evaluation job and
+its folder in :mod:`sourcebias.study`, the grid report in :mod:`sourcebias.experiments.grid_report`.
 """
 
 from sourcebias.report.model import Report, Table

@@ -7,13 +7,13 @@ top k. Related work: Chen et al., *Spiral of Silence: How is Large Language Mode
 Information Retrieval?* (ACL 2024), whose loop needs an Elasticsearch server.
 
 This package depends on ``data``, ``retrieval``, ``evaluation``, ``generation``, ``mitigation``
-(the fair interleaving), ``audit`` (the detector filter) and ``reporting``; nothing depends on it
+(the fair interleaving), ``audit`` (the detector filter) and ``report``; nothing depends on it
 but the CLI.
 """
 
 from sourcebias.simulate.config import SimulationConfig, load_simulation_config
+from sourcebias.simulate.job import run_simulation
 from sourcebias.simulate.result import SimulationResult
-from sourcebias.simulate.run import run_simulation
 
 __all__ = ["SimulationConfig", "SimulationResult", "load_simulation", "load_simulation_config", "run_simulation"]
 

@@ -41,9 +41,9 @@ def fair_view(run: Run, cfg: Any, human_source: str) -> Run:
 
 def build_detector(cfg: Any) -> Any:
     """The calibrated detector of ``[intervention]`` (trained once per simulation)."""
-    from sourcebias.audit.artifact import DetectorOptions
-    from sourcebias.audit.artifact import build_detector as build
     from sourcebias.audit.features import FeatureSpec
+    from sourcebias.audit.job import DetectorOptions
+    from sourcebias.audit.job import build_detector as build
 
     iv = cfg.intervention
     if (Path(iv.detector) / "detect.json").is_file():  # a `sourcebias detect` folder: its zero-shot detector, calibrated on its scores

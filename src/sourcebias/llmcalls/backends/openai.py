@@ -360,10 +360,18 @@ class OpenAIBackend:
                     s.verified = True
 
     def _verify(self, server: _Server) -> None:
-        report = probe(self._client, server.url, self.model, self._headers, 5.0)
+        # The server has just answered, so it is up; a busy one (llama.cpp's Python server runs one
+        # request at a time) answers GET /models after its calls in flight: wait as long as for a call.
+        report = probe(self._client, server.url, self.model, self._headers, self.timeout)
         if report.identity is not None and report.identity == self._expected:
             server.verified = True
             return
+        if report.status in ("refused", "unreachable"):  # no report: not a sign of another model
+            raise GenerationError(
+                f"{redact_url_credentials(server.url)} answered but could not be asked what it serves as '{self.model}' ({report.note}); "
+                f"that answer is not stored: a rerun sends it again{self._named_by()}",
+                retryable=True,
+            )
         got = report.identity if report.identity is not None else report.note
         raise GenerationError(
             f"{redact_url_credentials(server.url)} now reports {got} for '{self.model}', not what its answers were stored with "

@@ -108,7 +108,9 @@ def probe(client: Any, base_url: str, model: str, headers: dict[str, str], timeo
     try:
         p = client.get(root_url(base_url) + "/props", headers=headers, timeout=timeout)
         props = props_identity(p.json()) if p.status_code == 200 else {}
-    except (httpx.TransportError, ValueError):
+    except httpx.TransportError as exc:  # no answer is not "no /props": the report would differ from the stored one
+        return Probe(base_url, "unreachable", f"unreachable on GET /props ({type(exc).__name__})", listed=ids)
+    except ValueError:
         props = {}
     if props:
         identity["props"] = props

@@ -33,6 +33,7 @@ from sourcebias.core.errors import ConfigError
 from sourcebias.llmcalls import grades
 from sourcebias.llmcalls.prompts import USES, Prompt, load_prompt
 from sourcebias.retrieval.rerankers.base import PairwiseReranker
+from sourcebias.retrieval.rerankers.diagnostics import StageDiagnostics
 from sourcebias.retrieval.rerankers.llm_common import LLM_PARAMS, cut_words, open_llm
 from sourcebias.retrieval.run import Run
 from sourcebias.retrieval.specs import Param, register_stage
@@ -141,14 +142,15 @@ class LLMYesNoReranker(PairwiseReranker):
     def apply(self, run: Run, queries: Mapping[str, str], *, seed: int = 0) -> Run:
         before, no_expected = self.missing, Counter(self.no_expected)
         out = super().apply(run, queries, seed=seed)
-        entry = out.info["stages"][-1]
-        entry["choice_missing"] = self.missing - before
-        entry["missing_rule"] = MISSING_RULES[self.grade]
-        entry["answers"] = list(self.choices)
+        entry = StageDiagnostics.from_dict(out.info["stages"][-1])
+        entry.choice_missing = self.missing - before
+        entry.missing_rule = MISSING_RULES[self.grade]
+        entry.choices = list(self.choices)
         if self.grade:
-            entry["no_expected_grade"] = dict(self.no_expected - no_expected)
+            entry.no_expected_grade = dict(self.no_expected - no_expected)
         if self._client is not None:
-            entry["client"] = self._client.describe()
+            entry.client = self._client.describe()
+        out.info["stages"][-1] = entry.to_dict()
         return out
 
     def config(self) -> dict[str, Any]:

@@ -55,6 +55,7 @@ from sourcebias.data.corpus import join_title_text
 from sourcebias.llmcalls.parsers import parse_permutation
 from sourcebias.llmcalls.prompts import USES, Prompt, load_prompt
 from sourcebias.retrieval.base import Stage
+from sourcebias.retrieval.rerankers.diagnostics import AnswerCounts, StageDiagnostics
 from sourcebias.retrieval.rerankers.llm_common import LLM_PARAMS, cut_words, open_llm, position_source_fit
 from sourcebias.retrieval.run import Run
 from sourcebias.retrieval.specs import Param, register_stage
@@ -212,9 +213,7 @@ class RankGPTReranker(Stage):
     def _info(self, run: Run, counts: Counter, records: list[dict[str, Any]], corpus: Any, seconds: float) -> dict[str, Any]:
         fit = position_source_fit(records, corpus.sources[0])
         fit["balance"] = order_balance(min(self.window, self.depth), self.orders)["text"]
-        answers = {k: int(counts.get(k, 0)) for k in ("answers", "repaired", "unparseable", "length_cut", "ids_unknown", "ids_duplicates", "ids_missing")}
-        return {
-            "name": self.name,
+        details = {
             "input_run": run.name,
             "depth": self.depth,
             "window": self.window,
@@ -222,11 +221,15 @@ class RankGPTReranker(Stage):
             "orders": self.orders,
             "aggregation": "Borda count over input orders (ties: tie rule)" if self.orders > 1 else "none (one input order)",
             "repair_rule": REPAIR_RULE,
-            "llm_answers": answers,
-            "position_source": fit,
-            "client": self.client.describe(),
-            "seconds": round(seconds, 3),
         }
+        return StageDiagnostics(
+            self.name,
+            details,
+            llm_answers=AnswerCounts.from_dict(counts),
+            position_source=fit,
+            client=self.client.describe(),
+            seconds=round(seconds, 3),
+        ).to_dict()
 
     def config(self) -> dict[str, Any]:
         keep = ("model", "depth", "window", "step", "orders", "words")

@@ -30,12 +30,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sourcebias.core.palette import HUMAN_COLOR, LLM_COLOR, UNDEFINED_COLOR
 from sourcebias.evaluation.stats import SIGNIFICANCE, Column
 from sourcebias.evaluation.stats.base import _number
 from sourcebias.report.model import Report
 from sourcebias.report.render import to_html, to_latex, to_markdown, to_rich
 from sourcebias.report.tables import cells_report
-from sourcebias.reporting.palette import HUMAN_COLOR, LLM_COLOR, UNDEFINED_COLOR
 
 
 def _mark(row: dict[str, Any]) -> str:

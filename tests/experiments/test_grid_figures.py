@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from sourcebias.experiments.grid_report import SpreadColumn, _coinciding, _points, fixed
 from sourcebias.report.axes import value_limits
-from sourcebias.reporting.grid_report import SpreadColumn, _coinciding, _points, fixed
 
 
 def spread_row(values, key="all"):
@@ -114,7 +114,7 @@ def test_seeds_with_the_same_point_are_labelled_with_their_count():
 def test_figure_one_of_several_seeds_states_the_count_rule(tmp_path, monkeypatch):
     import matplotlib.figure
 
-    from sourcebias.reporting.grid_report import figure_accuracy_vs_bias
+    from sourcebias.experiments.grid_report import figure_accuracy_vs_bias
 
     cells = seeds_cells().assign(
         dataset="d", measure="NDCG@3", rel_delta_ci_low=lambda t: t["rel_delta"] - 5, rel_delta_ci_high=lambda t: t["rel_delta"] + 5, ci_level=0.95

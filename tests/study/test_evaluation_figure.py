@@ -6,8 +6,8 @@ import pytest
 
 from sourcebias.data import load_dataset
 from sourcebias.evaluation import evaluate, measure_grid
-from sourcebias.reporting.evaluation_figure import figure_data
 from sourcebias.retrieval import build_retriever
+from sourcebias.study.figure import figure_data
 
 
 @pytest.fixture
@@ -20,7 +20,7 @@ def test_the_figure_title_fits_its_figure(dataset, retrievers):
     """The title is whole on the figure for one, two and three panels (it was cut at both ends with one)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-    from sourcebias.reporting.evaluation_figure import source_bias_figure
+    from sourcebias.study.figure import source_bias_figure
 
     res = evaluate(dataset, [build_retriever(r) for r in retrievers], measures=measure_grid(["NDCG"], [1, 3, 5, 10]))
     fig = source_bias_figure(figure_data(res))

@@ -30,8 +30,6 @@ from sourcebias.evaluation.artifact import evaluation_manifest
 from sourcebias.evaluation.result_io import WriteOptions
 from sourcebias.evaluation.results import EvaluationResult
 from sourcebias.report.model import Report
-from sourcebias.report.render import to_csv, to_markdown
-from sourcebias.report.render import to_latex as latex_table
 from sourcebias.report.tables import result_report
 
 if TYPE_CHECKING:  # typing.Unpack is Python 3.11+; the annotations are never evaluated at run time
@@ -54,21 +52,15 @@ def write_summaries(result: EvaluationResult, folder: str | Path, report: Report
     Returns:
         What was written, by name (``summary``, ``summary_tex``, and the CSV files of the report).
     """
-    from sourcebias.core.atomic import atomic_write_text
+    from sourcebias.study.frame import write_summaries as write_report
 
-    folder = Path(folder)
-    report = report if report is not None else result_report(result, statistics=())
-    out = {
-        "summary": atomic_write_text(folder / "summary.md", to_markdown(report)),
-        "summary_tex": atomic_write_text(folder / "summary.tex", latex_table(report)),
-    }
-    return out | to_csv(report, folder)
+    return write_report(report if report is not None else result_report(result, statistics=()), folder, csv=True)
 
 
 def write_figure(result: EvaluationResult, folder: str | Path) -> dict[str, Path]:
     """Write ``figures/source_bias.png`` into ``folder``.
 
-    See :func:`~sourcebias.reporting.evaluation_figure.plot_source_bias`; nothing is drawn when the
+    See :func:`~sourcebias.study.figure.plot_source_bias`; nothing is drawn when the
     result has no mixed-corpus measure with labels. Without matplotlib (the ``analysis`` extra) the
     figure is not drawn, and ``figures/not-drawn.txt`` says so (never a silent gap).
 
@@ -79,7 +71,7 @@ def write_figure(result: EvaluationResult, folder: str | Path) -> dict[str, Path
     Returns:
         ``{"figure": path}``, ``{"figure_note": path}`` or ``{}``.
     """
-    from sourcebias.reporting.evaluation_figure import FIGURE_FILE
+    from sourcebias.study.figure import FIGURE_FILE
 
     target = Path(folder) / FIGURE_FILE
     try:
@@ -90,7 +82,7 @@ def write_figure(result: EvaluationResult, folder: str | Path) -> dict[str, Path
         note = "figures/source_bias.png was not drawn: matplotlib is not installed (pip install 'sourcebias[analysis]').\n"
         (Path(folder) / FIGURE_FILE.parent).mkdir(parents=True, exist_ok=True)
         return {"figure_note": atomic_write_text(Path(folder) / FIGURE_FILE.parent / "not-drawn.txt", note)}
-    from sourcebias.reporting.evaluation_figure import plot_source_bias
+    from sourcebias.study.figure import plot_source_bias
 
     path = plot_source_bias(result, target)
     return {"figure": path} if path is not None else {}

@@ -127,14 +127,14 @@ def _write(result: Any, report: Any, folder: Any, plan: EvaluationPlan, timings:
     """Write the output folder (``None`` without one)."""
     if folder is None:
         return None
-    from sourcebias.reporting.outputs import write_evaluation
+    from sourcebias.study.outputs import write_evaluation
 
     return write_evaluation(result, folder, report=report, write_runs=plan.write_runs, timings=timings, format=plan.format)
 
 
 def _tell_figure_not_drawn(path: Path | None, emit: Emit) -> None:
     """The user hears why the folder has no figure (the note the folder keeps, e.g. matplotlib missing)."""
-    from sourcebias.reporting.evaluation_figure import FIGURE_FILE
+    from sourcebias.study.figure import FIGURE_FILE
 
     note = None if path is None else path / FIGURE_FILE.parent / "not-drawn.txt"
     if note is not None and note.is_file():
@@ -145,9 +145,17 @@ def _evaluate(ds: Any, systems: list[Any], runs: dict[str, Any], plan: Evaluatio
     from sourcebias.evaluation import evaluate
 
     result = evaluate(
-        ds, systems, runs=runs, measures=plan.measure_list(), depth=plan.depth, seed=plan.seed, sole=plan.sole, exclude_self=plan.exclude_self,
-        keep_runs=keep_runs, max_queries=plan.max_queries,
-    )  # fmt: skip
+        ds,
+        systems,
+        runs=runs,
+        measures=plan.measure_list(),
+        depth=plan.depth,
+        seed=plan.seed,
+        sole=plan.sole,
+        exclude_self=plan.exclude_self,
+        keep_runs=keep_runs,
+        max_queries=plan.max_queries,
+    )
     for system, spec in zip(systems, plan.named_specs().values()):  # the full specification beside the name the tables use
         if system.name in result.retrievers:
             result.retrievers[system.name]["spec"] = spec
@@ -179,9 +187,16 @@ def _report(result: Any, ds: Any, plan: EvaluationPlan) -> Any:
     statistics = list(EVALUATE_STATISTICS if plan.statistics is None else plan.statistics)
     with progress.task("Statistics"):
         return result_report(
-            result, ds.qrels, statistics=statistics, measures=list(plan.statistics_measures) or None, bootstrap_resamples=plan.bootstrap_resamples,
-            confidence=plan.confidence, significance_resamples=plan.resamples, correction=plan.correction, ndsr_k=plan.ndsr_k,
-        )  # fmt: skip
+            result,
+            ds.qrels,
+            statistics=statistics,
+            measures=list(plan.statistics_measures) or None,
+            bootstrap_resamples=plan.bootstrap_resamples,
+            confidence=plan.confidence,
+            significance_resamples=plan.resamples,
+            correction=plan.correction,
+            ndsr_k=plan.ndsr_k,
+        )
 
 
 def llm_stage_notes(where: str, info: dict[str, Any]) -> list[tuple[str, str]]:
@@ -191,38 +206,28 @@ def llm_stage_notes(where: str, info: dict[str, Any]) -> list[tuple[str, str]]:
     which :func:`spec_notes` gives once)."""
     from sourcebias.llmcalls.client import call_notes
     from sourcebias.retrieval.registry import short_name
+    from sourcebias.retrieval.rerankers.diagnostics import stage_diagnostics
 
     out: list[tuple[str, str]] = []
-    for raw in info.get("stages", []):
-        st = {**raw, "name": short_name(str(raw.get("name", "")))}
-        a = st.get("llm_answers")
-        if a:
-            level = "note" if a["repaired"] else "detail"
+    for st in stage_diagnostics(info):
+        name = short_name(st.name)
+        if (a := st.llm_answers) is not None:
             out.append(
                 (
-                    level,
-                    f"{where}: {st['name']}: {a['repaired']} of {a['answers']} LLM answers repaired ({a['unparseable']} with no ranking at all, kept in shown order; "
-                    f"{a['ids_missing']} ids appended, {a['ids_duplicates']} repeated, {a['ids_unknown']} unknown; {a['length_cut']} cut at max_tokens)",
+                    "note" if a.repaired else "detail",
+                    f"{where}: {name}: {a.repaired} of {a.answers} LLM answers repaired ({a.unparseable} with no ranking at all, kept in shown order; "
+                    f"{a.ids_missing} ids appended, {a.ids_duplicates} repeated, {a.ids_unknown} unknown; {a.length_cut} cut at max_tokens)",
                 )
             )
-        if st.get("position_source"):
-            out.append(position_source_note(where, st["name"], st["position_source"]))
-        if any((st.get("no_expected_grade") or {}).values()):
-            why = ", ".join(f"{reason}: {n}" for reason, n in st["no_expected_grade"].items())
-            out.append(
-                (
-                    "note",
-                    f"{where}: {st['name']}: {sum(st['no_expected_grade'].values())} pairs have no expected grade ({why}): scored -1, below every graded pair",
-                )
-            )
-        out += [("note", n) for n in call_notes(st.get("client") or {}, f"{where}: {st['name']}: ")]
-        if st.get("choice_missing"):
-            out.append(
-                (
-                    "note",
-                    f"{where}: {st['name']}: {st['choice_missing']} pairs had an answer ({'/'.join(st.get('answers', ['Yes', 'No']))}) outside the server's top tokens ({st.get('missing_rule')})",
-                )
-            )
+        if st.position_source:
+            out.append(position_source_note(where, name, st.position_source))
+        if st.expected_grade_missing:
+            why = ", ".join(f"{reason}: {n}" for reason, n in (st.no_expected_grade or {}).items())
+            out.append(("note", f"{where}: {name}: {st.expected_grade_missing} pairs have no expected grade ({why}): scored -1, below every graded pair"))
+        out += [("note", n) for n in call_notes(st.client or {}, f"{where}: {name}: ")]
+        if st.choice_missing:
+            answers = "/".join(st.choices if st.choices is not None else ["Yes", "No"])
+            out.append(("note", f"{where}: {name}: {st.choice_missing} pairs had an answer ({answers}) outside the server's top tokens ({st.missing_rule})"))
     return out
 
 

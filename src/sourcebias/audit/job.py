@@ -18,8 +18,10 @@ from sourcebias.core.errors import ConfigError
 from sourcebias.core.sampling import seeded_sample
 
 KIND = "audit"
-ASSUMPTION = ("The correction assumes the detector's Se and Sp on the calibration twins hold for the audited documents (non-differential misclassification); "
-              "a detector calibrated on another domain, or one whose errors depend on what a retriever ranks high, breaks it, and no interval can show that.")  # fmt: skip
+ASSUMPTION = (
+    "The correction assumes the detector's Se and Sp on the calibration twins hold for the audited documents (non-differential misclassification); "
+    "a detector calibrated on another domain, or one whose errors depend on what a retriever ranks high, breaks it, and no interval can show that."
+)
 
 
 def parse_dataset_arg(text: str | Path) -> tuple[Path, str | None]:
@@ -303,9 +305,23 @@ def sample_queries(runs: dict[str, Any], max_queries: int | None, seed: int) -> 
     return {n: Run(r.corpus, r.name, {q: r.positions[q] for q in keep}, {q: r.scores[q] for q in keep}, dict(r.info)) for n, r in runs.items()}
 
 
-def run_audit(target: str | Path, output: str | Path | None, *, detector: DetectorOptions, settings: AuditSettings, dataset: str | None = None, retrievers: Sequence[str] | None = None, docnos: Path | None = None,
-              docno_pattern: str | None = None, overwrite: bool = False, cache_dir: Any = None, emit: Callable[[str], None] | None = None, max_queries: int | None = None,
-              human_reference: Path | None = None, calibration_domain: str = "auto") -> tuple[AuditResult, Path | None]:  # fmt: skip
+def run_audit(
+    target: str | Path,
+    output: str | Path | None,
+    *,
+    detector: DetectorOptions,
+    settings: AuditSettings,
+    dataset: str | None = None,
+    retrievers: Sequence[str] | None = None,
+    docnos: Path | None = None,
+    docno_pattern: str | None = None,
+    overwrite: bool = False,
+    cache_dir: Any = None,
+    emit: Callable[[str], None] | None = None,
+    max_queries: int | None = None,
+    human_reference: Path | None = None,
+    calibration_domain: str = "auto",
+) -> tuple[AuditResult, Path | None]:
     """Audit ``target`` (all its queries, or a seeded sample of ``max_queries``) and write the
     folder ``output`` (claimed before any work; ``None``: nothing written); ``human_reference``:
     a file naming documents of the audited corpus known to be human; ``calibration_domain``: see
@@ -346,23 +362,30 @@ def run_audit(target: str | Path, output: str | Path | None, *, detector: Detect
 
 
 def write_audit(result: AuditResult, folder: Any, *, seconds: float) -> Path:
-    """Write ``result``, its figure and the manifest into a claimed output folder and commit it."""
+    """Write ``result``, its report, its figure and the manifest into a claimed output folder and commit it."""
     from sourcebias.audit.figure import plot_audit
-    from sourcebias.audit.report import write_summaries
-    from sourcebias.core.manifest import build_manifest
+    from sourcebias.audit.report import audit_report
+    from sourcebias.study import Study, write_study
 
-    result.save(folder.staging)
-    plot_audit(result, folder.staging / "audit.png")
-    write_summaries(result, folder.staging)
     d = result.detector
-    parameters = {**result.settings, "features": d.get("features"), "detector": d.get("kind"), "detector_spec": d.get("spec"), "threshold": d.get("threshold"), "threshold_rule": d.get("threshold_rule"),
-                  "detector_seed": d.get("seed"), "max_queries": result.runs.get("max_queries"), "in_domain": result.in_domain, "calibration_domain": result.domain, "ci": result.method}  # fmt: skip
+    parameters = {
+        **result.settings,
+        "features": d.get("features"),
+        "detector": d.get("kind"),
+        "detector_spec": d.get("spec"),
+        "threshold": d.get("threshold"),
+        "threshold_rule": d.get("threshold_rule"),
+        "detector_seed": d.get("seed"),
+        "max_queries": result.runs.get("max_queries"),
+        "in_domain": result.in_domain,
+        "calibration_domain": result.domain,
+        "ci": result.method,
+    }
     inputs = {
         "target": result.runs.get("target"),
         "detector": {k: d.get(k) for k in ("dataset", "scores", "calibration_scores", "calibration_dataset", "spec") if d.get(k)},
     }
     extra = {"figure": "audit.png", "transfer_check": {k: result.diagnostic.get(k) for k in ("passed", "p_value", "alpha", "p_values", "reason")}}
-    manifest = build_manifest(
-        command=KIND, inputs=inputs, parameters=parameters, models=d.get("models") or {}, timings={"total_s": round(seconds, 3)}, extra=extra
-    )
-    return folder.commit(manifest)
+    figure = "audit.png"
+    study = Study(audit_report(result), lambda target: plot_audit(result, target), figure, inputs, parameters, d.get("models") or {}, extra)
+    return write_study(folder, result, study, seconds=seconds)

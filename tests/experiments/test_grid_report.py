@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from sourcebias.experiments.aggregate import COLUMNS
-from sourcebias.reporting.grid_report import latex_tables, markdown_tables, write_grid_report
+from sourcebias.experiments.grid_report import latex_tables, markdown_tables, write_grid_report
 
 RETRIEVERS = ["bm25", "tfidf", "all-MiniLM-L6-v2", "bm25>>lm:smollm2 (top 20)"]
 
@@ -81,7 +81,7 @@ def test_captions_state_the_method_and_level_used_and_nan_is_not_coloured():
     assert "tfidf/llama-2-7b-chat-tmp0.2/NDCG@3: 37 of 2,000" in md
     tex = latex_tables(cells)
     assert "\nbm25 & " in tex and r"& – [–, –] &" in tex  # undefined: a dash, and no colour (was "human higher")
-    from sourcebias.reporting.grid_report import UNDEFINED_COLOR, _color
+    from sourcebias.experiments.grid_report import UNDEFINED_COLOR, _color
 
     assert _color(float("nan")) == UNDEFINED_COLOR
 

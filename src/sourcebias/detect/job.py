@@ -12,19 +12,10 @@ import numpy as np
 
 from sourcebias.core.errors import ConfigError
 from sourcebias.core.sampling import seeded_sample
+from sourcebias.data.dataset import dataset_path
 from sourcebias.detect.base import Detector
 from sourcebias.detect.detectors import corpus_texts
 from sourcebias.detect.result import KIND, DetectionResult
-
-
-def dataset_path(text: str | Path) -> tuple[Path, str | None]:
-    """``DIR`` or ``DIR,split`` -> ``(path, split)`` (a comma that is part of an existing path is
-    kept; without a split only the corpus and queries are read)."""
-    text = str(text)
-    head, sep, tail = text.rpartition(",")
-    if sep and not Path(text).exists() and tail and "/" not in tail:
-        return Path(head), tail.strip()
-    return Path(text), None
 
 
 def sample_positions(dataset, *, max_pairs: int | None = None, seed: int = 0) -> np.ndarray:
@@ -107,8 +98,21 @@ def detect(dataset, detector: Detector, *, field: str = "text", max_pairs: int |
     )
 
 
-def run_detect(dataset_arg: str | Path, spec: str, output: str | Path, *, field: str = "text", max_pairs: int | None = None, seed: int = 0, overwrite: bool = False, cache_dir: Any = None,
-               device: str | None = None, batch_size: int | None = None, threads: int | None = None, emit: Callable[[str], None] | None = None) -> tuple[DetectionResult, Path]:  # fmt: skip
+def run_detect(
+    dataset_arg: str | Path,
+    spec: str,
+    output: str | Path,
+    *,
+    field: str = "text",
+    max_pairs: int | None = None,
+    seed: int = 0,
+    overwrite: bool = False,
+    cache_dir: Any = None,
+    device: str | None = None,
+    batch_size: int | None = None,
+    threads: int | None = None,
+    emit: Callable[[str], None] | None = None,
+) -> tuple[DetectionResult, Path]:
     """Score ``dataset_arg``'s corpus with the detector ``spec`` and write the folder ``output``.
 
     Args:
@@ -143,8 +147,13 @@ def run_detect(dataset_arg: str | Path, spec: str, output: str | Path, *, field:
         (emit or (lambda _m: None))(f"scoring with {spec}")
         result = detect(dataset, det, field=field, max_pairs=max_pairs, seed=seed)
         result.save(folder.staging)
-        manifest = build_manifest(command=KIND, inputs={"dataset": str(path.resolve()), "split": split}, parameters={"detector": spec, "field": field, "max_pairs": max_pairs, "seed": seed},
-                                  models=result.detector.get("models") or {}, timings={"total_s": round(time.perf_counter() - t0, 3)})  # fmt: skip
+        manifest = build_manifest(
+            command=KIND,
+            inputs={"dataset": str(path.resolve()), "split": split},
+            parameters={"detector": spec, "field": field, "max_pairs": max_pairs, "seed": seed},
+            models=result.detector.get("models") or {},
+            timings={"total_s": round(time.perf_counter() - t0, 3)},
+        )
         return result, folder.commit(manifest)
     finally:
         folder.abort()

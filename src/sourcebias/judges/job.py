@@ -178,9 +178,8 @@ def run_judge(dataset_arg: str | Path, spec: str, output: str | Path, *, setting
         ``(result, path)``.
     """
     from sourcebias.core.artifacts import OutputFolder
-    from sourcebias.core.manifest import build_manifest
     from sourcebias.data import load_dataset
-    from sourcebias.detect.run import dataset_path
+    from sourcebias.data.dataset import dataset_path
 
     settings = settings or JudgeSettings()
     path, split = dataset_path(dataset_arg)
@@ -199,27 +198,41 @@ def run_judge(dataset_arg: str | Path, spec: str, output: str | Path, *, setting
         (emit or (lambda _m: None))(f"judging with {spec}")
         result = judge(dataset, client, settings, runs=runs, top_k=top_k, max_queries=max_queries, measure=measure, resamples=resamples, confidence=confidence)
         result.judge["spec"] = spec
-        write_folder(result, folder.staging, dataset, queries)
-        manifest = build_manifest(command=KIND, inputs={"dataset": str(path), "split": dataset.split}, models={"judge": result.judge["identity"]},
-                                  parameters={"judge": spec, **result.settings, "retrievers": list(retrievers),
-                                              "runs": [str(p) for p in run_files]}, timings={"total_s": round(time.perf_counter() - t0, 3)})  # fmt: skip
-        return result, folder.commit(manifest)
+        return result, write_folder(result, folder, dataset, queries, path=path, retrievers=retrievers, run_files=run_files, seconds=time.perf_counter() - t0)
     finally:
         folder.abort()
         if own and client is not None:
             client.close()
 
 
-def write_folder(result: JudgeResult, folder: Path, dataset: Any, queries: Sequence[str]) -> None:
-    """Everything but the manifest: the judge's qrels and dataset copy (grade mode), ``judge.json``
-    and the tables, the summaries and the figure."""
+def write_folder(
+    result: JudgeResult,
+    folder: Any,
+    dataset: Any,
+    queries: Sequence[str],
+    *,
+    path: Path,
+    retrievers: Sequence[str],
+    run_files: Sequence[str | Path],
+    seconds: float,
+) -> Path:
+    """Write the judge's folder through the study frame and commit it: the judge's qrels and
+    dataset copy (grade mode), ``judge.json`` and the tables, the summaries, the figure, the manifest."""
     from sourcebias.judges.figure import plot_judge
     from sourcebias.judges.output import write_outputs
     from sourcebias.judges.protocol import qrels_variants
-    from sourcebias.judges.report import write_summaries
+    from sourcebias.judges.report import judge_report
+    from sourcebias.study import Study, write_study
 
     if "grade" in result.settings["modes"]:
-        result.notes += write_outputs(folder, dataset, qrels_variants(dataset, result.grades, queries))
-    result.save(folder)
-    write_summaries(result, folder)
-    plot_judge(result, folder / "judge.png")
+        result.notes += write_outputs(folder.staging, dataset, qrels_variants(dataset, result.grades, queries))
+    parameters = {"judge": result.judge["spec"], **result.settings, "retrievers": list(retrievers), "runs": [str(p) for p in run_files]}
+    study = Study(
+        judge_report(result),
+        figure=lambda target: plot_judge(result, target),
+        figure_file="judge.png",
+        inputs={"dataset": str(path), "split": dataset.split},
+        parameters=parameters,
+        models={"judge": result.judge["identity"]},
+    )
+    return write_study(folder, result, study, seconds=seconds)

@@ -9,8 +9,8 @@ import math
 from pathlib import Path
 from typing import Any
 
+from sourcebias.core.palette import HUMAN_COLOR, LLM_COLOR
 from sourcebias.evaluation.results import MIXED, EvaluationResult
-from sourcebias.reporting.palette import HUMAN_COLOR, LLM_COLOR
 
 #: Where an output folder holds the figure.
 FIGURE_FILE = Path("figures") / "source_bias.png"

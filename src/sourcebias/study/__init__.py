@@ -1,0 +1,16 @@
+"""The frame every study shares, and the evaluation as a job.
+
+A study runs settings -> items -> calls -> parsed answers -> statistics -> result folder ->
+report -> figure. :mod:`.frame` is its end, once: :func:`write_study` writes a result, its report
+(:func:`write_summaries`), its figure and its manifest into a claimed folder and commits it. The
+judge (:mod:`sourcebias.judges.job`), the citation study (:mod:`sourcebias.citations.job`) and the
+audit (:mod:`sourcebias.audit.job`) are its instances. The evaluation (``sourcebias evaluate``) is
+:mod:`.job` (the command as a call), :mod:`.outputs` (its folder) and :mod:`.figure`.
+"""
+
+from __future__ import annotations
+
+from sourcebias.study.frame import Study, write_study, write_summaries
+from sourcebias.study.outputs import evaluation_manifest, write_evaluation
+
+__all__ = ["Study", "evaluation_manifest", "write_evaluation", "write_study", "write_summaries"]
