@@ -32,7 +32,7 @@ def effects(data: str, names: list[str]) -> list[dict]:
     retrievers = [build_retriever(f"{BACKENDS[n]},name={n}", cache_dir=False) for n in names]
     result = evaluate(ds, retrievers, measures=measure_grid(["NDCG"], [1, 3, 10]), sole=False)
     report = result_report(result, ds.qrels, statistics=["relative_delta_ci"], measures=["NDCG@1", "NDCG@3"])
-    stats = report.data["statistics"]
+    stats = report.data["statistics"].to_pandas()
     rows = []
     for n in names:
         row = {"backend": n}

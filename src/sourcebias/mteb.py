@@ -268,7 +268,7 @@ class SourceBiasRetrieval(AbsTaskRetrieval):
             correction=o.correction, ndsr_k=o.ndsr_k,
         )  # fmt: skip
         stats = report.data.get("statistics")
-        rows = [] if stats is None else stats.to_dict("records")
+        rows = [] if stats is None else stats.records()
         notes = list(report.notes)
         if o.sole and not result.parameters.get("sole"):
             notes.append("The sole-corpus settings (each source alone) were not ranked: the model ranked through MTEB's search.")

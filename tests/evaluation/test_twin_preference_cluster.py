@@ -132,3 +132,55 @@ def test_nq_utd_bm25_values(nq_utd, tmp_path):
     keep = (lf + hf) > 0
     assert (float(row["twin_pref_ci_low"]), float(row["twin_pref_ci_high"])) == pytest.approx(cr1_rate_interval(lf[keep], hf[keep]))
     assert "query-clustered test" in (out / "summary.md").read_text()
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_pair_counts_equal_a_plain_reading_of_the_rankings(seed):
+    """pair_counts (which scans a ranking for the first few relevant documents of a query and
+    indexes it past them) against a dict of every ranking, on queries with 0 to 30 relevant
+    documents: LLM copy first, human first, ties (equal scores), neither retrieved, unpaired."""
+    from sourcebias.data.corpus import Corpus
+    from sourcebias.evaluation.stats.twin_preference import pair_counts
+    from sourcebias.retrieval.run import Run
+
+    rng = np.random.default_rng(seed)
+    n = 400
+    ids = [f"d{i}" for i in range(n)]
+    has_twin = rng.random(n) < 0.9  # the others are unpaired
+    doc_ids = ids + [d for d, t in zip(ids, has_twin) if t]
+    sources = ["human"] * n + [LLAMA] * int(has_twin.sum())
+    corpus = Corpus(doc_ids, sources, [""] * len(doc_ids), ["text"] * len(doc_ids))
+    positions, scores, qrels = {}, {}, {}
+    for q in range(40):
+        depth = int(rng.integers(1, len(doc_ids)))
+        pos = rng.permutation(len(doc_ids))[:depth]
+        positions[f"q{q}"] = pos
+        scores[f"q{q}"] = np.sort(rng.integers(0, 8, depth).astype(np.float32))[::-1]  # many equal scores
+        qrels[f"q{q}"] = {ids[i]: int(rng.integers(-1, 3)) for i in rng.choice(n, size=int(rng.integers(0, 31)), replace=False)}
+    run = Run(corpus, "bm25", positions, scores)
+    query_ids = [*positions, "q-unranked"]
+    qrels["q-unranked"] = {ids[0]: 1}
+    got = pair_counts(run, qrels, query_ids, "human", LLAMA)
+
+    lf, hf, ties, neither, unpaired = np.zeros(len(query_ids), int), np.zeros(len(query_ids), int), 0, 0, 0
+    for i, q in enumerate(query_ids):
+        rank = {int(p): r for r, p in enumerate(positions.get(q, []))}
+        for d, grade in qrels[q].items():
+            if grade <= 0:
+                continue
+            ph, pl = corpus.position(d, "human"), corpus.position(d, LLAMA)
+            if ph is None or pl is None:
+                unpaired += 1
+                continue
+            h, g = rank.get(ph), rank.get(pl)
+            if h is None and g is None:
+                neither += 1
+            elif h is not None and g is not None and scores[q][h] == scores[q][g]:
+                ties += 1
+            elif h is None or (g is not None and g < h):
+                lf[i] += 1
+            else:
+                hf[i] += 1
+    assert got["llm_first"].tolist() == lf.tolist() and got["human_first"].tolist() == hf.tolist()
+    assert (got["ties"], got["neither_retrieved"], got["unpaired"]) == (ties, neither, unpaired)
+    assert ties and neither and unpaired and max(len(v) for v in qrels.values()) > 8  # every case met, past the scans

@@ -74,3 +74,22 @@ def test_run_from_sparse_blocks_equals_ranking_dense_rows(nq_utd, monkeypatch, b
             assert np.array_equal(run.scores[q], scores[q]), q
         assert len(run.positions["R3"]) == 0  # stop words only: nothing matches
         assert len(run.positions["R2"]) > 0
+
+
+@pytest.mark.parametrize("block", [1, 7, 50])
+def test_posting_scores_by_blocks_of_terms_equal_one_block(monkeypatch, block):
+    """The postings' scores and denominators computed a block of terms at a time equal those
+    computed in one block, to the bit (blocks of one posting, of a few terms, a term alone larger
+    than a block), and so do the scores of queries (boosts 3 and 5 read the denominators)."""
+    from sourcebias.retrieval import lucene
+
+    rng = np.random.default_rng(block)
+    docs = [rng.integers(0, 60, size=int(n)).tolist() for n in rng.integers(0, 120, size=400)]
+    docs[0] = [9] * 300  # one term's postings span several blocks
+    queries = [rng.integers(0, 60, size=int(n)).tolist() for n in rng.integers(0, 9, size=40)] + [[7, 7, 7], [5] * 5, [9, 9, 9]]
+    whole = LuceneBM25().index(docs, 60)
+    monkeypatch.setattr(lucene, "POSTING_BLOCK", block)
+    blocks = LuceneBM25().index(docs, 60)
+    for a, b in ((whole._matrix, blocks._matrix), (whole._denom, blocks._denom)):
+        assert a.dtype == b.dtype and np.array_equal(a.data, b.data) and np.array_equal(a.indices, b.indices) and np.array_equal(a.indptr, b.indptr)
+    assert np.array_equal(whole.score_batch(queries), blocks.score_batch(queries))

@@ -103,3 +103,18 @@ def test_files_of_a_real_evaluation_equal_the_old_writers(nq_utd, tmp_path):
         assert (tmp_path / "new.trec").read_text() == (tmp_path / "old.trec").read_text(), key
         written += len((tmp_path / "new.trec").read_text().splitlines())
     assert written > 10_000
+
+
+@pytest.mark.parametrize("block", [1, 7, 1 << 16])
+def test_float32_table_made_in_blocks_gives_each_scores_text(monkeypatch, block):
+    """The distinct scores' texts made a block at a time (bounded memory) are each score's
+    ``str(np.float32(s))``, whatever the block, an empty run included."""
+    from sourcebias.retrieval import formats
+
+    monkeypatch.setattr(formats, "FLOAT_TEXT_BLOCK", block)
+    x = _float32_values()
+    x = np.concatenate([x, x[:3000]])  # repeated scores share a text
+    texts, index = formats._float32_table(x)
+    assert len(texts) == len(np.unique(x.view(np.uint32)))
+    assert [texts[i] for i in index.tolist()] == [str(np.float32(s)) for s in x.tolist()]
+    assert formats._float32_table(np.array([], dtype=np.float32))[0] == []

@@ -131,3 +131,24 @@ def test_nan_scores_rank_last():
 def test_depth_edge_cases(depth):
     out = select_top(np.array([1.0, 2.0]), np.zeros(2, dtype=np.uint64), np.arange(2), depth)
     assert len(out) == depth
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_rank_order_of_float32_scores_is_the_three_key_lexsort(seed):
+    """The one-sort path of float32 scores equals numpy's three-key lexsort: ties, -0.0 beside
+    0.0, negative scores, infinities, and keys whose upper 32 bits are equal (where positions,
+    then the low bits, must decide: the lexsort path)."""
+    from sourcebias.retrieval.ties import rank_order
+
+    rng = np.random.default_rng(100 + seed)
+    n = int(rng.integers(2, 2500))
+    scores = (rng.integers(-5, [n, 40, 3, 2, 10, n, 6, 1][seed], size=n) / 3).astype(np.float32)
+    scores[rng.random(n) < 0.05] = -0.0
+    scores[rng.random(n) < 0.02] = -np.inf
+    scores[rng.random(n) < 0.02] = np.inf
+    if seed in (3, 7):  # the upper halves of the keys collide: lexsort decides
+        keys = (np.uint64(7) << np.uint64(32)) | rng.integers(0, 3, size=n).astype(np.uint64)
+    else:
+        keys = rng.integers(0, 2**64 - 1, size=n, dtype=np.uint64)
+    positions = rng.permutation(n)
+    assert rank_order(scores, keys, positions).tolist() == np.lexsort((positions, keys, -scores)).tolist()

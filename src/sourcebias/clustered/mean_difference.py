@@ -59,7 +59,7 @@ def cr1_mean_interval(sums: Any, counts: Any, level: float = 0.95) -> tuple[np.n
         ``(estimate, low, high, se)`` arrays (the leading shape); NaN bounds with fewer than 2
         queries.
     """
-    from scipy.stats import t as student_t
+    from scipy.special import stdtrit  # Student's t quantile: scipy.stats.t.ppf(q, df) is stdtrit(df, q); scipy.stats costs 0.7 s to import
 
     s, n = np.asarray(sums, dtype=float), np.asarray(counts, dtype=float)
     g = s.shape[-1]
@@ -69,7 +69,7 @@ def cr1_mean_interval(sums: Any, counts: Any, level: float = 0.95) -> tuple[np.n
         resid = s - est[..., None] * n
         var = (g / (g - 1) if g > 1 else np.nan) * np.sum(resid**2, axis=-1) / total**2
     se = np.sqrt(var)
-    q = float(student_t.ppf(0.5 + level / 2, g - 1)) if g > 1 else float("nan")
+    q = float(stdtrit(g - 1, 0.5 + level / 2)) if g > 1 else float("nan")
     return est, est - q * se, est + q * se, se
 
 

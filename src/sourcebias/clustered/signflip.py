@@ -152,9 +152,9 @@ def sign_flip_normal_p(total: Any, squares: Any, correction: float = 0.0) -> np.
     exact test. Vectorised over ``total`` (Σd) and ``squares`` (Σd²); NaN where Σd² = 0 (every d
     is 0: undefined, never a rejection). Not what :func:`sign_flip_test` reports (exact or
     seeded); :mod:`sourcebias.power.twin` uses it to simulate that test fast."""
-    from scipy.stats import norm
+    from scipy.special import ndtr  # N(0, 1)'s cdf: scipy.stats.norm.sf(z) is ndtr(-z); scipy.stats costs 0.7 s to import
 
     t, q = np.asarray(total, dtype=float), np.asarray(squares, dtype=float)
     with np.errstate(invalid="ignore", divide="ignore"):
         z = np.maximum(0.0, np.abs(t) - correction) / np.sqrt(q)
-    return np.where(q > 0, 2.0 * norm.sf(z), np.nan)
+    return np.where(q > 0, 2.0 * ndtr(-z), np.nan)

@@ -130,9 +130,10 @@ def score_run(
         by_target = masked_qrels_by_target(run.corpus, qrels, targets, query_ids, all_target=ALL)  # as target_qrels, each target
         for target in targets:
             res = pytrec_eval.RelevanceEvaluator(by_target[target], spec).evaluate(trun)
+            rows = [res.get(q, {}) for q in query_ids]  # aligned with query_ids once per target
             for m in target_ms:
-                key = m.trec_key
-                out[(target, str(m))] = np.array([res.get(q, {}).get(key, 0.0) for q in query_ids], dtype=np.float64)
+                get = m.trec_key
+                out[(target, str(m))] = np.fromiter((r.get(get, 0.0) for r in rows), dtype=np.float64, count=len(rows))
     if source_measures:
         depth = depth_summary(run, query_ids, ())
         for m in measures:

@@ -156,7 +156,8 @@ def _write_per_query_csv(result: Any, path: Path) -> Path:
         w = csv.writer(fh, lineterminator="\n")
         w.writerow(PER_QUERY_COLUMNS)
         for k, values in result.per_query.items():
-            texts = map(csv_cell, values.tolist())
+            # a float's cell is its repr ("nan" for NaN): csv_cell's, without its checks per value
+            texts = map(repr if values.dtype.kind == "f" else csv_cell, values.tolist())
             w.writerows(zip(repeat(k.retriever), repeat(k.setting), repeat(k.target), result.query_ids, repeat(k.measure), texts))
     return path
 

@@ -10,9 +10,11 @@ page), which computes nothing.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from sourcebias.evaluation.stats import Column
 
@@ -44,6 +46,50 @@ class Table:
 
 
 @dataclass
+class Frame:
+    """A data table of a report (every field, unformatted, for CSV), without pandas: its column
+    names and one dict per row. ``to_pandas()`` gives it as a DataFrame.
+
+    Attributes:
+        columns: The column names, in order.
+        rows: One dict of raw values per row (a missing field is an empty cell).
+    """
+
+    columns: list[str]
+    rows: list[dict[str, Any]]
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def records(self) -> list[dict[str, Any]]:
+        """The rows with every column (``None`` where a row lacks one)."""
+        return [{c: r.get(c) for c in self.columns} for r in self.rows]
+
+    def to_pandas(self) -> Any:
+        """The table as a pandas DataFrame (needs pandas)."""
+        import pandas as pd
+
+        return pd.DataFrame(self.rows, columns=self.columns)
+
+    def write_csv(self, fh: IO[str]) -> None:
+        """Write the table as CSV, cells as pandas writes them: a float as its ``repr``, ``None`` and NaN as an empty cell."""
+        import csv
+
+        w = csv.writer(fh, lineterminator="\n")
+        w.writerow(self.columns)
+        w.writerows([_cell(r.get(c)) for c in self.columns] for r in self.rows)
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return iter(self.records())
+
+
+def _cell(v: Any) -> Any:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return ""
+    return repr(v) if isinstance(v, float) else v
+
+
+@dataclass
 class Report:
     """What a reader sees: tables, notes, figures, and (for the HTML page) further sections.
 
@@ -55,7 +101,7 @@ class Report:
         notes: Lines a reader must see (what was left out, undefined tests).
         figures: Figure name -> file.
         sections: Further ``(heading, table or preformatted text)`` sections of the HTML page.
-        data: Name -> pandas DataFrame, written as CSV.
+        data: Name -> a :class:`Frame` (or a pandas DataFrame), written as CSV.
     """
 
     title: str
@@ -63,7 +109,7 @@ class Report:
     notes: list[str] = field(default_factory=list)
     figures: dict[str, Path] = field(default_factory=dict)
     sections: list[tuple[str, Table | str]] = field(default_factory=list)  # (heading, a table or preformatted text)
-    data: dict[str, Any] = field(default_factory=dict)  # name -> pandas DataFrame, for CSV
+    data: dict[str, Any] = field(default_factory=dict)  # name -> Frame or pandas DataFrame, for CSV
 
     def table(self, key: str) -> Table:
         """The table of a key.

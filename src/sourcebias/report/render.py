@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sourcebias.report.model import Report, Table
+from sourcebias.report.model import Frame, Report, Table
 
 _LATEX = {
     "\\": r"\textbackslash{}", "{": r"\{", "}": r"\}", "$": r"\$", "&": r"\&", "%": r"\%", "#": r"\#", "_": r"\_",
@@ -327,14 +327,18 @@ def _widen(widths: list[int], natural: list[int], budget: int, first: int = 0) -
 
 # -- CSV ---------------------------------------------------------------------------------------
 def to_csv(report: Report, folder: str | Path) -> dict[str, Path]:
-    """Each data frame of the report as ``<name>.csv`` (every field, unformatted)."""
+    """Each data table of the report (a :class:`~sourcebias.report.model.Frame` or a pandas
+    DataFrame) as ``<name>.csv`` (every field, unformatted)."""
     from sourcebias.core.atomic import atomic_open
 
     out = {}
     for name, frame in report.data.items():
         path = Path(folder) / f"{name}.csv"
         with atomic_open(path, "w", newline="") as fh:
-            frame.to_csv(fh, index=False, lineterminator="\n")
+            if isinstance(frame, Frame):
+                frame.write_csv(fh)
+            else:
+                frame.to_csv(fh, index=False, lineterminator="\n")
         out[name] = path
     return out
 

@@ -15,7 +15,8 @@ from typing import Any
 from sourcebias.evaluation.measures import Measure
 from sourcebias.evaluation.results import ALL, MIXED, EvaluationResult, Key
 from sourcebias.evaluation.stats import Column, StatContext, StatisticsSet, compute_statistics, resolve_statistics
-from sourcebias.report.model import Report, Table
+from sourcebias.evaluation.stats.base import P_BOUNDS, with_p_bounds
+from sourcebias.report.model import Frame, Report, Table
 from sourcebias.report.render import to_latex, to_markdown, to_rich
 
 #: what ``evaluate`` computes by default (the means are the papers' table already)
@@ -226,8 +227,6 @@ def result_report(
     Returns:
         The report (its ``data`` holds the statistics' rows).
     """
-    import pandas as pd
-
     name, split = result.dataset.get("name", "?"), result.dataset.get("split", "?")
     from sourcebias.evaluation.depth import result_depth_notes
 
@@ -251,8 +250,22 @@ def result_report(
         stats = compute_statistics(result, ctx, chosen)
         report.tables += statistics_tables(stats, len(result.other_sources) > 1)
         report.notes += stats.notes()
-        report.data["statistics"] = pd.DataFrame(stats.rows(), columns=stats.fields())
+        report.data["statistics"] = statistics_frame(stats)
     return report
+
+
+def statistics_frame(stats: StatisticsSet) -> Frame:
+    """``statistics.csv``'s table: every field of the statistics, and :data:`~sourcebias.evaluation.stats.base.P_BOUNDS`
+    naming the p-values that underflowed to 0, written as the bound
+    :data:`~sourcebias.evaluation.stats.base.P_UNDERFLOW` (never p = 0).
+
+    Args:
+        stats: The computed statistics.
+
+    Returns:
+        The table.
+    """
+    return Frame([*stats.fields(), P_BOUNDS], [with_p_bounds(r) for r in stats.rows()])
 
 
 # -- a grid ------------------------------------------------------------------------------------------

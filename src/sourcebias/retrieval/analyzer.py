@@ -83,9 +83,11 @@ _IGNORED_HEAD = r"^[\p{WB=Extend}\p{WB=Format}\p{WB=ZWJ}'\u2019\uff07]+"
 # the rule breaking such text into words is outside UAX #29), where UAX #29, and so the regex
 # module, breaks between its letters; such segments are joined again.
 _SA_RUN = r"(?:\p{Line_Break=Complex_Context}[\p{WB=Extend}\p{WB=Format}\p{WB=ZWJ}]*)+"
-#: Texts analysed in one batch by :meth:`EnglishAnalyzer.to_flat_ids` (their chunks are alive at
-#: once: about 60 MB for 50,000 passages of 58 words).
-FLAT_BATCH = 50_000
+#: Texts analysed in one batch by :meth:`EnglishAnalyzer.to_flat_ids`: their chunks (a Python
+#: string each) are alive at once, about 15 MB for 4,096 passages of 58 words (180 MB for
+#: 50,000: the peak of the whole evaluation at 100,000 documents); the per-batch array work is
+#: negligible at this size.
+FLAT_BATCH = 4096
 #: Terms an analyzer remembers per analysed text, at most (a reference each: 8 bytes, besides
 #: the texts kept as keys): the protocol indexes the mixed corpus, then each source's texts again.
 TEXT_MEMO_TERMS = 10_000_000
@@ -304,6 +306,11 @@ class EnglishAnalyzer:
         self._term_list: list[str] = []
         self._term_number = _Memo(self._number)
         self._multi: list[tuple[int, ...]] = []
+        # _multi as arrays (each chunk's number of terms, where its terms start in _multi_flat),
+        # extended by _flat_terms with the chunks met since its last batch
+        self._multi_lengths = np.zeros(0, dtype=np.int64)
+        self._multi_first = np.zeros(0, dtype=np.int64)
+        self._multi_flat = np.zeros(0, dtype=np.int32)
         self._chunk_code = _Memo(self._code)
         self._last_flat: tuple[dict[str, int], np.ndarray, np.ndarray] | None = None
 
@@ -506,13 +513,16 @@ class EnglishAnalyzer:
                 lengths[start : start + len(batch_lengths)] = batch_lengths
                 parts.append(batch_terms)
             terms = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int32)
-            # kept for the next call: the sole corpora are the mixed corpus's texts again
+            # kept for the next call: the sole corpora are the mixed corpus's texts again (read only)
+            terms.flags.writeable = False
             self._last_flat = ({t: i for i, t in enumerate(texts)}, np.concatenate(([0], np.cumsum(lengths))), terms)
         used = np.zeros(len(self._term_list), dtype=bool)
         used[terms] = True
         ids = np.full(len(self._term_list), -1, dtype=np.int32)
         kept = np.flatnonzero(used)
         ids[kept] = [vocab.setdefault(t, len(vocab)) for t in map(self._term_list.__getitem__, kept.tolist())]
+        if len(kept) == len(ids) and np.array_equal(ids, np.arange(len(ids), dtype=np.int32)):
+            return lengths, terms  # the analyzer's numbers are the ids (a fresh analyzer's first corpus): no copy (read only)
         return lengths, ids[terms]
 
     def _known_terms(self, texts: Sequence[str]) -> tuple[np.ndarray | None, np.ndarray]:
@@ -526,6 +536,8 @@ class EnglishAnalyzer:
         if (at < 0).any():
             return None, np.zeros(0, dtype=np.int32)
         lengths = starts[at + 1] - starts[at]
+        if len(at) and np.array_equal(at, np.arange(at[0], at[0] + len(at))):  # a run of the last texts (a sole corpus): a view
+            return lengths, numbers[starts[at[0]] : starts[at[-1] + 1]]
         step = np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths, lengths)
         return lengths, numbers[np.repeat(starts[at], lengths) + step]
 
@@ -535,22 +547,33 @@ class EnglishAnalyzer:
         per_text = np.fromiter(map(len, chunks), dtype=np.int64, count=len(chunks))
         codes = np.fromiter(map(self._chunk_code.__getitem__, itertools.chain.from_iterable(chunks)), dtype=np.int64, count=int(per_text.sum()))
         del chunks
-        multi_lengths = np.fromiter(map(len, self._multi), dtype=np.int64, count=len(self._multi))
+        self._extend_multi()
         n_terms = (codes >= 0).astype(np.int64)
         multi = np.flatnonzero(codes < -1)  # chunks of several terms ("long-term", "e.g.")
         which = -codes[multi] - 2
-        n_terms[multi] = multi_lengths[which]
+        n_terms[multi] = self._multi_lengths[which]
         starts = np.concatenate(([0], np.cumsum(n_terms)))  # where each chunk's terms start
         bounds = np.concatenate(([0], np.cumsum(per_text)))  # where each text's chunks start
         lengths = starts[bounds[1:]] - starts[bounds[:-1]]
         terms = np.repeat(codes, n_terms).astype(np.int32)
         if len(multi):  # each such chunk's terms in its place
-            flat = np.fromiter(itertools.chain.from_iterable(self._multi), dtype=np.int32, count=int(multi_lengths.sum()))
-            first = np.cumsum(multi_lengths) - multi_lengths
             count = n_terms[multi]
             step = np.arange(int(count.sum())) - np.repeat(np.cumsum(count) - count, count)
-            terms[np.repeat(starts[multi], count) + step] = flat[np.repeat(first[which], count) + step]
+            terms[np.repeat(starts[multi], count) + step] = self._multi_flat[np.repeat(self._multi_first[which], count) + step]
         return lengths, terms
+
+    def _extend_multi(self) -> None:
+        """Bring the arrays of the chunks of several terms up to :attr:`_multi` (the chunks met since the last call only)."""
+        done = len(self._multi_lengths)
+        if done == len(self._multi):
+            return
+        new = self._multi[done:]
+        lengths = np.fromiter(map(len, new), dtype=np.int64, count=len(new))
+        first = len(self._multi_flat) + np.cumsum(lengths) - lengths
+        flat = np.fromiter(itertools.chain.from_iterable(new), dtype=np.int32, count=int(lengths.sum()))
+        self._multi_lengths = np.concatenate((self._multi_lengths, lengths))
+        self._multi_first = np.concatenate((self._multi_first, first))
+        self._multi_flat = np.concatenate((self._multi_flat, flat))
 
     def _code(self, chunk: str) -> int:
         """A chunk's code for :meth:`_flat_terms`: the analyzer's number of its one term, ``-1``

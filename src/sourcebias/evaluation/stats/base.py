@@ -31,6 +31,45 @@ SIGNIFICANCE = 0.05
 BOOTSTRAP_BATCH = 256
 
 
+#: What a table shows for a p-value computed as 0: the tests compute p in float64, so a p below
+#: about 1e-308 underflows to 0; the bound is shown (``< 1e-300``), never p = 0.
+P_UNDERFLOW = 1e-300
+#: The column of ``statistics.csv`` that names the p-values written as :data:`P_UNDERFLOW`: upper bounds, not values.
+P_BOUNDS = "p_bounds"
+
+
+def is_p_field(name: str) -> bool:
+    """Whether a record field holds a p-value (``p_ttest``, ``twin_pref_p``, ``delta_ndsr_p_sign``; not ``twin_pref_p_method``).
+
+    Args:
+        name: A field name.
+
+    Returns:
+        True for a p-value field.
+    """
+    parts = name.split("_")
+    return "p" in parts and not name.endswith(("_method", "_note", "_resamples"))
+
+
+def with_p_bounds(row: dict[str, Any]) -> dict[str, Any]:
+    """A statistics row for a file: each p-value that underflowed to 0 written as a bound.
+
+    The bound is :data:`P_UNDERFLOW`, and :data:`P_BOUNDS` names them (``"p_ttest < 1e-300"``; empty when none).
+
+    Args:
+        row: A row of raw values (:meth:`Record.row`, or joined rows).
+
+    Returns:
+        A new row.
+    """
+    out = dict(row)
+    bounded = [k for k, v in row.items() if is_p_field(k) and isinstance(v, float) and v == 0.0]
+    for k in bounded:
+        out[k] = P_UNDERFLOW
+    out[P_BOUNDS] = "; ".join(f"{k} < {P_UNDERFLOW:g}" for k in bounded)
+    return out
+
+
 def is_missing(v: Any) -> bool:
     """Whether a cell value is missing: None, NaN or the empty string.
 
@@ -139,12 +178,12 @@ def _number(v: Any, kind: str, digits: int) -> str:
         return signed_fixed(v * 100, 1)
     if kind == "int":
         return f"{int(v):,}"
+    if kind in ("p", "psig") and v == 0:
+        return f"< {P_UNDERFLOW:g}"
     if kind == "p":
-        if v == 0:
-            return "< 1e-300"
         return f"{v:.3g}" if v >= 1e-3 else f"{v:.2e}"
     if kind in ("sig", "psig"):
-        return "< 1e-300" if kind == "psig" and v == 0 else f"{v:.{digits}g}"
+        return f"{v:.{digits}g}"
     return signed_fixed(v, digits)
 
 

@@ -17,6 +17,7 @@ import numpy as np
 
 from sourcebias.clustered.signflip import sign_flip_sums
 from sourcebias.evaluation.stats.base import Column, Record, StatContext, Statistic, known, paired_values, register_statistic
+from sourcebias.evaluation.stats.resampling import sign_test_p, t_test_p
 
 NO_DIFFERENCE = "no query differs (every difference is 0)"
 CONSTANT = "undefined: every query differs by the same amount (zero variance, t = d/0); see the sign test"
@@ -68,10 +69,9 @@ def paired_randomization_test(a: np.ndarray, b: np.ndarray, *, n_resamples: int 
 
 
 def one_sample_t_test(d: Sequence[float]) -> tuple[float, str]:
-    """``(p, note)`` of the two-sided one-sample t-test of ``mean(d) = 0``: NaN with the reason
-    when it is undefined; ``note`` is empty when the test was computed."""
-    from scipy import stats
-
+    """``(p, note)`` of the two-sided one-sample t-test of ``mean(d) = 0`` (``scipy.stats.ttest_1samp``'s
+    p: :func:`~sourcebias.evaluation.stats.resampling.t_test_p`): NaN with the reason when it is
+    undefined; ``note`` is empty when the test was computed."""
     d = np.asarray(d, dtype=float)
     if len(d) and np.allclose(d, 0):
         return 1.0, NO_DIFFERENCE
@@ -79,7 +79,7 @@ def one_sample_t_test(d: Sequence[float]) -> tuple[float, str]:
         return float("nan"), TOO_FEW
     if np.allclose(d, d[0]):
         return float("nan"), CONSTANT
-    return float(stats.ttest_1samp(d, 0.0).pvalue), ""
+    return t_test_p(d), ""
 
 
 def undefined_caption(notes: Sequence[str], constant: str) -> str:
@@ -102,15 +102,13 @@ def paired_t_test(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def sign_test(d: Sequence[float]) -> float:
-    """Exact two-sided sign test of the non-zero differences (``scipy.stats.binomtest``, p = 1/2);
-    1 when no difference is non-zero."""
-    from scipy import stats
-
+    """Exact two-sided sign test of the non-zero differences (``scipy.stats.binomtest``'s p, p = 1/2:
+    :func:`~sourcebias.evaluation.stats.resampling.sign_test_p`); 1 when no difference is non-zero."""
     d = np.asarray(d, dtype=float)
     d = d[np.isfinite(d) & (d != 0)]
     if len(d) == 0:
         return 1.0
-    return float(stats.binomtest(int((d > 0).sum()), len(d), 0.5).pvalue)
+    return sign_test_p(int((d > 0).sum()), len(d))
 
 
 def paired_tests(a: np.ndarray, b: np.ndarray, *, n_resamples: int = 10_000, seed: int = 0) -> dict[str, Any]:

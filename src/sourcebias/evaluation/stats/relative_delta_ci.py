@@ -1,5 +1,6 @@
 """Relative Δ with a bootstrap confidence interval over queries (a query's human and LLM values
-resampled together): ``scipy.stats.bootstrap(paired=True)``, BCa by default.
+resampled together): the interval of ``scipy.stats.bootstrap(paired=True)``, BCa by default,
+computed by :mod:`.resampling` (SciPy's draws and formulas, the jackknife in closed form).
 
 Relative Δ is undefined (NaN) in a resample whose human and LLM means are both 0. BCa cannot be
 computed from such a distribution, so when any resample is undefined the interval is the
@@ -10,7 +11,6 @@ undefined resamples is reported. The method and level in the output are those ac
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, cast
@@ -18,14 +18,20 @@ from typing import Any, ClassVar, cast
 import numpy as np
 
 from sourcebias.core.errors import ConfigError
-from sourcebias.evaluation.stats.base import BOOTSTRAP_BATCH, Column, Record, StatContext, Statistic, known, paired_values, register_statistic
+from sourcebias.evaluation.stats.base import Column, Record, StatContext, Statistic, known, paired_values, register_statistic
+from sourcebias.evaluation.stats.resampling import bca_interval, bootstrap_distributions, leave_one_out_means, percentile_interval
 
 FINITE_PERCENTILE = "percentile over the finite resamples"
+METHODS = ("BCa", "percentile")
 
 
 def relative_delta_values(h: np.ndarray, llm: np.ndarray, axis: int = -1) -> np.ndarray:
     """Relative Δ (percent) of the means along ``axis`` (vectorised for the bootstrap)."""
     mh, ml = np.mean(h, axis=axis), np.mean(llm, axis=axis)
+    return _relative_delta_of_means(mh, ml)
+
+
+def _relative_delta_of_means(mh: np.ndarray, ml: np.ndarray) -> np.ndarray:
     denom = (mh + ml) / 2.0
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(denom != 0, (mh - ml) / denom * 100.0, np.nan)
@@ -41,6 +47,39 @@ def bootstrap_relative_delta(
     ``n_resamples``, ``undefined_resamples``, ``seed`` and ``queries``. Degenerate cases: both
     means 0 -> NaN everywhere; every query with the same values -> the estimate as both bounds.
     """
+    return bootstrap_relative_deltas([(h, llm)], n_resamples=n_resamples, confidence=confidence, seed=seed, method=method)[0]
+
+
+def bootstrap_relative_deltas(
+    pairs: Sequence[tuple[Sequence[float] | np.ndarray, Sequence[float] | np.ndarray]],
+    *,
+    n_resamples: int = 2000,
+    confidence: float = 0.95,
+    seed: int = 0,
+    method: str = "BCa",
+) -> list[dict[str, Any]]:
+    """:func:`bootstrap_relative_delta` of each ``(human, llm)`` pair of value vectors; vectors
+    of one length share the bootstrap's draws (each is resampled as alone: the draws depend only
+    on the length and the seed)."""
+    if method not in METHODS:
+        raise ConfigError(f"the bootstrap method must be one of {', '.join(METHODS)}, got '{method}'")
+    out: list[dict[str, Any]] = []
+    todo: dict[int, list[tuple[int, np.ndarray, np.ndarray]]] = {}
+    for i, (h, llm) in enumerate(pairs):
+        a, b, res = _prepared(h, llm, n_resamples=n_resamples, confidence=confidence, seed=seed, method=method)
+        out.append(res)
+        if a is not None and b is not None:
+            todo.setdefault(len(a), []).append((i, a, b))
+    for items in todo.values():
+        dists = bootstrap_distributions(relative_delta_values, [(a, b) for _, a, b in items], n_resamples, seed)
+        for (i, a, b), dist in zip(items, dists):
+            _interval(out[i], a, b, dist, confidence, method)
+    return out
+
+
+def _prepared(h: Any, llm: Any, **settings: Any) -> tuple[np.ndarray | None, np.ndarray | None, dict[str, Any]]:
+    """The finite pairs and the result's fields; the arrays are ``None`` when no bootstrap is
+    needed (fewer than 2 queries, Relative Δ undefined, no variability: the result is final)."""
     a = np.asarray(h, dtype=float)
     b = np.asarray(llm, dtype=float)
     if a.shape != b.shape or a.ndim != 1:
@@ -48,61 +87,38 @@ def bootstrap_relative_delta(
     ok = np.isfinite(a) & np.isfinite(b)
     a, b = a[ok], b[ok]
     est = float(relative_delta_values(a, b)) if len(a) else float("nan")
-    out = {
-        "estimate": est,
-        "low": float("nan"),
-        "high": float("nan"),
-        "confidence": confidence,
-        "method": method,
-        "n_resamples": n_resamples,
-        "undefined_resamples": 0,
-        "seed": seed,
-        "queries": len(a),
-    }
+    out = {"estimate": est, "low": float("nan"), "high": float("nan"), "confidence": settings["confidence"], "method": settings["method"]}
+    out |= {"n_resamples": settings["n_resamples"], "undefined_resamples": 0, "seed": settings["seed"], "queries": len(a)}
     if len(a) < 2 or not math.isfinite(est):
         out["method"] = "none (Relative Δ undefined)" if len(a) >= 2 else "none (fewer than 2 queries)"
-        return out
+        return None, None, out
     if np.ptp(a) == 0 and np.ptp(b) == 0:
         out.update(low=est, high=est, method="none (no variability)")
-        return out
-    dist, lo, hi = _bootstrap(a, b, n_resamples=n_resamples, confidence=confidence, seed=seed, method=method)
+        return None, None, out
+    return a, b, out
+
+
+def _interval(out: dict[str, Any], a: np.ndarray, b: np.ndarray, dist: np.ndarray, confidence: float, method: str) -> None:
+    """Fill ``out``'s interval from the bootstrap distribution: ``method``'s when every resample
+    is defined, else the percentile interval over the finite resamples."""
     finite = dist[np.isfinite(dist)]
     out["undefined_resamples"] = int(len(dist) - len(finite))
-    if out["undefined_resamples"] == 0 and math.isfinite(lo) and math.isfinite(hi):
-        out.update(low=lo, high=hi, method=method)
-        return out
+    if out["undefined_resamples"] == 0:
+        if method == "BCa":
+            jackknife = _relative_delta_of_means(leave_one_out_means(a), leave_one_out_means(b))
+            lo, hi = bca_interval(out["estimate"], dist, jackknife, confidence)
+        else:
+            lo, hi = percentile_interval(dist, confidence)
+        if math.isfinite(lo) and math.isfinite(hi):
+            out.update(low=lo, high=hi, method=method)
+            return
     if len(finite) < 2:
         out["method"] = "none (every resample undefined)"
-        return out
+        return
     alpha = (1 - confidence) / 2
     lo, hi = np.percentile(finite, [100 * alpha, 100 * (1 - alpha)])
     used = FINITE_PERCENTILE if out["undefined_resamples"] else "percentile"  # BCa itself undefined (e.g. a constant jackknife)
     out.update(low=float(lo), high=float(hi), method=used)
-    return out
-
-
-def _bootstrap(a: np.ndarray, b: np.ndarray, *, n_resamples: int, confidence: float, seed: int, method: str) -> tuple[np.ndarray, float, float]:
-    """``scipy.stats.bootstrap`` of Relative Δ over the paired queries (warnings silenced: undefined
-    resamples are counted by the caller): the bootstrap distribution and the interval's bounds."""
-    from scipy import stats
-
-    def stat(x, y, axis=-1):
-        return relative_delta_values(x, y, axis=axis)
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        res = stats.bootstrap(
-            (a, b),
-            stat,
-            paired=True,
-            vectorized=True,
-            n_resamples=n_resamples,
-            confidence_level=confidence,
-            method=method,
-            random_state=np.random.default_rng(seed),
-            batch=BOOTSTRAP_BATCH,
-        )
-    return np.asarray(res.bootstrap_distribution, dtype=float), float(res.confidence_interval.low), float(res.confidence_interval.high)
 
 
 @dataclass
@@ -130,15 +146,14 @@ class RelativeDeltaCI(Statistic):
     record = RelativeDeltaRecord
 
     def compute(self, result: Any, ctx: StatContext) -> list[Record]:
-        out: list[Record] = []
-        for name, llm, m, h, g in paired_values(result, ctx.measures):
-            b = bootstrap_relative_delta(h, g, n_resamples=ctx.bootstrap_resamples, confidence=ctx.confidence, seed=ctx.seed)
-            out.append(
-                RelativeDeltaRecord(
-                    name, llm, m, b["estimate"], b["low"], b["high"], b["confidence"], b["method"], b["n_resamples"], b["undefined_resamples"], b["seed"]
-                )
+        rows = list(paired_values(result, ctx.measures))
+        cis = bootstrap_relative_deltas([(h, g) for *_, h, g in rows], n_resamples=ctx.bootstrap_resamples, confidence=ctx.confidence, seed=ctx.seed)
+        return [
+            RelativeDeltaRecord(
+                name, llm, m, b["estimate"], b["low"], b["high"], b["confidence"], b["method"], b["n_resamples"], b["undefined_resamples"], b["seed"]
             )
-        return out
+            for (name, llm, m, _, _), b in zip(rows, cis)
+        ]
 
     def caption(self, records: Sequence[Record]) -> str:
         recs = cast("list[RelativeDeltaRecord]", list(records))  # this statistic's own records

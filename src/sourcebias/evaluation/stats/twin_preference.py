@@ -1,7 +1,7 @@
 """Twin preference: over the relevant (query, document) pairs of the split, the share whose LLM
 copy is ranked above its original, tested against 1/2 with a query-clustered sign-flip test (the
 test that marks significance), a query-clustered CI, and beside them the exact two-sided sign
-test over the pooled pairs (``scipy.stats.binomtest``, p = 1/2). The rate is a mean of paired
+test over the pooled pairs (``scipy.stats.binomtest``'s p, p = 1/2: :func:`.resampling.sign_test_p`). The rate is a mean of paired
 differences (each decided pair's d = +1 when its LLM copy ranks first, −1 otherwise: rate =
 (1 + mean d) / 2), so its CI and test are those of the registered ``mean_difference`` estimator
 (:mod:`sourcebias.clustered.mean_difference`), the judges' and the citation study's too, with its
@@ -44,6 +44,7 @@ import numpy as np
 
 from sourcebias.clustered.signflip import EXACT, EXACT_MAX_QUERIES, RANDOMIZED, exact_sign_flip_p, sign_flip_normal_p, sign_flip_test
 from sourcebias.evaluation.stats.base import Column, Record, StatContext, Statistic, known, register_statistic, result_pairs, total
+from sourcebias.evaluation.stats.resampling import sign_test_p
 
 __all__ = ["EXACT", "EXACT_MAX_QUERIES", "RANDOMIZED", "cluster_sign_flip_test", "exact_sign_flip_p", "pair_counts", "sign_flip_normal_p", "twin_preference"]
 
@@ -56,7 +57,7 @@ def pair_counts(run: Any, qrels: Any, query_ids: Sequence[str], human: str, llm:
     neither = ties = unpaired = 0
     for i, q in enumerate(query_ids):
         pos = run.positions.get(q)
-        rank_of = dict(zip(pos.tolist(), range(len(pos)))) if pos is not None else {}  # corpus position -> rank
+        rank_of = _RankOf(pos)
         scores = run.scores.get(q)
         for d, g in qrels.get(q, {}).items():
             if g <= 0:
@@ -77,7 +78,32 @@ def pair_counts(run: Any, qrels: Any, query_ids: Sequence[str], human: str, llm:
     return {"llm_first": lf, "human_first": hf, "ties": ties, "neither_retrieved": neither, "unpaired": unpaired}
 
 
-def _ranked(rank_of: dict[int, int], scores: Any, position: int) -> tuple[int, float] | None:
+class _RankOf:
+    """A ranking's rank of a corpus position (None if absent): a scan of the ranking's positions
+    for the first few lookups, a dict once a query asks for more (most queries have one or two
+    relevant pairs: a dict of the top 1,000 per query was most of the statistics' time at 6,979
+    queries)."""
+
+    SCANS = 8
+
+    def __init__(self, positions: np.ndarray | None) -> None:
+        self.positions = positions
+        self.asked = 0
+        self.index: dict[int, int] | None = None
+
+    def get(self, position: int) -> int | None:
+        if self.positions is None:
+            return None
+        self.asked += 1
+        if self.index is None and self.asked > self.SCANS:
+            self.index = dict(zip(reversed(self.positions.tolist()), range(len(self.positions) - 1, -1, -1)))  # the first rank of a position
+        if self.index is not None:
+            return self.index.get(position)
+        hit = np.flatnonzero(self.positions == position)
+        return int(hit[0]) if len(hit) else None
+
+
+def _ranked(rank_of: _RankOf, scores: Any, position: int) -> tuple[int, float] | None:
     """(rank, score) of the document at a corpus position in one query's ranking; None if absent."""
     r = rank_of.get(position)
     return None if r is None else (r, float(scores[r]))
@@ -102,8 +128,6 @@ def twin_preference(
     """Counts, the query-clustered test (``p_cluster``) and CI of the ``mean_difference`` estimator
     (refused, with ``refused`` the reason, with too few queries), and the pair sign test
     (``p_sign_test``, assumes independent pairs) of the LLM-first pairs."""
-    from scipy import stats
-
     from sourcebias.clustered import get_estimator
     from sourcebias.clustered.mean_difference import MeanDifference
 
@@ -122,7 +146,7 @@ def twin_preference(
         "ties": c["ties"],
         "neither_retrieved": c["neither_retrieved"],
         "unpaired": c["unpaired"],
-        "p_sign_test": float(stats.binomtest(llm_first, n, 0.5).pvalue) if n else float("nan"),
+        "p_sign_test": sign_test_p(llm_first, n) if n else float("nan"),
         "p_cluster": est.p,
         "p_cluster_method": est.p_method,
         "queries": est.queries,
