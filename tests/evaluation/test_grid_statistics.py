@@ -226,3 +226,28 @@ def test_a_value_that_rounds_to_zero_is_printed_without_a_sign():
     assert Column("d", "d", "pct").text({"d": -0.0004}) == "0.0"
     assert Column("d", "d", "num", 3).text({"d": -0.0004}) == "0.000"
     assert Column("d", "d", "delta", 1).text({"d": -0.06}) == "-0.1"
+
+
+def test_twin_preference_interval_near_zero_is_cut_at_the_bound_and_said():
+    """20 queries of 5 relevant pairs each, the original first in all but one pair: rate 1%. The CR1
+    t interval of d (statsmodels' clustered OLS, computed here) reaches below d = -1, i.e. a rate
+    below 0; the rate's interval is cut at 0, its upper end kept, and the row says so."""
+    import statsmodels.api as sm
+
+    docs = [(f"d{i}", s) for s in (H, G) for i in range(5)]
+    corpus = Corpus([d for d, _ in docs], [s for _, s in docs], [""] * 10, ["x"] * 10)
+    order_h = [(f"d{i}", s) for i in range(5) for s in (H, G)]  # each original above its twin
+    order_g = [(f"d{i}", s) for i in range(5) for s in ((G, H) if i == 0 else (H, G))]  # one twin first
+    orders = {f"q{j}": (order_g if j == 0 else order_h) for j in range(20)}
+    pos = {q: np.array([corpus.position(d, s) for d, s in o], dtype=np.int64) for q, o in orders.items()}
+    run = Run(corpus, "toy", pos, {q: -np.arange(len(p), dtype=float) for q, p in pos.items()})
+    qrels = Qrels({q: {f"d{i}": 1 for i in range(5)} for q in orders})
+    res = twin_preference(run, qrels, list(orders), H, G)
+    assert res["rate"] == pytest.approx(1 / 100)
+    d = np.array([1.0 if (j == 0 and i == 0) else -1.0 for j in range(20) for i in range(5)])
+    groups = np.repeat(np.arange(20), 5)
+    fit = sm.OLS(d, np.ones((100, 1))).fit(cov_type="cluster", cov_kwds={"groups": groups, "df_correction": True}, use_t=True)
+    low, high = fit.conf_int(0.05)[0]
+    assert (1 + low) / 2 < 0  # the symmetric interval reaches past the bound
+    assert res["ci_low"] == 0.0 and res["ci_high"] == pytest.approx((1 + high) / 2)
+    assert "CI cut at 0" in res["refused"]

@@ -138,6 +138,7 @@ def twin_preference(
     estimator = get_estimator("mean_difference")
     assert isinstance(estimator, MeanDifference)  # the registered one
     est = estimator.from_query_sums(lf - hf, lf + hf, level=confidence, test_resamples=n_resamples, seed=seed)
+    low, high, note = _bounded((1 + est.low) / 2, (1 + est.high) / 2)
     return {
         "rate": llm_first / n if n else float("nan"),
         "llm_first": llm_first,
@@ -150,13 +151,26 @@ def twin_preference(
         "p_cluster": est.p,
         "p_cluster_method": est.p_method,
         "queries": est.queries,
-        "ci_low": (1 + est.low) / 2,
-        "ci_high": (1 + est.high) / 2,
+        "ci_low": low,
+        "ci_high": high,
         "ci_level": confidence,
         "ci_method": est.method,
-        "refused": est.refused or est.note,
+        "refused": est.refused or "; ".join(x for x in (est.note, note) if x),
         "seed": seed,
     }
+
+
+def _bounded(low: float, high: float) -> tuple[float, float, str]:
+    """The rate's interval within [0, 1], and a note when it was cut there.
+
+    The CR1 t interval is symmetric about the estimate, so near a rate of 0 or 1 it can reach past
+    the bound (a rate of 0.3% with an interval of -0.3% to 0.9%). A rate outside [0, 1] is
+    impossible, so cutting the interval there keeps its coverage; the note says it was cut.
+    """
+    cut = [side for side, bad in (("0", low < 0), ("1", high > 1)) if bad]
+    if not cut:
+        return low, high, ""
+    return max(low, 0.0), min(high, 1.0), f"CI cut at {' and '.join(cut)} (the CR1 t interval is symmetric and reached past the rate's bound)"
 
 
 @dataclass
@@ -176,7 +190,7 @@ class TwinPreferenceRecord(Record):
     twin_pref_ci_high: float = float("nan")
     twin_pref_ci_level: float = 0.95
     twin_pref_ci_method: str = ""
-    twin_pref_refused: str = ""  # why the clustered CI and p are missing ("" when computed)
+    twin_pref_refused: str = ""  # why the clustered CI and p are missing, or a note on them (a CI cut at a bound)
     twin_pref_seed: int = 0
 
     columns: ClassVar[tuple[Column, ...]] = (
@@ -220,9 +234,10 @@ class TwinPreference(Statistic):
         recs = cast("list[TwinPreferenceRecord]", list(records))  # this statistic's own records
         if not recs:
             return ""
-        methods = "; ".join(known(r.twin_pref_p_method for r in recs if not r.twin_pref_refused)) or "none computed"
+        computed = [r for r in recs if not (r.twin_pref_refused and math.isnan(r.twin_pref_ci_low))]  # a note (a CI cut at 0) is not a refusal
+        methods = "; ".join(known(r.twin_pref_p_method for r in computed)) or "none computed"
         levels = ", ".join(f"{lv:.0%}" for lv in known(r.twin_pref_ci_level for r in recs)) or "a"
-        ci_methods = "; ".join(known(r.twin_pref_ci_method for r in recs if not r.twin_pref_refused)) or "none computed"
+        ci_methods = "; ".join(known(r.twin_pref_ci_method for r in computed)) or "none computed"
         seeds = ", ".join(str(int(x)) for x in known(r.twin_pref_seed for r in recs)) or "?"
         text = (
             "Twin pref.: share of the relevant (query, document) pairs whose LLM copy is ranked above its original. "
