@@ -61,21 +61,7 @@ def main() -> None:
         ylabel="simulated study",
     )
     ax.legend(loc="lower right", fontsize=8)
-    ax = axes[1]
-    coef = stage["position_source"]["coefficients"]
-    names = list(coef)
-    for i, n in enumerate(names):
-        c = coef[n]
-        ax.plot(c["ci95"], [i, i], color="tab:blue", lw=3)
-        ax.plot(c["estimate"], i, "o", color="k")
-    ax.axvline(0, color="grey", lw=0.8)
-    ax.set_yticks(range(len(names)), [n if n == "position" else "source\n(LLM twin)" for n in names])
-    ax.set_ylim(-0.5, len(names) - 0.5)
-    a = stage["llm_answers"]
-    ax.set(
-        title=f"NQ-UTD {spec.split('>>')[1].split(',')[0]}, orders={stage['orders']}\n({a['repaired']} of {a['answers']} answers repaired)",
-        xlabel="answered position: coefficient, 95% CI (query clustered)",
-    )
+    _fit_panel(axes[1], stage, spec)
     ax = axes[2]
     ks = [1, 3, 5]
     for name, style in ((first, "o-"), (spec, "s-")):
@@ -86,6 +72,28 @@ def main() -> None:
     fig.tight_layout()
     fig.savefig(args.output, dpi=110)
     print(f"wrote {args.output}")
+
+
+def _fit_panel(ax, stage: dict, spec: str) -> None:
+    """The stage's position/source fit on the model's complete answers, or why there is none."""
+    import textwrap
+
+    fit, a = stage["position_source"], stage["llm_answers"]
+    ax.set_title(f"NQ-UTD {spec.split('>>')[1].split(',')[0]}, orders={stage['orders']}\n({a['repaired']} of {a['answers']} answers repaired)")
+    if "coefficients" not in fit:  # refused (no complete answer, too few queries): said, not drawn
+        ax.axis("off")
+        why = fit.get("refused") or "no fit"
+        ax.text(0.5, 0.5, "\n".join(textwrap.wrap(f"No position/source fit: {why}", 48)), ha="center", va="center", fontsize=9, transform=ax.transAxes)
+        return
+    names = list(fit["coefficients"])
+    for i, n in enumerate(names):
+        c = fit["coefficients"][n]
+        ax.plot(c["ci95"], [i, i], color="tab:blue", lw=3)
+        ax.plot(c["estimate"], i, "o", color="k")
+    ax.axvline(0, color="grey", lw=0.8)
+    ax.set_yticks(range(len(names)), [n if n == "position" else "source\n(LLM twin)" for n in names])
+    ax.set_ylim(-0.5, len(names) - 0.5)
+    ax.set_xlabel("answered position: coefficient, 95% CI (query clustered)")
 
 
 if __name__ == "__main__":
