@@ -23,6 +23,8 @@ def _effect_text(result: CitationResult) -> str:
             parts.append(f"twins Δ {r['estimate']:+.3f} [{r['low']:+.3f}, {r['high']:+.3f}] ({r['pairs']} pairs)")
         else:
             parts.append(f"twins Δ {r['estimate']:+.3f} (no interval)")
+        if r.get("status") not in (None, "", "ok"):  # the table's status (few_queries, ...) travels with the figure's numbers
+            parts[-1] += f" ({r['status'].replace('_', ' ')})"
     return "; ".join(parts) or "no source effect estimated"
 
 
@@ -82,7 +84,7 @@ def plot_citations(result: CitationResult, path: str | Path) -> Path:
     s, c = result.settings, result.counts
     silent = c["no_citation"] + c["empty"] + c.get("only_out_of_range", 0)
     head = f"Citations by {result.generator_name}: top {s['k']}, {s['orders']} order(s), {c['answers']} answers ({silent} cite nothing)"
-    fig.suptitle(f"{head}; {_rate_text(result)}\n{_effect_text(result)}", fontsize=9)
+    fig.suptitle(f"{head}\n{_rate_text(result)}\n{_effect_text(result)}", fontsize=9)  # three lines: one was cut at both edges
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=max(1, len(labels)), fontsize=8, frameon=False)
     fig.tight_layout(rect=(0, 0.06, 1, 1))
