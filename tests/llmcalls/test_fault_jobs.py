@@ -5,6 +5,7 @@ with no answer stored twice, and the retries in the command's printed notes. No 
 
 from __future__ import annotations
 
+import math
 import os
 import signal
 import subprocess
@@ -44,11 +45,22 @@ def reference(nq_utd, nq, tmp_path_factory):
     return out
 
 
+def _missing_as_none(value):
+    """``value`` with every NaN as None (NaN is not equal to itself; a written result holds null)."""
+    if isinstance(value, dict):
+        return {k: _missing_as_none(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_missing_as_none(v) for v in value]
+    return None if isinstance(value, float) and math.isnan(value) else value
+
+
 def same_result(got, ref) -> None:
     """The same grades, pairs and estimates (the client's own counts aside)."""
     assert_frame_equal(got.grades.reset_index(drop=True), ref.grades.reset_index(drop=True))
     assert_frame_equal(got.pairs.reset_index(drop=True), ref.pairs.reset_index(drop=True))
-    assert got.analyses == ref.analyses and got.protocol == ref.protocol
+    # a value refused on 3 or 4 queries is NaN in memory and null once written: both are "missing"
+    assert _missing_as_none(got.analyses) == _missing_as_none(ref.analyses)
+    assert _missing_as_none(got.protocol) == _missing_as_none(ref.protocol)
     assert [n for n in got.notes if not n.startswith("judge calls: ")] == ref.notes
 
 
