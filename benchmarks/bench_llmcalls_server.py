@@ -211,19 +211,9 @@ def run_pool(args) -> None:
 def start_llamacpp(args, log: Path) -> subprocess.Popen:
     cmd = [args.python, "-m", "llama_cpp.server", "--model", args.gguf, "--model_alias", args.alias, "--host", "127.0.0.1", "--port", str(args.port),
            "--n_threads", "1", "--n_threads_batch", "1", "--n_ctx", "4096", "--logits_all", "true"]  # fmt: skip
-    proc = subprocess.Popen(cmd, stdout=log.open("w"), stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise SystemExit(f"llama_cpp.server exited with {proc.returncode}; see {log}")
-        try:
-            if httpx.get(f"http://127.0.0.1:{args.port}/v1/models", timeout=2).status_code == 200:
-                return proc
-        except httpx.TransportError:
-            pass
-        time.sleep(1)
-    proc.kill()
-    raise SystemExit(f"llama_cpp.server did not answer within 300 s; see {log}")
+    from llamacpp_rerank import wait_ready  # the guide's llama.cpp script starts its server the same way
+
+    return wait_ready(subprocess.Popen(cmd, stdout=log.open("w"), stderr=subprocess.STDOUT), args.port, log)
 
 
 PROMPT_EVAL = re.compile(r"prompt eval time =\s*([\d.]+) ms /\s*(\d+) tokens")

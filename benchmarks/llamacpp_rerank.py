@@ -44,7 +44,11 @@ def start_server(python: str, model: str, alias: str, port: int, log: Path) -> s
         "--n_ctx",
         "4096",
     ]
-    proc = subprocess.Popen(cmd, stdout=log.open("w"), stderr=subprocess.STDOUT)
+    return wait_ready(subprocess.Popen(cmd, stdout=log.open("w"), stderr=subprocess.STDOUT), port, log)
+
+
+def wait_ready(proc: subprocess.Popen, port: int, log: Path) -> subprocess.Popen:
+    """``proc`` once llama.cpp's server on ``port`` lists its models (300 s at most; its log names the cause)."""
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
         if proc.poll() is not None:
