@@ -21,7 +21,7 @@ import time
 import pytest
 from generation_helpers import copy_nq_subset, human_ids, read_twin
 
-from sourcebias.cli.main import _stop_signals_as_interrupt, main
+from sourcebias.cli.main import main
 
 
 class SlowCounter:
@@ -115,21 +115,33 @@ def test_a_stopped_rewrite_records_its_run_and_writes_the_documents_in_flight(nq
     assert sorted(ids) == sorted(human_ids(ds)) and counting.calls == 8  # each document asked once
 
 
+#: run in a process of its own, not in the test runner's: there the signal met what earlier tests
+#: left in the process (Ray's driver installs a SIGTERM handler that calls sys.exit), and in a full
+#: CI run the xdist worker died during this test (and xdist's scope scheduler then hung the run)
+IGNORED_AT_START = """
+import os, signal, sys, time
+from sourcebias.cli.main import _stop_signals_as_interrupt
+
+signal.signal(signal.SIGHUP, signal.SIG_IGN)  # as nohup starts a command
+signal.signal(signal.SIGTERM, signal.SIG_DFL)
+stopped = []
+try:
+    with _stop_signals_as_interrupt(stopped):
+        hup_inside = signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+        os.kill(os.getpid(), signal.SIGHUP)  # ignored
+        time.sleep(0.05)
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(5)  # the handler raises before this ends
+    print("not interrupted")
+except KeyboardInterrupt:
+    restored = signal.getsignal(signal.SIGTERM) is signal.SIG_DFL and signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+    print(f"interrupted by {stopped}; SIGHUP ignored inside: {hup_inside}; handlers restored: {restored}")
+"""
+
+
 def test_a_signal_ignored_at_start_stays_ignored_and_handlers_are_restored():
     """``nohup`` starts a command with SIGHUP ignored: it must stay so; SIGTERM raises
     KeyboardInterrupt inside the block only, and names itself."""
-    old_hup = signal.signal(signal.SIGHUP, signal.SIG_IGN)
-    old_term = signal.signal(signal.SIGTERM, signal.SIG_DFL)  # as a command starts (a test runner may hold its own)
-    try:
-        stopped: list[int] = []
-        with pytest.raises(KeyboardInterrupt), _stop_signals_as_interrupt(stopped):
-            assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
-            os.kill(os.getpid(), signal.SIGHUP)  # ignored
-            time.sleep(0.05)
-            os.kill(os.getpid(), signal.SIGTERM)
-            time.sleep(5)  # the handler raises before this ends
-        assert stopped == [signal.SIGTERM]
-        assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL and signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
-    finally:
-        signal.signal(signal.SIGHUP, old_hup)
-        signal.signal(signal.SIGTERM, old_term)
+    done = subprocess.run([sys.executable, "-c", IGNORED_AT_START], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f"interrupted by [{int(signal.SIGTERM)}]; SIGHUP ignored inside: True; handlers restored: True"

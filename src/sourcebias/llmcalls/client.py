@@ -95,6 +95,8 @@ class CachingClient:
         return {}
 
     def compute(self, calls: Sequence[Call], on_answer: OnAnswer) -> None:
+        """Answer ``calls``, giving each answer to ``on_answer(index, answer)`` as it arrives;
+        ``on_answer`` stores it and may be called from several threads at once."""
         raise NotImplementedError
 
     # -- the shared part --------------------------------------------------------------------

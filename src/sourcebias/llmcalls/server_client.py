@@ -223,8 +223,10 @@ class ServerClient(CachingClient):
         abandons them); then the error is raised. A rerun sends only the rest, and an interrupted
         job ends in the time of one call (the client says what is stored: :meth:`CachingClient.answer`)."""
         pool = ThreadPoolExecutor(max_workers=self.backend.concurrency, thread_name_prefix="llmcalls")
-        futures: dict[Future, int] = {pool.submit(self._one, calls[j], j): j for j in prefix_order(calls)}
-        delivered: set[Future] = set()
+        # Each answer is delivered (stored) by the thread that received it, before that thread sends
+        # the next call: a job killed with -9 loses at most the `concurrency` calls at the servers
+        # (delivered from this thread, the answers waiting for it under load were lost too).
+        futures: dict[Future, int] = {pool.submit(self._deliver, calls[j], j, on_answer): j for j in prefix_order(calls)}
         failed: BaseException | None = None
         try:
             # as_completed waits on every future once (a wait(FIRST_COMPLETED) loop re-arms a waiter
@@ -232,31 +234,29 @@ class ServerClient(CachingClient):
             for f in as_completed(futures):
                 if f.cancelled():
                     continue
-                delivered.add(f)
                 exc = f.exception()
-                if exc is None:
-                    on_answer(futures[f], f.result())
-                elif failed is None:  # what arrives is still stored; the rest is sent again by a rerun
+                if exc is not None and failed is None:  # what arrives is still stored; the rest is sent again by a rerun
                     failed = exc
                     for g in futures:
                         g.cancel()
         except KeyboardInterrupt:
-            self._finish_in_flight(futures, delivered, on_answer)
+            self._finish_in_flight(futures)
             raise
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
         if failed is not None:
             raise failed
 
-    def _finish_in_flight(self, futures: dict[Future, int], delivered: set[Future], on_answer: OnAnswer) -> None:
-        """Cancel the calls not sent yet; await and store those in flight (failures dropped)."""
-        rest = [f for f in futures if f not in delivered]
-        for f in rest:
+    def _deliver(self, call: Call, j: int, on_answer: OnAnswer) -> None:
+        """Send call ``j`` and deliver its answer (``on_answer`` stores it), in the worker thread."""
+        on_answer(j, self._one(call, j))
+
+    @staticmethod
+    def _finish_in_flight(futures: dict[Future, int]) -> None:
+        """Cancel the calls not sent yet; await those in flight (each stores its own answer; failures dropped)."""
+        for f in futures:
             f.cancel()
-        for f in wait(rest).done:
-            if f not in delivered and not f.cancelled() and f.exception() is None:
-                delivered.add(f)
-                on_answer(futures[f], f.result())
+        wait(list(futures))
 
     def describe(self) -> dict[str, Any]:
         out = super().describe()
