@@ -95,7 +95,7 @@ def main() -> None:
     )
     args = ap.parse_args()
 
-    from sourcebias.audit import AuditSettings, DetectorOptions, run_audit
+    from sourcebias.audit import AuditRuns, AuditSettings, DetectorOptions, run_audit
 
     folders = {"nq-utd": args.evaluate_nq_utd, "nfcorpus": args.evaluate_nfcorpus}
     lines = list(HEADER)
@@ -110,7 +110,7 @@ def main() -> None:
                                   max_pairs=args.max_pairs, seed=args.seed)  # fmt: skip
         reference = reference_file(audited, args.human_reference, args.output) if args.human_reference else None
         result, _ = run_audit(folders[audited], args.output / audited, detector=options, settings=AuditSettings(ks=(10,), resamples=args.resamples, seed=args.seed), overwrite=True,
-                              max_queries=args.max_queries, human_reference=reference)  # fmt: skip
+                              runs=AuditRuns(max_queries=args.max_queries), human_reference=reference)  # fmt: skip
         lines += [row_line(audited, other, r, result.diagnostic) for r in result.rows]
         print(lines[-4:], flush=True)
     ref = f"; Sp from {args.human_reference} human documents of the audited corpus" if args.human_reference else ""

@@ -55,8 +55,9 @@ def main(argv=None) -> int:
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args(argv)
 
-    from sourcebias.citations import CiteSettings, run_cite
+    from sourcebias.citations import CiteSettings, RankingSource, run_cite
     from sourcebias.citations.report import citation_report
+    from sourcebias.llmcalls import ModelAccess
     from sourcebias.models.llm import smollm2_path
     from sourcebias.report.render import to_markdown
 
@@ -72,8 +73,10 @@ def main(argv=None) -> int:
         wait_ready(url, proc)
         settings = CiteSettings(k=args.k, orders=args.orders, max_tokens=args.max_tokens, max_queries=args.max_queries)
         t0 = time.perf_counter()
-        result, path = run_cite("nq-utd", args.output / "study", generator=f"openai:smollm2@{url}", settings=settings, retriever="bm25", overwrite=True,
-                                cache_dir=args.output / "cache", concurrency=1)  # fmt: skip
+        ranking, access = RankingSource(retriever="bm25"), ModelAccess(cache_dir=args.output / "cache", concurrency=1)
+        result, path = run_cite(
+            "nq-utd", args.output / "study", generator=f"openai:smollm2@{url}", settings=settings, ranking=ranking, access=access, overwrite=True
+        )
         seconds = time.perf_counter() - t0
     finally:
         proc.terminate()

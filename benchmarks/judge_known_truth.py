@@ -34,7 +34,7 @@ import script_data
 
 from sourcebias.clustered.tally import Tally, markdown
 from sourcebias.data import load_dataset
-from sourcebias.judges import JudgeSettings, judge
+from sourcebias.judges import JudgePlan, JudgeSettings, judge
 from sourcebias.judges.known_truth import BiasedJudge
 from sourcebias.llmcalls import open_client
 from sourcebias.llmcalls.simulated import SimulatedServer
@@ -64,7 +64,7 @@ def study_rows(scenario: str, ds: Any, url: str, seed: int, queries: int) -> lis
     """The estimate rows of one study."""
     client = open_client(f"openai:sim@{url}", cache=False, concurrency=8)
     modes = ("pairwise",) if scenario == "position-only" else ("grade",)
-    result = judge(ds, client, JudgeSettings(modes=modes, seed=seed, top_logprobs=0), max_queries=3 if scenario == "few-queries" else queries)
+    result = judge(ds, client, JudgeSettings(modes=modes, seed=seed, top_logprobs=0), plan=JudgePlan(max_queries=3 if scenario == "few-queries" else queries))
     client.close()
     return result.rows("twin_bias") + result.rows("pairwise")
 

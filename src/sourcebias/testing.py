@@ -1,7 +1,7 @@
 """Test helpers for people who extend sourcebias in their own package.
 
 A toy mixed dataset small enough to check by hand, and test cases that hold a new retriever,
-statistic, query-clustered estimator, measure, detector, analysis or prompt to the contracts sourcebias relies on (as ``pyterrier.testing`` and
+statistic, query-clustered estimator, measure, detector, analysis, prompt or study to the contracts sourcebias relies on (as ``pyterrier.testing`` and
 ``mteb.mocks`` do for their extension authors). Subclass a case, say what to test, and let your
 test runner (pytest or unittest) collect it::
 
@@ -636,3 +636,95 @@ class PromptTestCase(_Case):
         prompt = self.prompt()
         args = {"permutation": (3,), "citations": (3,)}.get(prompt.answer, ())
         self.assertEqual(prompt.parse(example[0], *args), example[1])
+
+
+class StudyTestCase(unittest.TestCase):
+    """Contract of a study written through the frame (:mod:`sourcebias.study`).
+
+    Set :attr:`kind` (the kind its folder is claimed with) and implement :meth:`run_study`; the
+    study is run once per test class, into a fresh folder.
+    """
+
+    __test__ = False
+    #: the kind the study's folder is claimed with (``OutputFolder.claim(..., kind=...)``)
+    kind: ClassVar[str] = ""
+    #: the folder the study wrote (set once per class)
+    path: ClassVar[Path]
+    _tmp: ClassVar[tempfile.TemporaryDirectory[str]]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.__test__ = cls.__module__ != __name__
+
+    def run_study(self, output: Path) -> Path:
+        """Run the study into the folder ``output``; implement it in your subclass.
+
+        Returns:
+            The folder written (what the study's job returns).
+        """
+        raise NotImplementedError("implement run_study() in your subclass")
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        """Run the study once, into a fresh temporary folder."""
+        super().setUpClass()
+        cls._tmp = tempfile.TemporaryDirectory(prefix="sourcebias-study-case-")
+        cls.path = Path(cls.run_study(cls(), Path(cls._tmp.name) / "out"))
+
+    @classmethod
+    def tearDownClass(cls) -> None:
+        """Remove the temporary folder."""
+        cls._tmp.cleanup()
+        super().tearDownClass()
+
+    def _manifest(self) -> dict[str, Any]:
+        from sourcebias.core.artifacts import read_manifest
+
+        return read_manifest(self.path)
+
+    def test_its_folder_is_of_its_kind_and_lists_every_file_with_its_digest(self) -> None:
+        """The manifest names the kind, and every file of the folder with its size and SHA-256."""
+        from sourcebias.core.artifacts import artifact_kind, list_files
+
+        self.assertTrue(self.kind, "set kind on your subclass")
+        manifest = self._manifest()
+        self.assertEqual(artifact_kind(manifest), self.kind)
+        recorded = {name: {"bytes": f["bytes"], "sha256": f["sha256"]} for name, f in manifest["outputs"]["files"].items()}
+        self.assertEqual(recorded, list_files(self.path))
+        self.assertFalse([p.name for p in self.path.parent.iterdir() if p.name.startswith(f".{self.path.name}.staging")], "a staging folder was left behind")
+
+    def test_its_report_is_written_as_markdown_and_latex(self) -> None:
+        """``summary.md`` (a Markdown document with a title) and ``summary.tex`` are there, not empty."""
+        md, tex = self.path / "summary.md", self.path / "summary.tex"
+        self.assertTrue(md.is_file() and tex.is_file(), "write the report with sourcebias.study.write_study (or write_summaries)")
+        self.assertTrue(md.read_text(encoding="utf-8").startswith("# "))
+        self.assertTrue(tex.read_text(encoding="utf-8").strip())
+
+    def test_its_figures_are_png_files(self) -> None:
+        """Every ``.png`` of the folder is a PNG image."""
+        for png in self.path.rglob("*.png"):
+            self.assertEqual(png.read_bytes()[:8], b"\x89PNG\r\n\x1a\n", png.name)
+
+    def test_a_second_run_into_its_folder_is_refused_and_changes_nothing(self) -> None:
+        """A second run into the folder without overwrite is refused, and its files stay as they were.
+
+        The folder is claimed before any work (``OutputError`` at the claim).
+        """
+        from sourcebias.core.artifacts import list_files
+        from sourcebias.core.errors import OutputError
+
+        before = list_files(self.path)
+        with self.assertRaises(OutputError):
+            self.run_study(self.path)
+        self.assertEqual(list_files(self.path), before)
+
+    def test_it_loads_back_where_its_kind_has_a_loader(self) -> None:
+        """:func:`~sourcebias.core.artifacts.load_artifact` reads the folder back.
+
+        Skipped when no loader is registered for the kind (``register_loader``).
+        """
+        from sourcebias.core.artifacts import has_loader, load_artifact
+
+        if not has_loader(self.kind):
+            self.skipTest(f"no loader registered for kind '{self.kind}'")
+        self.assertIsNotNone(load_artifact(self.path))

@@ -13,8 +13,9 @@ import pytest
 from conftest import write_jsonl, write_qrels
 
 from sourcebias.data import load_dataset
-from sourcebias.judges import JudgeSettings, load_judge, run_judge
+from sourcebias.judges import JudgePlan, JudgeSettings, load_judge, run_judge
 from sourcebias.judges.prompts import grade_messages
+from sourcebias.llmcalls import ModelAccess
 from sourcebias.llmcalls.grades import LOW_MASS, MIN_GRADE_MASS
 
 
@@ -38,7 +39,9 @@ def test_smollm2_judge_end_to_end(small_nq, tmp_path):
     from sourcebias.models.llm import resolve_lm
 
     settings = JudgeSettings(prompt="digit", max_tokens=1)
-    result, path = run_judge(str(small_nq), "smollm2", tmp_path / "out", settings=settings, cache_dir=tmp_path / "cache", resamples=200)
+    result, path = run_judge(
+        str(small_nq), "smollm2", tmp_path / "out", settings=settings, plan=JudgePlan(resamples=200), access=ModelAccess(cache_dir=tmp_path / "cache")
+    )
     g = result.grades
     assert len(g) == 8 and result.judge["calls"] == 8
     (p,) = result.rows("parse")

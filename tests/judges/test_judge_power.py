@@ -83,14 +83,17 @@ def test_power_of_a_judge_folder_end_to_end(nq_utd, tmp_path, capsys):
     a tenth of a grade, by both methods, in the folder that loads back."""
     from sourcebias.cli.main import main
     from sourcebias.data import load_dataset
-    from sourcebias.judges import run_judge
+    from sourcebias.judges import JudgePlan, run_judge
     from sourcebias.judges.known_truth import BiasedJudge
+    from sourcebias.llmcalls import ModelAccess
     from sourcebias.llmcalls.simulated import SimulatedServer
     from sourcebias.power import load_power
 
     nq = load_dataset(nq_utd)
     with SimulatedServer(BiasedJudge.from_corpus(nq.corpus, nq.human_source, delta=0.3, spread=0.1, noise=0.4)) as url:
-        run_judge(str(nq_utd), f"openai:sim@{url}", tmp_path / "judge", max_queries=8, resamples=200, cache_dir=tmp_path / "cache")
+        run_judge(
+            str(nq_utd), f"openai:sim@{url}", tmp_path / "judge", plan=JudgePlan(max_queries=8, resamples=200), access=ModelAccess(cache_dir=tmp_path / "cache")
+        )
     with pytest.raises(SystemExit) as info:
         main(["power", str(tmp_path / "judge"), "--effect", "grade=0.1", "--n", "8", "50", "--resamples", "500", "-o", str(tmp_path / "power")])
     out = capsys.readouterr()

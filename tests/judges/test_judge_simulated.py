@@ -12,10 +12,10 @@ import pytest
 
 from sourcebias.core.artifacts import load_artifact, read_manifest
 from sourcebias.data import load_dataset
-from sourcebias.judges import JudgeSettings, judge, load_judge, run_judge
+from sourcebias.judges import JudgePlan, JudgeSettings, judge, load_judge, run_judge
 from sourcebias.judges.known_truth import BiasedJudge
 from sourcebias.judges.prompts import parse_grade
-from sourcebias.llmcalls import open_client
+from sourcebias.llmcalls import ModelAccess, open_client
 from sourcebias.llmcalls.simulated import SimulatedServer
 
 
@@ -28,7 +28,7 @@ def test_twin_bias_recovers_the_judge_rule(nq):
     bj = BiasedJudge.from_corpus(nq.corpus, nq.human_source, delta=0.5)
     with SimulatedServer(bj) as url:
         client = open_client(f"openai:sim@{url}", cache=False)
-        r = judge(nq, client, JudgeSettings(seed=3), max_queries=12)
+        r = judge(nq, client, JudgeSettings(seed=3), plan=JudgePlan(max_queries=12))
     llm = nq.other_sources[0]
     # the estimate, by hand: the judge's own grades of every judged pair of the sampled queries
     queries = sorted(set(r.grades["query_id"]))
@@ -49,7 +49,7 @@ def test_twin_bias_recovers_the_judge_rule(nq):
 def test_pairwise_and_disclosure_recover_known_effects(nq):
     bj = BiasedJudge.from_corpus(nq.corpus, nq.human_source, delta=0.0, label_effect=0.6, preference=0.3, position=0.15)
     with SimulatedServer(bj) as url:
-        r = judge(nq, open_client(f"openai:sim@{url}", cache=False), JudgeSettings(modes=("disclosure", "pairwise")), max_queries=20)
+        r = judge(nq, open_client(f"openai:sim@{url}", cache=False), JudgeSettings(modes=("disclosure", "pairwise")), plan=JudgePlan(max_queries=20))
     rows = {(x["quantity"], x["llm_source"]): x for x in r.rows("pairwise") + r.rows("disclosure")}
     llm = nq.other_sources[0]
     src, pos = rows[("pairwise: LLM copy preferred", llm)], rows[("pairwise: first passage preferred", llm)]
@@ -68,7 +68,7 @@ def test_unparseable_answers_are_counted_and_left_out(nq):
         return ("##final score: 2" if is_llm else "Relevant, I think."), None  # every original unparseable, no log-probabilities
 
     with SimulatedServer(responder) as url:
-        r = judge(nq, open_client(f"openai:sim@{url}", cache=False), JudgeSettings(), max_queries=3)
+        r = judge(nq, open_client(f"openai:sim@{url}", cache=False), JudgeSettings(), plan=JudgePlan(max_queries=3))
     (p,) = r.rows("parse")
     assert (p["answers"], p["unparseable"]) == (60, 30)
     row = r.twin_bias()
@@ -89,7 +89,7 @@ def test_refusals_give_no_expected_grade_digit_prompt(nq):
         return "I cannot grade this passage.", ({"I": -0.05, "1": -3.5, "3": -4.0} if is_llm else {"I": -0.05, "3": -3.5, "1": -4.0})
 
     with SimulatedServer(responder) as url:
-        r = judge(nq, open_client(f"openai:sim@{url}", cache=False), JudgeSettings(prompt="digit", max_tokens=1), max_queries=3)
+        r = judge(nq, open_client(f"openai:sim@{url}", cache=False), JudgeSettings(prompt="digit", max_tokens=1), plan=JudgePlan(max_queries=3))
     (p,) = r.rows("parse")
     assert (p["answers"], p["unparseable"], p["no_expected_grade"]) == (60, 60, {"unparsed": 60})
     assert r.grades["expected"].isna().all() and r.grades["grade_mass"].isna().all()
@@ -120,7 +120,12 @@ def test_run_judge_writes_a_folder_that_loads_back_and_evaluates(nq_utd, nq, tmp
     out = tmp_path / "judge"
     with SimulatedServer(assessor_responder(nq)) as url:
         result, path = run_judge(
-            str(nq_utd), f"openai:sim@{url}", out, retrievers=["bm25", "tfidf"], max_queries=10, resamples=500, cache_dir=tmp_path / "cache"
+            str(nq_utd),
+            f"openai:sim@{url}",
+            out,
+            retrievers=["bm25", "tfidf"],
+            plan=JudgePlan(max_queries=10, resamples=500),
+            access=ModelAccess(cache_dir=tmp_path / "cache"),
         )
     assert read_manifest(path)["kind"] == "judge"
     assert load_artifact(path) == result == load_judge(path)
@@ -145,10 +150,16 @@ def test_run_judge_writes_a_folder_that_loads_back_and_evaluates(nq_utd, nq, tmp
 def test_rerun_reads_every_answer_back(nq_utd, nq, tmp_path):
     bj = BiasedJudge.from_corpus(nq.corpus, nq.human_source)
     with SimulatedServer(bj) as url:
-        first, _ = run_judge(str(nq_utd), f"openai:sim@{url}", tmp_path / "a", max_queries=2, cache_dir=tmp_path / "cache", resamples=200)
+        first, _ = run_judge(
+            str(nq_utd), f"openai:sim@{url}", tmp_path / "a", plan=JudgePlan(max_queries=2, resamples=200), access=ModelAccess(cache_dir=tmp_path / "cache")
+        )
         calls = bj.calls
-        again, _ = run_judge(str(nq_utd), f"openai:sim@{url}", tmp_path / "b", max_queries=2, cache_dir=tmp_path / "cache", resamples=200)
-        more, _ = run_judge(str(nq_utd), f"openai:sim@{url}", tmp_path / "c", max_queries=3, cache_dir=tmp_path / "cache", resamples=200)
+        again, _ = run_judge(
+            str(nq_utd), f"openai:sim@{url}", tmp_path / "b", plan=JudgePlan(max_queries=2, resamples=200), access=ModelAccess(cache_dir=tmp_path / "cache")
+        )
+        more, _ = run_judge(
+            str(nq_utd), f"openai:sim@{url}", tmp_path / "c", plan=JudgePlan(max_queries=3, resamples=200), access=ModelAccess(cache_dir=tmp_path / "cache")
+        )
     assert calls == 40 and first.judge["calls"] == 40
     assert bj.calls == 40 + 20  # the rerun sent nothing; the larger sample only its new query's 20 calls
     assert json.dumps(again.analyses, sort_keys=True) == json.dumps(first.analyses, sort_keys=True) and again.judge["cached"] == 40
@@ -194,7 +205,12 @@ def test_top_k_of_a_run_is_graded_too(nq_utd, nq, tmp_path):
     bj = BiasedJudge.from_corpus(nq.corpus, nq.human_source)
     with SimulatedServer(bj) as url:
         result, _ = run_judge(
-            str(nq_utd), f"openai:sim@{url}", tmp_path / "o", retrievers=["bm25"], top_k=3, max_queries=2, resamples=200, cache_dir=tmp_path / "cache"
+            str(nq_utd),
+            f"openai:sim@{url}",
+            tmp_path / "o",
+            retrievers=["bm25"],
+            plan=JudgePlan(top_k=3, max_queries=2, resamples=200),
+            access=ModelAccess(cache_dir=tmp_path / "cache"),
         )
     queries = sorted(set(result.grades["query_id"]))
     run = build_retriever("bm25").retrieve(nq.corpus, {q: nq.queries[q] for q in queries}, 100)
@@ -210,7 +226,14 @@ def test_top_k_of_a_run_is_graded_too(nq_utd, nq, tmp_path):
 
 def test_qrels_with_nothing_relevant_are_reported_not_evaluated(nq_utd, nq, tmp_path):
     with SimulatedServer(lambda messages, params: ("##final score: 0", None)) as url:
-        result, _ = run_judge(str(nq_utd), f"openai:sim@{url}", tmp_path / "o", retrievers=["bm25"], max_queries=2, resamples=200, cache_dir=tmp_path / "cache")
+        result, _ = run_judge(
+            str(nq_utd),
+            f"openai:sim@{url}",
+            tmp_path / "o",
+            retrievers=["bm25"],
+            plan=JudgePlan(max_queries=2, resamples=200),
+            access=ModelAccess(cache_dir=tmp_path / "cache"),
+        )
     assert {r["qrels"] for r in result.protocol["rows"]} == {"assessors"}
     assert sum("no query has a relevant judgement; not evaluated" in n for n in result.notes) == len(nq.sources)
     # two queries: the estimate, and no CI or p (the audit's rule), said in the notes
@@ -227,7 +250,7 @@ def test_qrels_with_nothing_relevant_are_reported_not_evaluated(nq_utd, nq, tmp_
 def test_a_judge_that_never_grades_gives_no_estimate(nq):
     """Every answer "I cannot grade this passage.": nothing parsed, so no estimate, no interval, no p."""
     with SimulatedServer(lambda messages, params: ("I cannot grade this passage.", None)) as url:
-        r = judge(nq, open_client(f"openai:sim@{url}", cache=False), JudgeSettings(seed=1, top_logprobs=0), max_queries=6)
+        r = judge(nq, open_client(f"openai:sim@{url}", cache=False), JudgeSettings(seed=1, top_logprobs=0), plan=JudgePlan(max_queries=6))
     (row,) = r.rows("twin_bias")
     assert math.isnan(row["estimate"]) and math.isnan(row["low"]) and math.isnan(row["p"]) and row["missing"] == 60
     assert row["refused"] == "nothing to estimate from: all 60 items were left out (no value the model gave could be read)"

@@ -17,9 +17,9 @@ from pandas.testing import assert_frame_equal
 
 from sourcebias.cli.main import main
 from sourcebias.data import load_dataset
-from sourcebias.judges import JudgeSettings, load_judge, run_judge
+from sourcebias.judges import JudgePlan, JudgeSettings, load_judge, run_judge
 from sourcebias.judges.known_truth import BiasedJudge
-from sourcebias.llmcalls import open_client
+from sourcebias.llmcalls import ModelAccess, open_client
 from sourcebias.llmcalls.backends.base import GenerationError
 from sourcebias.llmcalls.cache import AnswerStore
 from sourcebias.llmcalls.faults import FaultProxy
@@ -41,7 +41,14 @@ def reference(nq_utd, nq, tmp_path_factory):
     out = {}
     with SimulatedServer(BiasedJudge.from_corpus(nq.corpus, nq.human_source)) as url:
         for q in (3, 4):
-            out[q], _ = run_judge(str(nq_utd), f"openai:sim@{url}", root / f"q{q}", settings=SETTINGS, max_queries=q, resamples=200, cache_dir=root / f"c{q}")
+            out[q], _ = run_judge(
+                str(nq_utd),
+                f"openai:sim@{url}",
+                root / f"q{q}",
+                settings=SETTINGS,
+                plan=JudgePlan(max_queries=q, resamples=200),
+                access=ModelAccess(cache_dir=root / f"c{q}"),
+            )
     return out
 
 
@@ -102,11 +109,18 @@ def test_a_judge_whose_calls_stop_getting_answers_fails_and_a_rerun_completes_it
         with proxy as url:
             client = open_client(f"openai:sim@{url}", cache_dir=tmp_path / "cache", max_retries=2, backoff_base=0.01, backoff_max=0.05)
             with pytest.raises(GenerationError, match=r"90 of 120 calls of this batch got no answer; the 30 answered are stored in .* a rerun sends only"):
-                run_judge(str(nq_utd), "sim", tmp_path / "out", settings=SETTINGS, max_queries=3, resamples=200, client=client)
+                run_judge(
+                    str(nq_utd), "sim", tmp_path / "out", settings=SETTINGS, plan=JudgePlan(max_queries=3, resamples=200), access=ModelAccess(client=client)
+                )
             assert not (tmp_path / "out").exists()
             proxy.set_plan(None)
             result, _ = run_judge(
-                str(nq_utd), f"openai:sim@{url}", tmp_path / "out", settings=SETTINGS, max_queries=3, resamples=200, cache_dir=tmp_path / "cache"
+                str(nq_utd),
+                f"openai:sim@{url}",
+                tmp_path / "out",
+                settings=SETTINGS,
+                plan=JudgePlan(max_queries=3, resamples=200),
+                access=ModelAccess(cache_dir=tmp_path / "cache"),
             )
     same_result(result, reference[3])
     assert result.judge["cached"] == 30 and result.judge["client"]["calls"]["computed"] == 90

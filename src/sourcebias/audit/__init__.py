@@ -18,7 +18,7 @@ from sourcebias.audit.correction import Calibration, correct, joint_bootstrap, r
 from sourcebias.audit.detector import CalibratedDetector, score_file_detector, train_detector
 from sourcebias.audit.diagnostic import TransferCheck, transfer_check
 from sourcebias.audit.features import FeatureSpec
-from sourcebias.audit.job import DetectorOptions, audit, build_detector, load_audited_runs, run_audit
+from sourcebias.audit.job import AuditRuns, DetectorOptions, audit, build_detector, load_audited_runs, run_audit
 from sourcebias.audit.report import audit_report
 from sourcebias.audit.result import AuditResult, load_audit
 from sourcebias.audit.scores import read_scores
@@ -28,6 +28,7 @@ register_loader("audit", "sourcebias.audit.result:AuditResult.load")
 
 __all__ = [
     "AuditResult",
+    "AuditRuns",
     "AuditSettings",
     "CalibratedDetector",
     "Calibration",

@@ -112,12 +112,32 @@ def build_detector(options: DetectorOptions, *, cache_dir: Any = None, emit: Cal
     return score_file_detector(scores, _load(options.calibrate), cal_scores, threshold=options.threshold, describe=describe)
 
 
-def load_audited_runs(
-    target: str | Path, *, dataset: str | None = None, retrievers: Sequence[str] | None = None, docnos: Path | None = None, docno_pattern: str | None = None
-) -> tuple[dict[str, Any], Any, dict[str, Any]]:
+@dataclass(frozen=True)
+class AuditRuns:
+    """Which runs of the audited target, over which dataset, and how many of their queries.
+
+    Attributes:
+        dataset: The dataset a TREC run ranks (``DIR``; for an ``evaluate`` folder it overrides the recorded path).
+        retrievers: Audit only these runs of an ``evaluate`` folder (``None``: all its mixed runs).
+        docnos: How a TREC file names documents: a docno map (``sourcebias.retrieval.run``).
+        docno_pattern: Or a pattern of the names (``{doc_id}-{source}``).
+        max_queries: Audit a seeded sample of this many queries common to the runs (``None``: all).
+    """
+
+    dataset: str | None = None
+    retrievers: Sequence[str] | None = None
+    docnos: Path | None = None
+    docno_pattern: str | None = None
+    max_queries: int | None = None
+
+
+def load_audited_runs(target: str | Path, which: AuditRuns | None = None) -> tuple[dict[str, Any], Any, dict[str, Any]]:
     """``(runs, dataset, info)``: the mixed-corpus runs of an ``evaluate`` folder (bound to its
-    dataset's texts; ``dataset`` overrides the recorded path) or one TREC run file over
-    ``dataset`` (document names by the project's docno rule)."""
+    dataset's texts; ``which.dataset`` overrides the recorded path) or one TREC run file over
+    ``which.dataset`` (document names by the project's docno rule), all of their queries
+    (:func:`sample_queries` draws ``which.max_queries``)."""
+    which = which or AuditRuns()
+    dataset, retrievers = which.dataset, which.retrievers
     target = Path(target)
     depth = None  # the depth the evaluation ranked to (a TREC run's rankings are as long as they are)
     if target.is_dir():
@@ -129,7 +149,7 @@ def load_audited_runs(
         from sourcebias.retrieval.run import Run
 
         ds = _load(dataset)
-        run = Run.from_trec(target, ds.corpus, docnos=resolve_docnos(target, ds.corpus, docnos=docnos, docno_pattern=docno_pattern))
+        run = Run.from_trec(target, ds.corpus, docnos=resolve_docnos(target, ds.corpus, docnos=which.docnos, docno_pattern=which.docno_pattern))
         runs = {run.name: run}
     else:
         raise ConfigError(f"{target}: neither an evaluate output folder nor a TREC run file")
@@ -311,21 +331,28 @@ def run_audit(
     *,
     detector: DetectorOptions,
     settings: AuditSettings,
-    dataset: str | None = None,
-    retrievers: Sequence[str] | None = None,
-    docnos: Path | None = None,
-    docno_pattern: str | None = None,
-    overwrite: bool = False,
-    cache_dir: Any = None,
-    emit: Callable[[str], None] | None = None,
-    max_queries: int | None = None,
+    runs: AuditRuns | None = None,
     human_reference: Path | None = None,
     calibration_domain: str = "auto",
+    cache_dir: Any = None,
+    overwrite: bool = False,
+    emit: Callable[[str], None] | None = None,
 ) -> tuple[AuditResult, Path | None]:
-    """Audit ``target`` (all its queries, or a seeded sample of ``max_queries``) and write the
-    folder ``output`` (claimed before any work; ``None``: nothing written); ``human_reference``:
-    a file naming documents of the audited corpus known to be human; ``calibration_domain``: see
-    :func:`audit`. Returns the result and the folder's path."""
+    """Audit ``target`` and write the folder ``output`` (claimed before any work; ``None``:
+    nothing written). Returns the result and the folder's path.
+
+    Args:
+        target: An ``evaluate`` output folder or a TREC run file.
+        output: The output folder (``None``: nothing written).
+        detector: Which detector, and how it is calibrated (:class:`DetectorOptions`).
+        settings: Cut-offs, resamples, CI level, seed, the transfer check.
+        runs: Which runs, over which dataset, and a seeded sample of their queries (:class:`AuditRuns`).
+        human_reference: A file naming documents of the audited corpus known to be human.
+        calibration_domain: See :func:`audit`.
+        cache_dir: Where a zero-shot detector stores its scores (default: the sourcebias cache).
+        overwrite: Replace an earlier result in ``output``.
+        emit: Receives progress messages.
+    """
     from sourcebias.audit.calibrate import DOMAINS
     from sourcebias.audit.scores import read_keys
     from sourcebias.core.artifacts import OutputFolder
@@ -337,22 +364,15 @@ def run_audit(
     folder = OutputFolder.claim(output, kind=KIND, overwrite=overwrite) if output is not None else None
     try:
         t0 = time.perf_counter()
-        runs, ds, info = load_audited_runs(target, dataset=dataset, retrievers=retrievers, docnos=docnos, docno_pattern=docno_pattern)
-        check_cutoffs(runs, settings.ks, info["ranked_to"])  # before the detector is built
-        runs = sample_queries(runs, max_queries, settings.seed)
-        info = {**info, "max_queries": max_queries, "runs": {n: {"queries": len(r), "depth": r.depth()} for n, r in runs.items()}}
+        which = runs or AuditRuns()
+        audited, ds, info = load_audited_runs(target, which)
+        check_cutoffs(audited, settings.ks, info["ranked_to"])  # before the detector is built
+        audited = sample_queries(audited, which.max_queries, settings.seed)
+        info = {**info, "max_queries": which.max_queries, "runs": {n: {"queries": len(r), "depth": r.depth()} for n, r in audited.items()}}
         det = build_detector(detector, cache_dir=cache_dir, emit=emit)
         (emit or (lambda _m: None))("labelling the audited documents")
-        result = audit(
-            runs,
-            det,
-            settings,
-            human_source=ds.human_source,
-            run_info=info,
-            reference=reference,
-            reference_path=human_reference,
-            calibration_domain=calibration_domain,
-        )
+        reference_of: dict[str, Any] = {"reference": reference, "reference_path": human_reference, "calibration_domain": calibration_domain}
+        result = audit(audited, det, settings, human_source=ds.human_source, run_info=info, **reference_of)
         if folder is None:
             return result, None
         return result, write_audit(result, folder, seconds=time.perf_counter() - t0)

@@ -12,9 +12,10 @@ estimators through the same HTTP path as a real server.
 
 from sourcebias.citations.design import Context, build_contexts, context_order
 from sourcebias.citations.estimate import clustered_rate, logit_effects, twin_differences
-from sourcebias.citations.job import load_ranking, run_cite
+from sourcebias.citations.job import run_cite
 from sourcebias.citations.parse import ParsedAnswer, parse_citations
 from sourcebias.citations.prompt import citation_messages
+from sourcebias.citations.ranking import RankingSource, load_ranking
 from sourcebias.citations.report import citation_report
 from sourcebias.citations.result import CitationResult, load_citations
 from sourcebias.citations.study import CiteSettings, analyse, cite_run
@@ -27,6 +28,7 @@ __all__ = [
     "CiteSettings",
     "Context",
     "ParsedAnswer",
+    "RankingSource",
     "analyse",
     "build_contexts",
     "citation_messages",

@@ -43,7 +43,7 @@ def audit(
 
       sourcebias audit run.trec --dataset data/mine --scores mine.tsv --calibrate data/nq-utd --calibration-scores nq.tsv
     """
-    from sourcebias.audit import AuditSettings, DetectorOptions, FeatureSpec
+    from sourcebias.audit import AuditRuns, AuditSettings, DetectorOptions, FeatureSpec
     from sourcebias.core.errors import ConfigError
     from sourcebias.detect import is_detector_spec
 
@@ -62,12 +62,8 @@ def audit(
         detector_options,
         settings,
         strict=strict,
-        dataset=dataset,
-        retrievers=retriever,
-        docnos=docnos,
-        docno_pattern=docno_pattern,
+        runs=AuditRuns(dataset=dataset, retrievers=retriever, docnos=docnos, docno_pattern=docno_pattern, max_queries=max_queries),
         overwrite=overwrite,
-        max_queries=max_queries,
         human_reference=human_reference,
         calibration_domain=calibration_domain,
     )

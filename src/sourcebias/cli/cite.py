@@ -82,11 +82,12 @@ def cite(
 
       sourcebias cite nq-utd --run out/nq-utd --generator openai:qwen@http://127.0.0.1:8080/v1 -o out/nq-cite-qwen
     """
-    from sourcebias.citations import CiteSettings
+    from sourcebias.citations import CiteSettings, RankingSource
     from sourcebias.citations.job import run_cite
     from sourcebias.citations.report import citation_report
     from sourcebias.core import progress
     from sourcebias.core.errors import ConfigError
+    from sourcebias.llmcalls import ModelAccess
     from sourcebias.report.render import to_rich
 
     settings = CiteSettings(
@@ -105,9 +106,10 @@ def cite(
         settings.check()
     except ConfigError as exc:
         fail(str(exc))
+    ranking = RankingSource(run=run, retriever=retriever, run_name=run_name)
+    access = ModelAccess(cache_dir=cache_dir, concurrency=concurrency, device=device)
     with progress.RichProgress(console=console, transient=True) as reporter, progress.use(reporter):
-        result, path = run_cite(data, output, generator=generator, settings=settings, run=run, retriever=retriever, run_name=run_name, overwrite=overwrite, cache_dir=cache_dir,
-                                concurrency=concurrency, device=device)  # fmt: skip
+        result, path = run_cite(data, output, generator=generator, settings=settings, ranking=ranking, access=access, overwrite=overwrite)
     console.print(to_rich(citation_report(result)))
     if path is not None:
         console.print(

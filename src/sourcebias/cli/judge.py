@@ -35,16 +35,20 @@ def judge(
       sourcebias judge nq-utd --judge openai:qwen@http://127.0.0.1:8080/v1 --prompt my-judge.toml -o out/judge-mine
     """
     from sourcebias.core import progress
-    from sourcebias.judges import JudgeSettings, run_judge
+    from sourcebias.judges import JudgePlan, JudgeSettings, run_judge
     from sourcebias.judges.report import judge_report
+    from sourcebias.llmcalls import ModelAccess
     from sourcebias.report.render import to_rich
 
     settings = JudgeSettings(
         modes=tuple(dict.fromkeys(mode or ["grade"])), prompt=prompt, pair_prompt=pair_prompt, max_tokens=max_tokens, top_logprobs=top_logprobs, seed=seed
     )
+    plan = JudgePlan(top_k=top_k, max_queries=max_queries, measure=measure, resamples=resamples)
+    access = ModelAccess(cache_dir=cache_dir, concurrency=concurrency, device=device)
     with progress.RichProgress(console=console, transient=True) as reporter, progress.use(reporter):
-        result, path = run_judge(dataset, judge, output, settings=settings, retrievers=retriever or [], run_files=run or [], top_k=top_k, max_queries=max_queries,
-                                 measure=measure, resamples=resamples, overwrite=overwrite, cache_dir=cache_dir, concurrency=concurrency, device=device)  # fmt: skip
+        result, path = run_judge(
+            dataset, judge, output, settings=settings, plan=plan, retrievers=retriever or [], run_files=run or [], access=access, overwrite=overwrite
+        )
     console.print(to_rich(judge_report(result)))
     console.print(f"Wrote judge.json, grades.tsv, qrels/ and the summary to [bold]{path}[/bold] (load it with sourcebias.judges.load_judge)")
 

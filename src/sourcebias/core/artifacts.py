@@ -185,6 +185,11 @@ def register_loader(kind: str, target: str) -> None:
     _LOADERS[kind] = target
 
 
+def has_loader(kind: str) -> bool:
+    """Whether :func:`load_artifact` reads folders of ``kind`` (a loader is registered for it)."""
+    return kind in _LOADERS or (kind.startswith("analyze:") and "analyze:*" in _LOADERS)
+
+
 def read_manifest(path: str | Path) -> dict[str, Any]:
     """The ``manifest.json`` of a sourcebias output folder, checked.
 

@@ -15,8 +15,9 @@ from __future__ import annotations
 from sourcebias.core.artifacts import register_loader
 from sourcebias.judges.grading import MODES, JudgeSettings
 from sourcebias.judges.job import judge, run_judge
+from sourcebias.judges.plan import JudgePlan
 from sourcebias.judges.result import JudgeResult, load_judge
 
 register_loader("judge", "sourcebias.judges.result:JudgeResult.load")
 
-__all__ = ["MODES", "JudgeResult", "JudgeSettings", "judge", "load_judge", "run_judge"]
+__all__ = ["MODES", "JudgePlan", "JudgeResult", "JudgeSettings", "judge", "load_judge", "run_judge"]

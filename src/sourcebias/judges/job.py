@@ -16,40 +16,39 @@ from sourcebias.core.errors import ConfigError
 from sourcebias.judges.analysis import analyse
 from sourcebias.judges.grading import JudgeSettings, ask
 from sourcebias.judges.items import item_table, judged_queries
+from sourcebias.judges.plan import JudgePlan
 from sourcebias.judges.prompts import describe_prompts
 from sourcebias.judges.result import KIND, JudgeResult
+from sourcebias.llmcalls import ModelAccess
 from sourcebias.llmcalls.client import call_notes
 
 
-def judge(dataset: Any, client: Any, settings: JudgeSettings, *, runs: dict[str, Any] | None = None, top_k: int = 0, max_queries: int | None = None,
-          measure: str = "NDCG@10", resamples: int = 2000, confidence: float = 0.95) -> JudgeResult:  # fmt: skip
+def judge(dataset: Any, client: Any, settings: JudgeSettings, *, runs: dict[str, Any] | None = None, plan: JudgePlan | None = None) -> JudgeResult:
     """Grade ``dataset``'s judged documents (both copies) with ``client`` and analyse the grades.
 
     Args:
         dataset: A loaded dataset with a split and LLM twins.
         client: An :class:`~sourcebias.llmcalls.LLMClient`.
         settings: Modes, tokens, log-probabilities, seed (:class:`~sourcebias.judges.grading.JudgeSettings`).
-        runs: ``{name: Run}`` of the mixed corpus: their top ``top_k`` documents are graded too,
-            and each is evaluated with the assessors' and the judge's qrels.
-        top_k: How many top documents of each run to grade (0: none).
-        max_queries: Judge a seeded sample of this many queries (``settings.seed``).
-        measure: The measure of Relative Δ under each qrels.
-        resamples: Bootstrap resamples of the protocol's Relative Δ CI (the judge's own are closed-form).
-        confidence: The level of every CI.
+        runs: ``{name: Run}`` of the mixed corpus: their top ``plan.top_k`` documents are graded
+            too, and each is evaluated with the assessors' and the judge's qrels.
+        plan: The sample, the runs' depth and the statistics (:class:`~sourcebias.judges.plan.JudgePlan`;
+            default: every query, no run documents, NDCG@10, 2,000 resamples, 95% CIs).
 
     Returns:
         The :class:`~sourcebias.judges.result.JudgeResult`.
     """
     from sourcebias.judges.protocol import protocol_effect, qrels_variants
 
-    queries = judged_queries(dataset, max_queries=max_queries, seed=settings.seed)
-    items = item_table(dataset, queries, runs or {}, top_k)
+    plan = plan or JudgePlan()
+    queries = judged_queries(dataset, max_queries=plan.max_queries, seed=settings.seed)
+    items = item_table(dataset, queries, runs or {}, plan.top_k)
     grades, pairs, counts = ask(client, dataset, items, settings)
-    analyses = analyse(grades, pairs, dataset.human_source, list(dataset.sources), confidence=confidence, seed=settings.seed)
+    analyses = analyse(grades, pairs, dataset.human_source, list(dataset.sources), confidence=plan.confidence, seed=settings.seed)
     protocol: dict[str, Any] = {}
     if runs and "grade" in settings.modes:
         variants = qrels_variants(dataset, grades, queries)
-        protocol = protocol_effect(dataset, runs, variants, measure=measure, resamples=resamples, confidence=confidence, seed=settings.seed)
+        protocol = protocol_effect(dataset, runs, variants, measure=plan.measure, resamples=plan.resamples, confidence=plan.confidence, seed=settings.seed)
     described = client.describe()
     info, notes = dataset.describe(), judge_notes(analyses) + list(protocol.get("skipped", [])) + call_notes(described, "judge calls: ")
     grade, pair = settings.prompts()
@@ -57,11 +56,7 @@ def judge(dataset: Any, client: Any, settings: JudgeSettings, *, runs: dict[str,
         judge={"identity": client.identity(), **counts, "client": described},
         settings={
             **settings.describe(),
-            "top_k": top_k,
-            "max_queries": max_queries,
-            "measure": measure,
-            "resamples": resamples,
-            "confidence": confidence,
+            **plan.describe(),
             "prompts": describe_prompts(grade, pair),
         },
         dataset={
@@ -132,8 +127,6 @@ def check_inputs(spec: str | None, retrievers: Sequence[str], run_files: Sequenc
     build, two retrievers of one name, a run file that is not there, a ``top_k`` without runs."""
     from sourcebias.retrieval.registry import check_retriever, split_label, system_name
 
-    if top_k < 0:
-        raise ConfigError(f"--top-k must be 0 or more, got {top_k}")
     if top_k and not (retrievers or run_files):
         raise ConfigError("--top-k grades the top documents of runs: give -r RETRIEVER or --run FILE")
 
@@ -151,27 +144,34 @@ def check_inputs(spec: str | None, retrievers: Sequence[str], run_files: Sequenc
             raise ConfigError(f"--run {path}: file not found")
 
 
-def run_judge(dataset_arg: str | Path, spec: str, output: str | Path, *, settings: JudgeSettings | None = None, retrievers: Sequence[str] = (), run_files: Sequence[str | Path] = (),
-              top_k: int = 0, max_queries: int | None = None, measure: str = "NDCG@10", resamples: int = 2000, confidence: float = 0.95, overwrite: bool = False,
-              cache_dir: Any = None, concurrency: int | None = None, device: str | None = None, client: Any = None,
-              emit: Callable[[str], None] | None = None) -> tuple[JudgeResult, Path]:  # fmt: skip
-    """Judge ``dataset_arg`` with ``spec`` and write the folder ``output`` (claimed before any work);
-    ``top_k``, ``max_queries``, ``measure``, ``resamples`` and ``confidence`` are :func:`judge`'s.
+def run_judge(
+    dataset_arg: str | Path,
+    spec: str,
+    output: str | Path,
+    *,
+    settings: JudgeSettings | None = None,
+    plan: JudgePlan | None = None,
+    retrievers: Sequence[str] = (),
+    run_files: Sequence[str | Path] = (),
+    access: ModelAccess | None = None,
+    overwrite: bool = False,
+    emit: Callable[[str], None] | None = None,
+) -> tuple[JudgeResult, Path]:
+    """Judge ``dataset_arg`` with ``spec`` and write the folder ``output`` (claimed before any work).
 
     Args:
         dataset_arg: ``DIR``, ``DIR,split`` or a known dataset's name (split ``test`` by default).
         spec: The judge (:func:`sourcebias.llmcalls.open_client`: ``smollm2``, a GGUF file,
             ``openai:MODEL@URL``).
         output: The output folder.
-        settings: Modes, tokens, log-probabilities, seed.
+        settings: Modes, prompts, tokens, log-probabilities, seed.
+        plan: The sample, the runs' depth and the statistics (:func:`judge`'s).
         retrievers: Retriever specs (``LABEL=SPEC`` names one) whose mixed-corpus rankings are
-            graded (top ``top_k``) and evaluated with each qrels.
+            graded (top ``plan.top_k``) and evaluated with each qrels.
         run_files: TREC runs of the mixed corpus, used like ``retrievers``.
+        access: The answer store, requests in flight, device, or an open client
+            (:class:`~sourcebias.llmcalls.ModelAccess`; an open client is not closed here).
         overwrite: Replace an earlier result in ``output``.
-        cache_dir: Where the client stores answers (default: the sourcebias cache).
-        concurrency: Requests in flight against servers.
-        device: Where a local model runs.
-        client: An open client to use instead of opening ``spec`` (tests, benchmarks).
         emit: Receives progress messages.
 
     Returns:
@@ -181,27 +181,24 @@ def run_judge(dataset_arg: str | Path, spec: str, output: str | Path, *, setting
     from sourcebias.data import load_dataset
     from sourcebias.data.dataset import dataset_path
 
-    settings = settings or JudgeSettings()
+    settings, plan, access = settings or JudgeSettings(), plan or JudgePlan(), access or ModelAccess()
     path, split = dataset_path(dataset_arg)
-    own = client is None
-    check_inputs(spec if own else None, retrievers, run_files, top_k)
+    check_inputs(spec if access.opens else None, retrievers, run_files, plan.top_k)
     folder = OutputFolder.claim(output, kind=KIND, overwrite=overwrite)
+    client = None
     try:
         t0 = time.perf_counter()
         dataset = load_dataset(path, split=split or "test")
-        queries = judged_queries(dataset, max_queries=max_queries, seed=settings.seed)  # refuses a split without judgements or twins: before any model
-        if own:
-            from sourcebias.llmcalls import open_client
-
-            client = open_client(spec, cache_dir=cache_dir, concurrency=concurrency, device=device, what="--judge")
+        queries = judged_queries(dataset, max_queries=plan.max_queries, seed=settings.seed)  # refuses a split without judgements or twins: before any model
+        client = access.open(spec, what="--judge")
         runs = load_runs(dataset, retrievers, run_files, queries, seed=settings.seed) if (retrievers or run_files) else {}
         (emit or (lambda _m: None))(f"judging with {spec}")
-        result = judge(dataset, client, settings, runs=runs, top_k=top_k, max_queries=max_queries, measure=measure, resamples=resamples, confidence=confidence)
+        result = judge(dataset, client, settings, runs=runs, plan=plan)
         result.judge["spec"] = spec
         return result, write_folder(result, folder, dataset, queries, path=path, retrievers=retrievers, run_files=run_files, seconds=time.perf_counter() - t0)
     finally:
         folder.abort()
-        if own and client is not None:
+        if access.opens and client is not None:
             client.close()
 
 

@@ -13,6 +13,7 @@ studies), Raidar's rewrites, the rewriting job and the simulated readers all go 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ __all__ = [
     "Answer",
     "Call",
     "LLMClient",
+    "ModelAccess",
     "ModelSpec",
     "call_key",
     "choices_from_top",
@@ -70,3 +72,37 @@ def open_client(
     from sourcebias.llmcalls.server_client import ServerClient
 
     return ServerClient(backend, cache_dir=cache_dir, cache=cache)
+
+
+@dataclass(frozen=True)
+class ModelAccess:
+    """Where answers are stored and how calls are sent; none of it changes a figure.
+
+    Attributes:
+        cache_dir: Root of the answer store (default: the sourcebias cache): what makes a rerun resume.
+        concurrency: Requests in flight against servers (default: 4 per server).
+        device: Where a local model runs.
+        client: An open :class:`~sourcebias.llmcalls.LLMClient` to use instead of opening the
+            job's spec (tests, benchmarks, a client shared by several studies); the job does not close it.
+    """
+
+    cache_dir: str | Path | None = None
+    concurrency: int | None = None
+    device: str | None = None
+    client: Any = None
+
+    @property
+    def opens(self) -> bool:
+        """Whether the job opens (and closes) its own client from its spec."""
+        return self.client is None
+
+    def open(self, spec: str, *, what: str) -> Any:
+        """The given client, or a new one of ``spec`` (:func:`~sourcebias.llmcalls.open_client`;
+        ``what`` names the option in errors: ``--judge``, ``--generator``)."""
+        if self.client is not None:
+            return self.client
+        return open_client(spec, cache_dir=self.cache_dir, concurrency=self.concurrency, device=self.device, what=what)
+
+    def retriever_options(self) -> dict[str, Any]:
+        """The options a retriever run inside the job shares with it (its device and cache)."""
+        return {"device": self.device, "cache_dir": self.cache_dir}
