@@ -115,9 +115,10 @@ def test_a_stopped_rewrite_records_its_run_and_writes_the_documents_in_flight(nq
     assert sorted(ids) == sorted(human_ids(ds)) and counting.calls == 8  # each document asked once
 
 
-#: run in a process of its own, not in the test runner's: there the signal met what earlier tests
-#: left in the process (Ray's driver installs a SIGTERM handler that calls sys.exit), and in a full
-#: CI run the xdist worker died during this test (and xdist's scope scheduler then hung the run)
+#: run in a process of its own, not in the test runner's: there the signal meets whatever earlier
+#: tests loaded (Ray's driver, ONNX Runtime, OpenVINO, torch and their threads). After the modules
+#: an xdist worker had run before it, the runner died with SIGSEGV here (exit 139; alone it passes),
+#: and xdist's scope scheduler then waited for the dead worker until CI's timeout.
 IGNORED_AT_START = """
 import os, signal, sys, time
 from sourcebias.cli.main import _stop_signals_as_interrupt

@@ -60,6 +60,7 @@ def biased_pair_responder(theta: float, rho: float, seed: int) -> Any:
 def run_study(url: str, n_queries: int, *, theta: float, rho: float, seed: int, model: str = "sim") -> dict[str, Any]:
     """One simulated study through the server at ``url``: the fitted position and source
     coefficients (:func:`position_source_fit`'s ``coefficients``)."""
+    from sourcebias.retrieval.rerankers.diagnostics import stage_diagnostics
     from sourcebias.retrieval.rerankers.rankgpt import RankGPTReranker
 
     _, run, queries = twin_study(n_queries, seed)
@@ -77,4 +78,6 @@ def run_study(url: str, n_queries: int, *, theta: float, rho: float, seed: int, 
     }
     stage = RankGPTReranker(params)
     out = stage.apply(run, queries, seed=seed)
-    return out.info["stages"][-1]["position_source"]
+    fit = stage_diagnostics(out.info)[-1].position_source
+    assert fit is not None, "a RankGPT stage records its position/source fit"
+    return fit
