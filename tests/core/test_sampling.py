@@ -98,3 +98,23 @@ def test_one_seed_names_one_sample_in_every_command(nq):
     assert sample(ids, 12, 7) == picked
     result = evaluate(nq, [build_retriever("bm25")], depth=10, seed=7, sole=False, max_queries=12)
     assert result.query_ids == picked == result.parameters["query_sample"]
+
+
+@pytest.mark.parametrize("n", [0, -3])
+def test_a_sample_below_one_is_refused_by_every_plan_with_the_same_message(n: int) -> None:
+    from sourcebias.core.errors import ConfigError
+    from sourcebias.core.sampling import check_sample_size
+    from sourcebias.evaluation.plan import EvaluationPlan
+    from sourcebias.judges.plan import JudgePlan
+
+    with pytest.raises(ConfigError, match=f"^--max-queries must be at least 1, got {n}$"):
+        check_sample_size(n)
+    with pytest.raises(ConfigError, match=f"^--max-queries must be at least 1, got {n}$"):
+        JudgePlan(max_queries=n)
+    with pytest.raises(ConfigError, match=f"^--max-pairs must be at least 1, got {n}$"):
+        check_sample_size(n, "--max-pairs")
+    with pytest.raises(ConfigError, match=f"^--max-queries must be at least 1, got {n}$"):
+        EvaluationPlan(retrievers=("bm25",), max_queries=n).check()
+    check_sample_size(None)
+    check_sample_size(1)
+    assert JudgePlan(max_queries=1).max_queries == 1

@@ -17,9 +17,21 @@ from typing import Literal, TypeVar
 
 import numpy as np
 
+from sourcebias.core.errors import ConfigError
+
 T = TypeVar("T")
 
 DRAWS = ("permutation", "choice")
+
+
+def check_sample_size(n: int | None, option: str = "--max-queries") -> None:
+    """Refuse a sample size below 1 (``None``: everything), naming the option it came from.
+
+    Raises:
+        ConfigError: ``n`` is below 1.
+    """
+    if n is not None and n < 1:
+        raise ConfigError(f"{option} must be at least 1, got {n}")
 
 
 def seeded_sample(items: Sequence[T], n: int | None, seed: int | Sequence[int], *, draw: Literal["permutation", "choice"] = "permutation") -> list[T]:

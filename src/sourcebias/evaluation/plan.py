@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from sourcebias.core.errors import ConfigError
+from sourcebias.core.sampling import check_sample_size
 from sourcebias.evaluation.measures import DEFAULT_CUTOFFS, DEFAULT_MEASURES, Measure, measure_grid, parse_measure
 
 FORMATS = ("csv", "parquet")
@@ -116,8 +117,7 @@ class EvaluationPlan:
         cutoff = max(m.cutoff for m in measures)
         if self.depth < cutoff:
             raise ConfigError(f"--depth {self.depth} is smaller than the largest cut-off {cutoff}")
-        if self.max_queries is not None and self.max_queries < 1:
-            raise ConfigError(f"--max-queries must be at least 1, got {self.max_queries}")
+        check_sample_size(self.max_queries)
         if self.format not in FORMATS:
             raise ConfigError(f"--format must be csv or parquet, got '{self.format}'")
         if self.format == "parquet":

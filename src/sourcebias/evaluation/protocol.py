@@ -32,7 +32,7 @@ import numpy as np
 
 from sourcebias.core import progress
 from sourcebias.core.errors import ConfigError
-from sourcebias.core.sampling import seeded_sample
+from sourcebias.core.sampling import check_sample_size, seeded_sample
 from sourcebias.data.corpus import Corpus
 from sourcebias.data.dataset import Dataset, require_evaluable
 from sourcebias.data.qrels import Qrels
@@ -230,8 +230,7 @@ def _sampled(evaluable: list[str], max_queries: int | None, seed: int) -> tuple[
     """
     if max_queries is None:
         return evaluable, {}
-    if max_queries < 1:
-        raise ConfigError(f"max_queries must be at least 1, got {max_queries}")
+    check_sample_size(max_queries, "max_queries")
     ids = seeded_sample(evaluable, max_queries, seed)
     return ids, {"max_queries": max_queries, "queries_evaluable": len(evaluable), "query_sample": list(ids)}
 

@@ -6,6 +6,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from sourcebias.core.errors import ConfigError
+from sourcebias.core.sampling import check_sample_size
 
 __all__ = ["JudgePlan"]
 
@@ -34,8 +35,7 @@ class JudgePlan:
     def __post_init__(self) -> None:
         if self.top_k < 0:
             raise ConfigError(f"--top-k must be 0 or more, got {self.top_k}")
-        if self.max_queries is not None and self.max_queries < 1:
-            raise ConfigError(f"--max-queries must be at least 1, got {self.max_queries}")
+        check_sample_size(self.max_queries)
         if not 0 < self.confidence < 1:
             raise ConfigError(f"the CI level must be in (0, 1), got {self.confidence}")
 
