@@ -5,7 +5,11 @@ report -> figure. :mod:`.frame` is its end, once: :func:`write_study` writes a r
 (:func:`write_summaries`), its figure and its manifest into a claimed folder and commits it. The
 judge (:mod:`sourcebias.judges.job`), the citation study (:mod:`sourcebias.citations.job`) and the
 audit (:mod:`sourcebias.audit.job`) are its instances. The evaluation (``sourcebias evaluate``) is
-:mod:`.job` (the command as a call), :mod:`.outputs` (its folder) and :mod:`.figure`.
+:mod:`.job` (the command as a call), :mod:`.outputs` (its folder) and :mod:`.figure`. It writes its
+folder through :meth:`EvaluationResult.save <sourcebias.evaluation.results.EvaluationResult.save>`
+(the write path a library user calls without the command line, and the layout ``load_result``
+reads: runs, per-query values, a manifest with the inputs' checksums) and renders its report
+through the frame's :func:`write_summaries`, so the frame's end is not repeated there.
 """
 
 from __future__ import annotations
