@@ -254,3 +254,24 @@ def test_a_judge_that_never_grades_gives_no_estimate(nq):
     (row,) = r.rows("twin_bias")
     assert math.isnan(row["estimate"]) and math.isnan(row["low"]) and math.isnan(row["p"]) and row["missing"] == 60
     assert row["refused"] == "nothing to estimate from: all 60 items were left out (no value the model gave could be read)"
+
+
+def test_the_protocol_on_four_queries_prints_relative_delta_without_a_ci_and_says_why(nq_utd, nq, tmp_path):
+    """4 queries give C(7, 4) = 35 distinct resamples, fewer than the 40 a 95% interval's tails need:
+    the package's rule refuses the interval wherever it is printed, the judge's protocol table too."""
+    with SimulatedServer(assessor_responder(nq)) as url:
+        result, path = run_judge(
+            str(nq_utd),
+            f"openai:sim@{url}",
+            tmp_path / "judge",
+            retrievers=["bm25"],
+            plan=JudgePlan(max_queries=4, resamples=500),
+            access=ModelAccess(cache_dir=tmp_path / "cache"),
+        )
+    rows = result.protocol["rows"]
+    assert rows and all(r["queries"] == 4 for r in rows)
+    assert all(math.isfinite(r["rel_delta"]) and math.isnan(r["low"]) and math.isnan(r["high"]) for r in rows)
+    why = "4 queries give 35 distinct resamples of the queries, too few for a 95% interval clustered by query (its tails need 40)"
+    assert all(r["ci_method"] == f"none ({why})" for r in rows)
+    summary = (path / "summary.md").read_text()
+    assert f"No CI for bm25 under assessors, bm25 under judge-{nq.human_source}, bm25 under judge-{nq.other_sources[0]}: {why}." in summary

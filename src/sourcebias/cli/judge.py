@@ -15,6 +15,7 @@ def judge(
     top_k: j.JudgeTopK = 0, max_queries: j.JudgeMaxQueries = None, measure: j.JudgeMeasure = "NDCG@10", max_tokens: j.JudgeMaxTokens = 16,
     top_logprobs: j.JudgeTopLogprobs = 5, seed: j.JudgeSeed = 0, resamples: j.JudgeResamples = 2000, concurrency: j.JudgeConcurrency = None,
     device: j.JudgeDevice = None, cache_dir: j.JudgeCacheDir = None, pair_prompt: j.JudgePairPrompt = "pairwise", overwrite: o.ReplaceResults = False,
+    timeout: j.ServerTimeout = None,
 ) -> None:  # fmt: skip
     """Grade every judged document of a split and its LLM twins 0-3 with an UMBRELA-style LLM
     judge, and measure the judge's source bias.
@@ -44,7 +45,7 @@ def judge(
         modes=tuple(dict.fromkeys(mode or ["grade"])), prompt=prompt, pair_prompt=pair_prompt, max_tokens=max_tokens, top_logprobs=top_logprobs, seed=seed
     )
     plan = JudgePlan(top_k=top_k, max_queries=max_queries, measure=measure, resamples=resamples)
-    access = ModelAccess(cache_dir=cache_dir, concurrency=concurrency, device=device)
+    access = ModelAccess(cache_dir=cache_dir, concurrency=concurrency, device=device, timeout=timeout)
     with progress.RichProgress(console=console, transient=True) as reporter, progress.use(reporter):
         result, path = run_judge(
             dataset, judge, output, settings=settings, plan=plan, retrievers=retriever or [], run_files=run or [], access=access, overwrite=overwrite

@@ -86,10 +86,12 @@ def _protocol(ax: Any, result: JudgeResult) -> None:
             if v is None or not math.isfinite(v):
                 continue
             err = [[max(v - r["low"], 0)], [max(r["high"] - v, 0)]] if r["low"] is not None and math.isfinite(r["low"]) else None
-            ax.errorbar(
-                [i + (j - (len(variants) - 1) / 2) * width], [v], yerr=err, fmt="os^Dv"[j % 5], capsize=3, color=f"C{j}", label=variant if i == 0 else None
-            )
+            x = i + (j - (len(variants) - 1) / 2) * width
+            ax.errorbar([x], [v], yerr=err, fmt="os^Dv"[j % 5], capsize=3, color=f"C{j}", label=variant if i == 0 else None)
+            if err is None:  # refused (too few queries: the caption says why) or undefined: no bar, and the plot says so
+                ax.annotate(f"no CI ({r['queries']} queries)", (x, v), xytext=(0, 6), textcoords="offset points", ha="center", fontsize=7)
     ax.axhline(0, color="grey", linewidth=0.8)
+    ax.margins(y=0.15)  # room for a "no CI" label above the highest point
     ax.set_xticks(range(len(runs)), runs, fontsize=8)
     ax.set_ylabel(f"Relative Δ {rows[0]['measure'] if rows else ''} (%)")
     ax.set_title("Relative Δ under each qrels\n(< 0: LLM text ranked higher)", fontsize=10)

@@ -63,12 +63,23 @@ def _protocol_tables(result: JudgeResult) -> list[Any]:
     measure = p["rows"][0]["measure"] if p["rows"] else ""
     cap = (f"Relative Δ of {measure} = (human − LLM) / mean × 100 (bootstrap CI over queries; < 0: LLM text ranked higher) and ΔNDSR@10 (label-free; it moves only "
            "through the queries evaluated) of the same rankings under the assessors' qrels and the judge's grades of each source's copies.")  # fmt: skip
+    cap += _refused_intervals(p["rows"])
     order = [{**o, "tau_text": _num(o["tau"], 3), "p_text": _p(o["p"]), "queries": o.get("queries", 0)} for o in p["orderings"]]
     ocols = [Column("qrels", "judge qrels", "text"), Column("measure", "systems ordered by", "text"), Column("tau_text", "Kendall τ", "cell"), Column("p_text", "p", "cell"),
              Column("systems", "systems", "int"), Column("note", "note", "text")]  # fmt: skip
     ocols.insert(5, Column("queries", "queries", "int"))  # the queries both qrels evaluate
     return [Table("judge:protocol", "The protocol under the assessors' and the judge's qrels", cols, rows, cap, status_rows=False),
             Table("judge:orderings", "System orderings: judge's qrels against the assessors'", ocols, order, "", status_rows=False)]  # fmt: skip
+
+
+def _refused_intervals(rows: list[dict[str, Any]]) -> str:
+    """The caption's sentence on the rows printed without a CI, with the reason each was refused."""
+    reasons: dict[str, list[str]] = {}
+    for r in rows:
+        method = str(r.get("ci_method", ""))
+        if method.startswith("none (") and method.endswith(")"):
+            reasons.setdefault(method[len("none (") : -1], []).append(f"{r['run']} under {r['qrels']}")
+    return "".join(f" No CI for {', '.join(where)}: {why}." for why, where in reasons.items())
 
 
 def _agreement_table(result: JudgeResult) -> Any:

@@ -46,6 +46,7 @@ def open_client(
     device: str | None = None,
     what: str = "the model",
     batch_size: int = 8,
+    timeout: float | None = None,
     **options: Any,
 ) -> LLMClient:
     """A client of the model ``spec`` names (:func:`open_backend`).
@@ -59,12 +60,14 @@ def open_client(
         device: Where a local model runs.
         what: Where the user named the model (``--judge``, a stage spec), named in errors.
         batch_size: Rows per forward pass when a local model scores choices.
+        timeout: Seconds a server request may take, waiting included (default 300; see
+            :func:`~sourcebias.llmcalls.spec.open_backend`).
         **options: The backend's own (:func:`open_backend`).
 
     Returns:
         An :class:`LLMClient`; a server client has asked its servers what they serve already.
     """
-    backend = open_backend(spec, what=what, device=device, concurrency=concurrency, **options)
+    backend = open_backend(spec, what=what, device=device, concurrency=concurrency, timeout=timeout, **options)
     if backend.kind == "local":  # the client over the backend opened (chosen by the spec, above)
         from sourcebias.llmcalls.local import LocalClient
 
@@ -82,6 +85,7 @@ class ModelAccess:
         cache_dir: Root of the answer store (default: the sourcebias cache): what makes a rerun resume.
         concurrency: Requests in flight against servers (default: 4 per server).
         device: Where a local model runs.
+        timeout: Seconds a server request may take, waiting included (default 300).
         client: An open :class:`~sourcebias.llmcalls.LLMClient` to use instead of opening the
             job's spec (tests, benchmarks, a client shared by several studies); the job does not close it.
     """
@@ -90,6 +94,7 @@ class ModelAccess:
     concurrency: int | None = None
     device: str | None = None
     client: Any = None
+    timeout: float | None = None
 
     @property
     def opens(self) -> bool:
@@ -101,7 +106,7 @@ class ModelAccess:
         ``what`` names the option in errors: ``--judge``, ``--generator``)."""
         if self.client is not None:
             return self.client
-        return open_client(spec, cache_dir=self.cache_dir, concurrency=self.concurrency, device=self.device, what=what)
+        return open_client(spec, cache_dir=self.cache_dir, concurrency=self.concurrency, device=self.device, what=what, timeout=self.timeout)
 
     def retriever_options(self) -> dict[str, Any]:
         """The options a retriever run inside the job shares with it (its device and cache)."""

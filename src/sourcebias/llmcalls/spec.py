@@ -165,6 +165,7 @@ def open_backend(
     dtype: str | None = None,
     model_cache_dir: Any = None,
     concurrency: int | None = None,
+    timeout: float | None = None,
     **options: Any,
 ) -> Any:
     """The backend a spec names: the only place one is chosen.
@@ -179,6 +180,11 @@ def open_backend(
         model_cache_dir: Where a local GGUF file is converted (default: the sourcebias cache).
         concurrency: Requests in flight against servers (default 4 per server of the spec; a
             local model answers one at a time).
+        timeout: Seconds a server request may take, waiting included (default 300; ignored for
+            a local model). A server that answers one request at a time (llama-cpp-python's)
+            makes the requests behind it wait: with long prompts raise it or lower ``concurrency``,
+            or the waiting requests time out, are sent again and wait behind the ones abandoned
+            (the server still computes them), until the job gives up.
         **options: The backend's own: ``chat`` for both; for servers
             :class:`~sourcebias.llmcalls.backends.openai.OpenAIBackend`'s (``api_key_env``,
             ``timeout``, ``max_retries``, ...).
@@ -195,6 +201,8 @@ def open_backend(
     if s.backend != "local":
         named = what if str(s) in what else f"{what} {s}".strip()  # "--judge openai:M@URL"; a stage spec names it already
         per_server = CONCURRENCY_PER_SERVER * max(1, len(s.urls))  # a pool of N servers: N times the requests in flight
+        if timeout is not None:
+            options["timeout"] = timeout
         return backend_kinds()[s.backend].opener(s.model, list(s.urls), what=named, concurrency=concurrency or per_server, **options)
     from sourcebias.llmcalls.backends.local import LocalBackend
 

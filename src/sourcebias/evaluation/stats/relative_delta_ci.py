@@ -121,6 +121,22 @@ def _interval(out: dict[str, Any], a: np.ndarray, b: np.ndarray, dist: np.ndarra
     out.update(low=float(lo), high=float(hi), method=used)
 
 
+def refused_if_few(ci: dict[str, Any]) -> dict[str, Any]:
+    """``ci`` without its bounds when its queries are too few for an interval at its level.
+
+    The package's one rule for intervals over queries (:func:`~sourcebias.clustered.base.interval_refusal`:
+    at 95%, 2 to 4 queries give at most 35 distinct resamples, fewer than the 40 the two tails
+    need): the bootstrap's interval is then an artefact of the few resamples, so it is refused and
+    the method says why (shown in the caption). Fewer than 2 queries already have no interval.
+    """
+    from sourcebias.clustered.base import interval_refusal
+
+    reason = interval_refusal(int(ci["queries"]), float(ci["confidence"])) if ci["queries"] >= 2 else ""
+    if not reason or str(ci["method"]).startswith("none"):
+        return ci
+    return ci | {"low": float("nan"), "high": float("nan"), "method": f"none ({reason})"}
+
+
 @dataclass
 class RelativeDeltaRecord(Record):
     rel_delta: float = float("nan")
@@ -147,7 +163,10 @@ class RelativeDeltaCI(Statistic):
 
     def compute(self, result: Any, ctx: StatContext) -> list[Record]:
         rows = list(paired_values(result, ctx.measures))
-        cis = bootstrap_relative_deltas([(h, g) for *_, h, g in rows], n_resamples=ctx.bootstrap_resamples, confidence=ctx.confidence, seed=ctx.seed)
+        cis = [
+            refused_if_few(b)
+            for b in bootstrap_relative_deltas([(h, g) for *_, h, g in rows], n_resamples=ctx.bootstrap_resamples, confidence=ctx.confidence, seed=ctx.seed)
+        ]
         return [
             RelativeDeltaRecord(
                 name, llm, m, b["estimate"], b["low"], b["high"], b["confidence"], b["method"], b["n_resamples"], b["undefined_resamples"], b["seed"]

@@ -31,6 +31,7 @@ LLM_PARAMS = {
     "depth": Param(int, "documents re-ranked per query", default=100, option="rerank_depth"),
     "words": Param(int, "words of each passage shown to the model", default=DEFAULT_WORDS),
     "concurrency": Param(int, "requests in flight against servers (default 4 per server)"),
+    "timeout": Param(float, "seconds a server request may take, waiting included (default 300; raise it for long prompts on a one-request-at-a-time server)"),
     "device": Param(str, "cpu, cuda (local models)", option="device"),
     "cache_dir": Param(str, "answer store root (default: the sourcebias cache)", option="cache_dir"),
     "cache": Param(bool, "keep every answer on disk (reruns send only what is missing)", default=True, option="cache"),
@@ -55,6 +56,7 @@ def open_llm(params: dict[str, Any], what: str = "model=") -> Any:
         concurrency=params.get("concurrency"),
         device=params.get("device"),
         what=what,
+        timeout=params.get("timeout"),
     )
 
 
