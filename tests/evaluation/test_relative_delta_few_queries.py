@@ -23,7 +23,10 @@ def test_two_to_four_queries_give_no_interval_and_say_why(n: int, distinct: int)
     assert math.isfinite(raw["low"]) and raw["method"] == "BCa"  # the bootstrap alone would print one
     got = refused_if_few(raw)
     assert math.isnan(got["low"]) and math.isnan(got["high"]) and got["estimate"] == raw["estimate"]
-    assert got["method"] == f"none ({n} queries give {distinct} distinct resamples of the queries, too few for a 95% interval clustered by query (its tails need 40))"
+    assert (
+        got["method"]
+        == f"none ({n} queries give {distinct} distinct resamples of the queries, too few for a 95% interval clustered by query (its tails need 40))"
+    )
 
 
 def test_five_queries_keep_their_interval_and_a_90_percent_level_needs_fewer() -> None:
