@@ -224,16 +224,21 @@ def test_top_k_of_a_run_is_graded_too(nq_utd, nq, tmp_path):
     assert extra["assessor_grade"].isna().all()
 
 
-def test_qrels_with_nothing_relevant_are_reported_not_evaluated(nq_utd, nq, tmp_path):
-    with SimulatedServer(lambda messages, params: ("##final score: 0", None)) as url:
-        result, _ = run_judge(
+def _judge_bm25(nq_utd, responder, tmp_path, *, queries: int, resamples: int):
+    """``run_judge`` with BM25's run on a seeded sample of ``queries``, against a simulated server."""
+    with SimulatedServer(responder) as url:
+        return run_judge(
             str(nq_utd),
             f"openai:sim@{url}",
             tmp_path / "o",
             retrievers=["bm25"],
-            plan=JudgePlan(max_queries=2, resamples=200),
+            plan=JudgePlan(max_queries=queries, resamples=resamples),
             access=ModelAccess(cache_dir=tmp_path / "cache"),
         )
+
+
+def test_qrels_with_nothing_relevant_are_reported_not_evaluated(nq_utd, nq, tmp_path):
+    result, _ = _judge_bm25(nq_utd, lambda messages, params: ("##final score: 0", None), tmp_path, queries=2, resamples=200)
     assert {r["qrels"] for r in result.protocol["rows"]} == {"assessors"}
     assert sum("no query has a relevant judgement; not evaluated" in n for n in result.notes) == len(nq.sources)
     # two queries: the estimate, and no CI or p (the audit's rule), said in the notes
@@ -259,15 +264,7 @@ def test_a_judge_that_never_grades_gives_no_estimate(nq):
 def test_the_protocol_on_four_queries_prints_relative_delta_without_a_ci_and_says_why(nq_utd, nq, tmp_path):
     """4 queries give C(7, 4) = 35 distinct resamples, fewer than the 40 a 95% interval's tails need:
     the package's rule refuses the interval wherever it is printed, the judge's protocol table too."""
-    with SimulatedServer(assessor_responder(nq)) as url:
-        result, path = run_judge(
-            str(nq_utd),
-            f"openai:sim@{url}",
-            tmp_path / "judge",
-            retrievers=["bm25"],
-            plan=JudgePlan(max_queries=4, resamples=500),
-            access=ModelAccess(cache_dir=tmp_path / "cache"),
-        )
+    result, path = _judge_bm25(nq_utd, assessor_responder(nq), tmp_path, queries=4, resamples=500)
     rows = result.protocol["rows"]
     assert rows and all(r["queries"] == 4 for r in rows)
     assert all(math.isfinite(r["rel_delta"]) and math.isnan(r["low"]) and math.isnan(r["high"]) for r in rows)
