@@ -51,3 +51,12 @@ def test_evaluate_prints_relative_delta_without_an_interval_on_four_queries() ->
         (record,) = stats.records["relative_delta_ci"]
         assert math.isnan(record.rel_delta_ci_low) is refused, (queries, record)
         assert record.ci_method.startswith("none (4 queries give 35") is refused
+
+
+def test_the_caption_counts_undefined_resamples_only_of_intervals_it_gave() -> None:
+    from sourcebias.evaluation.stats.relative_delta_ci import RelativeDeltaCI, RelativeDeltaRecord
+
+    refused = RelativeDeltaRecord("bm25", "llm", "NDCG@1", 200.0, float("nan"), float("nan"), 0.95, "none (4 queries give 35 ...)", 2000, 14, 40)
+    given = RelativeDeltaRecord("tfidf", "llm", "NDCG@1", 50.0, 10.0, 90.0, 0.95, "percentile over the finite resamples", 2000, 9, 40)
+    caption = RelativeDeltaCI().caption([refused, given])
+    assert "tfidf/llm/NDCG@1: 9 of 2,000" in caption and "bm25/llm/NDCG@1" not in caption

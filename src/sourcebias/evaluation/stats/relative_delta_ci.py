@@ -189,7 +189,7 @@ class RelativeDeltaCI(Statistic):
             f"Relative Δ = (human − LLM) / mean × 100 with its {levels} bootstrap CI (queries resampled in pairs, {resamples} resamples, "
             f"seed {seeds}; method: {used}); > 0: human-written ranked higher, < 0: LLM-generated ranked higher."
         )
-        undefined = [r for r in recs if r.ci_undefined_resamples]
+        undefined = [r for r in recs if r.ci_undefined_resamples and not r.ci_method.startswith("none")]  # a refused interval used none of its resamples
         if undefined:
             text += (
                 " Undefined resamples (both means 0) left out: "
