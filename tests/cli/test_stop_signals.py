@@ -41,6 +41,16 @@ class SlowCounter:
         return self.inner(messages, params)
 
 
+def _as_from_a_terminal() -> None:
+    """The child's signals as a command started from a terminal has them (run before it starts).
+
+    A shell's background job inherits SIGINT ignored, and a test runner started under ``nohup``
+    passes SIGHUP ignored to every child (a fresh-clone CI check run that way saw the SIGHUP case
+    finish its study, exit 0: the command keeps a signal it was started ignoring, by design)."""
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
+
+
 def _stop_when(proc: subprocess.Popen, ready, sig: int, timeout: float = 300) -> str:
     """Send ``sig`` once ``ready()`` holds; the child's stderr once it has ended."""
     deadline = time.monotonic() + timeout
@@ -65,14 +75,13 @@ def test_a_stopped_study_leaves_no_lock_or_staging_and_the_rerun_asks_each_call_
     with SimulatedServer(counting) as url:
         args = ["cite", "nq-utd", "-r", "bm25", "--generator", f"openai:sim@{url}", "-k", "3", "--max-queries", str(n), "--concurrency", "2"]
         args += ["--cache-dir", str(cache), "-o", str(out)]
-        # a shell's background job inherits SIGINT ignored (Python keeps it so): the child gets the default, as in a terminal
         proc = subprocess.Popen(
             [sys.executable, "-m", "sourcebias", *args],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             text=True,
             env={**os.environ, "COLUMNS": "200"},
-            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+            preexec_fn=_as_from_a_terminal,
         )
         err = _stop_when(proc, lambda: counting.calls >= 6, sig)
         at_stop = counting.calls
@@ -100,7 +109,12 @@ def test_a_stopped_rewrite_records_its_run_and_writes_the_documents_in_flight(nq
     with SimulatedServer(counting) as url:
         args = ["generate", str(ds), "--name", "sim", "--model", f"openai:sim@{url}", "--concurrency", "2"]
         proc = subprocess.Popen(
-            [sys.executable, "-m", "sourcebias", *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env={**os.environ, "COLUMNS": "200"}
+            [sys.executable, "-m", "sourcebias", *args],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "COLUMNS": "200"},
+            preexec_fn=_as_from_a_terminal,
         )
         err = _stop_when(proc, lambda: twin.exists() and len(read_twin(twin)) >= 2, signal.SIGTERM)
         assert proc.returncode == 143, err
