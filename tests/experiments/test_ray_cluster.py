@@ -197,9 +197,17 @@ def test_a_grid_on_a_ray_start_cluster_survives_losing_its_worker_node(loopback_
     for key, rec in before.items():
         assert after[key] == rec, key
     assert len(before) < len(cells), "the grid had finished before the kill"
-    assert all(r["node"] == cluster.node_id("head") for k, r in after.items() if k not in before)  # the rest ran on the head
+    late = {k for k in in_flight if after[k]["node"] == worker_node and after[k]["finished"] <= killed_at}  # see below
+    assert all(r["node"] == cluster.node_id("head") for k, r in after.items() if k not in before and k not in late)  # the rest ran on the head
     assert all(r["started"] < killed_at for r in before.values())
-    assert all(key not in before and after[key]["started"] > killed_at for key in in_flight)  # the killed cell ran again
+    # the cell in flight on the worker ran again on the head after the kill, unless it finished on the worker in the
+    # moment between being seen in flight and the kill (its record then says so: finished there, before the kill,
+    # and it was not run a second time); a fresh-clone check saw that race once in two runs
+    for key in in_flight:
+        rec = after[key]
+        rerun = rec["started"] > killed_at and rec["node"] == cluster.node_id("head")
+        beat_the_kill = rec["node"] == worker_node and rec["finished"] <= killed_at
+        assert rerun or beat_the_kill, (key, rec, killed_at)
     assert not list(out.glob("cells/*/.*staging*")) and not list(out.glob("cells/*/.*old*"))
 
     # the same numbers as the same grid in this process
