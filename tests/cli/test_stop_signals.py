@@ -51,6 +51,18 @@ def _as_from_a_terminal() -> None:
         signal.signal(sig, signal.SIG_DFL)
 
 
+def _start_command(args: list[str]) -> subprocess.Popen:
+    """``sourcebias ARGS`` in a child process started as from a terminal; its stderr kept."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "sourcebias", *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "COLUMNS": "200"},
+        preexec_fn=_as_from_a_terminal,
+    )
+
+
 def _stop_when(proc: subprocess.Popen, ready, sig: int, timeout: float = 300) -> str:
     """Send ``sig`` once ``ready()`` holds; the child's stderr once it has ended."""
     deadline = time.monotonic() + timeout
@@ -75,14 +87,7 @@ def test_a_stopped_study_leaves_no_lock_or_staging_and_the_rerun_asks_each_call_
     with SimulatedServer(counting) as url:
         args = ["cite", "nq-utd", "-r", "bm25", "--generator", f"openai:sim@{url}", "-k", "3", "--max-queries", str(n), "--concurrency", "2"]
         args += ["--cache-dir", str(cache), "-o", str(out)]
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "sourcebias", *args],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-            env={**os.environ, "COLUMNS": "200"},
-            preexec_fn=_as_from_a_terminal,
-        )
+        proc = _start_command(args)
         err = _stop_when(proc, lambda: counting.calls >= 6, sig)
         at_stop = counting.calls
         said = "Interrupted." if sig == signal.SIGINT else f"Stopped ({signal.Signals(sig).name})."
@@ -108,14 +113,7 @@ def test_a_stopped_rewrite_records_its_run_and_writes_the_documents_in_flight(nq
     counting = SlowCounter(lambda messages, params: ("A rewritten passage about the same event, in other words.", None), delay=0.4)
     with SimulatedServer(counting) as url:
         args = ["generate", str(ds), "--name", "sim", "--model", f"openai:sim@{url}", "--concurrency", "2"]
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "sourcebias", *args],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-            env={**os.environ, "COLUMNS": "200"},
-            preexec_fn=_as_from_a_terminal,
-        )
+        proc = _start_command(args)
         err = _stop_when(proc, lambda: twin.exists() and len(read_twin(twin)) >= 2, signal.SIGTERM)
         assert proc.returncode == 143, err
         written = len(read_twin(twin))
