@@ -9,7 +9,6 @@ import typer
 
 from sourcebias.cli import options as o
 from sourcebias.cli.common import console, fail
-from sourcebias.cli.options_judge import ServerTimeout
 
 Data = Annotated[
     str,
@@ -65,7 +64,7 @@ def cite(
     data: Data, generator: Generator, run: RunArg = None, retriever: RetrieverArg = None, run_name: RunName = None, output: Output = None, k: K = 5, orders: Orders = 1,
     seed: Seed = 0, max_tokens: MaxTokens = 128, temperature: Temperature = 0.0, uncited: Uncited = "keep", level: Level = 0.95, max_queries: MaxQueries = None,
     concurrency: Concurrency = None, device: Device = None, cache_dir: CacheDir = None, shots: Shots = 1, prompt: PromptArg = "alce",
-    overwrite: o.ReplaceResults = False, timeout: ServerTimeout = None,
+    overwrite: o.ReplaceResults = False, timeout: o.ServerTimeout = None,
 ) -> None:  # fmt: skip
     """Measure which sources a generated answer cites: the top k passages of a mixed ranking go
     to the generator with ALCE's numbered-citation prompt (or --prompt), in --orders context orders; the

@@ -170,3 +170,14 @@ Confidence = Annotated[float, typer.Option(**option_kwargs("confidence"))]
 Correction = Annotated[str, typer.Option(**option_kwargs("correction"))]
 NdsrK = Annotated[int, typer.Option("--ndsr-k", **option_kwargs("ndsr_k"))]
 ReplaceResults = Annotated[bool, typer.Option(help="Replace the results of an earlier run in --output.")]  # audit, detect, power
+# judge, cite: a server request's time-out
+ServerTimeout = Annotated[
+    float | None,
+    typer.Option(
+        "--timeout",
+        min=1,
+        help="Seconds a server request may take, waiting included (default 300). llama-cpp-python's server answers one request at a time: "
+        "with long prompts raise it or lower --concurrency, or the requests waiting behind time out, are sent again and wait behind "
+        "the ones abandoned (the server still computes them): the job can give up (a rerun sends only what was not answered).",
+    ),
+]

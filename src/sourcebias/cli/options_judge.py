@@ -56,16 +56,6 @@ JudgeTopLogprobs = Annotated[int, typer.Option(min=0, max=20, help="Top log-prob
 JudgeSeed = Annotated[int, typer.Option(help="Seed of the calls, of the query sample, of the bootstrap and of the randomization tests.")]
 JudgeResamples = Annotated[int, typer.Option(min=100, help="Bootstrap resamples of queries.")]
 JudgeConcurrency = Annotated[int | None, typer.Option(min=1, help="Requests in flight against servers (default 4 per server).")]
-ServerTimeout = Annotated[
-    float | None,
-    typer.Option(
-        "--timeout",
-        min=1,
-        help="Seconds a server request may take, waiting included (default 300). llama-cpp-python's server answers one request at a time: "
-        "with long prompts raise it or lower --concurrency, or the requests waiting behind time out, are sent again and wait behind "
-        "the ones abandoned (the server still computes them): the job can give up (a rerun sends only what was not answered).",
-    ),
-]
 JudgeDevice = Annotated[str | None, typer.Option(help="Device of a local judge model: cpu, cuda (default: cuda if available).")]
 JudgeCacheDir = Annotated[
     Path | None, typer.Option(metavar="DIR", help="Where answers are stored (default: $SOURCEBIAS_CACHE or ~/.cache/sourcebias); a rerun reads them back.")
