@@ -64,8 +64,8 @@ def artifacts(
         "features": features,
         "field": field,
         "idf": "ln(1 + (N - df + 0.5) / (df + 0.5)) over the loaded collection; median over a document's terms",
-        "left_out": "values that do not exist (median IDF without analyzer terms, perplexity of an empty field) are left out of every statistic; left_out "
-        "counts them",
+        "left_out": "values that do not exist (median IDF without analyzer terms, perplexity "
+        "of an empty field) are left out of every statistic; left_out counts them",
         "per_source": {},
         "comparisons": {},
     }
@@ -227,8 +227,8 @@ class Artifacts(Analysis):
 
     name = "artifacts"
     help = (
-        "Perplexity, length and median term IDF per document: effect sizes and tests across sources, and their correlation with a retriever's scores "
-        "(Huang et al. 2026)."
+        "Perplexity, length and median term IDF per document: effect sizes and tests across "
+        "sources, and their correlation with a retriever's scores (Huang et al. 2026)."
     )
     params: ClassVar[Mapping[str, Param]] = {
         "lm": Param(str | None, "lm:smollm2", "Language model for perplexity (lm:NAME, mlm:NAME or mlm:from-retriever:RETRIEVER); 'none' to leave it out."),

@@ -362,8 +362,8 @@ class Decompose(Analysis):
 
     name = "decompose"
     help = (
-        "One joint account of the twin gap: s(q, LLM) − s(q, human) regressed on Δ perplexity (--lm), Δ words, Δ median IDF and the cross-fitted "
-        "direction projection, SEs clustered by query, shares of the mean gap, a held-out half."
+        "One joint account of the twin gap: s(q, LLM) − s(q, human) regressed on Δ perplexity (--lm), Δ words, Δ median "
+        "IDF and the cross-fitted direction projection, SEs clustered by query, shares of the mean gap, a held-out half."
     )
     params: ClassVar[Mapping[str, Param]] = {
         "model": Param(str, "minilm", "Dense retriever whose score gaps are explained: minilm, st:NAME_OR_PATH or a preset."),

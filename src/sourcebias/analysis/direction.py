@@ -348,8 +348,8 @@ class DirectionAnalysis(Analysis):
             sig("share_along_held_out", "share along, held out"),
         ]
         caption = (
-            "Sign-flip p-values of the mean difference's norm and consistency; the score gap (LLM − human) of the relevant pairs and its share along "
-            "the direction, in sample and held out."
+            "Sign-flip p-values of the mean difference's norm and consistency; the score gap (LLM − "
+            "human) of the relevant pairs and its share along the direction, in sample and held out."
         )
         return [AnalysisTable("direction", "The LLM − human direction", columns, rows, caption)]
 

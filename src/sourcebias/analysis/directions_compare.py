@@ -262,8 +262,8 @@ def _policy(k: int) -> str:
     if not k:
         return "a query without a judged-irrelevant document (grade 0) is left out of the PN direction and counted (no_judged_negative)"
     return (
-        f"a query without a judged-irrelevant document takes {k} seeded random documents it does not judge as negatives (assumes unjudged = "
-        "irrelevant); counted (sampled_negatives)"
+        f"a query without a judged-irrelevant document takes {k} seeded random documents it does "
+        "not judge as negatives (assumes unjudged = irrelevant); counted (sampled_negatives)"
     )
 
 
@@ -311,8 +311,8 @@ def _one_dataset(ds, retriever, *, source, permutations, unjudged_negatives, see
                 "llm_source": None,
                 "units": "queries",
                 "pairs": len(pn),
-                "note": f"undefined: {len(pn)} queries with both relevant and judged-irrelevant documents (of {counts['queries']}; "
-                f"{counts['no_judged_negative']} without a judged-irrelevant one)",
+                "note": f"undefined: {len(pn)} queries with both relevant and judged-irrelevant documents (of "
+                f"{counts['queries']}; {counts['no_judged_negative']} without a judged-irrelevant one)",
             }
         )
     return {"rows": rows, "counts": counts, "lh_diffs": diffs, "angle": angle}

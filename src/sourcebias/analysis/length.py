@@ -280,8 +280,8 @@ class Length(Analysis):
         "tokenizer": Param(
             str,
             "minilm",
-            "Tokenizer counting model tokens: a retriever preset (minilm, bge-small, ...), smollm2, a Hugging Face name or a local folder "
-            "(offline when on this machine).",
+            "Tokenizer counting model tokens: a retriever preset (minilm, bge-small, ...), "
+            "smollm2, a Hugging Face name or a local folder (offline when on this machine).",
         ),
         "tolerance": Param(float, 0.1, "Report the share of pairs whose ratio is within 1 ± this.", min=0.0),
         "field": FIELD,

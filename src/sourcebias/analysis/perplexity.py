@@ -68,8 +68,8 @@ def parse_lm_spec(spec: str) -> tuple[str, str, dict[str, str]]:
     kind = kind.strip().lower()
     if not sep or kind not in ("lm", "mlm") or not rest.strip():
         raise ConfigError(
-            "a language model is written lm:NAME (causal), mlm:NAME (masked) or mlm:from-retriever:RETRIEVER (the retriever's own masked-LM "
-            f"head), e.g. lm:smollm2; got '{spec}'"
+            "a language model is written lm:NAME (causal), mlm:NAME (masked) or "
+            f"mlm:from-retriever:RETRIEVER (the retriever's own masked-LM head), e.g. lm:smollm2; got '{spec}'"
         )
     name, *opts = rest.split(",")
     options: dict[str, str] = {}
@@ -408,8 +408,8 @@ class Perplexity(Analysis):
         "model": Param(
             str,
             "lm:smollm2",
-            "lm:NAME (causal, e.g. lm:smollm2), mlm:NAME (masked, e.g. mlm:bert-base-uncased) or mlm:from-retriever:RETRIEVER (the masked-LM head "
-            "in a retriever's checkpoint, e.g. mlm:from-retriever:st:DIR; refused without one); options ,max_tokens=512.",
+            "lm:NAME (causal, e.g. lm:smollm2), mlm:NAME (masked, e.g. mlm:bert-base-uncased) or mlm:from-retriever:RETRIEVER (the "
+            "masked-LM head in a retriever's checkpoint, e.g. mlm:from-retriever:st:DIR; refused without one); options ,max_tokens=512.",
         ),
         "field": FIELD,
         "source": SOURCES,

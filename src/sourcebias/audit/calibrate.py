@@ -93,8 +93,8 @@ def detection_detector(folder: Any, *, threshold: str | float = YOUDEN, cache_di
     scored = [d for d in ids if all((corpus.doc_ids[p], corpus.source_of(int(p))) in scores for p, _ in groups[d])]
     if len(scored) < 4:
         raise ConfigError(
-            f"{folder}: scores of {len(scored)} complete twin pairs; a detector is calibrated on a labelled twin corpus scored by `sourcebias "
-            "detect` (at least 4 pairs)"
+            f"{folder}: scores of {len(scored)} complete twin pairs; a detector is calibrated "
+            "on a labelled twin corpus scored by `sourcebias detect` (at least 4 pairs)"
         )
     pos, is_llm, pair_of = _positions(groups, scored)
     cal = np.array([scores[(corpus.doc_ids[p], corpus.source_of(int(p)))] for p in pos], dtype=np.float64)
@@ -289,10 +289,10 @@ def _domain_reason(domain: dict[str, Any], name: str) -> str:
         "unknown": f"the calibration's domain is not known ({domain['how']})",
     }.get(domain["domain"], f"calibrated on another domain ({name}, {domain['how']})")
     advice = (
-        "calibrate on twins of documents of the audited corpus (sourcebias generate), or say --calibration-domain audited where the calibration twins "
-        "come from it"
+        "calibrate on twins of documents of the audited corpus (sourcebias generate), "
+        "or say --calibration-domain audited where the calibration twins come from it"
     )
     return (
-        f"{what}: the interval carries the sampling noise of Se and Sp, not a change of domain, which can move them far (and which the transfer check "
-        f"can miss); {advice}"
+        f"{what}: the interval carries the sampling noise of Se and Sp, not a change of "
+        f"domain, which can move them far (and which the transfer check can miss); {advice}"
     )

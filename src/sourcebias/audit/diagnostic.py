@@ -168,8 +168,8 @@ def _checked(audited: Any, human: Any, llm: Any) -> tuple[dict[str, np.ndarray],
     a, h, g = _as_dims(audited), _as_dims(human), _as_dims(llm)
     if SCORE not in a or set(a) != set(h) or set(a) != set(g):
         raise ConfigError(
-            f"the transfer check needs the same dimensions (with '{SCORE}') for the audited and the calibration documents, got {sorted(a)}, "
-            f"{sorted(h)}, {sorted(g)}"
+            f"the transfer check needs the same dimensions (with '{SCORE}') for the audited "
+            f"and the calibration documents, got {sorted(a)}, {sorted(h)}, {sorted(g)}"
         )
 
     def keep(d: dict[str, np.ndarray]) -> np.ndarray:

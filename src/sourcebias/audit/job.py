@@ -55,8 +55,8 @@ class DetectorOptions:
     def check(self) -> None:
         if sum(x is not None for x in (self.train, self.scores, self.zero_shot)) != 1:
             raise ConfigError(
-                "give one detector: --detector TRAIN_DATASET_DIR[,split] (the built-in one), --detector SPEC (a zero-shot one, e.g. "
-                "fast-detectgpt:lm:smollm2) or --scores FILE (your own scores)"
+                "give one detector: --detector TRAIN_DATASET_DIR[,split] (the built-in one), --detector "
+                "SPEC (a zero-shot one, e.g. fast-detectgpt:lm:smollm2) or --scores FILE (your own scores)"
             )
         if self.scores is not None and (self.calibrate is None or self.calibration_scores is None):
             raise ConfigError("--scores needs --calibrate DIR[,split] (labelled twins) and --calibration-scores FILE (their scores) to estimate Se and Sp")

@@ -72,10 +72,10 @@ def caption(result: AuditResult) -> str:
     if "specificity" in (result.in_domain or {}):  # the correction's Sp; the calibration twins' beside it
         sp_from += f" (the calibration twins' Sp: {d['specificity']:.3f})"
     parts = [
-        f"Detector {who}: Se = {d['sensitivity']:.3f}, Sp = {result.specificity:.3f}, AUC = {auc}, threshold {d['threshold']:.4g} "
-        f"({d.get('threshold_rule')}), {d['pairs']:,} calibration pairs; Sp from the {sp_from}.",
-        f"naive: the detector's labels; corrected: Rogan–Gladen; {s['level']:.0%} CIs, {s['resamples']:,} joint resamples of queries and "
-        f"calibration pairs, seed {s['seed']}.",
+        f"Detector {who}: Se = {d['sensitivity']:.3f}, Sp = {result.specificity:.3f}, AUC = {auc}, threshold "
+        f"{d['threshold']:.4g} ({d.get('threshold_rule')}), {d['pairs']:,} calibration pairs; Sp from the {sp_from}.",
+        f"naive: the detector's labels; corrected: Rogan–Gladen; {s['level']:.0%} CIs, "
+        f"{s['resamples']:,} joint resamples of queries and calibration pairs, seed {s['seed']}.",
     ]
     dom = result.domain or {}
     if dom:

@@ -84,9 +84,9 @@ def _answers_table(result: CitationResult) -> Any:
         "Answers by status",
         [Column(k, k, "int") for k in ("answers", "cited", "out_of_range", "no_citation", "empty", "truncated", "echoed") if k in c],
         [c],
-        f"cited: every number names a passage; out_of_range: a number outside 1..{s['k']} (dropped; with none inside, the answer cites nothing); "
-        f"no_citation / empty: cites nothing (uncited={s['uncited']}); truncated: stopped at max_tokens; echoed: repeats the prompt (its passage "
-        "headers or text: not read as citations).",
+        f"cited: every number names a passage; out_of_range: a number outside 1..{s['k']} (dropped; with none "
+        f"inside, the answer cites nothing); no_citation / empty: cites nothing (uncited={s['uncited']}); truncated: "
+        "stopped at max_tokens; echoed: repeats the prompt (its passage headers or text: not read as citations).",
         status_rows=False,
     )
 

@@ -51,8 +51,8 @@ class AnalysisGroup(TyperGroup):
 
 analyze_app = typer.Typer(
     cls=AnalysisGroup,
-    help="Explain the bias: quality, spectrum, perplexity, artifacts, direction. Each writes tables (CSV), summary.json, figures (PNG) and a manifest "
-    "to -o OUT.",
+    help="Explain the bias: quality, spectrum, perplexity, artifacts, direction. Each "
+    "writes tables (CSV), summary.json, figures (PNG) and a manifest to -o OUT.",
     no_args_is_help=True,
 )
 

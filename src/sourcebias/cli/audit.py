@@ -132,8 +132,8 @@ def _run(target: Path, output: Path | None, detector_options, settings, runs, st
     console.print(to_rich(audit_report(result)))
     if path is not None:
         console.print(
-            f"Wrote audit.json, audit.csv, calibration.csv, documents.csv, summary.md, summary.tex and audit.png to [bold]{path}[/bold] (load them "
-            "with sourcebias.audit.load_audit)"
+            "Wrote audit.json, audit.csv, calibration.csv, documents.csv, summary.md, summary.tex "
+            f"and audit.png to [bold]{path}[/bold] (load them with sourcebias.audit.load_audit)"
         )
     else:
         console.print("[dim]Add --output DIR to save the results and the figure.[/dim]")

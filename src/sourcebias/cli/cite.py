@@ -13,8 +13,8 @@ from sourcebias.cli.common import console, fail
 Data = Annotated[
     str,
     typer.Argument(
-        help="The dataset (folder or name, e.g. nq-utd; DIR,split for another split than test) whose passages the generator reads, asked about its "
-        "judged queries.",
+        help="The dataset (folder or name, e.g. nq-utd; DIR,split for another split than "
+        "test) whose passages the generator reads, asked about its judged queries.",
         show_default=False,
         metavar="DATA",
     ),
@@ -147,8 +147,8 @@ def _run(data: str, output: Path | None, settings: Any, **kwargs: Any) -> None:
     console.print(to_rich(citation_report(result)))
     if path is not None:
         console.print(
-            f"Wrote citations.json, passages.csv, answers.csv, summary.md, summary.tex and citations.png to [bold]{path}[/bold] (load them with "
-            "sourcebias.citations.load_citations)"
+            "Wrote citations.json, passages.csv, answers.csv, summary.md, summary.tex and "
+            f"citations.png to [bold]{path}[/bold] (load them with sourcebias.citations.load_citations)"
         )
     else:
         console.print("[dim]Add --output DIR to save the results and the figure.[/dim]")

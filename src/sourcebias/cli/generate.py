@@ -193,8 +193,8 @@ def _print_summary(summary, target, human_source: str, *, length_control: bool) 
     )
     totals = ", ".join(f"{k} {v}" for k, v in sorted(summary.counts.items()))
     console.print(
-        f"Twin: {summary.documents_in_output} of {summary.selected} documents ({totals}); {summary.identical} identical to the original. Manifest: "
-        f"{summary.manifest}"
+        f"Twin: {summary.documents_in_output} of {summary.selected} documents ({totals}); "
+        f"{summary.identical} identical to the original. Manifest: {summary.manifest}"
     )
     if summary.failed:
         console.print(

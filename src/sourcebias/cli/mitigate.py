@@ -237,8 +237,8 @@ def project_fit(
         proj = fit_direction(system, cal, pairs_per_dataset=pairs, seed=seed)
         proj.save(folder.staging / "projection.json")
         console.print(
-            f"Direction from {proj.details['pairs']} twin pairs of {', '.join(proj.details['calibration'])}: ‖mean difference‖ "
-            f"{proj.details['mean_difference_norm']:.4f}"
+            f"Direction from {proj.details['pairs']} twin pairs of {', '.join(proj.details['calibration'])}: "
+            f"‖mean difference‖ {proj.details['mean_difference_norm']:.4f}"
         )
         if ds is not None and where is not None:  # both or neither: a --target was given
             after = projected(build_retriever(model, **options), proj, source=str(Path(output) / "projection.json"), name=f"{model}+projection")

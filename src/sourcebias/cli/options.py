@@ -26,8 +26,8 @@ HumanSource = Annotated[str, typer.Option(help="Name of the human-written (origi
 Twins = Annotated[
     Path | None,
     typer.Option(
-        help="With DATASET irds:<id> (the human side through ir_datasets, e.g. irds:beir/nfcorpus/test): the folder of the LLM twins (<source>.jsonl "
-        "files, or a Cocktail folder).",
+        help="With DATASET irds:<id> (the human side through ir_datasets, e.g. irds:beir/nfcorpus/test): "
+        "the folder of the LLM twins (<source>.jsonl files, or a Cocktail folder).",
         metavar="DIR",
     ),
 ]
@@ -56,15 +56,15 @@ Runs = Annotated[
     typer.Option(
         "--run",
         metavar="[NAME=]FILE",
-        help="A TREC run of the mixed corpus made by any system (qid Q0 docno rank score tag); repeat for several. Scored with the same protocol; "
-        "equal scores are ordered by the tie rule.",
+        help="A TREC run of the mixed corpus made by any system (qid Q0 docno rank score tag); repeat "
+        "for several. Scored with the same protocol; equal scores are ordered by the tie rule.",
     ),
 ]
 Docnos = Annotated[
     Path | None,
     typer.Option(
-        help="Table docno<TAB>doc_id<TAB>source naming the documents of --run files (default: docnos.tsv beside the run if present, else names "
-        "<source>/<doc_id>).",
+        help="Table docno<TAB>doc_id<TAB>source naming the documents of --run files "
+        "(default: docnos.tsv beside the run if present, else names <source>/<doc_id>).",
         metavar="FILE",
     ),
 ]

@@ -20,8 +20,8 @@ JudgeSpec = Annotated[
     typer.Option(
         "--judge",
         metavar="SPEC",
-        help="The judge: smollm2, gemma3, a GGUF file, a transformers folder or name, or openai:MODEL@http://HOST:PORT/v1 (any OpenAI-compatible "
-        "server; several @URL).",
+        help="The judge: smollm2, gemma3, a GGUF file, a transformers folder or name, or "
+        "openai:MODEL@http://HOST:PORT/v1 (any OpenAI-compatible server; several @URL).",
     ),
 ]
 JudgeOutput = Annotated[
@@ -35,8 +35,8 @@ JudgeModes = Annotated[
     typer.Option(
         "--mode",
         metavar="MODE",
-        help="grade (UMBRELA 0-3 per copy), disclosure (graded again, told the author is a human / an AI), pairwise (which copy is more relevant, both "
-        "orders); repeat for several. \\[default: grade]",
+        help="grade (UMBRELA 0-3 per copy), disclosure (graded again, told the author is a human / an AI), "
+        "pairwise (which copy is more relevant, both orders); repeat for several. \\[default: grade]",
     ),
 ]
 JudgePrompt = Annotated[
@@ -56,8 +56,8 @@ JudgeRetrievers = Annotated[
         "--retriever",
         "-r",
         metavar="[LABEL=]SPEC",
-        help="A retriever whose mixed-corpus ranking is evaluated with the assessors' and the judge's qrels (and, with --top-k, whose top documents "
-        "are graded too); repeat for several. LABEL= names it in the tables (as in evaluate).",
+        help="A retriever whose mixed-corpus ranking is evaluated with the assessors' and the judge's qrels (and, with "
+        "--top-k, whose top documents are graded too); repeat for several. LABEL= names it in the tables (as in evaluate).",
     ),
 ]
 JudgeRuns = Annotated[

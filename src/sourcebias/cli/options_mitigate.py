@@ -75,8 +75,8 @@ CdcEvalSplit = Annotated[
     str | None,
     typer.Option(
         metavar="SPLIT",
-        help="Evaluate before/after on this split (default: dev of the calibration dataset, test of --eval-dataset); never the calibration split "
-        "unless --in-sample.",
+        help="Evaluate before/after on this split (default: dev of the calibration dataset, "
+        "test of --eval-dataset); never the calibration split unless --in-sample.",
     ),
 ]
 CdcEvalDataset = Annotated[Path | None, typer.Option(metavar="DIR", help="Evaluate before/after on another dataset (the transfer setting).")]

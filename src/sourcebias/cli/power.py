@@ -147,8 +147,8 @@ def _print(result: Any, path: Any) -> None:
     console.print(to_rich(power_report(result)))
     if path is not None:
         console.print(
-            f"Wrote power.json, power.csv, pilots.csv, curves.csv, summary.md, summary.tex and power_curves.png to [bold]{path}[/bold] (load them "
-            "with sourcebias.power.load_power)"
+            "Wrote power.json, power.csv, pilots.csv, curves.csv, summary.md, summary.tex and "
+            f"power_curves.png to [bold]{path}[/bold] (load them with sourcebias.power.load_power)"
         )
     else:
         console.print("[dim]Add --output DIR to save the results and the power-curve figure.[/dim]")

@@ -249,8 +249,8 @@ def _plan(plan_path: Path, ds, **settings):
     )
     if plan.header.get("left_out_without_negative"):
         console.print(
-            f"  {len(plan.header['left_out_without_negative'])} tuples left out: BM25 found no non-relevant document for their query (listed in "
-            "the plan's header)"
+            f"  {len(plan.header['left_out_without_negative'])} tuples left out: BM25 "
+            "found no non-relevant document for their query (listed in the plan's header)"
         )
     return plan
 

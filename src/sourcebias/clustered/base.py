@@ -52,8 +52,8 @@ def interval_refusal(queries: int, level: float) -> str:
     distinct, need = math.comb(2 * queries - 1, queries), math.ceil(2 / (1 - level) - 1e-9)
     if distinct < need:
         return (
-            f"{queries} queries give {distinct} distinct resamples of the queries, too few for a {level:.0%} interval clustered by query (its tails "
-            f"need {need})"
+            f"{queries} queries give {distinct} distinct resamples of the queries, too "
+            f"few for a {level:.0%} interval clustered by query (its tails need {need})"
         )
     return ""
 

@@ -101,8 +101,8 @@ def plot_curves(result: Any, path: Path) -> Path | None:
     axes[-1].legend(handles, labels, loc="center", title="retriever (own loop)", fontsize=10)
     fig.supxlabel(f"Percent; {RULE}.", fontsize=8.5, color="#444444")
     fig.suptitle(
-        f"Feedback loop '{result.name}' ({(result.settings.get('generator') or {}).get('model')} writing; intervention: "
-        f"{(result.settings.get('intervention') or {}).get('kind', 'none')})",
+        f"Feedback loop '{result.name}' ({(result.settings.get('generator') or {}).get('model')} "
+        f"writing; intervention: {(result.settings.get('intervention') or {}).get('kind', 'none')})",
         fontsize=11,
     )
     fig.savefig(path, dpi=110)
