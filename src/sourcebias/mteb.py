@@ -182,9 +182,18 @@ class SourceBiasRetrieval(AbsTaskRetrieval):
         self.data_loaded = True
 
     def _evaluate_subset(
-        self, model: Any, data_split: Any, *, encode_kwargs: Any, hf_split: str, hf_subset: str,
-        prediction_folder: Path | None = None, num_proc: int | None = None, timer: Any = None, **kwargs: Any,
-    ) -> dict[str, Any]:  # fmt: skip
+        self,
+        model: Any,
+        data_split: Any,
+        *,
+        encode_kwargs: Any,
+        hf_split: str,
+        hf_subset: str,
+        prediction_folder: Path | None = None,
+        num_proc: int | None = None,
+        timer: Any = None,
+        **kwargs: Any,
+    ) -> dict[str, Any]:
         """Rank the mixed corpus (sourcebias' dense retrieval for an encoder, MTEB's search
         otherwise), then score it by MTEB's code and by sourcebias' protocol."""
         from mteb._evaluators.retrieval_metrics import make_score_dict
@@ -223,9 +232,15 @@ class SourceBiasRetrieval(AbsTaskRetrieval):
         if search is None:
             raise TypeError(f"{type(model).__name__} is neither an MTEB encoder, a search model nor a cross-encoder")
         evaluator = RetrievalEvaluator(
-            corpus=data_split["corpus"], queries=data_split["queries"], task_metadata=self.metadata, hf_split=kw["hf_split"], hf_subset=kw["hf_subset"],
-            top_ranked=data_split["top_ranked"], top_k=self.options.depth, **({"timer": kw["timer"]} if kw.get("timer") is not None else {}),
-        )  # fmt: skip
+            corpus=data_split["corpus"],
+            queries=data_split["queries"],
+            task_metadata=self.metadata,
+            hf_split=kw["hf_split"],
+            hf_subset=kw["hf_subset"],
+            top_ranked=data_split["top_ranked"],
+            top_k=self.options.depth,
+            **({"timer": kw["timer"]} if kw.get("timer") is not None else {}),
+        )
         return evaluator(search, encode_kwargs=kw["encode_kwargs"], num_proc=kw.get("num_proc"))
 
     def _sourcebias_run(self, results: dict[str, dict[str, float]], name: str) -> Any:
@@ -263,10 +278,16 @@ class SourceBiasRetrieval(AbsTaskRetrieval):
 
         o = self.options
         report = result_report(
-            result, self.sb_dataset.qrels, statistics=list(o.statistics or EVALUATE_STATISTICS), measures=o.statistics_measures,
-            bootstrap_resamples=o.bootstrap_resamples, confidence=o.confidence, significance_resamples=o.significance_resamples,
-            correction=o.correction, ndsr_k=o.ndsr_k,
-        )  # fmt: skip
+            result,
+            self.sb_dataset.qrels,
+            statistics=list(o.statistics or EVALUATE_STATISTICS),
+            measures=o.statistics_measures,
+            bootstrap_resamples=o.bootstrap_resamples,
+            confidence=o.confidence,
+            significance_resamples=o.significance_resamples,
+            correction=o.correction,
+            ndsr_k=o.ndsr_k,
+        )
         stats = report.data.get("statistics")
         rows = [] if stats is None else stats.records()
         notes = list(report.notes)

@@ -1,6 +1,7 @@
 """ruff holds the code to the rules stated in pyproject.toml ([tool.ruff], [tool.ruff.lint]): the
 lint rules pass and the formatter would change nothing, over the package, the tests, the
-benchmarks and the documentation's build hook."""
+benchmarks and the documentation's build hook; and the package is laid out by the formatter
+throughout: no ``fmt: skip`` and no line over the line length (long strings are adjacent literals)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 PATHS = ["src", "tests", "benchmarks", "docs/hooks.py"]
+PACKAGE = REPO / "src" / "sourcebias"
+LINE_LENGTH = 160  # [tool.ruff] line-length
 
 
 def ruff() -> list[str]:
@@ -30,3 +33,17 @@ def test_ruff_check_passes():
 def test_ruff_format_would_change_nothing():
     proc = subprocess.run([*ruff(), "format", "--check", *PATHS], cwd=REPO, capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
+
+
+def test_package_is_laid_out_by_the_formatter():
+    files = sorted(PACKAGE.rglob("*.py"))
+    assert len(files) > 150  # the whole package
+    found = []
+    for path in files:
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            where = f"{path.relative_to(REPO)}:{number}"
+            if "fmt: skip" in line:
+                found.append(f"{where}: fmt: skip")
+            if len(line) > LINE_LENGTH:
+                found.append(f"{where}: {len(line)} characters")
+    assert not found, "\n".join(found)

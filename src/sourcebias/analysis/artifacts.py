@@ -64,7 +64,8 @@ def artifacts(
         "features": features,
         "field": field,
         "idf": "ln(1 + (N - df + 0.5) / (df + 0.5)) over the loaded collection; median over a document's terms",
-        "left_out": "values that do not exist (median IDF without analyzer terms, perplexity of an empty field) are left out of every statistic; left_out counts them",
+        "left_out": "values that do not exist (median IDF without analyzer terms, perplexity "
+        "of an empty field) are left out of every statistic; left_out counts them",
         "per_source": {},
         "comparisons": {},
     }
@@ -225,7 +226,10 @@ class Artifacts(Analysis):
     """``sourcebias analyze artifacts``."""
 
     name = "artifacts"
-    help = "Perplexity, length and median term IDF per document: effect sizes and tests across sources, and their correlation with a retriever's scores (Huang et al. 2026)."
+    help = (
+        "Perplexity, length and median term IDF per document: effect sizes and tests across "
+        "sources, and their correlation with a retriever's scores (Huang et al. 2026)."
+    )
     params: ClassVar[Mapping[str, Param]] = {
         "lm": Param(str | None, "lm:smollm2", "Language model for perplexity (lm:NAME, mlm:NAME or mlm:from-retriever:RETRIEVER); 'none' to leave it out."),
         "run": Param(
@@ -252,8 +256,15 @@ class Artifacts(Analysis):
         for row in result.tables["comparisons"].to_dict("records"):
             left = row.get("independent_left_out_a", 0) + row.get("independent_left_out_b", 0)
             rows.append({**row, "left_out": left or None, "note": row.get("note") if isinstance(row.get("note"), str) else ""})
-        columns = [text("feature", "feature"), text("llm_source", "LLM source"), sig("independent_hedges_g", "Hedges' g"), sig("paired_d_z", "paired d_z"),
-                   psig("paired_paired_p", "paired p"), integer("left_out", "left out"), text("note", "note")]  # fmt: skip
+        columns = [
+            text("feature", "feature"),
+            text("llm_source", "LLM source"),
+            sig("independent_hedges_g", "Hedges' g"),
+            sig("paired_d_z", "paired d_z"),
+            psig("paired_paired_p", "paired p"),
+            integer("left_out", "left out"),
+            text("note", "note"),
+        ]
         out = [
             AnalysisTable(
                 "comparisons",
@@ -264,8 +275,13 @@ class Artifacts(Analysis):
             )
         ]
         if "correlations" in result.tables:
-            columns = [text("feature", "feature"), sig("spearman_pooled", "Spearman (pooled)"), sig("spearman_mean_per_query", "mean per query"), psig("p_per_query_ttest", "p (t-test over queries)"),
-                       integer("queries", "queries")]  # fmt: skip
+            columns = [
+                text("feature", "feature"),
+                sig("spearman_pooled", "Spearman (pooled)"),
+                sig("spearman_mean_per_query", "mean per query"),
+                psig("p_per_query_ttest", "p (t-test over queries)"),
+                integer("queries", "queries"),
+            ]
             out.append(
                 AnalysisTable(
                     "correlations",

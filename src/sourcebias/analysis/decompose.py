@@ -361,7 +361,10 @@ class Decompose(Analysis):
     """``sourcebias analyze decompose``."""
 
     name = "decompose"
-    help = "One joint account of the twin gap: s(q, LLM) − s(q, human) regressed on Δ perplexity (--lm), Δ words, Δ median IDF and the cross-fitted direction projection, SEs clustered by query, shares of the mean gap, a held-out half."
+    help = (
+        "One joint account of the twin gap: s(q, LLM) − s(q, human) regressed on Δ perplexity (--lm), Δ words, Δ median "
+        "IDF and the cross-fitted direction projection, SEs clustered by query, shares of the mean gap, a held-out half."
+    )
     params: ClassVar[Mapping[str, Param]] = {
         "model": Param(str, "minilm", "Dense retriever whose score gaps are explained: minilm, st:NAME_OR_PATH or a preset."),
         "lm": Param(
@@ -394,11 +397,29 @@ class Decompose(Analysis):
                         "held_residual": h.get("shares", {}).get("residual"),
                     }
                 )
-        fit_columns = [text("source", "LLM source"), integer("rows", "relevant pairs"), integer("queries", "queries"), integer("rows_left_out", "left out"), sig("mean_gap", "mean gap"),
-                       column("r2", "R²", "num", 3), integer("held_rows", "held-out pairs"), column("held_r2", "held-out R²", "num", 3), column("held_residual", "held-out residual share", "num", 3)]  # fmt: skip
+        fit_columns = [
+            text("source", "LLM source"),
+            integer("rows", "relevant pairs"),
+            integer("queries", "queries"),
+            integer("rows_left_out", "left out"),
+            sig("mean_gap", "mean gap"),
+            column("r2", "R²", "num", 3),
+            integer("held_rows", "held-out pairs"),
+            column("held_r2", "held-out R²", "num", 3),
+            column("held_residual", "held-out residual share", "num", 3),
+        ]
         terms = result.tables["decompose_terms"].rename(columns={"llm_source": "source"}).to_dict("records")
-        term_columns = [text("source", "LLM source"), text("label", "term"), sig("coef", "b"), sig("ci_low", "CI low"), sig("ci_high", "CI high"), column("p", "p", "sig", 3),
-                        column("std_coef", "standardised", "num", 3), column("share", "share", "num", 3), column("share_held_out", "share (held out)", "num", 3)]  # fmt: skip
+        term_columns = [
+            text("source", "LLM source"),
+            text("label", "term"),
+            sig("coef", "b"),
+            sig("ci_low", "CI low"),
+            sig("ci_high", "CI high"),
+            column("p", "p", "sig", 3),
+            column("std_coef", "standardised", "num", 3),
+            column("share", "share", "num", 3),
+            column("share_held_out", "share (held out)", "num", 3),
+        ]
         level = round(100 * result.parameters.get("confidence", 0.95))
         return [
             AnalysisTable(

@@ -335,10 +335,22 @@ class DirectionAnalysis(Analysis):
         for row, entry in zip(rows, result.summary["sources"].values()):
             gap = entry.get("score_gap", {})
             row.update({k: gap.get(k) for k in ("triples", "mean_gap", "share_along_in_sample", "share_along_held_out")})
-        columns = [text("source", "LLM source"), integer("pairs", "pairs"), sig("mean_difference_norm", "||mean difference||"), sig("consistency", "consistency"),
-                   psig("p_norm", "p norm"), psig("p_consistency", "p consistency"), integer("triples", "relevant pairs"), sig("mean_gap", "mean score gap"),
-                   sig("share_along_in_sample", "share along"), sig("share_along_held_out", "share along, held out")]  # fmt: skip
-        caption = "Sign-flip p-values of the mean difference's norm and consistency; the score gap (LLM − human) of the relevant pairs and its share along the direction, in sample and held out."
+        columns = [
+            text("source", "LLM source"),
+            integer("pairs", "pairs"),
+            sig("mean_difference_norm", "||mean difference||"),
+            sig("consistency", "consistency"),
+            psig("p_norm", "p norm"),
+            psig("p_consistency", "p consistency"),
+            integer("triples", "relevant pairs"),
+            sig("mean_gap", "mean score gap"),
+            sig("share_along_in_sample", "share along"),
+            sig("share_along_held_out", "share along, held out"),
+        ]
+        caption = (
+            "Sign-flip p-values of the mean difference's norm and consistency; the score gap (LLM − "
+            "human) of the relevant pairs and its share along the direction, in sample and held out."
+        )
         return [AnalysisTable("direction", "The LLM − human direction", columns, rows, caption)]
 
     def notes(self, result) -> list[str]:

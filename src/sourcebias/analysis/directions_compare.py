@@ -261,7 +261,10 @@ def compare_directions(
 def _policy(k: int) -> str:
     if not k:
         return "a query without a judged-irrelevant document (grade 0) is left out of the PN direction and counted (no_judged_negative)"
-    return f"a query without a judged-irrelevant document takes {k} seeded random documents it does not judge as negatives (assumes unjudged = irrelevant); counted (sampled_negatives)"
+    return (
+        f"a query without a judged-irrelevant document takes {k} seeded random documents it does "
+        "not judge as negatives (assumes unjudged = irrelevant); counted (sampled_negatives)"
+    )
 
 
 def _flat_angle(a: Mapping[str, Any]) -> dict[str, Any]:
@@ -308,7 +311,8 @@ def _one_dataset(ds, retriever, *, source, permutations, unjudged_negatives, see
                 "llm_source": None,
                 "units": "queries",
                 "pairs": len(pn),
-                "note": f"undefined: {len(pn)} queries with both relevant and judged-irrelevant documents (of {counts['queries']}; {counts['no_judged_negative']} without a judged-irrelevant one)",
+                "note": f"undefined: {len(pn)} queries with both relevant and judged-irrelevant documents (of "
+                f"{counts['queries']}; {counts['no_judged_negative']} without a judged-irrelevant one)",
             }
         )
     return {"rows": rows, "counts": counts, "lh_diffs": diffs, "angle": angle}
@@ -457,18 +461,50 @@ class CompareDirections(Analysis):
         for spec in p["also"] or []:
             path, _, sp = spec.rpartition(":") if ":" in spec and "/" not in spec.rpartition(":")[2] else (spec, "", "")
             others.append(load_dataset(Path(path), split=sp or p["split"]))
-        return compare_directions([dataset, *others], p["model"], source=p["source"], permutations=p["permutations"], joint_permutations=p["joint_permutations"],
-                                  unjudged_negatives=p["unjudged_negatives"], seed=p["seed"], options=options)  # fmt: skip
+        return compare_directions(
+            [dataset, *others],
+            p["model"],
+            source=p["source"],
+            permutations=p["permutations"],
+            joint_permutations=p["joint_permutations"],
+            unjudged_negatives=p["unjudged_negatives"],
+            seed=p["seed"],
+            options=options,
+        )
 
     def tables(self, result) -> list[AnalysisTable]:
         s, t = result.summary, result.tables
-        pn = [text("dataset", "dataset"), integer("used", "PN queries"), integer("queries", "judged queries"), integer("no_relevant", "without a relevant"),
-              integer("no_judged_negative", "without a judged-irrelevant"), integer("sampled_negatives", "with sampled negatives")]  # fmt: skip
-        directions = [text("dataset", "dataset"), text("direction", "direction"), integer("pairs", "pairs"), text("units", "of"), sig("mean_difference_norm", "||mean||"),
-                      column("consistency", "consistency", "num", 3), column("p_norm", "sign-flip p", "sig", 3), integer("permutations", "flips")]  # fmt: skip
-        angles = [text("dataset", "dataset"), text("a", "a"), text("b", "b"), column("cosine", "cos", "num", 3), column("angle_deg", "angle °", "num", 1), column("p_flip_a", "p (flip a)", "sig", 3),
-                  column("p_flip_b", "p (flip b)", "sig", 3), integer("dimension", "d"), column("random_cos_low", "random 95% low", "num", 3),
-                  column("random_cos_high", "random 95% high", "num", 3), column("p_random", "p (random)", "sig", 3)]  # fmt: skip
+        pn = [
+            text("dataset", "dataset"),
+            integer("used", "PN queries"),
+            integer("queries", "judged queries"),
+            integer("no_relevant", "without a relevant"),
+            integer("no_judged_negative", "without a judged-irrelevant"),
+            integer("sampled_negatives", "with sampled negatives"),
+        ]
+        directions = [
+            text("dataset", "dataset"),
+            text("direction", "direction"),
+            integer("pairs", "pairs"),
+            text("units", "of"),
+            sig("mean_difference_norm", "||mean||"),
+            column("consistency", "consistency", "num", 3),
+            column("p_norm", "sign-flip p", "sig", 3),
+            integer("permutations", "flips"),
+        ]
+        angles = [
+            text("dataset", "dataset"),
+            text("a", "a"),
+            text("b", "b"),
+            column("cosine", "cos", "num", 3),
+            column("angle_deg", "angle °", "num", 1),
+            column("p_flip_a", "p (flip a)", "sig", 3),
+            column("p_flip_b", "p (flip b)", "sig", 3),
+            integer("dimension", "d"),
+            column("random_cos_low", "random 95% low", "num", 3),
+            column("random_cos_high", "random 95% high", "num", 3),
+            column("p_random", "p (random)", "sig", 3),
+        ]
         out = [
             AnalysisTable("pn_queries", "PN directions: the judged queries", pn, t["pn_queries"].to_dict("records"), f"PN policy: {s['pn_policy']}"),
             AnalysisTable("directions", "Directions", directions, [r for r in t["directions"].to_dict("records") if not isinstance(r.get("note"), str)]),
@@ -483,8 +519,15 @@ class CompareDirections(Analysis):
         j = s.get("joint")
         if j:
             row = {"datasets": ", ".join(f"{d} ({n:,} pairs)" for d, n in zip(j["datasets"], j["pairs"])), **j}
-            columns = [text("datasets", "datasets"), sig("shared_norm", "shared norm"), column("p_shared_norm", "p", "sig", 3), column("mean_pairwise_cosine", "mean pairwise cos", "num", 3),
-                       column("p_pairwise_cosine", "p", "sig", 3), integer("permutations", "flips"), integer("seed", "seed")]  # fmt: skip
+            columns = [
+                text("datasets", "datasets"),
+                sig("shared_norm", "shared norm"),
+                column("p_shared_norm", "p", "sig", 3),
+                column("mean_pairwise_cosine", "mean pairwise cos", "num", 3),
+                column("p_pairwise_cosine", "p", "sig", 3),
+                integer("permutations", "flips"),
+                integer("seed", "seed"),
+            ]
             out.append(AnalysisTable("joint", "Joint sign-flip test", columns, [row]))
         return out
 

@@ -280,7 +280,8 @@ class Length(Analysis):
         "tokenizer": Param(
             str,
             "minilm",
-            "Tokenizer counting model tokens: a retriever preset (minilm, bge-small, ...), smollm2, a Hugging Face name or a local folder (offline when on this machine).",
+            "Tokenizer counting model tokens: a retriever preset (minilm, bge-small, ...), "
+            "smollm2, a Hugging Face name or a local folder (offline when on this machine).",
         ),
         "tolerance": Param(float, 0.1, "Report the share of pairs whose ratio is within 1 ± this.", min=0.0),
         "field": FIELD,
@@ -305,9 +306,21 @@ class Length(Analysis):
             for unit in UNITS:
                 if unit in q and "g_z" in q[unit]["llm_vs_human"]:
                     queries.append({"source": llm, "unit": unit, "queries": q["queries"], **q[unit]["llm_vs_human"]})
-        columns = [text("source", "LLM source"), text("unit", "unit"), sig("mean_llm", "mean LLM"), sig("mean_human", "mean human"), sig("ratio_median", "ratio median"),
-                   sig("ratio_q1", "IQR low"), sig("ratio_q3", "IQR high"), integer("ratio_left_out", "left out"), sig("g_z", "g_z"), psig("wilcoxon_p", "Wilcoxon p"),
-                   integer("wilcoxon_n", "non-zero"), integer("n", "pairs"), text("note", "note")]  # fmt: skip
+        columns = [
+            text("source", "LLM source"),
+            text("unit", "unit"),
+            sig("mean_llm", "mean LLM"),
+            sig("mean_human", "mean human"),
+            sig("ratio_median", "ratio median"),
+            sig("ratio_q1", "IQR low"),
+            sig("ratio_q3", "IQR high"),
+            integer("ratio_left_out", "left out"),
+            sig("g_z", "g_z"),
+            psig("wilcoxon_p", "Wilcoxon p"),
+            integer("wilcoxon_n", "non-zero"),
+            integer("n", "pairs"),
+            text("note", "note"),
+        ]
         out = [
             AnalysisTable(
                 "length_pairs",

@@ -84,7 +84,8 @@ def retriever_root(spec: str) -> str:
     encoder = getattr(build_retriever(spec, cache_dir=False), "encoder", None)
     if not isinstance(encoder, SentenceTransformerEncoder):
         raise ConfigError(
-            f"mlm:from-retriever:{spec}: '{kind}' is not a dense retriever with a transformer checkpoint (use a dense preset, st:NAME_OR_PATH or a checkpoint folder)"
+            f"mlm:from-retriever:{spec}: '{kind}' is not a dense retriever with a transformer "
+            "checkpoint (use a dense preset, st:NAME_OR_PATH or a checkpoint folder)"
         )
     return encoder._folder("document")
 

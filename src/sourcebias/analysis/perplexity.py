@@ -68,7 +68,8 @@ def parse_lm_spec(spec: str) -> tuple[str, str, dict[str, str]]:
     kind = kind.strip().lower()
     if not sep or kind not in ("lm", "mlm") or not rest.strip():
         raise ConfigError(
-            f"a language model is written lm:NAME (causal), mlm:NAME (masked) or mlm:from-retriever:RETRIEVER (the retriever's own masked-LM head), e.g. lm:smollm2; got '{spec}'"
+            "a language model is written lm:NAME (causal), mlm:NAME (masked) or "
+            f"mlm:from-retriever:RETRIEVER (the retriever's own masked-LM head), e.g. lm:smollm2; got '{spec}'"
         )
     name, *opts = rest.split(",")
     options: dict[str, str] = {}
@@ -407,7 +408,8 @@ class Perplexity(Analysis):
         "model": Param(
             str,
             "lm:smollm2",
-            "lm:NAME (causal, e.g. lm:smollm2), mlm:NAME (masked, e.g. mlm:bert-base-uncased) or mlm:from-retriever:RETRIEVER (the masked-LM head in a retriever's checkpoint, e.g. mlm:from-retriever:st:DIR; refused without one); options ,max_tokens=512.",
+            "lm:NAME (causal, e.g. lm:smollm2), mlm:NAME (masked, e.g. mlm:bert-base-uncased) or mlm:from-retriever:RETRIEVER (the "
+            "masked-LM head in a retriever's checkpoint, e.g. mlm:from-retriever:st:DIR; refused without one); options ,max_tokens=512.",
         ),
         "field": FIELD,
         "source": SOURCES,
@@ -423,10 +425,29 @@ class Perplexity(Analysis):
         pairs = [{"source": src, **c} for src, c in s["pairs"].items()]
         value = s.get("value", "")
         return [
-            AnalysisTable("perplexity_sources", "Log-perplexity per source", [text("source", "source"), sig("mean", "mean"), sig("std", "std"), integer("n", "n"), integer("left_out", "left out")], per_source, value),
-            AnalysisTable("perplexity_pairs", "Twin pairs: LLM − human", [text("source", "LLM source"), sig("mean_difference", "mean difference"), sig("d_z", "d_z"), psig("paired_p", "paired t p"),
-                          psig("wilcoxon_p", "Wilcoxon p"), integer("n", "n"), integer("left_out", "left out")], pairs, "Over twin pairs with a value in both copies."),
-        ]  # fmt: skip
+            AnalysisTable(
+                "perplexity_sources",
+                "Log-perplexity per source",
+                [text("source", "source"), sig("mean", "mean"), sig("std", "std"), integer("n", "n"), integer("left_out", "left out")],
+                per_source,
+                value,
+            ),
+            AnalysisTable(
+                "perplexity_pairs",
+                "Twin pairs: LLM − human",
+                [
+                    text("source", "LLM source"),
+                    sig("mean_difference", "mean difference"),
+                    sig("d_z", "d_z"),
+                    psig("paired_p", "paired t p"),
+                    psig("wilcoxon_p", "Wilcoxon p"),
+                    integer("n", "n"),
+                    integer("left_out", "left out"),
+                ],
+                pairs,
+                "Over twin pairs with a value in both copies.",
+            ),
+        ]
 
     def notes(self, result) -> list[str]:
         return [f"pairs {src} − human: {c['note']}" for src, c in result.summary["pairs"].items() if "mean_difference" not in c and c.get("note")]

@@ -311,8 +311,16 @@ class Quality(Analysis):
 
     def tables(self, result) -> list[AnalysisTable]:
         keys = ("pairs", "jaccard_mean", "overlap_mean", "cosine_matched_mean", "cosine_random_mean", "words_human_mean", "words_llm_mean")
-        columns = [text("source", "LLM source"), integer("pairs", "pairs"), sig("jaccard_mean", "Jaccard"), sig("overlap_mean", "overlap"), sig("cosine_matched_mean", "cosine matched"),
-                   sig("cosine_random_mean", "cosine random"), sig("words_human_mean", "words human"), sig("words_llm_mean", "words LLM")]  # fmt: skip
+        columns = [
+            text("source", "LLM source"),
+            integer("pairs", "pairs"),
+            sig("jaccard_mean", "Jaccard"),
+            sig("overlap_mean", "overlap"),
+            sig("cosine_matched_mean", "cosine matched"),
+            sig("cosine_random_mean", "cosine random"),
+            sig("words_human_mean", "words human"),
+            sig("words_llm_mean", "words LLM"),
+        ]
         caption = "Means over the twin pairs (Jaccard and overlap of the BM25 analyzer's terms; cosines of the encoder's embeddings) and over random pairs."
         return [AnalysisTable("quality", "Twin quality", columns, llm_rows(result, keys), caption)]
 

@@ -156,8 +156,14 @@ class Spectrum(Analysis):
 
     def tables(self, result) -> list[AnalysisTable]:
         keys = ("ratio_rank1", "head_geomean", "tail_geomean", "ranks_above_1", "ranks")
-        columns = [text("source", "LLM source"), sig("ratio_rank1", "ratio at rank 1"), sig("head_geomean", "head geomean"), sig("tail_geomean", "tail geomean"),
-                   integer("ranks_above_1", "ranks above 1"), integer("ranks", "ranks")]  # fmt: skip
+        columns = [
+            text("source", "LLM source"),
+            sig("ratio_rank1", "ratio at rank 1"),
+            sig("head_geomean", "head geomean"),
+            sig("tail_geomean", "tail geomean"),
+            integer("ranks_above_1", "ranks above 1"),
+            integer("ranks", "ranks"),
+        ]
         caption = "Singular values of the LLM source over the human source's, rank by rank (geometric means of the first and last ten)."
         return [AnalysisTable("spectrum", "Embedding spectrum", columns, llm_rows(result, keys), caption)]
 

@@ -129,7 +129,8 @@ def document_scores(runs: Mapping[str, Any], detector: CalibratedDetector, k: in
     bad = ~np.isfinite(scores)
     if bad.any():
         raise ConfigError(
-            f"the detector gave no score to {int(bad.sum()):,} of the {len(scores):,} audited documents (e.g. {corpus.doc_ids[positions[bad][0]]}); the shares cannot be labelled"
+            f"the detector gave no score to {int(bad.sum()):,} of the {len(scores):,} audited "
+            f"documents (e.g. {corpus.doc_ids[positions[bad][0]]}); the shares cannot be labelled"
         )
     return positions, scores
 

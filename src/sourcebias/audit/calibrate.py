@@ -93,7 +93,8 @@ def detection_detector(folder: Any, *, threshold: str | float = YOUDEN, cache_di
     scored = [d for d in ids if all((corpus.doc_ids[p], corpus.source_of(int(p))) in scores for p, _ in groups[d])]
     if len(scored) < 4:
         raise ConfigError(
-            f"{folder}: scores of {len(scored)} complete twin pairs; a detector is calibrated on a labelled twin corpus scored by `sourcebias detect` (at least 4 pairs)"
+            f"{folder}: scores of {len(scored)} complete twin pairs; a detector is calibrated "
+            "on a labelled twin corpus scored by `sourcebias detect` (at least 4 pairs)"
         )
     pos, is_llm, pair_of = _positions(groups, scored)
     cal = np.array([scores[(corpus.doc_ids[p], corpus.source_of(int(p)))] for p in pos], dtype=np.float64)
@@ -124,8 +125,18 @@ def _calibrated(
     thr = choose_threshold(is_llm, scores, threshold)
     table = calibration_table(pair_of, [dataset.corpus.source_of(int(p)) for p in pos], is_llm, scores, thr)
     name = dataset.describe().get("name") if hasattr(dataset, "describe") else None
-    info = {**detector.describe(), "kind": "zero-shot", "detector": detector.kind, "calibration_dataset": name, "calibration_pairs": len(set(pair_of)), **extra, "field": field,
-            "not_scored_calibration_documents": int((~ok).sum()), "threshold_rule": threshold if isinstance(threshold, str) else "fixed", "auc": _auc(is_llm, scores)}  # fmt: skip
+    info = {
+        **detector.describe(),
+        "kind": "zero-shot",
+        "detector": detector.kind,
+        "calibration_dataset": name,
+        "calibration_pairs": len(set(pair_of)),
+        **extra,
+        "field": field,
+        "not_scored_calibration_documents": int((~ok).sum()),
+        "threshold_rule": threshold if isinstance(threshold, str) else "fixed",
+        "auc": _auc(is_llm, scores),
+    }
 
     def score(target_corpus, positions: Sequence[int] | np.ndarray) -> np.ndarray:
         return np.asarray(detector.score_texts(corpus_texts(target_corpus, positions, field)), dtype=np.float64)
@@ -202,8 +213,13 @@ def in_domain_calibration(
     flagged = (scores >= detector.threshold).astype(np.float64)
     ref_dims = document_dimensions(detector, corpus, pos, scores)
     sp = 1.0 - float(flagged.mean())
-    info = {"specificity_from": "human reference set", "reference": None if path is None else str(path), "reference_documents": len(pos), "specificity": sp,
-            "note": f"Sp = {sp:.3f} from {len(pos):,} documents of the audited corpus named as human (in domain); Se from the calibration twins"}  # fmt: skip
+    info = {
+        "specificity_from": "human reference set",
+        "reference": None if path is None else str(path),
+        "reference_documents": len(pos),
+        "specificity": sp,
+        "note": f"Sp = {sp:.3f} from {len(pos):,} documents of the audited corpus named as human (in domain); Se from the calibration twins",
+    }
     return replace(cal, reference_flagged=flagged), ref_dims, llm, info
 
 
@@ -272,5 +288,11 @@ def _domain_reason(domain: dict[str, Any], name: str) -> str:
         "other": f"calibrated on another domain ({name}: {domain['how']})",
         "unknown": f"the calibration's domain is not known ({domain['how']})",
     }.get(domain["domain"], f"calibrated on another domain ({name}, {domain['how']})")
-    advice = "calibrate on twins of documents of the audited corpus (sourcebias generate), or say --calibration-domain audited where the calibration twins come from it"
-    return f"{what}: the interval carries the sampling noise of Se and Sp, not a change of domain, which can move them far (and which the transfer check can miss); {advice}"
+    advice = (
+        "calibrate on twins of documents of the audited corpus (sourcebias generate), "
+        "or say --calibration-domain audited where the calibration twins come from it"
+    )
+    return (
+        f"{what}: the interval carries the sampling noise of Se and Sp, not a change of "
+        f"domain, which can move them far (and which the transfer check can miss); {advice}"
+    )

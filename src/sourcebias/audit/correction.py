@@ -38,7 +38,10 @@ from sourcebias.core.errors import ConfigError
 
 CLIPPED = "clipped"
 UNDEFINED = "undefined"
-METHOD = "percentile bootstrap over the resamples whose correction is defined; queries and calibration pairs resampled jointly (independently of each other, with replacement)"
+METHOD = (
+    "percentile bootstrap over the resamples whose correction is defined; queries and "
+    "calibration pairs resampled jointly (independently of each other, with replacement)"
+)
 
 
 def rogan_gladen(p_hat: Any, se: Any, sp: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -74,7 +77,8 @@ def correct(p_hat: float, se: float, sp: float) -> dict[str, Any]:
             "value": float(p),
             "raw": float(raw),
             "flag": CLIPPED,
-            "note": f"the corrected share of LLM text before clipping, {raw:.4f}, is outside [0, 1] (sampling error, or Se/Sp that do not hold for these documents); clipped",
+            "note": f"the corrected share of LLM text before clipping, {raw:.4f}, is outside [0, "
+            "1] (sampling error, or Se/Sp that do not hold for these documents); clipped",
         }
     return {"value": float(p), "raw": float(raw), "flag": "", "note": ""}
 

@@ -41,9 +41,12 @@ import numpy as np
 
 from sourcebias.core.errors import ConfigError
 
-METHOD = ("per dimension (score, features), the Kolmogorov–Smirnov distance and the absolute log variance ratio between the audited documents and the calibration's mixture "
-          "(1 − π̂)·F_human + π̂·F_LLM at the Rogan–Gladen share π̂; combined by the smallest p-value (min-p), p-values from a parametric bootstrap "
-          "(fresh calibration and audited samples from that mixture, π̂ re-estimated each time)")  # fmt: skip
+METHOD = (
+    "per dimension (score, features), the Kolmogorov–Smirnov distance and the absolute log variance ratio between the audited documents and the "
+    "calibration's mixture "
+    "(1 − π̂)·F_human + π̂·F_LLM at the Rogan–Gladen share π̂; combined by the smallest p-value (min-p), p-values from a parametric bootstrap "
+    "(fresh calibration and audited samples from that mixture, π̂ re-estimated each time)"
+)
 SCORE = "score"
 
 
@@ -127,14 +130,32 @@ class TransferCheck:
             return ""
         w = self.worst()
         what = {"ks": "distribution (KS distance", "var": "spread (|log variance ratio|"}[w.split(":")[0]]
-        return (f"transfer check failed: the {self.audited:,} audited documents do not fit the calibration's mixture of human and LLM documents at the estimated share {self.share:.3f} "
-                f"(min-p over {len(self.p_values)} statistics p = {self.p_value:.3g} < {self.alpha}; worst: the {what} of {w.split(':', 1)[1]} = {self.observed[w]:.3f}, p = {self.p_values[w]:.3g}); "
-                "the detector's Se and Sp on the calibration documents likely do not hold for these documents, so the corrected Share@k and ΔNDSR@k may be far off whatever their intervals say")  # fmt: skip
+        return (
+            f"transfer check failed: the {self.audited:,} audited documents do not fit the calibration's mixture of human and LLM documents at the "
+            f"estimated share {self.share:.3f} "
+            f"(min-p over {len(self.p_values)} statistics p = {self.p_value:.3g} < {self.alpha}; worst: the {what} of {w.split(':', 1)[1]} = "
+            f"{self.observed[w]:.3f}, p = {self.p_values[w]:.3g}); "
+            "the detector's Se and Sp on the calibration documents likely do not hold for these documents, so the corrected Share@k and ΔNDSR@k "
+            "may be far off whatever their intervals say"
+        )
 
     def describe(self) -> dict[str, Any]:
-        return {"passed": self.passed, "p_value": self.p_value, "alpha": self.alpha, "statistic": self.statistic, "share": self.share, "observed": self.observed, "p_values": self.p_values,
-                "dimensions": self.dimensions, "resamples": self.resamples, "audited_documents": self.audited, "calibration_human": self.calibration_human,
-                "calibration_llm": self.calibration_llm, "method": METHOD, "reason": self.reason()}  # fmt: skip
+        return {
+            "passed": self.passed,
+            "p_value": self.p_value,
+            "alpha": self.alpha,
+            "statistic": self.statistic,
+            "share": self.share,
+            "observed": self.observed,
+            "p_values": self.p_values,
+            "dimensions": self.dimensions,
+            "resamples": self.resamples,
+            "audited_documents": self.audited,
+            "calibration_human": self.calibration_human,
+            "calibration_llm": self.calibration_llm,
+            "method": METHOD,
+            "reason": self.reason(),
+        }
 
 
 def _as_dims(x: Any) -> dict[str, np.ndarray]:
@@ -147,7 +168,8 @@ def _checked(audited: Any, human: Any, llm: Any) -> tuple[dict[str, np.ndarray],
     a, h, g = _as_dims(audited), _as_dims(human), _as_dims(llm)
     if SCORE not in a or set(a) != set(h) or set(a) != set(g):
         raise ConfigError(
-            f"the transfer check needs the same dimensions (with '{SCORE}') for the audited and the calibration documents, got {sorted(a)}, {sorted(h)}, {sorted(g)}"
+            f"the transfer check needs the same dimensions (with '{SCORE}') for the audited "
+            f"and the calibration documents, got {sorted(a)}, {sorted(h)}, {sorted(g)}"
         )
 
     def keep(d: dict[str, np.ndarray]) -> np.ndarray:

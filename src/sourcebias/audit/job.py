@@ -55,7 +55,8 @@ class DetectorOptions:
     def check(self) -> None:
         if sum(x is not None for x in (self.train, self.scores, self.zero_shot)) != 1:
             raise ConfigError(
-                "give one detector: --detector TRAIN_DATASET_DIR[,split] (the built-in one), --detector SPEC (a zero-shot one, e.g. fast-detectgpt:lm:smollm2) or --scores FILE (your own scores)"
+                "give one detector: --detector TRAIN_DATASET_DIR[,split] (the built-in one), --detector "
+                "SPEC (a zero-shot one, e.g. fast-detectgpt:lm:smollm2) or --scores FILE (your own scores)"
             )
         if self.scores is not None and (self.calibrate is None or self.calibration_scores is None):
             raise ConfigError("--scores needs --calibrate DIR[,split] (labelled twins) and --calibration-scores FILE (their scores) to estimate Se and Sp")
@@ -213,8 +214,17 @@ def _evaluate_runs(folder: Path, dataset: str | None) -> tuple[dict[str, Any], A
     return runs, ds, None if depth is None else int(depth)
 
 
-def audit(runs: dict[str, Any], detector: CalibratedDetector, settings: AuditSettings, *, human_source: str | None = None, run_info: dict[str, Any] | None = None,
-          reference: Sequence[tuple[str, str]] | None = None, reference_path: Any = None, calibration_domain: str = "auto") -> AuditResult:  # fmt: skip
+def audit(
+    runs: dict[str, Any],
+    detector: CalibratedDetector,
+    settings: AuditSettings,
+    *,
+    human_source: str | None = None,
+    run_info: dict[str, Any] | None = None,
+    reference: Sequence[tuple[str, str]] | None = None,
+    reference_path: Any = None,
+    calibration_domain: str = "auto",
+) -> AuditResult:
     """Audit ``runs`` with a calibrated ``detector``: score the top-k documents, take Sp from the
     calibration or from a human reference set, check that the calibration fits the audited
     documents (the transfer check; a failure marks every corrected figure unreliable), correct.
@@ -240,14 +250,39 @@ def audit(runs: dict[str, Any], detector: CalibratedDetector, settings: AuditSet
             reference set.
     """
     from sourcebias.audit.calibrate import calibration_domain as domain_of
-    from sourcebias.audit.calibrate import document_dimensions, in_domain_calibration
-    from sourcebias.audit.diagnostic import transfer_check
+    from sourcebias.audit.calibrate import in_domain_calibration
 
     corpus = next(iter(runs.values())).corpus
     domain = domain_of(detector, corpus, calibration_domain)
     positions, scores = document_scores(runs, detector, max(settings.ks))
     calibration, human, llm, in_domain = in_domain_calibration(detector, corpus, reference, reference_path)
-    check = transfer_check(
+    check = _transfer_check(detector, settings, corpus, positions, scores, human, llm)
+    unreliable = "; ".join(x for x in (domain["reason"], check.reason()) if x)
+    rows = _audit_rows(runs, flags_of(len(corpus), positions, scores, detector.threshold), detector, settings, human_source, unreliable, calibration)
+    notes = _audit_notes(rows, unreliable, in_domain if reference else None)
+    det = {**detector.info, **detector.summary(), "models": detector.models}
+    return AuditResult(
+        settings=settings.describe(),
+        detector=det,
+        runs=run_info or {},
+        rows=rows,
+        calibration=detector.calibration_table.reset_index(drop=True),
+        documents=_documents_table(corpus, positions, scores, detector.threshold),
+        notes=notes,
+        method=_audit_method(settings, rows),
+        diagnostic=check.describe(),
+        in_domain=in_domain,
+        domain=domain,
+    )
+
+
+def _transfer_check(detector: CalibratedDetector, settings: AuditSettings, corpus: Any, positions: Any, scores: Any, human: Any, llm: Any) -> Any:
+    """The transfer check of :func:`audit`: do the audited documents fit the calibration's mixture
+    of ``human`` and ``llm`` documents (:func:`~sourcebias.audit.diagnostic.transfer_check`)?"""
+    from sourcebias.audit.calibrate import document_dimensions
+    from sourcebias.audit.diagnostic import transfer_check
+
+    return transfer_check(
         document_dimensions(detector, corpus, positions, scores),
         human,
         llm,
@@ -256,18 +291,23 @@ def audit(runs: dict[str, Any], detector: CalibratedDetector, settings: AuditSet
         resamples=settings.check_resamples,
         seed=settings.seed,
     )
-    flags = flags_of(len(corpus), positions, scores, detector.threshold)
-    unreliable = "; ".join(x for x in (domain["reason"], check.reason()) if x)
-    rows = [
+
+
+def _audit_rows(
+    runs: dict[str, Any],
+    flags: Any,
+    detector: CalibratedDetector,
+    settings: AuditSettings,
+    human_source: str | None,
+    unreliable: str,
+    calibration: Any,
+) -> list[dict[str, Any]]:
+    """The rows of :func:`audit`: :func:`~sourcebias.audit.analysis.audit_run` for every run, in order."""
+    return [
         row
         for name, run in runs.items()
         for row in audit_run(name, run, flags, detector, settings, human_source, unreliable=unreliable, calibration=calibration)
     ]
-    notes = _audit_notes(rows, unreliable, in_domain if reference else None)
-    det = {**detector.info, **detector.summary(), "models": detector.models}
-    return AuditResult(settings=settings.describe(), detector=det, runs=run_info or {}, rows=rows, calibration=detector.calibration_table.reset_index(drop=True),
-                       documents=_documents_table(corpus, positions, scores, detector.threshold), notes=notes, method=_audit_method(settings, rows),
-                       diagnostic=check.describe(), in_domain=in_domain, domain=domain)  # fmt: skip
 
 
 def _documents_table(corpus: Any, positions: Any, scores: Any, threshold: float) -> Any:

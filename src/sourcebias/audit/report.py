@@ -36,8 +36,15 @@ def display_rows(result: AuditResult, measure: str) -> list[dict[str, Any]]:
         )
         flag = ", ".join(x for x in status if x)
         signed = quantity != "Share"
-        out.append({**r, "naive_text": f"{_value(r['naive'], signed)} {_ci(r['naive_low'], r['naive_high'])}", "corrected_text": f"{_value(r['corrected'], signed)} {_ci(r['corrected_low'], r['corrected_high'])}", "flag_text": flag,
-                    "covers_text": _COVERS[r.get("corrected_covers")]})  # fmt: skip
+        out.append(
+            {
+                **r,
+                "naive_text": f"{_value(r['naive'], signed)} {_ci(r['naive_low'], r['naive_high'])}",
+                "corrected_text": f"{_value(r['corrected'], signed)} {_ci(r['corrected_low'], r['corrected_high'])}",
+                "flag_text": flag,
+                "covers_text": _COVERS[r.get("corrected_covers")],
+            }
+        )
     return out
 
 
@@ -64,8 +71,12 @@ def caption(result: AuditResult) -> str:
     sp_from = result.specificity_source
     if "specificity" in (result.in_domain or {}):  # the correction's Sp; the calibration twins' beside it
         sp_from += f" (the calibration twins' Sp: {d['specificity']:.3f})"
-    parts = [f"Detector {who}: Se = {d['sensitivity']:.3f}, Sp = {result.specificity:.3f}, AUC = {auc}, threshold {d['threshold']:.4g} ({d.get('threshold_rule')}), {d['pairs']:,} calibration pairs; Sp from the {sp_from}.",
-             f"naive: the detector's labels; corrected: Rogan–Gladen; {s['level']:.0%} CIs, {s['resamples']:,} joint resamples of queries and calibration pairs, seed {s['seed']}."]  # fmt: skip
+    parts = [
+        f"Detector {who}: Se = {d['sensitivity']:.3f}, Sp = {result.specificity:.3f}, AUC = {auc}, threshold "
+        f"{d['threshold']:.4g} ({d.get('threshold_rule')}), {d['pairs']:,} calibration pairs; Sp from the {sp_from}.",
+        f"naive: the detector's labels; corrected: Rogan–Gladen; {s['level']:.0%} CIs, "
+        f"{s['resamples']:,} joint resamples of queries and calibration pairs, seed {s['seed']}.",
+    ]
     dom = result.domain or {}
     if dom:
         where = {"audited": "the audited domain", "other": "another domain: corrected figures unreliable", "unknown": "not known: corrected figures unreliable"}
@@ -73,7 +84,8 @@ def caption(result: AuditResult) -> str:
     if c:
         verdict = "passed" if c.get("passed") else "FAILED: corrected figures unreliable"
         parts.append(
-            f"Transfer check (the audited documents against the calibration's mixture at share {c['share']:.3f}; score KS D = {c['statistic']:.3f}; min-p over {len(c.get('p_values') or {})} statistics): p = {c['p_value']:.3g}, {verdict}."
+            f"Transfer check (the audited documents against the calibration's mixture at share {c['share']:.3f}; score KS D = "
+            f"{c['statistic']:.3f}; min-p over {len(c.get('p_values') or {})} statistics): p = {c['p_value']:.3g}, {verdict}."
         )
     half = s.get("max_half_width")
     if half is not None:
@@ -105,6 +117,15 @@ def audit_report(result: AuditResult, title: str | None = None) -> Any:
     measures = list(dict.fromkeys(r["measure"] for r in result.rows))
     quantity = {r["measure"]: r["quantity"] for r in result.rows}
     titles = {"Share": "{m}: share of LLM text in the top k", "ΔNDSR": "{m}: NDSR human − NDSR LLM (< 0: LLM text ranked higher)"}
-    tables = [Table(f"audit:{m}", titles[quantity[m]].format(m=m), _columns(quantity[m], truth), display_rows(result, m), caption(result) if i == len(measures) - 1 else "", status_rows=False)
-              for i, m in enumerate(measures)]  # fmt: skip
+    tables = [
+        Table(
+            f"audit:{m}",
+            titles[quantity[m]].format(m=m),
+            _columns(quantity[m], truth),
+            display_rows(result, m),
+            caption(result) if i == len(measures) - 1 else "",
+            status_rows=False,
+        )
+        for i, m in enumerate(measures)
+    ]
     return Report(title or "Audit of source bias without provenance labels", tables, notes=list(result.notes), data={"audit_rows": pd.DataFrame(result.rows)})

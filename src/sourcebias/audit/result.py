@@ -34,9 +34,33 @@ from sourcebias.core.artifacts import json_plain
 
 FORMAT_VERSION = 1
 ROW_COLUMNS = (
-    "run", "measure", "quantity", "k", "queries", "naive", "naive_low", "naive_high", "corrected", "corrected_low", "corrected_high", "flag", "note", "reliable", "unreliable_reason", "precise", "imprecise_reason",
-    "sensitivity", "specificity", "undefined_resamples", "clipped_resamples", "true", "naive_error", "corrected_error", "naive_covers", "corrected_covers",
-)  # fmt: skip
+    "run",
+    "measure",
+    "quantity",
+    "k",
+    "queries",
+    "naive",
+    "naive_low",
+    "naive_high",
+    "corrected",
+    "corrected_low",
+    "corrected_high",
+    "flag",
+    "note",
+    "reliable",
+    "unreliable_reason",
+    "precise",
+    "imprecise_reason",
+    "sensitivity",
+    "specificity",
+    "undefined_resamples",
+    "clipped_resamples",
+    "true",
+    "naive_error",
+    "corrected_error",
+    "naive_covers",
+    "corrected_covers",
+)
 
 
 @dataclass
@@ -124,8 +148,14 @@ class AuditResult:
         dtypes = {"doc_id": str, "source": str}
         calibration = pd.read_csv(folder / "calibration.csv", dtype=dtypes, keep_default_na=False)
         documents = pd.read_csv(folder / "documents.csv", dtype=dtypes, keep_default_na=False)
-        return cls(calibration=calibration, documents=documents, **{k: body[k] for k in ("settings", "detector", "runs", "rows", "notes", "method")},
-                   diagnostic=body.get("diagnostic", {}), in_domain=body.get("in_domain", {}), domain=body.get("domain", {}))  # fmt: skip
+        return cls(
+            calibration=calibration,
+            documents=documents,
+            **{k: body[k] for k in ("settings", "detector", "runs", "rows", "notes", "method")},
+            diagnostic=body.get("diagnostic", {}),
+            in_domain=body.get("in_domain", {}),
+            domain=body.get("domain", {}),
+        )
 
 
 def load_audit(folder: str | Path) -> AuditResult:

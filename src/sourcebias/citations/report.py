@@ -56,14 +56,66 @@ def effect_rows(result: CitationResult, term: str) -> list[dict[str, Any]]:
             continue
         undefined = r["estimate"] is None
         what = "log OR" if r["estimator"] == "logit" else "Δ cited (twin − original)"
-        out.append({**r, "what": what, "estimate_text": "undefined" if undefined else f"{r['estimate']:+.3f} {_ci(r['low'], r['high'], True)}",
-                    "or_text": "–" if r.get("odds_ratio") is None else f"{r['odds_ratio']:.2f}",
-                    "ame_text": "–" if r.get("ame") is None else f"{r['ame']:+.3f} {_ci(r['ame_low'], r['ame_high'], True)}",
-                    "n_text": f"{r['pairs']} pairs" if r["estimator"] == "twins" else f"{r['n']} rows", "status_text": r["status"] + (f": {r['note']}" if r["note"] and r["status"] == "undefined" else "")})  # fmt: skip
+        out.append(
+            {
+                **r,
+                "what": what,
+                "estimate_text": "undefined" if undefined else f"{r['estimate']:+.3f} {_ci(r['low'], r['high'], True)}",
+                "or_text": "–" if r.get("odds_ratio") is None else f"{r['odds_ratio']:.2f}",
+                "ame_text": "–" if r.get("ame") is None else f"{r['ame']:+.3f} {_ci(r['ame_low'], r['ame_high'], True)}",
+                "n_text": f"{r['pairs']} pairs" if r["estimator"] == "twins" else f"{r['n']} rows",
+                "status_text": r["status"] + (f": {r['note']}" if r["note"] and r["status"] == "undefined" else ""),
+            }
+        )
     for row in out:  # an estimate without interval says why, as an undefined one does
         if row["status"] == "no_interval" and row["note"]:
             row["status_text"] += f": {row['note']}"
     return out
+
+
+def _answers_table(result: CitationResult) -> Any:
+    """The table of the answers by status, with the caption that says what each status means."""
+    from sourcebias.evaluation.stats import Column
+    from sourcebias.report.model import Table
+
+    s, c = result.settings, result.counts
+    return Table(
+        "answers",
+        "Answers by status",
+        [Column(k, k, "int") for k in ("answers", "cited", "out_of_range", "no_citation", "empty", "truncated", "echoed") if k in c],
+        [c],
+        f"cited: every number names a passage; out_of_range: a number outside 1..{s['k']} (dropped; with none "
+        f"inside, the answer cites nothing); no_citation / empty: cites nothing (uncited={s['uncited']}); truncated: "
+        "stopped at max_tokens; echoed: repeats the prompt (its passage headers or text: not read as citations).",
+        status_rows=False,
+    )
+
+
+def _source_effect_table(result: CitationResult) -> Any:
+    """The table of the source effect on citation (logit and twins estimators)."""
+    from sourcebias.evaluation.stats import Column
+    from sourcebias.report.model import Table
+
+    m = result.method
+    effect_cols = [
+        Column("estimator", "estimator", "text"),
+        Column("level", "source", "text"),
+        Column("estimate_text", "estimate [CI]", "cell"),
+        Column("or_text", "odds ratio", "cell"),
+        Column("ame_text", "AME on P(cited) [CI]", "cell"),
+        Column("p", "p", "p"),
+        Column("n_text", "n", "cell"),
+        Column("queries", "queries", "int"),
+        Column("status_text", "status", "text"),
+    ]
+    return Table(
+        "effects:source",
+        "Source effect on citation, conditional on rank (and position)",
+        effect_cols,
+        effect_rows(result, "source"),
+        f"estimate: logit, the log odds ratio LLM vs human; twins, the mean of cited(twin) − cited(original). logit: {m['logit']}. twins: {m['twins']}.",
+        status_rows=False,
+    )
 
 
 def citation_report(result: CitationResult, title: str | None = None) -> Any:
@@ -82,27 +134,12 @@ def citation_report(result: CitationResult, title: str | None = None) -> Any:
     from sourcebias.evaluation.stats import Column
     from sourcebias.report.model import Report, Table
 
-    s, c, m = result.settings, result.counts, result.method
-    answers = Table("answers", "Answers by status", [Column(k, k, "int") for k in ("answers", "cited", "out_of_range", "no_citation", "empty", "truncated", "echoed") if k in c], [c],
-                    f"cited: every number names a passage; out_of_range: a number outside 1..{s['k']} (dropped; with none inside, the answer cites nothing); no_citation / empty: cites nothing (uncited={s['uncited']}); truncated: stopped at max_tokens; echoed: repeats the prompt (its passage headers or text: not read as citations).", status_rows=False)  # fmt: skip
-    tables = [answers]
+    tables = [_answers_table(result)]
     for key, table, heading in (("rank", "source_rank", "retrieval rank"), ("position", "source_position", "position in the context")):
         rows, sources = rate_rows(result, table, key)
         cols = [Column(key, key, "int")] + [Column(f"src:{x}", x, "cell") for x in sources]
         tables.append(Table(f"rates:{key}", f"P(cited | source, {heading})", cols, rows, rate_caption(result, table), status_rows=False))
-    effect_cols = [Column("estimator", "estimator", "text"), Column("level", "source", "text"), Column("estimate_text", "estimate [CI]", "cell"),
-                   Column("or_text", "odds ratio", "cell"), Column("ame_text", "AME on P(cited) [CI]", "cell"), Column("p", "p", "p"), Column("n_text", "n", "cell"),
-                   Column("queries", "queries", "int"), Column("status_text", "status", "text")]  # fmt: skip
-    tables.append(
-        Table(
-            "effects:source",
-            "Source effect on citation, conditional on rank (and position)",
-            effect_cols,
-            effect_rows(result, "source"),
-            f"estimate: logit, the log odds ratio LLM vs human; twins, the mean of cited(twin) − cited(original). logit: {m['logit']}. twins: {m['twins']}.",
-            status_rows=False,
-        )
-    )
+    tables.append(_source_effect_table(result))
     fe = effect_rows(result, "rank") + effect_rows(result, "position")
     fe_cols = [
         Column("term", "term", "text"),

@@ -199,8 +199,18 @@ def analyse(
         "level": settings.level,
         "orders": "rows of a cyclic Latin square: 0 as ranked, j the ranking rotated (sourcebias.clustered.design)",
     }
-    return CitationResult(settings=settings.describe(), generator=generator or {}, inputs=inputs or {}, counts=counts, rates=rates, effects=effects, passages=passages.reset_index(drop=True),
-                          answers=answers.reset_index(drop=True), notes=notes, method=method)  # fmt: skip
+    return CitationResult(
+        settings=settings.describe(),
+        generator=generator or {},
+        inputs=inputs or {},
+        counts=counts,
+        rates=rates,
+        effects=effects,
+        passages=passages.reset_index(drop=True),
+        answers=answers.reset_index(drop=True),
+        notes=notes,
+        method=method,
+    )
 
 
 def _design_note(used: pd.DataFrame, settings: CiteSettings) -> str:

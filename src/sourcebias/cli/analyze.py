@@ -51,7 +51,8 @@ class AnalysisGroup(TyperGroup):
 
 analyze_app = typer.Typer(
     cls=AnalysisGroup,
-    help="Explain the bias: quality, spectrum, perplexity, artifacts, direction. Each writes tables (CSV), summary.json, figures (PNG) and a manifest to -o OUT.",
+    help="Explain the bias: quality, spectrum, perplexity, artifacts, direction. Each "
+    "writes tables (CSV), summary.json, figures (PNG) and a manifest to -o OUT.",
     no_args_is_help=True,
 )
 
@@ -123,8 +124,13 @@ def run_analysis(
         with console.status("Drawing figures ..."):
             draw(result, folder.staging)
         result.save(folder.staging)  # again, now with the figures listed
-        manifest = build_manifest(command=f"analyze {what}", inputs=_inputs(result), parameters=result.parameters, models=result.models,
-                                  timings={"total_s": round(time.perf_counter() - t0, 3)})  # fmt: skip
+        manifest = build_manifest(
+            command=f"analyze {what}",
+            inputs=_inputs(result),
+            parameters=result.parameters,
+            models=result.models,
+            timings={"total_s": round(time.perf_counter() - t0, 3)},
+        )
         path = folder.commit(manifest)
     finally:
         folder.abort()

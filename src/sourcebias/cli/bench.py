@@ -14,9 +14,13 @@ from sourcebias.cli.common import console, err_console
 
 
 def bench(
-    config: options_bench.GridConfig, output: options_bench.GridOutput, ray: options_bench.GridRay = None, only: options_bench.Only = None, overwrite: options_bench.GridOverwrite = False,
+    config: options_bench.GridConfig,
+    output: options_bench.GridOutput,
+    ray: options_bench.GridRay = None,
+    only: options_bench.Only = None,
+    overwrite: options_bench.GridOverwrite = False,
     report: options_bench.WriteReport = True,
-) -> None:  # fmt: skip
+) -> None:
     """Run every cell of an experiment grid into its own result folder, resumably.
 
     A finished cell is never run again; a cell whose dataset files, retriever or settings changed

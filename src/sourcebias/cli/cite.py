@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -13,7 +13,8 @@ from sourcebias.cli.common import console, fail
 Data = Annotated[
     str,
     typer.Argument(
-        help="The dataset (folder or name, e.g. nq-utd; DIR,split for another split than test) whose passages the generator reads, asked about its judged queries.",
+        help="The dataset (folder or name, e.g. nq-utd; DIR,split for another split than "
+        "test) whose passages the generator reads, asked about its judged queries.",
         show_default=False,
         metavar="DATA",
     ),
@@ -61,11 +62,28 @@ CacheDir = Annotated[Path | None, typer.Option(metavar="DIR", help="Where answer
 
 
 def cite(
-    data: Data, generator: Generator, run: RunArg = None, retriever: RetrieverArg = None, run_name: RunName = None, output: Output = None, k: K = 5, orders: Orders = 1,
-    seed: Seed = 0, max_tokens: MaxTokens = 128, temperature: Temperature = 0.0, uncited: Uncited = "keep", level: Level = 0.95, max_queries: MaxQueries = None,
-    concurrency: Concurrency = None, device: Device = None, cache_dir: CacheDir = None, shots: Shots = 1, prompt: PromptArg = "alce",
-    overwrite: o.ReplaceResults = False, timeout: o.ServerTimeout = None,
-) -> None:  # fmt: skip
+    data: Data,
+    generator: Generator,
+    run: RunArg = None,
+    retriever: RetrieverArg = None,
+    run_name: RunName = None,
+    output: Output = None,
+    k: K = 5,
+    orders: Orders = 1,
+    seed: Seed = 0,
+    max_tokens: MaxTokens = 128,
+    temperature: Temperature = 0.0,
+    uncited: Uncited = "keep",
+    level: Level = 0.95,
+    max_queries: MaxQueries = None,
+    concurrency: Concurrency = None,
+    device: Device = None,
+    cache_dir: CacheDir = None,
+    shots: Shots = 1,
+    prompt: PromptArg = "alce",
+    overwrite: o.ReplaceResults = False,
+    timeout: o.ServerTimeout = None,
+) -> None:
     """Measure which sources a generated answer cites: the top k passages of a mixed ranking go
     to the generator with ALCE's numbered-citation prompt (or --prompt), in --orders context orders; the
     citations are read from each answer (answers that cite nothing, or a passage that does not
@@ -82,13 +100,21 @@ def cite(
 
       sourcebias cite nq-utd --run out/nq-utd --generator openai:qwen@http://127.0.0.1:8080/v1 -o out/nq-cite-qwen
     """
-    from sourcebias.citations import CiteSettings, RankingSource
-    from sourcebias.citations.job import run_cite
-    from sourcebias.citations.report import citation_report
-    from sourcebias.core import progress
-    from sourcebias.core.errors import ConfigError
+    from sourcebias.citations import RankingSource
     from sourcebias.llmcalls import ModelAccess
-    from sourcebias.report.render import to_rich
+
+    settings = _cite_settings(k, orders, seed, max_tokens, temperature, uncited, level, max_queries, shots, prompt)
+    ranking = RankingSource(run=run, retriever=retriever, run_name=run_name)
+    access = ModelAccess(cache_dir=cache_dir, concurrency=concurrency, device=device, timeout=timeout)
+    _run(data, output, settings, generator=generator, ranking=ranking, access=access, overwrite=overwrite)
+
+
+def _cite_settings(
+    k: int, orders: int, seed: int, max_tokens: int, temperature: float, uncited: str, level: float, max_queries: int | None, shots: int, prompt: str
+) -> Any:
+    """The study's settings, checked (a bad option ends the command with its message)."""
+    from sourcebias.citations import CiteSettings
+    from sourcebias.core.errors import ConfigError
 
     settings = CiteSettings(
         k=k,
@@ -106,14 +132,23 @@ def cite(
         settings.check()
     except ConfigError as exc:
         fail(str(exc))
-    ranking = RankingSource(run=run, retriever=retriever, run_name=run_name)
-    access = ModelAccess(cache_dir=cache_dir, concurrency=concurrency, device=device, timeout=timeout)
+    return settings
+
+
+def _run(data: str, output: Path | None, settings: Any, **kwargs: Any) -> None:
+    """Run the study with progress bars and print its report and where it was written."""
+    from sourcebias.citations.job import run_cite
+    from sourcebias.citations.report import citation_report
+    from sourcebias.core import progress
+    from sourcebias.report.render import to_rich
+
     with progress.RichProgress(console=console, transient=True) as reporter, progress.use(reporter):
-        result, path = run_cite(data, output, generator=generator, settings=settings, ranking=ranking, access=access, overwrite=overwrite)
+        result, path = run_cite(data, output, settings=settings, **kwargs)
     console.print(to_rich(citation_report(result)))
     if path is not None:
         console.print(
-            f"Wrote citations.json, passages.csv, answers.csv, summary.md, summary.tex and citations.png to [bold]{path}[/bold] (load them with sourcebias.citations.load_citations)"
+            "Wrote citations.json, passages.csv, answers.csv, summary.md, summary.tex and "
+            f"citations.png to [bold]{path}[/bold] (load them with sourcebias.citations.load_citations)"
         )
     else:
         console.print("[dim]Add --output DIR to save the results and the figure.[/dim]")

@@ -25,7 +25,10 @@ def datasets() -> None:
     for row in listing():
         work, sep, more = row["citation"].partition("; and ")
         ref = escape(f"[{works.setdefault(work, len(works) + 1)}]") + (f"; and {escape(more)}" if sep else "")
-        about = f"{escape(row['description'])}\n[dim]where:[/dim] {escape(row['where'])}\n[dim]licence:[/dim] {escape(row['licence'])}\n[dim]cite:[/dim] {ref}\n[dim]checksums:[/dim] {escape(row['checksums'])}"
+        about = (
+            f"{escape(row['description'])}\n[dim]where:[/dim] {escape(row['where'])}\n[dim]licence:[/dim] "
+            f"{escape(row['licence'])}\n[dim]cite:[/dim] {ref}\n[dim]checksums:[/dim] {escape(row['checksums'])}"
+        )
         table.add_row(f"[cyan]{escape(row['name'])}[/cyan]", row["kind"], about)
     console.print(table, highlight=False)
     for work, number in works.items():
@@ -55,7 +58,8 @@ def download(
             f"{a['file']}: verified {checked}" + (f"; {unknown} not published, not verified ({a['checksums_from']})" if unknown else ""), highlight=False
         )
     console.print(
-        f"{info['name']} ({info['layout']} layout; sources {', '.join(info['sources'])}; splits {', '.join(info['splits'])}) is in [bold]{info['folder']}[/bold]"
+        f"{info['name']} ({info['layout']} layout; sources {', '.join(info['sources'])}; "
+        f"splits {', '.join(info['splits'])}) is in [bold]{info['folder']}[/bold]"
     )
     console.print(f"Evaluate it: sourcebias evaluate {info['folder'] if to is not None else info['name']} --split {info['splits'][0]}", highlight=False)
 

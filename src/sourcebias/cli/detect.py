@@ -9,10 +9,18 @@ from sourcebias.cli.common import console
 
 
 def detect(
-    dataset: options_audit.DetectDataset, detector: options_audit.ZeroShotDetector, output: options_audit.DetectOutput, field: options_audit.DetectField = "text", max_pairs: options_audit.DetectMaxPairs = None,
-    seed: options_audit.DetectSeed = 0, device: options_audit.DetectDevice = None, batch_size: options_audit.DetectBatchSize = None, threads: options_audit.Threads = None,
-    cache_dir: options_audit.DetectCacheDir = None, overwrite: options.ReplaceResults = False,
-) -> None:  # fmt: skip
+    dataset: options_audit.DetectDataset,
+    detector: options_audit.ZeroShotDetector,
+    output: options_audit.DetectOutput,
+    field: options_audit.DetectField = "text",
+    max_pairs: options_audit.DetectMaxPairs = None,
+    seed: options_audit.DetectSeed = 0,
+    device: options_audit.DetectDevice = None,
+    batch_size: options_audit.DetectBatchSize = None,
+    threads: options_audit.Threads = None,
+    cache_dir: options_audit.DetectCacheDir = None,
+    overwrite: options.ReplaceResults = False,
+) -> None:
     """Score every document of a corpus with a zero-shot detector of LLM text (higher: more
     likely LLM-written; raw scores, calibrated by `sourcebias audit`).
 

@@ -9,7 +9,7 @@ option before any work and does the work.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -95,23 +95,102 @@ def evaluate(
     ndsr_k: options.NdsrK = 10,
     orphans: options.Orphans = "drop",
 ) -> None:
-    from sourcebias.data.options import DatasetOptions
-    from sourcebias.evaluation.plan import EvaluationPlan, parse_statistics
+    from sourcebias.evaluation.plan import EvaluationPlan
 
-    loading = DatasetOptions(
-        split=split, sources=tuple(dict.fromkeys(source)) if source else None, human_source=human_source, unknown_qrels="skip" if skip_unknown_qrels else "error", orphans=orphans,
-        empty_text="skip" if skip_empty_text else "error", unknown_files="note" if allow_unknown_files else "error", twins=str(twins) if twins is not None else None,
-    )  # fmt: skip
+    loading = _dataset_options(split, source, human_source, skip_unknown_qrels, skip_empty_text, allow_unknown_files, twins, orphans)
     plan = EvaluationPlan(
-        retrievers=tuple(retriever or ()), runs=tuple(_parse_run_arg(r) for r in run or ()), docnos=docnos, docno_pattern=docno_pattern,
-        source_labels=_parse_labels(source_label), measures=tuple(metric or ()), cutoffs=tuple(k or ()), depth=depth, seed=seed, max_queries=max_queries, sole=sole,
-        exclude_self=remove_self_matches, resamples=resamples, statistics=parse_statistics(statistics),
-        statistics_measures=tuple(statistics_measure or ()), bootstrap_resamples=bootstrap_resamples, confidence=confidence, correction=correction,
-        ndsr_k=ndsr_k, format=format, write_runs=runs,
-        retriever_options={"device": device, "batch_size": batch_size, "max_length": max_length, "cache_dir": cache_dir if cache else False, "rerank_depth": rerank_depth},
-    )  # fmt: skip
+        **_systems(retriever, run, docnos, docno_pattern, source_label),
+        **_protocol(metric, k, depth, seed, max_queries, sole, remove_self_matches),
+        **_statistics(resamples, statistics, statistics_measure, bootstrap_resamples, confidence, correction, ndsr_k),
+        format=format,
+        write_runs=runs,
+        retriever_options=_retriever_options(device, batch_size, max_length, cache_dir, cache, rerank_depth),
+    )
     plan.check()  # the job checks it too; here so that a bad option is all that is printed
     _run(dataset, loading, plan, output, overwrite)
+
+
+def _dataset_options(
+    split: str,
+    source: list[str] | None,
+    human_source: str,
+    skip_unknown_qrels: bool,
+    skip_empty_text: bool,
+    allow_unknown_files: bool,
+    twins: Path | None,
+    orphans: str,
+) -> DatasetOptions:
+    """How the dataset is loaded (split, sources, and what to do with unknown or empty entries)."""
+    from sourcebias.data.options import DatasetOptions
+
+    return DatasetOptions(
+        split=split,
+        sources=tuple(dict.fromkeys(source)) if source else None,
+        human_source=human_source,
+        unknown_qrels="skip" if skip_unknown_qrels else "error",
+        orphans=orphans,
+        empty_text="skip" if skip_empty_text else "error",
+        unknown_files="note" if allow_unknown_files else "error",
+        twins=str(twins) if twins is not None else None,
+    )
+
+
+def _systems(
+    retriever: list[str] | None, run: list[str] | None, docnos: Path | None, docno_pattern: str | None, source_label: list[str] | None
+) -> dict[str, Any]:
+    """The plan's systems: the retrievers, the run files and how the run files name documents."""
+    return {
+        "retrievers": tuple(retriever or ()),
+        "runs": tuple(_parse_run_arg(r) for r in run or ()),
+        "docnos": docnos,
+        "docno_pattern": docno_pattern,
+        "source_labels": _parse_labels(source_label),
+    }
+
+
+def _protocol(
+    metric: list[str] | None, k: list[int] | None, depth: int, seed: int, max_queries: int | None, sole: bool, remove_self_matches: bool
+) -> dict[str, Any]:
+    """The plan's measures, cut-offs and protocol settings."""
+    return {
+        "measures": tuple(metric or ()),
+        "cutoffs": tuple(k or ()),
+        "depth": depth,
+        "seed": seed,
+        "max_queries": max_queries,
+        "sole": sole,
+        "exclude_self": remove_self_matches,
+    }
+
+
+def _statistics(
+    resamples: int,
+    statistics: list[str] | None,
+    statistics_measure: list[str] | None,
+    bootstrap_resamples: int,
+    confidence: float,
+    correction: str,
+    ndsr_k: int,
+) -> dict[str, Any]:
+    """The plan's report statistics and their settings."""
+    from sourcebias.evaluation.plan import parse_statistics
+
+    return {
+        "resamples": resamples,
+        "statistics": parse_statistics(statistics),
+        "statistics_measures": tuple(statistics_measure or ()),
+        "bootstrap_resamples": bootstrap_resamples,
+        "confidence": confidence,
+        "correction": correction,
+        "ndsr_k": ndsr_k,
+    }
+
+
+def _retriever_options(
+    device: str | None, batch_size: int | None, max_length: int | None, cache_dir: Path | None, cache: bool, rerank_depth: int | None
+) -> dict[str, Any]:
+    """Command-wide settings of the retrievers (``cache_dir`` False: no cache)."""
+    return {"device": device, "batch_size": batch_size, "max_length": max_length, "cache_dir": cache_dir if cache else False, "rerank_depth": rerank_depth}
 
 
 def _run(dataset: str, loading: DatasetOptions, plan: EvaluationPlan, output: Path | None, overwrite: bool) -> None:

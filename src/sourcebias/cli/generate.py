@@ -12,61 +12,127 @@ import typer
 from sourcebias.cli import options_generate as o
 from sourcebias.cli.common import console, err_console
 
+GENERATE_HELP = (
+    "Build an LLM twin of a corpus: rewrite every human document with an LLM.\n"
+    "\n"
+    "Writes DATASET_DIR/corpus/NAME.jsonl: one line per document with the original's _id and title, the rewrite as text, and "
+    "metadata.rewrite_status (ok, refused, empty, truncated, filtered, length; flagged documents keep the human text). Resumable: a rerun skips "
+    "finished documents, repairs a torn last line and retries failed ones. NAME.manifest.json records model, prompt, parameters, counts and "
+    "timings.\n"
+    "\n"
+    "Then:  sourcebias evaluate DATASET_DIR --source human --source NAME\n"
+    "\n"
+    "Examples:\n"
+    "\n"
+    "  sourcebias generate data/nq-utd --name smollm2-tmp0.2 --model smollm2 --limit 50\n"
+    "\n"
+    "  sourcebias generate data/nq-utd --name llama3-tmp0.2 --model "
+    "openai:meta-llama/Meta-Llama-3-8B-Instruct@http://gpu1:8000/v1@http://gpu2:8000/v1 --concurrency 32"
+)
+
 
 def generate(
-    dataset_dir: o.DatasetDir, name: o.TwinName, model: o.Model,
-    backend: o.BackendChoice = None, base_url: o.BaseUrl = None, api_key_env: o.ApiKeyEnv = None,
-    prompt: o.Prompt = "kdd", system: o.System = None, temperature: o.Temperature = 0.2, top_p: o.TopP = 1.0, seed: o.Seed = 0,
-    max_new_tokens_ratio: o.MaxNewTokensRatio = 2.0, min_new_tokens: o.MinNewTokens = 64, max_new_tokens: o.MaxNewTokens = 2048,
-    limit: o.Limit = None, length_filter: o.LengthFilter = False, min_words: o.MinWords = 10, max_words: o.MaxWords = 2000, sample_cap: o.SampleCap = None,
-    output: o.TwinOutput = None, human_source: o.HumanSource = "human",
-    concurrency: o.Concurrency = None, timeout: o.Timeout = 300.0, max_retries: o.MaxRetries = 8, completions: o.Completions = False,
-    device: o.Device = None, threads: o.Threads = None,
-    keep_raw: o.KeepRaw = False, overwrite: o.Overwrite = False, fsync: o.Fsync = False, max_consecutive_failures: o.MaxConsecutiveFailures = 20,
+    dataset_dir: o.DatasetDir,
+    name: o.TwinName,
+    model: o.Model,
+    backend: o.BackendChoice = None,
+    base_url: o.BaseUrl = None,
+    api_key_env: o.ApiKeyEnv = None,
+    prompt: o.Prompt = "kdd",
+    system: o.System = None,
+    temperature: o.Temperature = 0.2,
+    top_p: o.TopP = 1.0,
+    seed: o.Seed = 0,
+    max_new_tokens_ratio: o.MaxNewTokensRatio = 2.0,
+    min_new_tokens: o.MinNewTokens = 64,
+    max_new_tokens: o.MaxNewTokens = 2048,
+    limit: o.Limit = None,
+    length_filter: o.LengthFilter = False,
+    min_words: o.MinWords = 10,
+    max_words: o.MaxWords = 2000,
+    sample_cap: o.SampleCap = None,
+    output: o.TwinOutput = None,
+    human_source: o.HumanSource = "human",
+    concurrency: o.Concurrency = None,
+    timeout: o.Timeout = 300.0,
+    max_retries: o.MaxRetries = 8,
+    completions: o.Completions = False,
+    device: o.Device = None,
+    threads: o.Threads = None,
+    keep_raw: o.KeepRaw = False,
+    overwrite: o.Overwrite = False,
+    fsync: o.Fsync = False,
+    max_consecutive_failures: o.MaxConsecutiveFailures = 20,
     length_control: o.LengthControlSpec = None,
-) -> None:  # fmt: skip
-    """Build an LLM twin of a corpus: rewrite every human document with an LLM.
-
-    Writes DATASET_DIR/corpus/NAME.jsonl: one line per document with the original's _id and title, the rewrite as text, and metadata.rewrite_status (ok, refused, empty, truncated, filtered, length; flagged documents keep the human text). Resumable: a rerun skips finished documents, repairs a torn last line and retries failed ones. NAME.manifest.json records model, prompt, parameters, counts and timings.
-
-    Then:  sourcebias evaluate DATASET_DIR --source human --source NAME
-
-    Examples:
-
-      sourcebias generate data/nq-utd --name smollm2-tmp0.2 --model smollm2 --limit 50
-
-      sourcebias generate data/nq-utd --name llama3-tmp0.2 --model openai:meta-llama/Meta-Llama-3-8B-Instruct@http://gpu1:8000/v1@http://gpu2:8000/v1 --concurrency 32
-    """
-    from sourcebias.core import progress
+) -> None:
+    """Build an LLM twin of a corpus: rewrite every human document with an LLM (help: :data:`GENERATE_HELP`)."""
     from sourcebias.generation.journal import refuse_early
-    from sourcebias.generation.length import LengthControl
     from sourcebias.generation.prompts import load_prompt
-    from sourcebias.generation.rewrite import RewriteSettings, resolve_target, rewrite_corpus
+    from sourcebias.generation.rewrite import RewriteSettings, resolve_target
 
     spec = model_spec(model, backend, base_url)
     target = resolve_target(dataset_dir, name, output=output, human_source=human_source)
     settings = RewriteSettings(
-        prompt=load_prompt(prompt, system=system), temperature=temperature, top_p=top_p, seed=seed, max_new_tokens_ratio=max_new_tokens_ratio,
-        min_new_tokens=min_new_tokens, max_new_tokens=max_new_tokens, length_filter=(min_words, max_words) if length_filter else None, sample_cap=sample_cap,
-        limit=limit, keep_raw=keep_raw, fsync=fsync, max_consecutive_failures=max_consecutive_failures, length_control=LengthControl.parse(length_control) if length_control else None,
-    )  # fmt: skip
+        prompt=load_prompt(prompt, system=system),
+        **_sampling(temperature, top_p, seed, max_new_tokens_ratio, min_new_tokens, max_new_tokens),
+        **_selection(length_filter, min_words, max_words, sample_cap, limit),
+        **_writing(keep_raw, fsync, max_consecutive_failures, length_control),
+    )
     settings.validate()
     refuse_early(target, settings.fingerprint(spec.model), overwrite=overwrite)  # before a model is loaded or a server asked
     if spec.backend != "local":
         engine = _openai_backend(spec, api_key_env, concurrency=concurrency, timeout=timeout, max_retries=max_retries, chat=not completions)
     else:
         engine = _local_backend(spec, device, threads)
+    summary = _rewrite(target, spec, engine, settings, overwrite=overwrite, human_source=human_source)
+    _print_summary(summary, target, human_source, length_control=settings.length_control is not None)
+
+
+def _sampling(temperature: float, top_p: float, seed: int | None, max_new_tokens_ratio: float, min_new_tokens: int, max_new_tokens: int) -> dict[str, Any]:
+    """The rewrite settings' sampling and answer budget."""
+    return {
+        "temperature": temperature,
+        "top_p": top_p,
+        "seed": seed,
+        "max_new_tokens_ratio": max_new_tokens_ratio,
+        "min_new_tokens": min_new_tokens,
+        "max_new_tokens": max_new_tokens,
+    }
+
+
+def _selection(length_filter: bool, min_words: int, max_words: int, sample_cap: int | None, limit: int | None) -> dict[str, Any]:
+    """The rewrite settings' choice of documents: the length filter, Cocktail's sample cap, the limit."""
+    return {"length_filter": (min_words, max_words) if length_filter else None, "sample_cap": sample_cap, "limit": limit}
+
+
+def _writing(keep_raw: bool, fsync: bool, max_consecutive_failures: int, length_control: str | None) -> dict[str, Any]:
+    """The rewrite settings' output and retries: raw answers, fsync, the failure limit, length control."""
+    from sourcebias.generation.length import LengthControl
+
+    return {
+        "keep_raw": keep_raw,
+        "fsync": fsync,
+        "max_consecutive_failures": max_consecutive_failures,
+        "length_control": LengthControl.parse(length_control) if length_control else None,
+    }
+
+
+def _rewrite(target: Any, spec: Any, engine: Any, settings: Any, *, overwrite: bool, human_source: str) -> Any:
+    """Say what is rewritten with what, rewrite under progress bars, close the engine; the summary."""
+    from sourcebias.core import progress
+    from sourcebias.generation.rewrite import rewrite_corpus
+
     lc = settings.length_control
     control = f", length {lc.ratio:g} × the original's words ± {lc.tolerance:g}, up to {lc.max_retries} retries" if lc else ""
     console.print(
-        f"Rewriting {target.human_file} with [bold]{spec.model}[/bold] ({spec.backend}, prompt {settings.prompt.name}, T={temperature}, top_p={top_p}{control}) into [bold]{target.output}[/bold]"
+        f"Rewriting {target.human_file} with [bold]{spec.model}[/bold] ({spec.backend}, prompt {settings.prompt.name}, T={settings.temperature}, "
+        f"top_p={settings.top_p}{control}) into [bold]{target.output}[/bold]"
     )
     try:
         with progress.RichProgress(console=console, transient=False) as reporter, progress.use(reporter):
-            summary = rewrite_corpus(target, engine, settings, overwrite=overwrite, human_source=human_source)
+            return rewrite_corpus(target, engine, settings, overwrite=overwrite, human_source=human_source)
     finally:
         engine.close()
-    _print_summary(summary, target, human_source, length_control=lc is not None)
 
 
 def model_spec(model: str, backend: o.BackendKind | None, base_url: list[str] | None) -> Any:
@@ -127,7 +193,8 @@ def _print_summary(summary, target, human_source: str, *, length_control: bool) 
     )
     totals = ", ".join(f"{k} {v}" for k, v in sorted(summary.counts.items()))
     console.print(
-        f"Twin: {summary.documents_in_output} of {summary.selected} documents ({totals}); {summary.identical} identical to the original. Manifest: {summary.manifest}"
+        f"Twin: {summary.documents_in_output} of {summary.selected} documents ({totals}); "
+        f"{summary.identical} identical to the original. Manifest: {summary.manifest}"
     )
     if summary.failed:
         console.print(
@@ -139,12 +206,19 @@ def _print_summary(summary, target, human_source: str, *, length_control: bool) 
 
 
 def serve(
-    model: o.ServeModel, host: o.Host = "127.0.0.1", port: o.Port = 8000, served_model_name: o.ServedModelName = None,
-    device: o.ServeDevice = None, threads: o.ServeThreads = None, max_pending: o.MaxPending = 64, quiet: o.Quiet = False,
-) -> None:  # fmt: skip
+    model: o.ServeModel,
+    host: o.Host = "127.0.0.1",
+    port: o.Port = 8000,
+    served_model_name: o.ServedModelName = None,
+    device: o.ServeDevice = None,
+    threads: o.ServeThreads = None,
+    max_pending: o.MaxPending = 64,
+    quiet: o.Quiet = False,
+) -> None:
     """Serve a local model over an OpenAI-compatible API (chat/completions, completions, models).
 
-    Lets several `sourcebias generate --base-url` workers share one loaded model. Requests are answered one at a time; temperature, top_p, max_tokens and seed are honoured.
+    Lets several `sourcebias generate --base-url` workers share one loaded model. Requests are
+    answered one at a time; temperature, top_p, max_tokens and seed are honoured.
 
     Example:  sourcebias serve --model smollm2 --port 8000
     """
@@ -173,5 +247,5 @@ def serve(
 
 def register(app: typer.Typer) -> None:
     """Add ``generate`` and ``serve`` to the ``sourcebias`` app."""
-    app.command()(generate)
+    app.command(help=GENERATE_HELP)(generate)
     app.command()(serve)

@@ -11,12 +11,27 @@ from sourcebias.cli.common import console
 
 
 def judge(
-    dataset: j.JudgeDataset, judge: j.JudgeSpec, output: j.JudgeOutput, mode: j.JudgeModes = None, prompt: j.JudgePrompt = "umbrela", retriever: j.JudgeRetrievers = None, run: j.JudgeRuns = None,
-    top_k: j.JudgeTopK = 0, max_queries: j.JudgeMaxQueries = None, measure: j.JudgeMeasure = "NDCG@10", max_tokens: j.JudgeMaxTokens = 16,
-    top_logprobs: j.JudgeTopLogprobs = 5, seed: j.JudgeSeed = 0, resamples: j.JudgeResamples = 2000, concurrency: j.JudgeConcurrency = None,
-    device: j.JudgeDevice = None, cache_dir: j.JudgeCacheDir = None, pair_prompt: j.JudgePairPrompt = "pairwise", overwrite: o.ReplaceResults = False,
+    dataset: j.JudgeDataset,
+    judge: j.JudgeSpec,
+    output: j.JudgeOutput,
+    mode: j.JudgeModes = None,
+    prompt: j.JudgePrompt = "umbrela",
+    retriever: j.JudgeRetrievers = None,
+    run: j.JudgeRuns = None,
+    top_k: j.JudgeTopK = 0,
+    max_queries: j.JudgeMaxQueries = None,
+    measure: j.JudgeMeasure = "NDCG@10",
+    max_tokens: j.JudgeMaxTokens = 16,
+    top_logprobs: j.JudgeTopLogprobs = 5,
+    seed: j.JudgeSeed = 0,
+    resamples: j.JudgeResamples = 2000,
+    concurrency: j.JudgeConcurrency = None,
+    device: j.JudgeDevice = None,
+    cache_dir: j.JudgeCacheDir = None,
+    pair_prompt: j.JudgePairPrompt = "pairwise",
+    overwrite: o.ReplaceResults = False,
     timeout: o.ServerTimeout = None,
-) -> None:  # fmt: skip
+) -> None:
     """Grade every judged document of a split and its LLM twins 0-3 with an UMBRELA-style LLM
     judge, and measure the judge's source bias.
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -42,13 +43,27 @@ def _evaluate(target, systems, seed):
 
 @cdc_app.command("fit")
 def cdc_fit(
-    dataset_dir: options_mitigate.CalibrationDataset, retriever: options_mitigate.Retriever, output: options_mitigate.CdcOutput,
-    lm: options_mitigate.Lm = "lm:smollm2", field: options_mitigate.Field = "text", split: options_mitigate.CalibrationSplit = "train", sample: options_mitigate.Sample = 128, seed: options_mitigate.CdcSeed = 42,
-    cov: options_mitigate.Cov = "robust", query_effects: options_mitigate.QueryEffects = False,
-    eval_split: options_mitigate.CdcEvalSplit = None, eval_dataset: options_mitigate.CdcEvalDataset = None, in_sample: options_mitigate.InSample = False,
-    depth: options_mitigate.Depth = 100, k: options_mitigate.BeforeAfterK = 3, evaluation: options_mitigate.CdcEvaluation = True,
-    device: options_mitigate.CdcDevice = None, batch_size: options_mitigate.ModelBatchSize = None, cache_dir: options_mitigate.CdcCacheDir = None, overwrite: options_mitigate.CdcOverwrite = False,
-) -> None:  # fmt: skip
+    dataset_dir: options_mitigate.CalibrationDataset,
+    retriever: options_mitigate.Retriever,
+    output: options_mitigate.CdcOutput,
+    lm: options_mitigate.Lm = "lm:smollm2",
+    field: options_mitigate.Field = "text",
+    split: options_mitigate.CalibrationSplit = "train",
+    sample: options_mitigate.Sample = 128,
+    seed: options_mitigate.CdcSeed = 42,
+    cov: options_mitigate.Cov = "robust",
+    query_effects: options_mitigate.QueryEffects = False,
+    eval_split: options_mitigate.CdcEvalSplit = None,
+    eval_dataset: options_mitigate.CdcEvalDataset = None,
+    in_sample: options_mitigate.InSample = False,
+    depth: options_mitigate.Depth = 100,
+    k: options_mitigate.BeforeAfterK = 3,
+    evaluation: options_mitigate.CdcEvaluation = True,
+    device: options_mitigate.CdcDevice = None,
+    batch_size: options_mitigate.ModelBatchSize = None,
+    cache_dir: options_mitigate.CdcCacheDir = None,
+    overwrite: options_mitigate.CdcOverwrite = False,
+) -> None:
     """Fit CDC's β̂₂: 2SLS of the retriever's score on document log-perplexity, the source as instrument.
 
     Writes OUT/cdc.json; then evaluate with --retriever "SPEC>>cdc:OUT/cdc.json" (on any dataset: the fit transfers).
@@ -65,19 +80,17 @@ def cdc_fit(
         options = {"device": device, "batch_size": batch_size, "cache_dir": cache_dir}
         ds, target, system, scorer, llm = _cdc_inputs(dataset_dir, split, where, retriever, lm, field, options)
         console.print(f"Calibration: {sample} relevant pairs of {ds.name} ({split}), seed {seed}, each with its twin; perplexity of the {field}")
-        cal = _calibrate(ds, system, scorer, sample=sample, seed=seed, llm_source=llm, cov_type=cov, query_effects=query_effects, cache_dir=cache_dir, lm=lm,
-                         retriever_spec=retriever)  # fmt: skip
+        cal = _calibrate(ds, system, scorer, llm, retriever, lm, sample, seed, cov, query_effects, cache_dir)
         cal.save(folder.staging, where.to_dict() if where is not None else None)
         _print_fit(cal)
         if target is not None:
-            stage = {"lm": lm, "field": field, "depth": depth, "fit_path": str(Path(output) / "cdc.json"), "batch_size": batch_size, "device": device,
-                     "cache_dir": cache_dir}  # fmt: skip
+            stage = _cdc_stage(lm, field, depth, output, batch_size, device, cache_dir)
             _cdc_before_after(cal.fit, where, target, system, retriever, options, stage, folder.staging / "evaluation", seed, k)
-        parameters = {"retriever": retriever, "lm": lm, "field": field, "split": split, "sample": sample, "seed": seed, "cov": cov, "query_effects": query_effects,
-                      "depth": depth, "evaluation": where.to_dict() if where else None}  # fmt: skip
+        parameters = _cdc_parameters(retriever, lm, field, split, sample, seed, cov, query_effects, depth, where)
         path = folder.commit(_cdc_manifest(ds, system, scorer, parameters, t0))
         console.print(
-            f'Wrote cdc.json, sample.csv{" and the before/after evaluation" if evaluation else ""} to [bold]{path}[/bold]; use --retriever "{retriever}>>cdc:{path / "cdc.json"}"'
+            f"Wrote cdc.json, sample.csv{' and the before/after evaluation' if evaluation else ''} to [bold]{path}[/bold]; use --retriever "
+            f'"{retriever}>>cdc:{path / "cdc.json"}"'
         )
     finally:
         folder.abort()
@@ -99,13 +112,55 @@ def _cdc_inputs(dataset_dir: Path, split: str, where, retriever: str, lm: str, f
     return ds, target, system, scorer, llm
 
 
-def _calibrate(ds, system, scorer, **kwargs):
-    """:func:`sourcebias.mitigation.cdc.calibrate` with progress bars."""
+def _calibrate(ds, system, scorer, llm: str, retriever: str, lm: str, sample: int, seed: int, cov: str, query_effects: bool, cache_dir: Path | None):
+    """:func:`sourcebias.mitigation.cdc.calibrate` with progress bars: ``sample`` relevant pairs
+    with their ``llm`` twins, the fit with covariance ``cov``."""
     from sourcebias.core import progress
     from sourcebias.mitigation.cdc import calibrate
 
     with progress.RichProgress(console=console, transient=True) as reporter, progress.use(reporter):
-        return calibrate(ds, system, scorer, **kwargs)
+        return calibrate(
+            ds,
+            system,
+            scorer,
+            sample=sample,
+            seed=seed,
+            llm_source=llm,
+            cov_type=cov,
+            query_effects=query_effects,
+            cache_dir=cache_dir,
+            lm=lm,
+            retriever_spec=retriever,
+        )
+
+
+def _cdc_stage(lm: str, field: str, depth: int, output: Path, batch_size: int | None, device: str | None, cache_dir: Path | None) -> dict:
+    """The options of the CDC correction stage of the before/after evaluation (the fit read from ``output``)."""
+    return {
+        "lm": lm,
+        "field": field,
+        "depth": depth,
+        "fit_path": str(Path(output) / "cdc.json"),
+        "batch_size": batch_size,
+        "device": device,
+        "cache_dir": cache_dir,
+    }
+
+
+def _cdc_parameters(retriever: str, lm: str, field: str, split: str, sample: int, seed: int, cov: str, query_effects: bool, depth: int, where: Any) -> dict:
+    """The parameters of a ``cdc fit`` run, as its manifest records them."""
+    return {
+        "retriever": retriever,
+        "lm": lm,
+        "field": field,
+        "split": split,
+        "sample": sample,
+        "seed": seed,
+        "cov": cov,
+        "query_effects": query_effects,
+        "depth": depth,
+        "evaluation": where.to_dict() if where else None,
+    }
 
 
 def _print_fit(cal) -> None:
@@ -145,18 +200,25 @@ def _cdc_before_after(fit, where, target, system, retriever: str, options: dict,
 
 @project_app.command("fit")
 def project_fit(
-    calibration: options_mitigate.CalibrationDatasets, output: options_mitigate.ProjectionOutput, model: options_mitigate.ProjectedModel = "minilm", pairs: options_mitigate.Pairs = 100, seed: options_mitigate.ProjectionSeed = 42,
-    target: options_mitigate.ProjectionTarget = None, split: options_mitigate.ProjectionSplit = "test", k: options_mitigate.BeforeAfterK = 3, device: options_mitigate.CdcDevice = None,
-    batch_size: options_mitigate.EncoderBatchSize = None, cache_dir: options_mitigate.EmbeddingStore = None, overwrite: options_mitigate.CdcOverwrite = False,
-) -> None:  # fmt: skip
+    calibration: options_mitigate.CalibrationDatasets,
+    output: options_mitigate.ProjectionOutput,
+    model: options_mitigate.ProjectedModel = "minilm",
+    pairs: options_mitigate.Pairs = 100,
+    seed: options_mitigate.ProjectionSeed = 42,
+    target: options_mitigate.ProjectionTarget = None,
+    split: options_mitigate.ProjectionSplit = "test",
+    k: options_mitigate.BeforeAfterK = 3,
+    device: options_mitigate.CdcDevice = None,
+    batch_size: options_mitigate.EncoderBatchSize = None,
+    cache_dir: options_mitigate.EmbeddingStore = None,
+    overwrite: options_mitigate.CdcOverwrite = False,
+) -> None:
     """Fit the LLM − human direction on calibration datasets (seeded pairs per dataset).
 
     Then evaluate with --retriever "MODEL:project=OUT/projection.json" (document vectors only; queries unchanged).
     """
     from sourcebias.core.artifacts import OutputFolder
-    from sourcebias.core.manifest import build_manifest
     from sourcebias.data import load_dataset
-    from sourcebias.evaluation.protocol import json_safe
     from sourcebias.mitigation.before_after import check_distinct_corpora, projection_target
     from sourcebias.mitigation.projection import fit_direction, projected
     from sourcebias.retrieval import build_retriever
@@ -175,7 +237,8 @@ def project_fit(
         proj = fit_direction(system, cal, pairs_per_dataset=pairs, seed=seed)
         proj.save(folder.staging / "projection.json")
         console.print(
-            f"Direction from {proj.details['pairs']} twin pairs of {', '.join(proj.details['calibration'])}: ‖mean difference‖ {proj.details['mean_difference_norm']:.4f}"
+            f"Direction from {proj.details['pairs']} twin pairs of {', '.join(proj.details['calibration'])}: "
+            f"‖mean difference‖ {proj.details['mean_difference_norm']:.4f}"
         )
         if ds is not None and where is not None:  # both or neither: a --target was given
             after = projected(build_retriever(model, **options), proj, source=str(Path(output) / "projection.json"), name=f"{model}+projection")
@@ -183,19 +246,26 @@ def project_fit(
             extra = {"projection": proj.to_dict() | {"direction": None}, "evaluation": where.to_dict()}
             _write_and_print(result, [system.name, after.name], f"NDCG@{k}", where.label, folder.staging / "evaluation", "project fit", extra)
         parameters = {"model": model, "pairs": pairs, "seed": seed, "split": split, "evaluation": where.to_dict() if where else None}
-        manifest = build_manifest(
-            command="project fit",
-            inputs={"calibration": [str(c) for c in calibration], "target": str(target) if target else None},
-            parameters=parameters,
-            models={"retriever": json_safe(system.config())},
-            timings={"total_s": round(time.perf_counter() - t0, 3)},
-        )
-        path = folder.commit(manifest)
+        path = folder.commit(_projection_manifest(calibration, target, parameters, system, t0))
         console.print(
             f'Wrote projection.json to [bold]{path}[/bold]; use --retriever "{model}{":" if ":" not in model else ","}project={path / "projection.json"}"'
         )
     finally:
         folder.abort()
+
+
+def _projection_manifest(calibration: list[Path], target: Path | None, parameters: dict, system: Any, t0: float) -> dict:
+    """The manifest of a ``project fit`` run (timed from ``t0``)."""
+    from sourcebias.core.manifest import build_manifest
+    from sourcebias.evaluation.protocol import json_safe
+
+    return build_manifest(
+        command="project fit",
+        inputs={"calibration": [str(c) for c in calibration], "target": str(target) if target else None},
+        parameters=parameters,
+        models={"retriever": json_safe(system.config())},
+        timings={"total_s": round(time.perf_counter() - t0, 3)},
+    )
 
 
 def register(app: typer.Typer) -> None:

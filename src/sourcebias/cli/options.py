@@ -26,7 +26,8 @@ HumanSource = Annotated[str, typer.Option(help="Name of the human-written (origi
 Twins = Annotated[
     Path | None,
     typer.Option(
-        help="With DATASET irds:<id> (the human side through ir_datasets, e.g. irds:beir/nfcorpus/test): the folder of the LLM twins (<source>.jsonl files, or a Cocktail folder).",
+        help="With DATASET irds:<id> (the human side through ir_datasets, e.g. irds:beir/nfcorpus/test): "
+        "the folder of the LLM twins (<source>.jsonl files, or a Cocktail folder).",
         metavar="DIR",
     ),
 ]
@@ -42,24 +43,28 @@ Orphans = Annotated[str, typer.Option(**option_kwargs("orphans"))]  # help, choi
 Retrievers = Annotated[
     list[str] | None,
     typer.Option(
-        "--retriever", "-r", metavar="[LABEL=]SPEC",
+        "--retriever",
+        "-r",
+        metavar="[LABEL=]SPEC",
         help="Retriever to evaluate; repeat for several. bm25, tfidf, bm25:k1=0.9,b=0.4, st:NAME_OR_PATH, presets (minilm, tas-b, ...), pipelines "
         "'bm25>>cut:20>>lm:smollm2'. See `sourcebias retrievers`. LABEL= names it in the tables and files (as --run NAME=FILE names a run; "
         "unlabelled, a spec is named without its servers' @URLs); the full spec is in the notes and result.json. Default: bm25 (when no --run is given).",
     ),
-]  # fmt: skip
+]
 Runs = Annotated[
     list[str] | None,
     typer.Option(
         "--run",
         metavar="[NAME=]FILE",
-        help="A TREC run of the mixed corpus made by any system (qid Q0 docno rank score tag); repeat for several. Scored with the same protocol; equal scores are ordered by the tie rule.",
+        help="A TREC run of the mixed corpus made by any system (qid Q0 docno rank score tag); repeat "
+        "for several. Scored with the same protocol; equal scores are ordered by the tie rule.",
     ),
 ]
 Docnos = Annotated[
     Path | None,
     typer.Option(
-        help="Table docno<TAB>doc_id<TAB>source naming the documents of --run files (default: docnos.tsv beside the run if present, else names <source>/<doc_id>).",
+        help="Table docno<TAB>doc_id<TAB>source naming the documents of --run files "
+        "(default: docnos.tsv beside the run if present, else names <source>/<doc_id>).",
         metavar="FILE",
     ),
 ]
@@ -152,11 +157,12 @@ Resamples = Annotated[int, typer.Option(**option_kwargs("significance_resamples"
 Statistics = Annotated[
     list[str] | None,
     typer.Option(
-        "--statistics", metavar="NAME...",
+        "--statistics",
+        metavar="NAME...",
         help="Statistics to show and write (summary.md, summary.tex, statistics.csv), repeated or comma-separated: relative_delta_ci, paired_tests, "
         "twin_preference, delta_ndsr, means, or none. \\[default: the first four]",
     ),
-]  # fmt: skip
+]
 StatisticsMeasures = Annotated[
     list[str] | None,
     typer.Option(

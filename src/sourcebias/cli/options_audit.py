@@ -53,7 +53,8 @@ Detector = Annotated[
     typer.Option(
         "--detector",
         metavar="DIR[,split]|SPEC",
-        help="Labelled twin dataset to train and calibrate the built-in detector on (pairs split in two: training and held-out calibration); or a zero-shot detector "
+        help="Labelled twin dataset to train and calibrate the built-in detector on (pairs split in two: training and held-out calibration); or a "
+        "zero-shot detector "
         f"({EXAMPLES}; see `sourcebias detect`) calibrated on --calibrate.",
     ),
 ]
@@ -61,7 +62,8 @@ Scores = Annotated[
     Path | None,
     typer.Option(
         metavar="FILE|DIR",
-        help="Your own detector's scores of the audited documents (.tsv with header doc_id, source, score; .jsonl; or a `sourcebias detect` folder); higher = more likely LLM.",
+        help="Your own detector's scores of the audited documents (.tsv with header doc_id, "
+        "source, score; .jsonl; or a `sourcebias detect` folder); higher = more likely LLM.",
     ),
 ]
 Calibrate = Annotated[
@@ -92,7 +94,8 @@ Normalize = Annotated[
     str,
     typer.Option(
         metavar="collection|none",
-        help="Standardise each feature within its collection (training documents; a sample of the audited corpus) so that a detector trained on one collection transfers to another; assumes a share of LLM text near the training one's. 'none': raw values.",
+        help="Standardise each feature within its collection (training documents; a sample of the audited corpus) so that a detector "
+        "trained on one collection transfers to another; assumes a share of LLM text near the training one's. 'none': raw values.",
     ),
 ]
 ReferenceDocs = Annotated[int, typer.Option(min=10, help="Documents of the audited corpus (seeded sample) whose features set its normalisation.")]
@@ -113,14 +116,16 @@ HumanReference = Annotated[
     Path | None,
     typer.Option(
         metavar="FILE",
-        help="Documents of the audited corpus known to be human (e.g. written before 2022): TSV with header doc_id, source (or JSONL). Sp and the transfer check's human component then come from them, in domain.",
+        help="Documents of the audited corpus known to be human (e.g. written before 2022): TSV with header "
+        "doc_id, source (or JSONL). Sp and the transfer check's human component then come from them, in domain.",
     ),
 ]
 CalibrationDomain = Annotated[
     str,
     typer.Option(
         metavar="auto|audited|other",
-        help="Were the calibration twins drawn from the audited domain? auto: yes when at least half of their human documents are documents of the audited corpus; "
+        help="Were the calibration twins drawn from the audited domain? auto: yes when at least half of their human documents are documents of the "
+        "audited corpus; "
         "audited: your word (twins of a sample of the audited domain). Corrected figures calibrated on another domain are marked unreliable.",
     ),
 ]

@@ -65,6 +65,7 @@ SimulationRay = Annotated[
     typer.Option(
         "--ray",
         metavar="ADDRESS",
-        help="Run each retriever's loop as a Ray task: local starts a cluster here; an address (auto, head:6379) joins one. The folder, config and dataset must be on storage every node sees.",
+        help="Run each retriever's loop as a Ray task: local starts a cluster here; an address (auto, "
+        "head:6379) joins one. The folder, config and dataset must be on storage every node sees.",
     ),
 ]

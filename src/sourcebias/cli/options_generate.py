@@ -40,7 +40,8 @@ MaxWords = Annotated[int, typer.Option(help="Length filter upper bound (Cocktail
 SampleCap = Annotated[
     int | None,
     typer.Option(
-        help="Cocktail's rule for large corpora: above N documents, keep every labelled document (any qrels split) and random others up to N (Cocktail: 100000; seeded by --seed).",
+        help="Cocktail's rule for large corpora: above N documents, keep every labelled document "
+        "(any qrels split) and random others up to N (Cocktail: 100000; seeded by --seed).",
         min=1,
     ),
 ]
@@ -51,7 +52,8 @@ Model = Annotated[
     typer.Option(
         "--model",
         "-m",
-        help="The model: smollm2, a .gguf file, a transformers folder or a cached Hugging Face name (it runs here), or openai:MODEL@URL (MODEL as an OpenAI-compatible server at URL knows it; more @URL spread the work over several servers).",
+        help="The model: smollm2, a .gguf file, a transformers folder or a cached Hugging Face name (it runs here), or "
+        "openai:MODEL@URL (MODEL as an OpenAI-compatible server at URL knows it; more @URL spread the work over several servers).",
         show_default=False,
     ),
 ]
@@ -65,7 +67,8 @@ BackendChoice = Annotated[
 Prompt = Annotated[
     str,
     typer.Option(
-        help="kdd, cocktail, one of Table 7's (own-words, paraphrase, summarize, simplify, rephrase, condense, restate, reword, express), or a template FILE with {text} (and {title})."
+        help="kdd, cocktail, one of Table 7's (own-words, paraphrase, summarize, simplify, rephrase, "
+        "condense, restate, reword, express), or a template FILE with {text} (and {title})."
     ),
 ]
 System = Annotated[str | None, typer.Option(help="A system message (default: none; the model's chat template may add its own).")]
@@ -81,7 +84,8 @@ LengthControlSpec = Annotated[
         "--length-control",
         metavar="ratio=R,tolerance=T[,max_retries=N]",
         help="Ask for a target length (R × the original's words; the prompt gets 'The rewritten text should be about N words long.') and accept answers within "
-        "N × (1 ± T) words; others are asked again up to max_retries times (default 2; seeded per attempt; none at --temperature 0), then flagged 'length' (human text kept).",
+        "N × (1 ± T) words; others are asked again up to max_retries times (default 2; seeded per attempt; none at --temperature 0), then flagged "
+        "'length' (human text kept).",
     ),
 ]
 

@@ -9,15 +9,19 @@ import typer
 
 JudgeDataset = Annotated[
     str,
-    typer.Argument(help="Dataset (DIR, DIR,split or a known name such as nq-utd; split test by default) whose judged documents and their twins are graded.",
-                   show_default=False, metavar="DATASET"),
-]  # fmt: skip
+    typer.Argument(
+        help="Dataset (DIR, DIR,split or a known name such as nq-utd; split test by default) whose judged documents and their twins are graded.",
+        show_default=False,
+        metavar="DATASET",
+    ),
+]
 JudgeSpec = Annotated[
     str,
     typer.Option(
         "--judge",
         metavar="SPEC",
-        help="The judge: smollm2, gemma3, a GGUF file, a transformers folder or name, or openai:MODEL@http://HOST:PORT/v1 (any OpenAI-compatible server; several @URL).",
+        help="The judge: smollm2, gemma3, a GGUF file, a transformers folder or name, or "
+        "openai:MODEL@http://HOST:PORT/v1 (any OpenAI-compatible server; several @URL).",
     ),
 ]
 JudgeOutput = Annotated[
@@ -28,8 +32,13 @@ JudgeOutput = Annotated[
 ]
 JudgeModes = Annotated[
     list[str] | None,
-    typer.Option("--mode", metavar="MODE", help="grade (UMBRELA 0-3 per copy), disclosure (graded again, told the author is a human / an AI), pairwise (which copy is more relevant, both orders); repeat for several. \\[default: grade]"),
-]  # fmt: skip
+    typer.Option(
+        "--mode",
+        metavar="MODE",
+        help="grade (UMBRELA 0-3 per copy), disclosure (graded again, told the author is a human / an AI), "
+        "pairwise (which copy is more relevant, both orders); repeat for several. \\[default: grade]",
+    ),
+]
 JudgePrompt = Annotated[
     str,
     typer.Option(
@@ -43,8 +52,14 @@ JudgePairPrompt = Annotated[
 ]
 JudgeRetrievers = Annotated[
     list[str] | None,
-    typer.Option("--retriever", "-r", metavar="[LABEL=]SPEC", help="A retriever whose mixed-corpus ranking is evaluated with the assessors' and the judge's qrels (and, with --top-k, whose top documents are graded too); repeat for several. LABEL= names it in the tables (as in evaluate)."),
-]  # fmt: skip
+    typer.Option(
+        "--retriever",
+        "-r",
+        metavar="[LABEL=]SPEC",
+        help="A retriever whose mixed-corpus ranking is evaluated with the assessors' and the judge's qrels (and, with "
+        "--top-k, whose top documents are graded too); repeat for several. LABEL= names it in the tables (as in evaluate).",
+    ),
+]
 JudgeRuns = Annotated[
     list[Path] | None, typer.Option("--run", metavar="FILE", help="A TREC run of the mixed corpus, used like a --retriever; repeat for several.")
 ]

@@ -60,7 +60,8 @@ Lm = Annotated[
     str,
     typer.Option(
         metavar="SPEC",
-        help="Language model of the perplexities: lm:NAME (causal), mlm:NAME (masked) or mlm:from-retriever:RETRIEVER (the masked-LM head in the retriever's checkpoint), "
+        help="Language model of the perplexities: lm:NAME (causal), mlm:NAME (masked) or mlm:from-retriever:RETRIEVER (the masked-LM head in the "
+        "retriever's checkpoint), "
         "options ,max_tokens=N.",
     ),
 ]
@@ -74,7 +75,8 @@ CdcEvalSplit = Annotated[
     str | None,
     typer.Option(
         metavar="SPLIT",
-        help="Evaluate before/after on this split (default: dev of the calibration dataset, test of --eval-dataset); never the calibration split unless --in-sample.",
+        help="Evaluate before/after on this split (default: dev of the calibration dataset, "
+        "test of --eval-dataset); never the calibration split unless --in-sample.",
     ),
 ]
 CdcEvalDataset = Annotated[Path | None, typer.Option(metavar="DIR", help="Evaluate before/after on another dataset (the transfer setting).")]

@@ -11,7 +11,8 @@ import typer
 Pilot = Annotated[
     Path,
     typer.Argument(
-        help="An `evaluate` output folder, a grid cell (DIR/cells/<dataset>/<retriever>), or a `judge` output folder (its twin bias): the pilot whose per-query values are resampled.",
+        help="An `evaluate` output folder, a grid cell (DIR/cells/<dataset>/<retriever>), or a "
+        "`judge` output folder (its twin bias): the pilot whose per-query values are resampled.",
         show_default=False,
         metavar="PILOT",
     ),
@@ -27,7 +28,8 @@ Effects = Annotated[
     typer.Option(
         "--effect",
         metavar="STAT=VALUE...",
-        help="Target effects for the power and the n needed: rel_delta=10 (percent), difference=0.05 (human − LLM), twin=0.55 (share of pairs, LLM copy first), ndsr=0.02; any --statistics name or alias of evaluate. \\[default: each pilot's own estimate]",
+        help="Target effects for the power and the n needed: rel_delta=10 (percent), difference=0.05 (human − LLM), twin=0.55 (share "
+        "of pairs, LLM copy first), ndsr=0.02; any --statistics name or alias of evaluate. \\[default: each pilot's own estimate]",
     ),
 ]
 PowerStatistics = Annotated[
@@ -35,7 +37,8 @@ PowerStatistics = Annotated[
     typer.Option(
         "--statistic",
         metavar="NAME",
-        help="Statistics to analyse (repeat), as evaluate's --statistics names them: relative_delta_ci (rel_delta), paired_tests (difference), twin_preference (twin), delta_ndsr (ndsr). \\[default: all]",
+        help="Statistics to analyse (repeat), as evaluate's --statistics names them: relative_delta_ci "
+        "(rel_delta), paired_tests (difference), twin_preference (twin), delta_ndsr (ndsr). \\[default: all]",
     ),
 ]
 PowerMeasures = Annotated[
@@ -62,7 +65,8 @@ PilotDataset = Annotated[
     Path | None,
     typer.Option(
         metavar="DIR",
-        help="The pilot's dataset folder, for the judgements twin preference needs (default: the path the pilot recorded; its qrels are checked against the pilot's manifest).",
+        help="The pilot's dataset folder, for the judgements twin preference needs (default: "
+        "the path the pilot recorded; its qrels are checked against the pilot's manifest).",
     ),
 ]
 PowerOutput = Annotated[
@@ -71,6 +75,7 @@ PowerOutput = Annotated[
         "--output",
         "-o",
         metavar="DIR",
-        help="Folder for the results (power.json, power.csv, pilots.csv, curves.csv, summary.md, summary.tex, power_curves.png, manifest.json); checked before any work.",
+        help="Folder for the results (power.json, power.csv, pilots.csv, curves.csv, "
+        "summary.md, summary.tex, power_curves.png, manifest.json); checked before any work.",
     ),
 ]

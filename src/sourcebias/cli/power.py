@@ -46,11 +46,23 @@ def _parse_effects(items: list[str] | None, judge: bool = False) -> dict[str, fl
 
 
 def power(
-    pilot: options_power.Pilot, alpha: options_power.Alpha = 0.05, power_: options_power.Power = 0.8, n: options_power.StudySizes = None, effect: options_power.Effects = None, statistic: options_power.PowerStatistics = None,
-    measure: options_power.PowerMeasures = None, retriever: options_power.PilotRetrievers = None, resamples: options_power.PowerResamples = 2000, seed: options_power.PowerSeed = 0,
-    max_n: options_power.MaxN = 20_000, ndsr_k: options_power.PowerNdsrK = 10, correction: options_power.PowerCorrection = "holm", dataset: options_power.PilotDataset = None,
-    output: options_power.PowerOutput = None, overwrite: options.ReplaceResults = False,
-) -> None:  # fmt: skip
+    pilot: options_power.Pilot,
+    alpha: options_power.Alpha = 0.05,
+    power_: options_power.Power = 0.8,
+    n: options_power.StudySizes = None,
+    effect: options_power.Effects = None,
+    statistic: options_power.PowerStatistics = None,
+    measure: options_power.PowerMeasures = None,
+    retriever: options_power.PilotRetrievers = None,
+    resamples: options_power.PowerResamples = 2000,
+    seed: options_power.PowerSeed = 0,
+    max_n: options_power.MaxN = 20_000,
+    ndsr_k: options_power.PowerNdsrK = 10,
+    correction: options_power.PowerCorrection = "holm",
+    dataset: options_power.PilotDataset = None,
+    output: options_power.PowerOutput = None,
+    overwrite: options.ReplaceResults = False,
+) -> None:
     """How many queries a claim needs: minimum detectable effects and sample sizes from a pilot.
 
     For Relative Δ, the per-target NDCG difference (human − LLM), twin preference and ΔNDSR@k:
@@ -69,16 +81,38 @@ def power(
 
       sourcebias power out/judge-pilot --effect grade=0.1 --n 20 50 100 -o out/judge-power   # a judge pilot: its twin bias
     """
-    from sourcebias.core.errors import ConfigError
     from sourcebias.judges.power import is_judge_folder
-    from sourcebias.power import PowerSettings
 
     judge = is_judge_folder(pilot)
     if judge and (statistic or measure or retriever or dataset):
         fail("a judge pilot plans its twin bias only: --statistic, --measure, --retriever and --dataset apply to an evaluate pilot")
     statistic = [_statistic(s) for s in statistic] if statistic else statistic
+    settings = _settings(alpha, power_, n, effect, judge, resamples, seed, max_n, ndsr_k, correction)
+    result, path = _run(
+        judge, pilot, output, settings, {"dataset_dir": dataset, "statistics": statistic, "measures": measure, "retrievers": retriever}, overwrite
+    )
+    _print(result, path)
+
+
+def _settings(
+    alpha: float,
+    power_: float,
+    n: list[int] | None,
+    effect: list[str] | None,
+    judge: bool,
+    resamples: int,
+    seed: int,
+    max_n: int,
+    ndsr_k: int,
+    correction: str,
+) -> Any:
+    """The analysis settings (a bad option ends the command with its message); ``judge``: the pilot
+    is a judge's, whose effects are its twin bias."""
+    from sourcebias.core.errors import ConfigError
+    from sourcebias.power import PowerSettings
+
     try:
-        settings = PowerSettings(
+        return PowerSettings(
             alpha=alpha,
             power=power_,
             ns=tuple(n or (50, 100, 200, 500, 1000)),
@@ -91,16 +125,6 @@ def power(
         )
     except ConfigError as exc:
         fail(str(exc))
-    result, path = _run(
-        judge, pilot, output, settings, {"dataset_dir": dataset, "statistics": statistic, "measures": measure, "retrievers": retriever}, overwrite
-    )
-    _print(result)
-    if path is not None:
-        console.print(
-            f"Wrote power.json, power.csv, pilots.csv, curves.csv, summary.md, summary.tex and power_curves.png to [bold]{path}[/bold] (load them with sourcebias.power.load_power)"
-        )
-    else:
-        console.print("[dim]Add --output DIR to save the results and the power-curve figure.[/dim]")
 
 
 def _run(judge: bool, pilot: Any, output: Any, settings: Any, choices: dict[str, Any], overwrite: bool) -> tuple[Any, Any]:
@@ -115,11 +139,19 @@ def _run(judge: bool, pilot: Any, output: Any, settings: Any, choices: dict[str,
         return run_power(pilot, output, settings=settings, overwrite=overwrite, **choices)
 
 
-def _print(result: Any) -> None:
+def _print(result: Any, path: Any) -> None:
+    """The report, and where it was written (or how to write it)."""
     from sourcebias.power.report import power_report
     from sourcebias.report import to_rich
 
     console.print(to_rich(power_report(result)))
+    if path is not None:
+        console.print(
+            "Wrote power.json, power.csv, pilots.csv, curves.csv, summary.md, summary.tex and "
+            f"power_curves.png to [bold]{path}[/bold] (load them with sourcebias.power.load_power)"
+        )
+    else:
+        console.print("[dim]Add --output DIR to save the results and the power-curve figure.[/dim]")
 
 
 def register(app: typer.Typer) -> None:

@@ -9,8 +9,11 @@ from sourcebias.cli.common import console
 
 
 def simulate(
-    config: options_bench.SimulationConfig, output: options_bench.SimulationOutput, overwrite: options_bench.SimulationOverwrite = False, ray: options_bench.SimulationRay = None,
-) -> None:  # fmt: skip
+    config: options_bench.SimulationConfig,
+    output: options_bench.SimulationOutput,
+    overwrite: options_bench.SimulationOverwrite = False,
+    ray: options_bench.SimulationRay = None,
+) -> None:
     """Simulate LLM text feeding back into a corpus: rank, let a generator write from the top k,
     add what it wrote as a source of its own ('<generator>-round<r>'), repeat.
 
@@ -28,7 +31,8 @@ def simulate(
     cfg = load_simulation_config(config)
     names = ", ".join(n for n, _ in cfg.retrievers)
     console.print(
-        f"[bold]{cfg.name}[/bold]: {cfg.rounds} rounds x {len(cfg.retrievers)} retrievers ({names}); {cfg.generator.model} writes '{cfg.generator.write}' from the top {cfg.k} of {cfg.queries_per_round} queries per round; intervention: {cfg.intervention.kind}"
+        f"[bold]{cfg.name}[/bold]: {cfg.rounds} rounds x {len(cfg.retrievers)} retrievers ({names}); {cfg.generator.model} writes "
+        f"'{cfg.generator.write}' from the top {cfg.k} of {cfg.queries_per_round} queries per round; intervention: {cfg.intervention.kind}"
     )
 
     def on_event(kind: str, rec: dict) -> None:

@@ -6,7 +6,7 @@ import functools
 import json
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import typer
 
@@ -26,14 +26,29 @@ def _alpha_dir(alpha: float) -> str:
 
 
 def train(
-    dataset_dir: o.TrainDataset, output: o.SweepOutput,
+    dataset_dir: o.TrainDataset,
+    output: o.SweepOutput,
     alpha: o.Alphas = [0.0, 1.0],  # noqa: B006
-    base: o.Base = "minilm", split: o.TrainSplit = "train", negatives: o.Negatives = "in-batch", positives: o.Positives = "both",
-    batch_size: o.BatchSize = 32, epochs: o.Epochs = 1, max_tuples: o.MaxTuples = None, lr: o.LearningRate = 2e-5, warmup: o.Warmup = 0.1,
-    max_seq_length: o.MaxSeqLength = None, seed: o.TrainSeed = 42, save_steps: o.SaveSteps = 50,
-    eval_split: o.EvalSplit = None, eval_dataset: o.EvalDataset = None, k: o.TableK = 3, evaluation: o.TrainEvaluation = True,
-    device: o.Device = None, cache_dir: o.TrainCacheDir = None, overwrite: o.TrainOverwrite = False,
-) -> None:  # fmt: skip
+    base: o.Base = "minilm",
+    split: o.TrainSplit = "train",
+    negatives: o.Negatives = "in-batch",
+    positives: o.Positives = "both",
+    batch_size: o.BatchSize = 32,
+    epochs: o.Epochs = 1,
+    max_tuples: o.MaxTuples = None,
+    lr: o.LearningRate = 2e-5,
+    warmup: o.Warmup = 0.1,
+    max_seq_length: o.MaxSeqLength = None,
+    seed: o.TrainSeed = 42,
+    save_steps: o.SaveSteps = 50,
+    eval_split: o.EvalSplit = None,
+    eval_dataset: o.EvalDataset = None,
+    k: o.TableK = 3,
+    evaluation: o.TrainEvaluation = True,
+    device: o.Device = None,
+    cache_dir: o.TrainCacheDir = None,
+    overwrite: o.TrainOverwrite = False,
+) -> None:
     """Train a retriever with the debiasing constraint (Dai et al., KDD 2024) for each α, on one saved plan.
 
     Every α sees the same batches in the same order; each model is a folder (--retriever st:DIR/alpha-A/model)
@@ -45,8 +60,7 @@ def train(
     from sourcebias.evaluation.protocol import json_safe
 
     pool = _positive_pool(negatives, positives)
-    settings = {"dataset": str(Path(dataset_dir).resolve()), "split": split, "base": base, "negatives": negatives, "positives": pool, "batch_size": batch_size,
-                "epochs": epochs, "max_tuples": max_tuples, "lr": lr, "warmup": warmup, "max_seq_length": max_seq_length, "seed": seed}  # fmt: skip
+    settings = _sweep_settings(dataset_dir, split, base, negatives, pool, batch_size, epochs, max_tuples, lr, warmup, max_seq_length, seed)
     out = Path(output)
     _prepare_output(out, json_safe(settings), overwrite)
     lock = hold_lock(out.parent / f".{out.name}.lock", out)
@@ -54,14 +68,67 @@ def train(
     try:
         training = {"learning_rate": lr, "warmup_ratio": warmup, "max_seq_length": max_seq_length, "save_steps": save_steps, "seed": seed, "device": device}
         evaluation_options = {"device": device, "cache_dir": cache_dir, "max_length": max_seq_length} if evaluation else None
-        _train_sweep(out, dataset_dir, settings, list(dict.fromkeys(alpha)), training, target_dir=eval_dataset or dataset_dir, eval_split=eval_split, k=k,
-                     evaluation=evaluation_options, t0=t0)  # fmt: skip
+        _train_sweep(
+            out,
+            dataset_dir,
+            settings,
+            list(dict.fromkeys(alpha)),
+            training,
+            target_dir=eval_dataset or dataset_dir,
+            eval_split=eval_split,
+            k=k,
+            evaluation=evaluation_options,
+            t0=t0,
+        )
     finally:
         release_lock(lock)
 
 
-def _train_sweep(out: Path, dataset_dir: Path, settings: dict, alphas: list[float], training: dict, *, target_dir: Path, eval_split: str | None, k: int,
-                 evaluation: dict | None, t0: float) -> None:  # fmt: skip
+def _sweep_settings(
+    dataset_dir: Path,
+    split: str,
+    base: str,
+    negatives: str,
+    pool: str,
+    batch_size: int,
+    epochs: int,
+    max_tuples: int | None,
+    lr: float,
+    warmup: float,
+    max_seq_length: int | None,
+    seed: int,
+) -> dict[str, Any]:
+    """The settings every α shares (recorded in train.json; a rerun into the folder must match them);
+    ``pool``: the positives (:func:`_positive_pool`)."""
+    return {
+        "dataset": str(Path(dataset_dir).resolve()),
+        "split": split,
+        "base": base,
+        "negatives": negatives,
+        "positives": pool,
+        "batch_size": batch_size,
+        "epochs": epochs,
+        "max_tuples": max_tuples,
+        "lr": lr,
+        "warmup": warmup,
+        "max_seq_length": max_seq_length,
+        "seed": seed,
+    }
+
+
+def _train_sweep(
+    out: Path,
+    dataset_dir: Path,
+    settings: dict,
+    alphas: list[float],
+    training: dict,
+    *,
+    target_dir: Path,
+    eval_split: str | None,
+    k: int,
+    evaluation: dict | None,
+    t0: float,
+) -> None:
     """The sweep in its (locked) folder: the plan, the base model's evaluation, one model per α
     (each evaluated on ``target_dir`` with the options ``evaluation``, unless it is None),
     sweep.csv and the manifest (timed from ``t0``)."""
@@ -182,7 +249,8 @@ def _plan(plan_path: Path, ds, **settings):
     )
     if plan.header.get("left_out_without_negative"):
         console.print(
-            f"  {len(plan.header['left_out_without_negative'])} tuples left out: BM25 found no non-relevant document for their query (listed in the plan's header)"
+            f"  {len(plan.header['left_out_without_negative'])} tuples left out: BM25 "
+            "found no non-relevant document for their query (listed in the plan's header)"
         )
     return plan
 

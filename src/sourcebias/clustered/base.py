@@ -51,7 +51,10 @@ def interval_refusal(queries: int, level: float) -> str:
         return f"fewer than 2 queries ({queries}): a query-clustered interval or test needs the spread between queries"
     distinct, need = math.comb(2 * queries - 1, queries), math.ceil(2 / (1 - level) - 1e-9)
     if distinct < need:
-        return f"{queries} queries give {distinct} distinct resamples of the queries, too few for a {level:.0%} interval clustered by query (its tails need {need})"
+        return (
+            f"{queries} queries give {distinct} distinct resamples of the queries, too "
+            f"few for a {level:.0%} interval clustered by query (its tails need {need})"
+        )
     return ""
 
 

@@ -331,8 +331,16 @@ def load_dataset(path: str | Path, options: DatasetOptions | None = None, **over
 def _load_irds(spec: str, opts: DatasetOptions) -> Dataset:
     from sourcebias.data.irds import load_irds
 
-    fields = load_irds(spec, twins=opts.twins, split=opts.split, sources=opts.sources, human_source=opts.human_source,
-                       unknown_qrels=_on_problem(opts.unknown_qrels), empty_text=_on_problem(opts.empty_text), orphans=opts.orphans)  # fmt: skip
+    fields = load_irds(
+        spec,
+        twins=opts.twins,
+        split=opts.split,
+        sources=opts.sources,
+        human_source=opts.human_source,
+        unknown_qrels=_on_problem(opts.unknown_qrels),
+        empty_text=_on_problem(opts.empty_text),
+        orphans=opts.orphans,
+    )
     return Dataset(**fields, options=opts)
 
 

@@ -166,7 +166,8 @@ def read_irds_docs(
     if not ids:
         raise DataError(
             where,
-            "empty corpus: the dataset holds no documents (if ir_datasets just downloaded it, the download failed: delete its files under IR_DATASETS_HOME and fetch it again)",
+            "empty corpus: the dataset holds no documents (if ir_datasets just downloaded it, "
+            "the download failed: delete its files under IR_DATASETS_HOME and fetch it again)",
         )
     report.files[str(where)] = len(ids)
     return Corpus(ids, [source] * len(ids), titles, texts), record_of

@@ -84,7 +84,8 @@ def detect(dataset, detector: Detector, *, field: str = "text", max_pairs: int |
     summary: dict[str, Any] = {"documents": len(positions), "scored": int(len(positions) - nan), "not_scored": nan, "max_pairs": max_pairs, "seed": seed}
     if nan:
         summary["not_scored_note"] = (
-            f"{nan:,} document(s) have no score (no token to score, or a rewrite the post-processing flagged: refused, empty, truncated); they are NaN in scores.tsv"
+            f"{nan:,} document(s) have no score (no token to score, or a rewrite the "
+            "post-processing flagged: refused, empty, truncated); they are NaN in scores.tsv"
         )
     labelled = labelled_summary(dataset, positions, scores)
     if labelled:

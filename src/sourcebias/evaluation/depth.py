@@ -64,7 +64,10 @@ def beyond(summary: dict[str, Any], k: int) -> bool:
 def refusal(k: int, summary: dict[str, Any], what: str) -> str:
     """Why ``what`` at ``k`` is not computed for a run of this depth (see :func:`beyond`)."""
     longest = int(summary["longest"])
-    return f"{what}@{k} refused: the run's rankings hold at most {longest:,} documents, fewer than k = {k} ({what}@{k} would be {what}@{longest} under another name)"
+    return (
+        f"{what}@{k} refused: the run's rankings hold at most {longest:,} documents, "
+        f"fewer than k = {k} ({what}@{k} would be {what}@{longest} under another name)"
+    )
 
 
 def short_count(summary: dict[str, Any], k: int) -> int:
@@ -86,7 +89,10 @@ def depth_notes(where: str, summary: dict[str, Any], measures: Sequence[Any]) ->
     if refused or deep_targets:
         text = f"{where}: its rankings hold at most {longest:,} documents"
         if deep_targets:
-            text += f"; {', '.join(deep_targets)}: the ranks below {longest:,} count as non-relevant (trec_eval's rule), not the figure of a system that ranked k documents"
+            text += (
+                f"; {', '.join(deep_targets)}: the ranks below {longest:,} count as non-relevant "
+                "(trec_eval's rule), not the figure of a system that ranked k documents"
+            )
         if refused:
             text += f"; {', '.join(refused)}: not computed (the shares of the top {longest:,} under another name)"
         out.append(text)

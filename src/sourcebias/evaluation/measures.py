@@ -166,8 +166,9 @@ class RankWeightedShare(SourceMeasureKind):
 class Share(RankWeightedShare):
     """``Share@k``: the fraction of each source among the top k of a query's ranking.
 
-    Cocktail's "human rate@k" (Dai et al., Findings of ACL 2024). The denominator is the number of documents in the top k (fewer than k if fewer were retrieved); a
-    query with an empty ranking gets NaN.
+    Cocktail's "human rate@k" (Dai et al., Findings of ACL 2024). The denominator is the number of
+    documents in the top k (fewer than k if fewer were retrieved); a query with an empty ranking
+    gets NaN.
     """
 
     name = "Share"
@@ -230,10 +231,13 @@ def register_measure(kind: MeasureKind) -> MeasureKind:
 
 register_measure(
     TrecMeasureKind(
-        "NDCG", "ndcg_cut", ("ndcg",), "normalised discounted cumulative gain (graded)",
+        "NDCG",
+        "ndcg_cut",
+        ("ndcg",),
+        "normalised discounted cumulative gain (graded)",
         reference="Järvelin & Kekäläinen, Cumulated gain-based evaluation of IR techniques, ACM TOIS 20(4), 2002; trec_eval's ndcg_cut",
     )
-)  # fmt: skip
+)
 register_measure(TrecMeasureKind("MAP", "map_cut", ("map", "ap"), "mean average precision within the top k"))
 register_measure(TrecMeasureKind("Recall", "recall", ("recall", "r"), "share of the relevant documents in the top k"))
 register_measure(TrecMeasureKind("P", "P", ("p", "precision"), "precision at k"))

@@ -347,7 +347,8 @@ class EvaluationResult:
         if want is not None and got != want:
             hint = f" ({self.dataset_options()[1]})" if self.dataset_options()[1] else ""
             raise ConfigError(
-                f"the dataset holds {got} judgements, the evaluated one held {want}: pass the dataset that was evaluated (same split, sources, orphan rule){hint}"
+                f"the dataset holds {got} judgements, the evaluated one held {want}: pass "
+                f"the dataset that was evaluated (same split, sources, orphan rule){hint}"
             )
         return dataset.qrels
 

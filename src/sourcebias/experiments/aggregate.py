@@ -126,8 +126,10 @@ def llm_stage_counts(result: Any) -> dict[str, int]:
 
 
 def mean_abs_delta_ndsr(result: Any, retriever: str, llm: str, k: int = 10, orphans: str = "drop") -> float:
-    """The mean over queries of |NDSR_human − NDSR_LLM|@k on the mixed ranking of ``retriever`` (queries with an empty ranking left out, unpaired documents removed first with the
-    orphan policy ``drop``, as ΔNDSR does); NaN without a mixed run, and where k lies beyond every ranking of the run (as ΔNDSR@k is refused there)."""
+    """The mean over queries of |NDSR_human − NDSR_LLM|@k on the mixed ranking of ``retriever``
+    (queries with an empty ranking left out, unpaired documents removed first with the orphan
+    policy ``drop``, as ΔNDSR does); NaN without a mixed run, and where k lies beyond every ranking
+    of the run (as ΔNDSR@k is refused there)."""
     from sourcebias.evaluation.depth import beyond, depth_summary
     from sourcebias.evaluation.measures import NDSR
     from sourcebias.evaluation.results import MIXED, RunKey

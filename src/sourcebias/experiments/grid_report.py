@@ -116,7 +116,8 @@ def seed_caption(cells, summary) -> str:
         f"with as many decimals as it takes to tell them apart; ± 0: every seed gave the same value; a cell with one seed shows its value alone. "
         f"all and twin pref. in percent, Rel Δ of {measure} in percent, ΔNDSR@{k} = mean over queries of NDSR_human − NDSR_LLM, "
         f"mean abs. ΔNDSR = mean over queries of |NDSR_human − NDSR_LLM| within a seed. "
-        "For a deterministic retriever only tie-breaking depends on the seed, so a spread of 0 is a measured result. Per-seed values: the tables above; every field: seeds.csv."
+        "For a deterministic retriever only tie-breaking depends on the seed, so a spread of 0 is a measured result. Per-seed values: the tables "
+        "above; every field: seeds.csv."
     )
 
 

@@ -170,7 +170,8 @@ GRID_SETTINGS: tuple[Setting, ...] = (
         "seeds",
         list,
         (0,),
-        "Instead of seed (seed = N is seeds = [N]): run every cell once per seed (each cell's own seed in its hash); the report gives the mean and spread across seeds.",
+        "Instead of seed (seed = N is seeds = [N]): run every cell once per seed (each "
+        "cell's own seed in its hash); the report gives the mean and spread across seeds.",
         item=int,
         distinct=True,
     ),

@@ -93,7 +93,8 @@ _REFUSAL = re.compile(
     r"(?:(?:i'?m|i am) (?:so |very |really |truly )?(?:sorry|afraid)|i apologi[sz]e|(?:my )?apologies|sorry)\b[^\n]{0,200}?\b" + _CANT + r"\b"
     r"|i "
     + _CANT
-    + r" (?:fulfil+|assist|help (?:you|with)|comply|provide|rewrite|complete|process|create|generate|engage|produce|write|paraphrase|rephrase|do that|do this|perform|continue|support)\b"
+    + r" (?:fulfil+|assist|help (?:you|with)|comply|provide|rewrite|complete|process|create|generate|engage|produce|write|paraphrase|rephrase|do "
+    r"that|do this|perform|continue|support)\b"
     r"|i must (?:respectfully )?(?:decline|refuse)\b"
     r"|as an? (?:ai|artificial intelligence|chatbot|language model|large language model)(?: language model| assistant| model)?\s*,"
     r"|i'?m (?:just|only) an ai\b|i am (?:just|only) an ai\b"

@@ -48,8 +48,17 @@ def qrels_variants(dataset: Any, grades: Any, query_ids: Sequence[str]) -> dict[
     return out
 
 
-def protocol_effect(dataset: Any, runs: Mapping[str, Any], variants: Mapping[str, Mapping[str, Mapping[str, int]]], *, measure: str = "NDCG@10", ndsr_k: int = 10,
-                    resamples: int = 2000, confidence: float = 0.95, seed: int = 0) -> dict[str, Any]:  # fmt: skip
+def protocol_effect(
+    dataset: Any,
+    runs: Mapping[str, Any],
+    variants: Mapping[str, Mapping[str, Mapping[str, int]]],
+    *,
+    measure: str = "NDCG@10",
+    ndsr_k: int = 10,
+    resamples: int = 2000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> dict[str, Any]:
     """Relative Δ (bootstrap CI) and ΔNDSR@k of each run under each qrels variant.
 
     Args:
@@ -70,7 +79,6 @@ def protocol_effect(dataset: Any, runs: Mapping[str, Any], variants: Mapping[str
     from sourcebias.evaluation.protocol import evaluate
     from sourcebias.evaluation.results import ALL, MIXED, Key
     from sourcebias.evaluation.stats import StatContext, compute_statistics
-    from sourcebias.evaluation.stats.relative_delta_ci import RelativeDeltaRecord
 
     rows, means, skipped = [], {}, []
     per_query: dict[str, dict[str, dict[str, float]]] = {}
@@ -82,15 +90,13 @@ def protocol_effect(dataset: Any, runs: Mapping[str, Any], variants: Mapping[str
         except DataError:  # no judged query has a relevant document under these qrels (a judge that graded everything 0, or nothing parsed)
             skipped.append(f"qrels {variant}: no query has a relevant judgement; not evaluated")
             continue
-        stats = compute_statistics(result, StatContext(qrels=ds.qrels, measures=[str(m)], ndsr_k=ndsr_k, bootstrap_resamples=resamples, confidence=confidence, seed=seed),
-                                   ["relative_delta_ci", "delta_ndsr"], correct=False)  # fmt: skip
-        ndsr = {(r.retriever, r.llm_source): r for r in stats.records["delta_ndsr"]}
-        for r in stats.records["relative_delta_ci"]:
-            assert isinstance(r, RelativeDeltaRecord)  # this statistic's own records
-            n = ndsr.get((r.retriever, r.llm_source))
-            rows.append({"run": r.retriever, "llm_source": r.llm_source, "qrels": variant, "measure": str(m), "rel_delta": r.rel_delta, "low": r.rel_delta_ci_low,
-                         "high": r.rel_delta_ci_high, "ci_method": r.ci_method, "delta_ndsr": getattr(n, "delta_ndsr", float("nan")),
-                         "delta_ndsr_p": getattr(n, "delta_ndsr_p", float("nan")), "queries": len(result.query_ids)})  # fmt: skip
+        stats = compute_statistics(
+            result,
+            StatContext(qrels=ds.qrels, measures=[str(m)], ndsr_k=ndsr_k, bootstrap_resamples=resamples, confidence=confidence, seed=seed),
+            ["relative_delta_ci", "delta_ndsr"],
+            correct=False,
+        )
+        rows.extend(_variant_rows(result, stats, variant, str(m)))
         per_query[variant] = {name: dict(zip(result.query_ids, result.per_query[Key(name, MIXED, ALL, str(m))].tolist())) for name in result.retriever_names}
         means[variant] = {name: float(np.mean(list(v.values()))) for name, v in per_query[variant].items()}
     orderings = [
@@ -99,6 +105,34 @@ def protocol_effect(dataset: Any, runs: Mapping[str, Any], variants: Mapping[str
         if v != ASSESSORS and v in per_query and ASSESSORS in per_query
     ]
     return {"rows": rows, "orderings": orderings, "system_means": means, "skipped": skipped}
+
+
+def _variant_rows(result: Any, stats: Any, variant: str, measure: str) -> list[dict[str, Any]]:
+    """The rows of :func:`protocol_effect` for one qrels variant: per run and LLM source, the
+    Relative Δ with its CI, ΔNDSR and its p, and the queries evaluated."""
+    from sourcebias.evaluation.stats.relative_delta_ci import RelativeDeltaRecord
+
+    rows: list[dict[str, Any]] = []
+    ndsr = {(r.retriever, r.llm_source): r for r in stats.records["delta_ndsr"]}
+    for r in stats.records["relative_delta_ci"]:
+        assert isinstance(r, RelativeDeltaRecord)  # this statistic's own records
+        n = ndsr.get((r.retriever, r.llm_source))
+        rows.append(
+            {
+                "run": r.retriever,
+                "llm_source": r.llm_source,
+                "qrels": variant,
+                "measure": measure,
+                "rel_delta": r.rel_delta,
+                "low": r.rel_delta_ci_low,
+                "high": r.rel_delta_ci_high,
+                "ci_method": r.ci_method,
+                "delta_ndsr": getattr(n, "delta_ndsr", float("nan")),
+                "delta_ndsr_p": getattr(n, "delta_ndsr_p", float("nan")),
+                "queries": len(result.query_ids),
+            }
+        )
+    return rows
 
 
 def ordering(

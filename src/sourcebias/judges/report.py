@@ -21,16 +21,30 @@ def _p(v: Any) -> str:
 
 
 def _effect_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [{**r, "estimate_text": f"{_num(r['estimate'])} [{_num(r['low'])}, {_num(r['high'])}]", "p_text": _p(r["p"]), "n_text": f"{r['items']:,} / {r['queries']:,}",
-             "missing_text": f"{r['missing']:,}"} for r in rows]  # fmt: skip
+    return [
+        {
+            **r,
+            "estimate_text": f"{_num(r['estimate'])} [{_num(r['low'])}, {_num(r['high'])}]",
+            "p_text": _p(r["p"]),
+            "n_text": f"{r['items']:,} / {r['queries']:,}",
+            "missing_text": f"{r['missing']:,}",
+        }
+        for r in rows
+    ]
 
 
 def _effect_table(key: str, title: str, rows: list[dict[str, Any]], caption: str) -> Any:
     from sourcebias.evaluation.stats import Column
     from sourcebias.report.model import Table
 
-    cols = [Column("quantity", "quantity", "text"), Column("llm_source", "LLM source", "text"), Column("estimate_text", "estimate [CI]", "cell"),
-            Column("p_text", "p", "cell"), Column("n_text", "items / queries", "cell"), Column("missing_text", "left out", "cell")]  # fmt: skip
+    cols = [
+        Column("quantity", "quantity", "text"),
+        Column("llm_source", "LLM source", "text"),
+        Column("estimate_text", "estimate [CI]", "cell"),
+        Column("p_text", "p", "cell"),
+        Column("n_text", "items / queries", "cell"),
+        Column("missing_text", "left out", "cell"),
+    ]
     return Table(key, title, cols, _effect_rows(rows), caption, status_rows=False)
 
 
@@ -56,20 +70,43 @@ def _protocol_tables(result: JudgeResult) -> list[Any]:
     p = result.protocol
     if not p:
         return []
-    rows = [{**r, "rd_text": f"{_num(r['rel_delta'], 1)} [{_num(r['low'], 1)}, {_num(r['high'], 1)}]", "ndsr_text": f"{_num(r['delta_ndsr'])} (p {_p(r['delta_ndsr_p'])})"}
-            for r in p["rows"]]  # fmt: skip
-    cols = [Column("run", "run", "text"), Column("llm_source", "LLM source", "text"), Column("qrels", "qrels", "text"), Column("rd_text", "Rel Δ [CI]", "cell"),
-            Column("ndsr_text", "ΔNDSR", "cell"), Column("queries", "queries", "int")]  # fmt: skip
+    rows = [
+        {
+            **r,
+            "rd_text": f"{_num(r['rel_delta'], 1)} [{_num(r['low'], 1)}, {_num(r['high'], 1)}]",
+            "ndsr_text": f"{_num(r['delta_ndsr'])} (p {_p(r['delta_ndsr_p'])})",
+        }
+        for r in p["rows"]
+    ]
+    cols = [
+        Column("run", "run", "text"),
+        Column("llm_source", "LLM source", "text"),
+        Column("qrels", "qrels", "text"),
+        Column("rd_text", "Rel Δ [CI]", "cell"),
+        Column("ndsr_text", "ΔNDSR", "cell"),
+        Column("queries", "queries", "int"),
+    ]
     measure = p["rows"][0]["measure"] if p["rows"] else ""
-    cap = (f"Relative Δ of {measure} = (human − LLM) / mean × 100 (bootstrap CI over queries; < 0: LLM text ranked higher) and ΔNDSR@10 (label-free; it moves only "
-           "through the queries evaluated) of the same rankings under the assessors' qrels and the judge's grades of each source's copies.")  # fmt: skip
+    cap = (
+        f"Relative Δ of {measure} = (human − LLM) / mean × 100 (bootstrap CI over queries; < 0: LLM text ranked higher) and ΔNDSR@10 (label-free; "
+        "it moves only "
+        "through the queries evaluated) of the same rankings under the assessors' qrels and the judge's grades of each source's copies."
+    )
     cap += _refused_intervals(p["rows"])
     order = [{**o, "tau_text": _num(o["tau"], 3), "p_text": _p(o["p"]), "queries": o.get("queries", 0)} for o in p["orderings"]]
-    ocols = [Column("qrels", "judge qrels", "text"), Column("measure", "systems ordered by", "text"), Column("tau_text", "Kendall τ", "cell"), Column("p_text", "p", "cell"),
-             Column("systems", "systems", "int"), Column("note", "note", "text")]  # fmt: skip
+    ocols = [
+        Column("qrels", "judge qrels", "text"),
+        Column("measure", "systems ordered by", "text"),
+        Column("tau_text", "Kendall τ", "cell"),
+        Column("p_text", "p", "cell"),
+        Column("systems", "systems", "int"),
+        Column("note", "note", "text"),
+    ]
     ocols.insert(5, Column("queries", "queries", "int"))  # the queries both qrels evaluate
-    return [Table("judge:protocol", "The protocol under the assessors' and the judge's qrels", cols, rows, cap, status_rows=False),
-            Table("judge:orderings", "System orderings: judge's qrels against the assessors'", ocols, order, "", status_rows=False)]  # fmt: skip
+    return [
+        Table("judge:protocol", "The protocol under the assessors' and the judge's qrels", cols, rows, cap, status_rows=False),
+        Table("judge:orderings", "System orderings: judge's qrels against the assessors'", ocols, order, "", status_rows=False),
+    ]
 
 
 def _refused_intervals(rows: list[dict[str, Any]]) -> str:
@@ -142,8 +179,21 @@ def judge_report(result: JudgeResult, title: str | None = None) -> Any:
             )
         )
     parse = [{**p, "no_expected": _no_expected(p)} for p in result.rows("parse")]
-    tables.append(Table("judge:parse", "Answers and parse failures", [Column("mode", "mode", "text"), Column("answers", "answers", "int"), Column("unparseable", "unparseable", "int"),
-                        Column("no_expected", "no expected grade", "text")], parse, "unparseable: no grade or pick could be read (left out, never defaulted)", status_rows=False))  # fmt: skip
+    tables.append(
+        Table(
+            "judge:parse",
+            "Answers and parse failures",
+            [
+                Column("mode", "mode", "text"),
+                Column("answers", "answers", "int"),
+                Column("unparseable", "unparseable", "int"),
+                Column("no_expected", "no expected grade", "text"),
+            ],
+            parse,
+            "unparseable: no grade or pick could be read (left out, never defaulted)",
+            status_rows=False,
+        )
+    )
     tables.append(_agreement_table(result))
     tables += _protocol_tables(result)
     judge = result.judge.get("identity", {}).get("model", "judge")

@@ -87,8 +87,16 @@ class JudgeResult:
 
         folder = Path(folder)
         body = read_artifact_json(folder, "judge.json", kind=KIND, version=FORMAT_VERSION, what="judge run")
-        return cls(judge=body["judge"], settings=body["settings"], dataset=body["dataset"], analyses=body["analyses"], grades=_read_tsv(folder / "grades.tsv"),
-                   pairs=_read_tsv(folder / "pairs.tsv"), protocol=body.get("protocol") or {}, notes=list(body.get("notes") or []))  # fmt: skip
+        return cls(
+            judge=body["judge"],
+            settings=body["settings"],
+            dataset=body["dataset"],
+            analyses=body["analyses"],
+            grades=_read_tsv(folder / "grades.tsv"),
+            pairs=_read_tsv(folder / "pairs.tsv"),
+            protocol=body.get("protocol") or {},
+            notes=list(body.get("notes") or []),
+        )
 
 
 _TEXT = ("mode", "query_id", "doc_id", "source", "label", "origin", "expected_note", "finish_reason", "answer", "llm_source", "order", "pick", "picked")

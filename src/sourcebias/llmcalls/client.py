@@ -48,7 +48,8 @@ def call_notes(described: dict[str, Any], where: str = "") -> list[str]:
     out = []
     if retries:
         out.append(
-            f"{where}{retries:,} requests retried after faults of the servers or the network (HTTP 429/5xx, connections refused, reset or cut, time-outs, malformed answers); every answer used is a whole answer"
+            f"{where}{retries:,} requests retried after faults of the servers or the network (HTTP 429/5xx, "
+            "connections refused, reset or cut, time-outs, malformed answers); every answer used is a whole answer"
         )
     if failed:
         out.append(f"{where}{failed:,} calls got no answer after their retries (the job stopped; a rerun sends only the calls not stored)")

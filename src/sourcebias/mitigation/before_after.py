@@ -157,5 +157,6 @@ def check_distinct_corpora(calibration: Sequence[Any], target: Any) -> None:
     for ds in calibration:
         if digest(ds) == mine:
             raise ConfigError(
-                f"the target {target.name} has the same human corpus as the calibration dataset {ds.name}: leave it out (the direction must come from other data)"
+                f"the target {target.name} has the same human corpus as the calibration "
+                f"dataset {ds.name}: leave it out (the direction must come from other data)"
             )

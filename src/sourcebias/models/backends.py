@@ -325,9 +325,15 @@ def _torch_to_onnx(module: Any, path: Path) -> None:
     try:
         with torch.no_grad():
             torch.onnx.export(
-                _LastHidden(model).eval(), args, str(path), input_names=names, output_names=["last_hidden_state"],
-                dynamic_axes={k: {0: "batch", 1: "sequence"} for k in [*names, "last_hidden_state"]}, opset_version=17, dynamo=False,
-            )  # fmt: skip
+                _LastHidden(model).eval(),
+                args,
+                str(path),
+                input_names=names,
+                output_names=["last_hidden_state"],
+                dynamic_axes={k: {0: "batch", 1: "sequence"} for k in [*names, "last_hidden_state"]},
+                opset_version=17,
+                dynamo=False,
+            )
     finally:
         if previous and hasattr(model, "set_attn_implementation"):
             model.set_attn_implementation(previous)
@@ -354,7 +360,9 @@ class _RuntimeModel:
     def load(folder: Path, backend: str, quantize: str, config: Any) -> Any:
         base = _torch_module_base()
 
-        class RuntimeModel(base):  # type: ignore[valid-type,misc]  # torch.nn.Module, imported lazily (a variable, so mypy cannot see it); an nn.Module so sentence-transformers can hold it as a submodule
+        # base is torch.nn.Module, imported lazily (a variable, so mypy cannot see it); an nn.Module so
+        # sentence-transformers can hold it as a submodule
+        class RuntimeModel(base):  # type: ignore[valid-type,misc]
             def __init__(self):
                 super().__init__()
                 self.config = config

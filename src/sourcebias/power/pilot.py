@@ -140,11 +140,21 @@ class Pilot:
         m = self.model
         sd = getattr(m, "sd", math.nan) * getattr(m, "scale", 1.0)
         return {
-            "statistic": self.statistic, "retriever": self.retriever, "llm_source": self.llm_source, "measure": self.measure,
-            "unit": UNITS[self.statistic], "queries": m.queries, "estimate": m.estimate, "sd": sd, "p_value": self.p_value,
-            "test": m.test, "uncorrected_test": self.uncorrected.test if self.uncorrected else "",
-            "shift": RD_SHIFT if self.statistic == RELATIVE_DELTA else m.shift, "undefined": m.undefined, **self.details,
-        }  # fmt: skip
+            "statistic": self.statistic,
+            "retriever": self.retriever,
+            "llm_source": self.llm_source,
+            "measure": self.measure,
+            "unit": UNITS[self.statistic],
+            "queries": m.queries,
+            "estimate": m.estimate,
+            "sd": sd,
+            "p_value": self.p_value,
+            "test": m.test,
+            "uncorrected_test": self.uncorrected.test if self.uncorrected else "",
+            "shift": RD_SHIFT if self.statistic == RELATIVE_DELTA else m.shift,
+            "undefined": m.undefined,
+            **self.details,
+        }
 
 
 def orphan_policy(result: Any) -> str:

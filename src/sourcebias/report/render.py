@@ -18,10 +18,27 @@ from typing import Any
 from sourcebias.report.model import Frame, Report, Table
 
 _LATEX = {
-    "\\": r"\textbackslash{}", "{": r"\{", "}": r"\}", "$": r"\$", "&": r"\&", "%": r"\%", "#": r"\#", "_": r"\_",
-    "^": r"\textasciicircum{}", "~": r"\textasciitilde{}", ">": r"\textgreater{}", "<": r"\textless{}", "|": r"\textbar{}",
-    "Δ": r"$\Delta$", "−": "--", "×": r"$\times$", "·": r"$\cdot$", "α": r"$\alpha$", "β": r"$\beta$", "±": r"$\pm$",
-}  # fmt: skip
+    "\\": r"\textbackslash{}",
+    "{": r"\{",
+    "}": r"\}",
+    "$": r"\$",
+    "&": r"\&",
+    "%": r"\%",
+    "#": r"\#",
+    "_": r"\_",
+    "^": r"\textasciicircum{}",
+    "~": r"\textasciitilde{}",
+    ">": r"\textgreater{}",
+    "<": r"\textless{}",
+    "|": r"\textbar{}",
+    "Δ": r"$\Delta$",
+    "−": "--",
+    "×": r"$\times$",
+    "·": r"$\cdot$",
+    "α": r"$\alpha$",
+    "β": r"$\beta$",
+    "±": r"$\pm$",
+}
 
 
 def latex_escape(value: Any) -> str:

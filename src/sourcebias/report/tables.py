@@ -157,7 +157,8 @@ def orphan_notes(dataset: dict[str, Any]) -> list[str]:
     per = ", ".join(f"{s}: {n}" for s, n in (o.get("missing_copies") or {}).items())
     if o.get("policy") == "keep" and o.get("judged_originals_without_copy"):
         return [
-            f"Orphans (policy keep): {o['judged_originals_without_copy']} judged originals without a copy in every source are scored ({o.get('judgements_without_copy', 0)} judgements; missing copies: {per})."
+            f"Orphans (policy keep): {o['judged_originals_without_copy']} judged originals without a copy in "
+            f"every source are scored ({o.get('judgements_without_copy', 0)} judgements; missing copies: {per})."
         ]
     if o.get("judged_originals_left_out"):
         return [
@@ -328,7 +329,8 @@ def grid_llm_notes(ok: Any) -> list[str]:
         answers, repaired = r.get("llm_answers"), r.get("llm_repaired")
         if answers == answers and answers is not None and repaired:  # not NaN: the cell has a listwise stage
             notes.append(
-                f"{where}: {int(repaired)} of {int(answers)} LLM re-ranker answers repaired ({int(r['llm_unparseable'])} with no ranking at all, kept in shown order)"
+                f"{where}: {int(repaired)} of {int(answers)} LLM re-ranker answers repaired "
+                f"({int(r['llm_unparseable'])} with no ranking at all, kept in shown order)"
             )
         missing = r.get("llm_choice_missing")
         if missing == missing and missing:

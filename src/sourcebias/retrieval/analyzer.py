@@ -290,7 +290,8 @@ class EnglishAnalyzer:
         self._has_sa = regex.compile(r"\p{Line_Break=Complex_Context}").search
         # (a ZWJ too, but not one between two emoji: it joins them, as in Lucene's emoji sequences)
         self._attached = regex.compile(
-            r"(?<=.)(?:[\p{WB=Extend}\p{WB=Format}]|\p{WB=ZWJ}(?!\p{Extended_Pictographic})|(?<!\p{Extended_Pictographic}[\p{WB=Extend}\p{WB=Format}]*)\p{WB=ZWJ})",
+            r"(?<=.)(?:[\p{WB=Extend}\p{WB=Format}]|\p{WB=ZWJ}(?!\p{Extended_Pictographic})"
+            r"|(?<!\p{Extended_Pictographic}[\p{WB=Extend}\p{WB=Format}]*)\p{WB=ZWJ})",
             regex.DOTALL,
         )
         self._sa_run = regex.compile(_SA_RUN).fullmatch

@@ -43,7 +43,10 @@ def unknown_docno(docno: str, docnos: DocnoMap) -> str:
     corpus = docnos.corpus
     how = f"a docno table (--docnos FILE, columns docno, doc_id, source) or a docno pattern (--docno-pattern, e.g. '{COCKTAIL_DOCNO}')"
     if len(corpus.sources) > 1 and docno in set(corpus.doc_ids):
-        return f"{message}; '{docno}' is a bare document id, which does not say which of the {len(corpus.sources)} copies ({', '.join(corpus.sources)}) was ranked: name them with {how}"
+        return (
+            f"{message}; '{docno}' is a bare document id, which does not say which of the "
+            f"{len(corpus.sources)} copies ({', '.join(corpus.sources)}) was ranked: name them with {how}"
+        )
     if docnos.describe() == DocnoMap.SOURCEBIAS_DESCRIPTION:
         return f"{message}; the Cocktail code and the 2026 package name copies {COCKTAIL_DOCNO}: say how this file names documents with {how}"
     return message

@@ -255,7 +255,8 @@ _ANALYZER_PARAMS = {
         "method": Param(str, "bm25s scoring variant (with norms=exact)", default="lucene"),
         **_ANALYZER_PARAMS,
     },
-    help="BM25 as Elasticsearch scores it (Lucene BM25Similarity, one-byte length norms, k1=1.2 b=0.75, english analyzer); bm25:k1=0.9,b=0.4; bm25:norms=exact (bm25s, exact lengths)",
+    help="BM25 as Elasticsearch scores it (Lucene BM25Similarity, one-byte length norms, k1=1.2 "
+    "b=0.75, english analyzer); bm25:k1=0.9,b=0.4; bm25:norms=exact (bm25s, exact lengths)",
     offline="always (no model)",
 )
 def _bm25(params: dict[str, Any], text: str) -> BM25:

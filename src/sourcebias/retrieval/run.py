@@ -2,8 +2,9 @@
 
 A :class:`Run` can come from a sourcebias retriever or from any other system's TREC run file
 (:meth:`Run.from_trec`; the TREC and JSON formats are :mod:`.formats`). Document names in a run
-file are mapped to ``(doc_id, source)`` explicitly by a :class:`~sourcebias.retrieval.docnos.DocnoMap` (:mod:`.docnos`): the ``<source>/<doc_id>`` names that sourcebias writes, a
-``docnos.tsv`` table, or a pattern the user gives (``{doc_id}-{source}``). A map is built by
+file are mapped to ``(doc_id, source)`` explicitly by a :class:`~sourcebias.retrieval.docnos.DocnoMap`
+(:mod:`.docnos`): the ``<source>/<doc_id>`` names that sourcebias writes, a ``docnos.tsv`` table,
+or a pattern the user gives (``{doc_id}-{source}``). A map is built by
 *rendering* every document's name and inverting the table — no name is ever taken apart — and it
 refuses names that two documents would share.
 """

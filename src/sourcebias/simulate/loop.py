@@ -87,7 +87,8 @@ def _check_simulation_folder(root: Path, cfg: SimulationConfig, overwrite: bool)
             raise OutputError(f"{root}: is not empty and is not a sourcebias simulation folder (no {STATE_FILE}); choose another {spelling('output')}")
         if not overwrite:
             raise OutputError(
-                f"{root}: holds the simulation '{previous}', not '{cfg.name}'; pass {spelling('overwrite')} to replace it, or choose another {spelling('output')}"
+                f"{root}: holds the simulation '{previous}', not '{cfg.name}'; pass "
+                f"{spelling('overwrite')} to replace it, or choose another {spelling('output')}"
             )
         shutil.rmtree(root)
     root.mkdir(parents=True, exist_ok=True)
@@ -150,7 +151,8 @@ class Loop:
         if state is False:
             if not self.overwrite:
                 raise OutputError(
-                    f"{round_dir(self.root, self.name, r)}: made with other settings than this configuration's; pass {spelling('overwrite')} to run the loop of {self.name} again, or choose another {spelling('output')}"
+                    f"{round_dir(self.root, self.name, r)}: made with other settings than this configuration's; pass "
+                    f"{spelling('overwrite')} to run the loop of {self.name} again, or choose another {spelling('output')}"
                 )
             shutil.rmtree(self.root / "loops" / self.name)
         return state

@@ -39,9 +39,11 @@ def caption(settings: dict[str, Any]) -> str:
     gen = settings.get("generator") or {}
     return (
         f"k = {k}. Each retriever runs its own loop: in each round the generator ({gen.get('model')}, writing '{gen.get('write')}') writes from the top k of "
-        f"{settings.get('queries_per_round')} queries drawn anew (seed {settings.get('seed')}); its documents join the corpus as source '<generator>-round<r>'. "
+        f"{settings.get('queries_per_round')} queries drawn anew (seed {settings.get('seed')}); its documents join the corpus as source "
+        "'<generator>-round<r>'. "
         f"Measured on {settings.get('eval_queries_n')} judged queries. gen. = all generated sources together; NDCG@k on the human judgements "
-        f"(generated copies judged 0); Δ NDCG against round 0; silenced = (query, human document) pairs of round 0's top k absent from the top k from that round "
+        "(generated copies judged 0); Δ NDCG against round 0; silenced = (query, human document) pairs of round 0's top k absent from the top k "
+        "from that round "
         f"through the last round run, % of round 0's; self-BLEU@k: sacrebleu sentence BLEU of each top-k document against the others (higher = less diverse). "
         f"Intervention: {iv}."
     )
@@ -99,7 +101,8 @@ def plot_curves(result: Any, path: Path) -> Path | None:
     axes[-1].legend(handles, labels, loc="center", title="retriever (own loop)", fontsize=10)
     fig.supxlabel(f"Percent; {RULE}.", fontsize=8.5, color="#444444")
     fig.suptitle(
-        f"Feedback loop '{result.name}' ({(result.settings.get('generator') or {}).get('model')} writing; intervention: {(result.settings.get('intervention') or {}).get('kind', 'none')})",
+        f"Feedback loop '{result.name}' ({(result.settings.get('generator') or {}).get('model')} "
+        f"writing; intervention: {(result.settings.get('intervention') or {}).get('kind', 'none')})",
         fontsize=11,
     )
     fig.savefig(path, dpi=110)

@@ -130,7 +130,8 @@ def _loop_rows(retriever: str, metrics: list[dict[str, Any]], k: Any) -> tuple[l
             )
         if m["self_bleu_undefined"]:
             notes.append(
-                f"{retriever}, round {rnd}: self-BLEU@{k} undefined for {m['self_bleu_undefined']} of {m['queries']} queries (fewer than two non-empty documents in the top k); left out of its mean"
+                f"{retriever}, round {rnd}: self-BLEU@{k} undefined for {m['self_bleu_undefined']} of "
+                f"{m['queries']} queries (fewer than two non-empty documents in the top k); left out of its mean"
             )
     return rows, sources, notes
 

@@ -170,7 +170,8 @@ def sample_notes(result: Any) -> list[str]:
         return []
     n, of = len(result.query_ids), p.get("queries_evaluable", len(result.query_ids))
     return [
-        f"evaluated on a seeded sample of {n} of the {of} queries the split can evaluate (max-queries {p['max_queries']}, seed {p.get('seed', 0)}; their ids are in result.json and the manifest)"
+        f"evaluated on a seeded sample of {n} of the {of} queries the split can evaluate (max-queries "
+        f"{p['max_queries']}, seed {p.get('seed', 0)}; their ids are in result.json and the manifest)"
     ]
 
 
@@ -257,7 +258,8 @@ def run_notes(result: Any) -> list[tuple[str, str]]:
             out.append(
                 (
                     "note",
-                    f"{key.retriever}: {info['queries_not_evaluated']} queries of the run are not evaluated (not in split '{split}', or without a relevant document)",
+                    f"{key.retriever}: {info['queries_not_evaluated']} queries of the run are "
+                    f"not evaluated (not in split '{split}', or without a relevant document)",
                 )
             )
         if info.get("evaluated_queries_without_ranking"):

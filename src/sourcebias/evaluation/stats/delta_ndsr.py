@@ -163,7 +163,8 @@ class DeltaNDSR(Statistic):
             r = delta_ndsr(run, result.query_ids, result.human_source, llm, ctx.ndsr_k, orphans=policy)
             short = short_count(depth, ctx.ndsr_k)
             note = (
-                f"{short:,} of {depth['queries']:,} queries rank fewer than {ctx.ndsr_k} documents (the shortest {depth['shortest']:,}): their NDSR is over the documents they rank"
+                f"{short:,} of {depth['queries']:,} queries rank fewer than {ctx.ndsr_k} documents "
+                f"(the shortest {depth['shortest']:,}): their NDSR is over the documents they rank"
                 if short
                 else ""
             )

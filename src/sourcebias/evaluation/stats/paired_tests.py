@@ -34,8 +34,9 @@ def paired_randomization_test(a: np.ndarray, b: np.ndarray, *, n_resamples: int 
     pairs at a time through a table of the 256 partial sums of each eight
     (:func:`sourcebias.clustered.signflip.sign_flip_sums`; 5 ms a test of 324 queries, where SciPy
     permutes each pair's two values with ``Generator.permuted``: 0.5 s). The
-    patterns, and so the p-values, differ from SciPy's by Monte-Carlo error only (``tests/evaluation/test_randomization_vectorised.py`` checks both). The p-value
-    is SciPy's: ``min(1, 2·min(P(T* <= T), P(T* >= T)))`` with ``P = count / 2^n`` when exact and
+    patterns, and so the p-values, differ from SciPy's by Monte-Carlo error only
+    (``tests/evaluation/test_randomization_vectorised.py`` checks both). The p-value is SciPy's:
+    ``min(1, 2·min(P(T* <= T), P(T* >= T)))`` with ``P = count / 2^n`` when exact and
     ``(1 + count) / (1 + R)`` over R random patterns (never 0: the observed pattern counts). Null
     sums within 100 machine epsilons of ``Σ|d|`` of the observed sum count as ties (SciPy's
     tolerance is relative to the observed value; rounding in the sums scales with ``Σ|d|``).

@@ -209,7 +209,10 @@ class TwinPreference(Statistic):
 
     name = "twin_preference"
     aliases = ("twin", "twin_pref", "pairs")
-    description = "share of relevant twin pairs whose LLM copy is ranked above its original (query-clustered sign-flip test, CR1 t CI over queries; pair sign test beside)"
+    description = (
+        "share of relevant twin pairs whose LLM copy is ranked above its original "
+        "(query-clustered sign-flip test, CR1 t CI over queries; pair sign test beside)"
+    )
     per_measure = False
     needs_qrels = True
     record = TwinPreferenceRecord

