@@ -272,3 +272,31 @@ def test_the_protocol_on_four_queries_prints_relative_delta_without_a_ci_and_say
     assert all(r["ci_method"] == f"none ({why})" for r in rows)
     summary = (path / "summary.md").read_text()
     assert f"No CI for bm25 under assessors, bm25 under judge-{nq.human_source}, bm25 under judge-{nq.other_sources[0]}: {why}." in summary
+
+
+def test_run_judge_draws_its_sample_once(nq_utd, tmp_path, monkeypatch):
+    """The job draws the seeded sample before it opens the model and hands it to ``judge``;
+    ``judge`` does not draw it again (it did: the same draw twice per job)."""
+    import sourcebias.judges.job as job
+
+    drawn = []
+    real = job.judged_queries
+
+    def counting(dataset, **kw):
+        drawn.append(real(dataset, **kw))
+        return drawn[-1]
+
+    monkeypatch.setattr(job, "judged_queries", counting)
+    nq = load_dataset(nq_utd)
+    bj = BiasedJudge.from_corpus(nq.corpus, nq.human_source, delta=0.0)
+    with SimulatedServer(bj) as url:
+        result, _ = run_judge(
+            str(nq_utd),
+            f"openai:sim@{url}",
+            tmp_path / "j",
+            settings=JudgeSettings(seed=5),
+            plan=JudgePlan(max_queries=3),
+            access=ModelAccess(cache_dir=tmp_path / "cache"),
+        )
+    assert len(drawn) == 1 and len(drawn[0]) == 3
+    assert sorted(set(result.grades["query_id"])) == sorted(drawn[0])

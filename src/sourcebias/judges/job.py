@@ -23,7 +23,15 @@ from sourcebias.llmcalls import ModelAccess
 from sourcebias.llmcalls.client import call_notes
 
 
-def judge(dataset: Any, client: Any, settings: JudgeSettings, *, runs: dict[str, Any] | None = None, plan: JudgePlan | None = None) -> JudgeResult:
+def judge(
+    dataset: Any,
+    client: Any,
+    settings: JudgeSettings,
+    *,
+    runs: dict[str, Any] | None = None,
+    plan: JudgePlan | None = None,
+    queries: Sequence[str] | None = None,
+) -> JudgeResult:
     """Grade ``dataset``'s judged documents (both copies) with ``client`` and analyse the grades.
 
     Args:
@@ -34,6 +42,10 @@ def judge(dataset: Any, client: Any, settings: JudgeSettings, *, runs: dict[str,
             too, and each is evaluated with the assessors' and the judge's qrels.
         plan: The sample, the runs' depth and the statistics (:class:`~sourcebias.judges.plan.JudgePlan`;
             default: every query, no run documents, NDCG@10, 2,000 resamples, 95% CIs).
+        queries: The queries to judge, when the caller drew them already
+            (:func:`~sourcebias.judges.items.judged_queries` with ``plan.max_queries`` and
+            ``settings.seed``, as :func:`run_judge` does before it opens the model); by default
+            drawn here the same way.
 
     Returns:
         The :class:`~sourcebias.judges.result.JudgeResult`.
@@ -41,7 +53,8 @@ def judge(dataset: Any, client: Any, settings: JudgeSettings, *, runs: dict[str,
     from sourcebias.judges.protocol import protocol_effect, qrels_variants
 
     plan = plan or JudgePlan()
-    queries = judged_queries(dataset, max_queries=plan.max_queries, seed=settings.seed)
+    if queries is None:
+        queries = judged_queries(dataset, max_queries=plan.max_queries, seed=settings.seed)
     items = item_table(dataset, queries, runs or {}, plan.top_k)
     grades, pairs, counts = ask(client, dataset, items, settings)
     analyses = analyse(grades, pairs, dataset.human_source, list(dataset.sources), confidence=plan.confidence, seed=settings.seed)
@@ -193,7 +206,7 @@ def run_judge(
         client = access.open(spec, what="--judge")
         runs = load_runs(dataset, retrievers, run_files, queries, seed=settings.seed) if (retrievers or run_files) else {}
         (emit or (lambda _m: None))(f"judging with {spec}")
-        result = judge(dataset, client, settings, runs=runs, plan=plan)
+        result = judge(dataset, client, settings, runs=runs, plan=plan, queries=queries)  # the sample drawn above, not drawn again
         result.judge["spec"] = spec
         return result, write_folder(result, folder, dataset, queries, path=path, retrievers=retrievers, run_files=run_files, seconds=time.perf_counter() - t0)
     finally:
