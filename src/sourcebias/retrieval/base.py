@@ -121,9 +121,12 @@ class RunBuilder:
             raise ValueError(f"score block has {scores.shape[1]} columns for {len(positions)} documents")
         if sparse:
             indptr, indices, data = scores.indptr, scores.indices, scores.data
+            # a block of the whole corpus: a stored entry's column is its corpus position (no
+            # gather of every matching document's position per query)
+            cols = indices if block.positions is None else positions[indices]
             for i, q in enumerate(block.query_ids):
                 a, b = indptr[i], indptr[i + 1]
-                self._merge(q, data[a:b], positions[indices[a:b]])
+                self._merge(q, data[a:b], cols[a:b])
             return
         for i, q in enumerate(block.query_ids):
             self._merge(q, scores[i], positions)
@@ -132,9 +135,10 @@ class RunBuilder:
         """Merge one query's scored documents into its running top ``depth``."""
         if self.only_matching:
             keep = row > 0
-            row, pos = row[keep], pos[keep]
+            if not keep.all():  # a sparse row holds its matches only: no copy then
+                row, pos = row[keep], pos[keep]
         top = self.rule.top(q, row, pos, self.depth)
-        row, pos = row[top], pos[top]
+        row, pos = row[top], pos[top].astype(np.int64, copy=False)
         prev = self._best.get(q)
         if prev is not None and len(prev[0]):
             pos = np.concatenate([prev[0], pos])
