@@ -235,7 +235,7 @@ def figure(rows: list[dict], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    fig, axes = plt.subplots(1, 2, figsize=(11, 6.6))
     for ax, key, label in ((axes[0], "cpu_s", "CPU time (s)"), (axes[1], "tree_peak_mb", "peak memory, process tree (MB)")):
         for queries, dash in sorted({(r["queries"], "-" if r["queries"] > 1000 else ":") for r in rows}, reverse=True):
             sub = [r for r in rows if r["queries"] == queries]
@@ -254,7 +254,7 @@ def figure(rows: list[dict], path: Path) -> None:
         ax.set_xlabel("documents in the mixed corpus")
         ax.set_ylabel(label)
         ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=6.5)
+        ax.legend(fontsize=6.5, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=1, frameon=False)  # below the axes: no point hidden
     fig.suptitle("BM25 evaluation against corpus size (mixed + two sole corpora, top 1000, 16 measures)")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
