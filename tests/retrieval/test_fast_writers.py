@@ -118,3 +118,22 @@ def test_float32_table_made_in_blocks_gives_each_scores_text(monkeypatch, block)
     assert len(texts) == len(np.unique(x.view(np.uint32)))
     assert [texts[i] for i in index.tolist()] == [str(np.float32(s)) for s in x.tolist()]
     assert formats._float32_table(np.array([], dtype=np.float32))[0] == []
+
+
+@pytest.mark.parametrize("n", [0, 1, 3, 1000, 200_000])
+def test_distinct_scores_and_their_index_are_numpys(n):
+    """The TREC writer's distinct scores and each line's index into them (one sort of 64-bit
+    keys) equal ``numpy.unique(..., return_inverse=True)``: few distinct values, all distinct,
+    the extremes of 32 bits, an empty run."""
+    from sourcebias.retrieval.formats import _unique_inverse
+
+    rng = np.random.default_rng(n)
+    for bits in (
+        rng.integers(0, 4, size=n).astype(np.uint32),
+        rng.integers(0, 2**32, size=n, dtype=np.uint64).astype(np.uint32),
+        np.resize(np.array([2**32 - 1, 0, 2**31], dtype=np.uint32), n),
+    ):
+        distinct, index = _unique_inverse(bits)
+        expected, inverse = np.unique(bits, return_inverse=True)
+        assert distinct.dtype == np.uint32 and distinct.tolist() == expected.tolist()
+        assert index.tolist() == inverse.reshape(-1).tolist()

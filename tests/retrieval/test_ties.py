@@ -152,3 +152,27 @@ def test_rank_order_of_float32_scores_is_the_three_key_lexsort(seed):
         keys = rng.integers(0, 2**64 - 1, size=n, dtype=np.uint64)
     positions = rng.permutation(n)
     assert rank_order(scores, keys, positions).tolist() == np.lexsort((positions, keys, -scores)).tolist()
+
+
+@pytest.mark.parametrize("case", ["ties", "distinct", "sample-favoured", "all-equal"])
+def test_long_rows_narrowed_by_a_sample_give_the_same_top(case):
+    """Rows past PREFILTER_MIN are narrowed by every 16th score's threshold before the partition;
+    the candidates (the k best and every score tied with the k-th) and the top k are those of the
+    plain partition, numpy's ``np.partition`` over the whole row, also when the sample misleads
+    (every 16th score the largest: fewer than k reach its threshold, so the whole row is used)."""
+    from sourcebias.retrieval.ties import PREFILTER_MIN, _at_least_kth, rank_order
+
+    rng = np.random.default_rng(7)
+    n = 3 * PREFILTER_MIN + 5
+    scores = {
+        "ties": rng.integers(0, 300, size=n).astype(np.float32) / 7,
+        "distinct": rng.gamma(2.0, 3.0, size=n).astype(np.float32),
+        "sample-favoured": np.where(np.arange(n) % 16 == 0, np.float32(100), rng.random(n).astype(np.float32)),
+        "all-equal": np.full(n, 2.5, dtype=np.float32),
+    }[case]
+    keys = rng.integers(0, 2**62, size=n).astype(np.uint64)
+    positions = np.arange(n)
+    for k in (1, 1000, 2000, n // 8):
+        kth = np.partition(scores, n - k)[n - k]
+        assert _at_least_kth(scores, k).tolist() == np.flatnonzero(scores >= kth).tolist()
+        assert select_top(scores, keys, positions, k).tolist() == rank_order(scores, keys, positions)[:k].tolist()
