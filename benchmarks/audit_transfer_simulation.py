@@ -71,8 +71,22 @@ def one_audit(rng, scenario, reference=0, queries=80, k=10, pairs=150):
         calibration_domain=domain,
     )
     r = res.row("sim", "Share@10")
-    return {"scenario": scenario, "reference": reference, "passed": res.diagnostic["passed"], "reliable": res.reliable, "p_value": res.diagnostic["p_value"], "true": r["true"], "naive": r["naive"],
-            "corrected": r["corrected"], "low": r["corrected_low"], "high": r["corrected_high"], "covers": r["corrected_covers"], "precise": r["precise"], "se": r["sensitivity"], "sp": r["specificity"]}  # fmt: skip
+    return {
+        "scenario": scenario,
+        "reference": reference,
+        "passed": res.diagnostic["passed"],
+        "reliable": res.reliable,
+        "p_value": res.diagnostic["p_value"],
+        "true": r["true"],
+        "naive": r["naive"],
+        "corrected": r["corrected"],
+        "low": r["corrected_low"],
+        "high": r["corrected_high"],
+        "covers": r["corrected_covers"],
+        "precise": r["precise"],
+        "se": r["sensitivity"],
+        "sp": r["specificity"],
+    }
 
 
 def summarise(frame):
@@ -80,19 +94,33 @@ def summarise(frame):
     for (name, reference), g in frame.groupby(["scenario", "reference"], sort=False):
         passed, offered = g[g["passed"]], g[g["reliable"]]
         covers = g["covers"].astype(bool)
-        rows.append({"scenario": name, "reference": reference, "audits": len(g), "flagged": float((~g["passed"]).mean()), "coverage_all": float(covers.mean()),
-                     "coverage_when_passed": float(passed["covers"].astype(bool).mean()) if len(passed) else float("nan"), "passed": len(passed),
-                     "misses_check_only": float((g["passed"] & ~covers).mean()), "offered": len(offered),
-                     "coverage_when_offered": float(offered["covers"].astype(bool).mean()) if len(offered) else float("nan"),
-                     "misses": float((g["reliable"] & ~covers).mean()), "mean_abs_error": float((g["corrected"] - g["true"]).abs().mean())})  # fmt: skip
+        rows.append(
+            {
+                "scenario": name,
+                "reference": reference,
+                "audits": len(g),
+                "flagged": float((~g["passed"]).mean()),
+                "coverage_all": float(covers.mean()),
+                "coverage_when_passed": float(passed["covers"].astype(bool).mean()) if len(passed) else float("nan"),
+                "passed": len(passed),
+                "misses_check_only": float((g["passed"] & ~covers).mean()),
+                "offered": len(offered),
+                "coverage_when_offered": float(offered["covers"].astype(bool).mean()) if len(offered) else float("nan"),
+                "misses": float((g["reliable"] & ~covers).mean()),
+                "mean_abs_error": float((g["corrected"] - g["true"]).abs().mean()),
+            }
+        )
     return rows
 
 
 def markdown(rows, args) -> str:
-    lines = [f"Transfer check, simulated: {args.audits} audits per scenario (80 queries × top 10; 150 calibration pairs; 500 joint resamples; check at α = 0.05 with 100 resamples), seed {args.seed}.", "",
-             "| audited domain | human reference set | flagged by the check | corrected CI covers (all) | covers when the check passes (n) | the check alone: passed and CI misses "
-             "| offered as an estimate (in domain, check passed) | covers when offered | miss: offered and CI misses | mean abs. error |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]  # fmt: skip
+    lines = [
+        f"Transfer check, simulated: {args.audits} audits per scenario (80 queries × top 10; 150 calibration pairs; 500 joint resamples; check at α = 0.05 with 100 resamples), seed {args.seed}.",
+        "",
+        "| audited domain | human reference set | flagged by the check | corrected CI covers (all) | covers when the check passes (n) | the check alone: passed and CI misses "
+        "| offered as an estimate (in domain, check passed) | covers when offered | miss: offered and CI misses | mean abs. error |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for r in rows:
         offered = f"{r['coverage_when_offered']:.1%}" if r["offered"] else "–"
         lines.append(

@@ -50,8 +50,10 @@ def row_line(audited: str, calibrated: str, r: dict, check: dict) -> str:
         else "ok"
     )
     covers = {True: "yes", False: "no", None: "–"}[r["corrected_covers"]]
-    return (f"| {audited} | {calibrated} | {r['run']} | {r['measure']} | {fmt(r['naive'], s)} | {fmt(r['corrected'], s)} {ci} | {fmt(r['true'], s)} | {fmt(err, True)} | "
-            f"{covers} | {'yes' if hit else 'no'} | {verdict} | {called} |")  # fmt: skip
+    return (
+        f"| {audited} | {calibrated} | {r['run']} | {r['measure']} | {fmt(r['naive'], s)} | {fmt(r['corrected'], s)} {ci} | {fmt(r['true'], s)} | {fmt(err, True)} | "
+        f"{covers} | {'yes' if hit else 'no'} | {verdict} | {called} |"
+    )
 
 
 def reference_file(audited: str, n: int, output: Path) -> Path:
@@ -106,11 +108,23 @@ def main() -> None:
             continue  # that direction is not asked for
         builtin = args.detector == "builtin"
         calibration = script_data.dataset(other)
-        options = DetectorOptions(train=calibration if builtin else None, zero_shot=None if builtin else args.detector, calibrate=None if builtin else calibration,
-                                  max_pairs=args.max_pairs, seed=args.seed)  # fmt: skip
+        options = DetectorOptions(
+            train=calibration if builtin else None,
+            zero_shot=None if builtin else args.detector,
+            calibrate=None if builtin else calibration,
+            max_pairs=args.max_pairs,
+            seed=args.seed,
+        )
         reference = reference_file(audited, args.human_reference, args.output) if args.human_reference else None
-        result, _ = run_audit(folders[audited], args.output / audited, detector=options, settings=AuditSettings(ks=(10,), resamples=args.resamples, seed=args.seed), overwrite=True,
-                              runs=AuditRuns(max_queries=args.max_queries), human_reference=reference)  # fmt: skip
+        result, _ = run_audit(
+            folders[audited],
+            args.output / audited,
+            detector=options,
+            settings=AuditSettings(ks=(10,), resamples=args.resamples, seed=args.seed),
+            overwrite=True,
+            runs=AuditRuns(max_queries=args.max_queries),
+            human_reference=reference,
+        )
         lines += [row_line(audited, other, r, result.diagnostic) for r in result.rows]
         print(lines[-4:], flush=True)
     ref = f"; Sp from {args.human_reference} human documents of the audited corpus" if args.human_reference else ""

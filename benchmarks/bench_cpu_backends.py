@@ -116,8 +116,10 @@ def main() -> None:
     print("\nthreads  backend          texts/s  speed-up vs torch (median, min..max)  cosine to torch (min / mean)")
     for t, rows in results.items():
         for n, r in rows.items():
-            print(f"{t:7d}  {n:14s} {r['texts_per_s_median']:8.1f}  {r['speedup_median']:5.2f}x ({r['speedup_min']:.2f}..{r['speedup_max']:.2f})"
-                  f"                  {r['min_cosine_to_torch']:.6f} / {r['mean_cosine_to_torch']:.6f}")  # fmt: skip
+            print(
+                f"{t:7d}  {n:14s} {r['texts_per_s_median']:8.1f}  {r['speedup_median']:5.2f}x ({r['speedup_min']:.2f}..{r['speedup_max']:.2f})"
+                f"                  {r['min_cosine_to_torch']:.6f} / {r['mean_cosine_to_torch']:.6f}"
+            )
     if args.json:
         args.json.write_text(json.dumps({"texts": len(texts), "rounds": args.rounds, "results": results}, indent=2))
 

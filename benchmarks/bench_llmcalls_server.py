@@ -135,8 +135,10 @@ def run_sim(args) -> None:
         server.stop()
     med = {p: tuple(statistics.median(r[p][k] for r in rounds) for k in (0, 1)) for p in ("plain", "ours", "warm")}
     ceiling = args.concurrency / args.latency
-    print(f"{args.calls} calls a round, {args.rounds} rounds, concurrency {args.concurrency}; simulated server in a child process: "
-          f"{args.latency * 1000:.0f} ms an answer in {args.concurrency} slots (at most {ceiling:.0f} calls/s); {load()}")  # fmt: skip
+    print(
+        f"{args.calls} calls a round, {args.rounds} rounds, concurrency {args.concurrency}; simulated server in a child process: "
+        f"{args.latency * 1000:.0f} ms an answer in {args.concurrency} slots (at most {ceiling:.0f} calls/s); {load()}"
+    )
     print(f"{'client':<34} {'calls/s':>9} {'CPU ms/call':>12} {'calls/s vs plain':>17}")
     for name, p in (("plain httpx", "plain"), ("sourcebias, cold store", "ours"), ("sourcebias, warm store (no request)", "warm")):
         print(f"{name:<34} {med[p][0]:9.1f} {med[p][1]:12.2f} {med[p][0] / med['plain'][0]:17.3f}")
@@ -177,8 +179,10 @@ def run_pool(args) -> None:
     from sourcebias.llmcalls.cache import AnswerStore
 
     one = args.parallel / args.latency
-    print(f"simulated servers in child processes: {args.latency * 1000:.0f} ms an answer in {args.parallel} slots each "
-          f"(one server: at most {one:.0f} calls/s); the client at its default concurrency (4 per server); {load()}")  # fmt: skip
+    print(
+        f"simulated servers in child processes: {args.latency * 1000:.0f} ms an answer in {args.parallel} slots each "
+        f"(one server: at most {one:.0f} calls/s); the client at its default concurrency (4 per server); {load()}"
+    )
     print(f"{'servers':>7} {'calls':>6} {'concurrency':>11} {'calls/s':>9} {'vs n x 1 server':>16} {'vs n x ceiling':>15}")
     base = None
     for n in args.sizes:
@@ -200,17 +204,38 @@ def run_pool(args) -> None:
             s.stop()
     keys = AnswerStore(client.store.path).keys_on_disk()
     d = client.describe()
-    print(f"\n4 servers, the 2nd killed with -9 after {killed} of {len(calls)} answers: {rate:.1f} calls/s; "
-          f"answers stored {len(keys)}, distinct {len(set(keys))} (lost {len(calls) - len(set(keys))}, stored twice {len(keys) - len(set(keys))}); "
-          f"retries {d['calls']['retries']}, failed {d['calls']['failed']}")  # fmt: skip
+    print(
+        f"\n4 servers, the 2nd killed with -9 after {killed} of {len(calls)} answers: {rate:.1f} calls/s; "
+        f"answers stored {len(keys)}, distinct {len(set(keys))} (lost {len(calls) - len(set(keys))}, stored twice {len(keys) - len(set(keys))}); "
+        f"retries {d['calls']['retries']}, failed {d['calls']['failed']}"
+    )
     for i, st in enumerate(d["requests"].values()):
         print(f"  server {i + 1}{' (killed)' if i == 1 else ''}: {st['requests']} requests, {st['errors']} errors")
 
 
 # -- llama.cpp ------------------------------------------------------------------------------------
 def start_llamacpp(args, log: Path) -> subprocess.Popen:
-    cmd = [args.python, "-m", "llama_cpp.server", "--model", args.gguf, "--model_alias", args.alias, "--host", "127.0.0.1", "--port", str(args.port),
-           "--n_threads", "1", "--n_threads_batch", "1", "--n_ctx", "4096", "--logits_all", "true"]  # fmt: skip
+    cmd = [
+        args.python,
+        "-m",
+        "llama_cpp.server",
+        "--model",
+        args.gguf,
+        "--model_alias",
+        args.alias,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(args.port),
+        "--n_threads",
+        "1",
+        "--n_threads_batch",
+        "1",
+        "--n_ctx",
+        "4096",
+        "--logits_all",
+        "true",
+    ]
     from llamacpp_rerank import wait_ready  # the guide's llama.cpp script starts its server the same way
 
     return wait_ready(subprocess.Popen(cmd, stdout=log.open("w"), stderr=subprocess.STDOUT), args.port, log)
@@ -253,8 +278,12 @@ def run_llamacpp(args) -> None:
     proc = start_llamacpp(args, log)
     url, rows, offset = f"http://127.0.0.1:{args.port}/v1", [], 0
     try:
-        for name, batch, ours in (("plain, stage order", calls, False), ("sourcebias, stage order", calls, True),
-                                  ("plain, shuffled", shuffled, False), ("sourcebias, given them shuffled", shuffled, True)):  # fmt: skip
+        for name, batch, ours in (
+            ("plain, stage order", calls, False),
+            ("sourcebias, stage order", calls, True),
+            ("plain, shuffled", shuffled, False),
+            ("sourcebias, given them shuffled", shuffled, True),
+        ):
             with tempfile.TemporaryDirectory() as cache:
                 client = open_client(f"openai:{args.alias}@{url}", cache_dir=cache, concurrency=args.concurrency)
                 offset, *_ = log_since(log, offset)
@@ -269,8 +298,10 @@ def run_llamacpp(args) -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=30)
-    print(f"llama.cpp server (llama-cpp-python, --n_threads 1), {Path(args.gguf).name}; the judge's calls (UMBRELA: grade + 2 disclosures) "
-          f"of {args.queries} NQ-UTD queries x {args.docs} judged passages x 2 sources: {len(calls)} calls, concurrency {args.concurrency}; {load()}")  # fmt: skip
+    print(
+        f"llama.cpp server (llama-cpp-python, --n_threads 1), {Path(args.gguf).name}; the judge's calls (UMBRELA: grade + 2 disclosures) "
+        f"of {args.queries} NQ-UTD queries x {args.docs} judged passages x 2 sources: {len(calls)} calls, concurrency {args.concurrency}; {load()}"
+    )
     print(f"{'client and order':<34} {'calls/s':>8} {'CPU ms/call':>11} {'prompt tokens evaluated':>24} {'reused':>7} {'prompt eval s':>13} {'wall s':>7}")
     for name, rate, cpu, ev, re_, es, wall, _ in rows:
         print(f"{name:<34} {rate:8.3f} {cpu:11.2f} {ev:>24,} {re_:>7,} {es:13.1f} {wall:7.1f}")

@@ -66,8 +66,23 @@ def main(argv=None) -> int:
     gguf = args.model or smollm2_path()
     port = free_port()
     url = f"http://127.0.0.1:{port}/v1"
-    cmd = [str(args.server_python), "-m", "llama_cpp.server", "--model", str(gguf), "--model_alias", "smollm2", "--host", "127.0.0.1", "--port", str(port),
-           "--n_ctx", "4096", "--n_threads", str(args.threads)]  # fmt: skip
+    cmd = [
+        str(args.server_python),
+        "-m",
+        "llama_cpp.server",
+        "--model",
+        str(gguf),
+        "--model_alias",
+        "smollm2",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--n_ctx",
+        "4096",
+        "--n_threads",
+        str(args.threads),
+    ]
     args.output.mkdir(parents=True, exist_ok=True)
     log = (args.output / "server.log").open("w")
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)

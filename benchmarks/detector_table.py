@@ -25,11 +25,13 @@ import numpy as np
 import script_data
 
 DATASETS = ("nq-utd", "nfcorpus")
-ANCHORS = ("Published, on other text with far larger models, so not comparable one to one: Fast-DetectGPT AUROC 0.9887 averaged over five source models scored by "
-           "themselves and 0.9338 on ChatGPT/GPT-4 text with surrogate scoring models (the authors' README, baoguangsheng/fast-detect-gpt); Binoculars (Falcon-7B and "
-           "Falcon-7B-instruct) over 90% of ChatGPT samples detected at a 0.01% false-positive rate (Hans et al., ICML 2024, abstract); Raidar (GPT-3.5 rewrites, a "
-           "classifier on edit-distance features) F1 gains of up to 29 points over other detectors (Mao et al., ICLR 2024, README). RAID (Dugan et al., ACL 2024) shows "
-           "detectors failing under paraphrase, and our twins are paraphrases.")  # fmt: skip
+ANCHORS = (
+    "Published, on other text with far larger models, so not comparable one to one: Fast-DetectGPT AUROC 0.9887 averaged over five source models scored by "
+    "themselves and 0.9338 on ChatGPT/GPT-4 text with surrogate scoring models (the authors' README, baoguangsheng/fast-detect-gpt); Binoculars (Falcon-7B and "
+    "Falcon-7B-instruct) over 90% of ChatGPT samples detected at a 0.01% false-positive rate (Hans et al., ICML 2024, abstract); Raidar (GPT-3.5 rewrites, a "
+    "classifier on edit-distance features) F1 gains of up to 29 points over other detectors (Mao et al., ICLR 2024, README). RAID (Dugan et al., ACL 2024) shows "
+    "detectors failing under paraphrase, and our twins are paraphrases."
+)
 
 
 def labelled(folder: Path) -> tuple[np.ndarray, np.ndarray]:
@@ -84,8 +86,10 @@ def builtin_rows(pairs: int) -> list[str]:
         within = dets[d].score(ds[d].corpus, test[d])
         other = next(o for o in DATASETS if o != d)
         across = dets[other].score(ds[d].corpus, test[d])
-        rows.append(f"| built-in (no LM), trained on {d} / {other} | {d} | 200/200 | {roc_auc_score(y, within):.3f} | {roc_auc_score(y, across):.3f} | {youden(y, within)[1]:.3f} | "
-                    f"{youden(y, across, dets[other].threshold)[1]:.3f} |")  # fmt: skip
+        rows.append(
+            f"| built-in (no LM), trained on {d} / {other} | {d} | 200/200 | {roc_auc_score(y, within):.3f} | {roc_auc_score(y, across):.3f} | {youden(y, within)[1]:.3f} | "
+            f"{youden(y, across, dets[other].threshold)[1]:.3f} |"
+        )
     return rows
 
 

@@ -130,8 +130,15 @@ def stage_calls(corpus_dir: Path, sample: int, seed: int) -> tuple[dict[str, lis
         if name.startswith("judge"):  # judge calls go with the judged passages: MS MARCO's 1.065 a query
             per_query[name] *= JUDGED_PER_QUERY / pairs
     ranking = " > ".join(f"[{i}]" for i in range(1, 21))
-    answers = {"judge: grade": "##final score: 2", "judge: disclosure (2 authors)": "##final score: 2", "judge: pairwise (2 orders)": "A",
-               "rankgpt, top 20, 3 orders": ranking, "rankgpt, top 100, 3 orders": ranking, "yes/no, top 20": "Yes", "yes/no, top 100": "Yes"}  # fmt: skip
+    answers = {
+        "judge: grade": "##final score: 2",
+        "judge: disclosure (2 authors)": "##final score: 2",
+        "judge: pairwise (2 orders)": "A",
+        "rankgpt, top 20, 3 orders": ranking,
+        "rankgpt, top 100, 3 orders": ranking,
+        "yes/no, top 20": "Yes",
+        "yes/no, top 100": "Yes",
+    }
     return stages, per_query, answers
 
 
@@ -185,8 +192,10 @@ def report(per_query, tokens, speeds: list[tuple[str, float, float]]) -> None:
     for name, t in tokens.items():
         calls = per_query[name] * MSMARCO_QUERIES
         hours[name] = {label: calls * (t["evaluated"] / p + t["completion"] / g) / 3600 for label, p, g in speeds}
-        print(f"{name:<31} {calls:9,.0f} {t['prompt']:10.0f} {t['evaluated']:9.0f} {t['completion']:10.0f} "
-              f"{calls * t['prompt'] / 1e6:11.2f} {calls * t['completion'] / 1e6:11.2f}" + "".join(f" {v:13,.1f}h" for v in hours[name].values()))  # fmt: skip
+        print(
+            f"{name:<31} {calls:9,.0f} {t['prompt']:10.0f} {t['evaluated']:9.0f} {t['completion']:10.0f} "
+            f"{calls * t['prompt'] / 1e6:11.2f} {calls * t['completion'] / 1e6:11.2f}" + "".join(f" {v:13,.1f}h" for v in hours[name].values())
+        )
     for design, names in DESIGNS.items():
         calls = sum(per_query[n] for n in names) * MSMARCO_QUERIES
         print(f"{'study, ' + design:<31} {calls:9,.0f} {'':>54}" + "".join(f" {sum(hours[n][label] for n in names):13,.1f}h" for label, _, _ in speeds))

@@ -86,8 +86,14 @@ def inputs(tmp_path):
     target, calib = tiny_dataset(tmp_path / "target", 40, "t"), tiny_dataset(tmp_path / "calib", 60, "c")
     for name, depth in (("eval", 1000), ("shallow", 5)):
         evaluate(load_dataset(target), [build_retriever("bm25")], measures=[parse_measure("NDCG@3")], depth=depth).save(tmp_path / name)
-    return {"eval": tmp_path / "eval", "shallow": tmp_path / "shallow", "target": target, "calib": calib,
-            "scores": score_file(tmp_path / "t.tsv", target, 1), "cal_scores": score_file(tmp_path / "c.tsv", calib, 2)}  # fmt: skip
+    return {
+        "eval": tmp_path / "eval",
+        "shallow": tmp_path / "shallow",
+        "target": target,
+        "calib": calib,
+        "scores": score_file(tmp_path / "t.tsv", target, 1),
+        "cal_scores": score_file(tmp_path / "c.tsv", calib, 2),
+    }
 
 
 def test_audit_k_deeper_than_the_evaluations_depth_is_refused_before_work(inputs, tmp_path, capsys):

@@ -6,9 +6,19 @@ from sourcebias.cli.common import expand_greedy_options
 def test_statistics_and_their_measures_take_several_values():
     argv = ["evaluate", "data", "--statistics", "twin_preference", "delta_ndsr", "--statistics-measure", "NDCG@3", "MAP@10", "-o", "out"]
     assert expand_greedy_options(argv) == [
-        "evaluate", "data", "--statistics", "twin_preference", "--statistics", "delta_ndsr",
-        "--statistics-measure", "NDCG@3", "--statistics-measure", "MAP@10", "-o", "out",
-    ]  # fmt: skip
+        "evaluate",
+        "data",
+        "--statistics",
+        "twin_preference",
+        "--statistics",
+        "delta_ndsr",
+        "--statistics-measure",
+        "NDCG@3",
+        "--statistics-measure",
+        "MAP@10",
+        "-o",
+        "out",
+    ]
 
 
 def test_power_sizes_and_effects_take_several_values():

@@ -82,8 +82,16 @@ def test_binoculars_by_hand_and_refused_without_a_shared_tokenizer(tiny):
         other.score_texts(TEXTS[:1])
 
 
-@pytest.mark.parametrize("spec, message", [("fast-detectgpt:smollm2", "lm:NAME"), ("binoculars:lm:smollm2", "two"), ("fast-detectgpt:lm:smollm2,max_tokens=x", "integer"),
-                                           ("fast-detectgpt:lm:smollm2,temperature=1", "unknown option"), ("detectgpt:lm:x", "zero-shot detector")])  # fmt: skip
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ("fast-detectgpt:smollm2", "lm:NAME"),
+        ("binoculars:lm:smollm2", "two"),
+        ("fast-detectgpt:lm:smollm2,max_tokens=x", "integer"),
+        ("fast-detectgpt:lm:smollm2,temperature=1", "unknown option"),
+        ("detectgpt:lm:x", "zero-shot detector"),
+    ],
+)
 def test_bad_specs_are_refused_with_the_reason(spec, message):
     from sourcebias.detect import build_detector
 

@@ -17,9 +17,23 @@ def grades_table(rows):
     """Rows of (mode, query, doc, source, label, assessor grade, judge grade, expected)."""
     out = []
     for mode, q, d, s, label, a, g, e in rows:
-        out.append({"mode": mode, "query_id": q, "doc_id": d, "source": s, "label": label, "origin": "qrels", "assessor_grade": a, "grade": g, "expected": e,
-                    "grade_mass": NAN if math.isnan(e) else 1.0, "expected_note": "" if not math.isnan(e) else ("unparsed" if math.isnan(g) else "no log-probabilities"),
-                    "finish_reason": "stop", "answer": ""})  # fmt: skip
+        out.append(
+            {
+                "mode": mode,
+                "query_id": q,
+                "doc_id": d,
+                "source": s,
+                "label": label,
+                "origin": "qrels",
+                "assessor_grade": a,
+                "grade": g,
+                "expected": e,
+                "grade_mass": NAN if math.isnan(e) else 1.0,
+                "expected_note": "" if not math.isnan(e) else ("unparsed" if math.isnan(g) else "no log-probabilities"),
+                "finish_reason": "stop",
+                "answer": "",
+            }
+        )
     return pd.DataFrame(out, columns=list(GRADE_COLUMNS))
 
 

@@ -181,8 +181,23 @@ def test_kill_9_loses_at_most_the_calls_in_flight(nq_utd, nq, tmp_path):
 
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     with SimulatedServer(slow) as url:
-        args = [sys.executable, "-m", "sourcebias", "judge", str(nq_utd), "--judge", f"openai:sim@{url}", "--max-queries", "6", "--concurrency", "2",
-                "--resamples", "200", "--cache-dir", str(tmp_path / "cache")]  # fmt: skip
+        args = [
+            sys.executable,
+            "-m",
+            "sourcebias",
+            "judge",
+            str(nq_utd),
+            "--judge",
+            f"openai:sim@{url}",
+            "--max-queries",
+            "6",
+            "--concurrency",
+            "2",
+            "--resamples",
+            "200",
+            "--cache-dir",
+            str(tmp_path / "cache"),
+        ]
         proc = subprocess.Popen([*args, "-o", str(tmp_path / "a")], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 120
         while bj.calls < 40 and time.monotonic() < deadline and proc.poll() is None:

@@ -77,8 +77,24 @@ def store_keys(cache) -> list[str]:
 
 
 def judge_args(nq_utd, url, queries, cache, out):
-    return ["judge", str(nq_utd), "--judge", f"openai:sim@{url}", "--max-queries", str(queries), "--mode", "grade", "--mode", "pairwise",
-            "--resamples", "200", "--cache-dir", str(cache), "-o", str(out)]  # fmt: skip
+    return [
+        "judge",
+        str(nq_utd),
+        "--judge",
+        f"openai:sim@{url}",
+        "--max-queries",
+        str(queries),
+        "--mode",
+        "grade",
+        "--mode",
+        "pairwise",
+        "--resamples",
+        "200",
+        "--cache-dir",
+        str(cache),
+        "-o",
+        str(out),
+    ]
 
 
 def test_a_judge_through_every_kind_of_fault_equals_an_undisturbed_run(nq_utd, nq, reference, tmp_path, capsys):

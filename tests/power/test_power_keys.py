@@ -13,11 +13,23 @@ from sourcebias.power import statistic_name
 
 #: the keys the first release of `sourcebias power` accepted (git show 95a030a: ALIASES of power/pilot.py)
 FIRST_RELEASE = {
-    "rel_delta": "relative_delta_ci", "reldelta": "relative_delta_ci", "rd": "relative_delta_ci", "relative_delta": "relative_delta_ci",
-    "ndcg": "paired_tests", "difference": "paired_tests", "diff": "paired_tests", "ndcg_diff": "paired_tests", "ndcg_difference": "paired_tests",
-    "twin": "twin_preference", "twin_pref": "twin_preference", "pairs": "twin_preference", "twin_preference": "twin_preference",
-    "ndsr": "delta_ndsr", "dndsr": "delta_ndsr", "delta_ndsr": "delta_ndsr",
-}  # fmt: skip
+    "rel_delta": "relative_delta_ci",
+    "reldelta": "relative_delta_ci",
+    "rd": "relative_delta_ci",
+    "relative_delta": "relative_delta_ci",
+    "ndcg": "paired_tests",
+    "difference": "paired_tests",
+    "diff": "paired_tests",
+    "ndcg_diff": "paired_tests",
+    "ndcg_difference": "paired_tests",
+    "twin": "twin_preference",
+    "twin_pref": "twin_preference",
+    "pairs": "twin_preference",
+    "twin_preference": "twin_preference",
+    "ndsr": "delta_ndsr",
+    "dndsr": "delta_ndsr",
+    "delta_ndsr": "delta_ndsr",
+}
 
 
 @pytest.mark.filterwarnings("ignore::FutureWarning")

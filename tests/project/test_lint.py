@@ -47,3 +47,16 @@ def test_package_is_laid_out_by_the_formatter():
             if len(line) > LINE_LENGTH:
                 found.append(f"{where}: {len(line)} characters")
     assert not found, "\n".join(found)
+
+
+def test_no_formatter_opt_outs_anywhere():
+    """The tests, benchmarks and scripts are laid out by the formatter too: no ``fmt: skip``."""
+    found = [
+        f"{path.relative_to(REPO)}:{number}"
+        for folder in ("tests", "benchmarks", "scripts")
+        for path in sorted((REPO / folder).rglob("*.py"))
+        if path != Path(__file__).resolve()
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)
+        if "fmt: " + "skip" in line
+    ]
+    assert not found, "\n".join(found)

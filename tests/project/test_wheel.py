@@ -28,8 +28,11 @@ def wheel(tmp_path_factory) -> Path:
     build = tmp_path_factory.mktemp("build")
     proc = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out), str(REPO)],
-        capture_output=True, text=True, env={**os.environ, "TMPDIR": str(build)}, check=False,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        env={**os.environ, "TMPDIR": str(build)},
+        check=False,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     (found,) = out.glob("sourcebias-*.whl")
     return found
