@@ -50,18 +50,13 @@ def judge(
     Returns:
         The :class:`~sourcebias.judges.result.JudgeResult`.
     """
-    from sourcebias.judges.protocol import protocol_effect, qrels_variants
-
     plan = plan or JudgePlan()
     if queries is None:
         queries = judged_queries(dataset, max_queries=plan.max_queries, seed=settings.seed)
     items = item_table(dataset, queries, runs or {}, plan.top_k)
     grades, pairs, counts = ask(client, dataset, items, settings)
     analyses = analyse(grades, pairs, dataset.human_source, list(dataset.sources), confidence=plan.confidence, seed=settings.seed)
-    protocol: dict[str, Any] = {}
-    if runs and "grade" in settings.modes:
-        variants = qrels_variants(dataset, grades, queries)
-        protocol = protocol_effect(dataset, runs, variants, measure=plan.measure, resamples=plan.resamples, confidence=plan.confidence, seed=settings.seed)
+    protocol = _protocol(dataset, runs, grades, queries, settings, plan)
     described = client.describe()
     info, notes = dataset.describe(), judge_notes(analyses) + list(protocol.get("skipped", [])) + call_notes(described, "judge calls: ")
     grade, pair = settings.prompts()
@@ -72,21 +67,28 @@ def judge(
             **plan.describe(),
             "prompts": describe_prompts(grade, pair),
         },
-        dataset={
-            "name": info["name"],
-            "split": info["split"],
-            "human_source": dataset.human_source,
-            "sources": list(dataset.sources),
-            "queries": len(queries),
-            "items": len(items),
-            "runs": sorted(runs or {}),
-        },
+        dataset={**_dataset_entry(dataset, info), "queries": len(queries), "items": len(items), "runs": sorted(runs or {})},
         analyses=analyses,
         grades=grades,
         pairs=pairs,
         protocol=protocol,
         notes=notes,
     )
+
+
+def _protocol(dataset: Any, runs: dict[str, Any] | None, grades: Any, queries: Sequence[str], settings: JudgeSettings, plan: JudgePlan) -> dict[str, Any]:
+    """The protocol under the assessors' and the judge's qrels, when runs were given and grades asked ({} otherwise)."""
+    from sourcebias.judges.protocol import protocol_effect, qrels_variants
+
+    if not runs or "grade" not in settings.modes:
+        return {}
+    variants = qrels_variants(dataset, grades, queries)
+    return protocol_effect(dataset, runs, variants, measure=plan.measure, resamples=plan.resamples, confidence=plan.confidence, seed=settings.seed)
+
+
+def _dataset_entry(dataset: Any, info: dict[str, Any]) -> dict[str, Any]:
+    """The dataset's name, split and sources, as ``judge.json`` records them."""
+    return {"name": info["name"], "split": info["split"], "human_source": dataset.human_source, "sources": list(dataset.sources)}
 
 
 def judge_notes(analyses: dict[str, Any]) -> list[str]:
