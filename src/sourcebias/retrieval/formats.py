@@ -518,8 +518,8 @@ def _unique_inverse(bits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def _float32_texts(scores: Any) -> list[str]:
     """``str(np.float32(s))`` of each score (see :func:`_score_formatter`)."""
     bits = np.ascontiguousarray(scores, dtype=np.float32).view(np.uint32)
-    distinct, index = np.unique(bits, return_inverse=True)
-    texts: list[str] = distinct.view(np.float32).astype(str)[index.reshape(-1)].tolist()
+    distinct, index = _unique_inverse(bits)
+    texts: list[str] = distinct.view(np.float32).astype(str)[index].tolist()
     return texts
 
 
