@@ -315,3 +315,53 @@ def test_run_judge_draws_its_sample_once(nq_utd, tmp_path, monkeypatch):
         )
     assert len(drawn) == 1 and len(drawn[0]) == 3
     assert sorted(set(result.grades["query_id"])) == sorted(drawn[0])
+
+
+def test_max_docs_grades_a_seeded_sample_of_each_querys_judged_documents(nq_utd, nq, tmp_path):
+    """``--max-docs 3``: each query's 3 documents are the first 3 of ``default_rng((seed, crc32(query)))``'s
+    permutation of its judged ids in sorted order (drawn here with NumPy, not the code); both copies
+    of each are graded; the written assessors' qrels hold the same documents; the note says how many."""
+    import zlib
+
+    bj = BiasedJudge.from_corpus(nq.corpus, nq.human_source, delta=0.5)
+    with SimulatedServer(bj) as url:
+        result, path = run_judge(
+            str(nq_utd),
+            f"openai:sim@{url}",
+            tmp_path / "o",
+            settings=JudgeSettings(seed=5),
+            retrievers=["bm25"],
+            plan=JudgePlan(max_queries=6, max_docs=3, resamples=200),
+            access=ModelAccess(cache_dir=tmp_path / "cache"),
+        )
+    queries = sorted(set(result.grades["query_id"]))
+    expected = set()
+    for q in queries:
+        ids = sorted(nq.qrels[q])
+        picked = np.random.default_rng((5, zlib.crc32(q.encode()))).permutation(len(ids))[:3]
+        expected |= {(q, ids[i]) for i in picked}
+    assert len(queries) == 6 and len(expected) == 18
+    assert set(zip(result.grades["query_id"], result.grades["doc_id"])) == expected
+    assert len(result.grades) == 36 and sorted(set(result.grades["source"])) == sorted(nq.sources)
+    assert result.twin_bias()["items"] == 18
+    assessors = [line.split("\t")[:2] for line in (path / "qrels" / "assessors.tsv").read_text().splitlines()[1:]]
+    assert {(q, d) for q, d in assessors} == expected
+    saved = json.loads((path / "judge.json").read_text())
+    assert (saved["dataset"]["judged_documents"], saved["dataset"]["judged_documents_available"]) == (18, 60)
+    assert saved["settings"]["max_docs"] == 3
+    assert result.notes[0].startswith("graded a seeded sample of at most 3 judged documents per query (--max-docs): 18 of the queries' 60")
+
+
+def test_the_document_sample_is_nested_and_independent_of_file_order(nq):
+    """A larger ``max_docs`` holds a smaller one (a grown study reuses its answers), and the qrels'
+    order in the file does not change the draw."""
+    from types import SimpleNamespace
+
+    from sourcebias.judges.items import judged_documents, judged_queries
+
+    queries = judged_queries(nq, max_queries=10, seed=2)
+    small, large = (judged_documents(nq, queries, max_docs=k, seed=2) for k in (3, 7))
+    assert all(set(small[q]) <= set(large[q]) and len(small[q]) == 3 and len(large[q]) == 7 for q in queries)
+    reversed_qrels = SimpleNamespace(qrels={q: dict(reversed(list(nq.qrels[q].items()))) for q in queries})
+    assert judged_documents(reversed_qrels, queries, max_docs=3, seed=2) == small
+    assert judged_documents(nq, queries, seed=2) == {q: sorted(nq.qrels[q]) for q in queries}

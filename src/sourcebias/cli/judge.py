@@ -20,6 +20,7 @@ def judge(
     run: j.JudgeRuns = None,
     top_k: j.JudgeTopK = 0,
     max_queries: j.JudgeMaxQueries = None,
+    max_docs: j.JudgeMaxDocs = None,
     measure: j.JudgeMeasure = "NDCG@10",
     max_tokens: j.JudgeMaxTokens = 16,
     top_logprobs: j.JudgeTopLogprobs = 5,
@@ -59,7 +60,7 @@ def judge(
     settings = JudgeSettings(
         modes=tuple(dict.fromkeys(mode or ["grade"])), prompt=prompt, pair_prompt=pair_prompt, max_tokens=max_tokens, top_logprobs=top_logprobs, seed=seed
     )
-    plan = JudgePlan(top_k=top_k, max_queries=max_queries, measure=measure, resamples=resamples)
+    plan = JudgePlan(top_k=top_k, max_queries=max_queries, max_docs=max_docs, measure=measure, resamples=resamples)
     access = ModelAccess(cache_dir=cache_dir, concurrency=concurrency, device=device, timeout=timeout)
     with progress.RichProgress(console=console, transient=True) as reporter, progress.use(reporter):
         result, path = run_judge(

@@ -65,6 +65,16 @@ JudgeRuns = Annotated[
 ]
 JudgeTopK = Annotated[int, typer.Option(min=0, help="Also grade the top K documents of each run (both copies of each).")]
 JudgeMaxQueries = Annotated[int | None, typer.Option(min=1, help="Judge a seeded sample of this many queries. \\[default: every judged query]")]
+JudgeMaxDocs = Annotated[
+    int | None,
+    typer.Option(
+        min=1,
+        help=(
+            "Grade a seeded sample of this many judged documents of each query (every copy of each;"
+            " the protocol's assessors' qrels are restricted to them). \\[default: every judged document]"
+        ),
+    ),
+]
 JudgeMeasure = Annotated[str, typer.Option(help="The measure of Relative Δ and of the system orderings under each qrels.")]
 JudgeMaxTokens = Annotated[int, typer.Option(min=1, help="Tokens a pointwise answer may take (UMBRELA's '##final score: N' needs about 8).")]
 JudgeTopLogprobs = Annotated[int, typer.Option(min=0, max=20, help="Top log-probabilities asked per generated token (0: none); they give the expected grade.")]

@@ -8,6 +8,7 @@ adds the document's other copies, so that every graded document has its twin gra
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -40,7 +41,34 @@ def judged_queries(dataset: Any, *, max_queries: int | None = None, seed: int = 
     return seeded_sample(queries, max_queries, seed)
 
 
-def item_table(dataset: Any, query_ids: Sequence[str], runs: Mapping[str, Any] | None = None, top_k: int = 0) -> Any:
+def judged_documents(dataset: Any, query_ids: Sequence[str], *, max_docs: int | None = None, seed: int = 0) -> dict[str, list[str]]:
+    """Each query's judged documents to grade: all of them, or a seeded sample of ``max_docs``.
+
+    A query's sample is drawn from its judged document ids in sorted order with
+    :func:`~sourcebias.core.sampling.seeded_sample` seeded by ``(seed, CRC-32 of the query id)``:
+    it depends on neither the qrels file's order nor the other queries sampled, and a larger
+    ``max_docs`` holds a smaller one (a grown study reuses every stored answer). Every grade
+    is equally likely to be drawn (simple random sampling within the query, not stratified).
+
+    Args:
+        dataset: A loaded dataset with a split.
+        query_ids: The queries (:func:`judged_queries`).
+        max_docs: Judged documents per query (``None``: every one).
+        seed: The sample's seed.
+
+    Returns:
+        ``{query: [doc_id, ...]}`` in sorted id order.
+    """
+    out = {}
+    for q in query_ids:
+        docs = sorted(dataset.qrels.get(q, {}))
+        out[q] = seeded_sample(docs, max_docs, (seed, zlib.crc32(q.encode("utf-8"))))
+    return out
+
+
+def item_table(
+    dataset: Any, query_ids: Sequence[str], runs: Mapping[str, Any] | None = None, top_k: int = 0, documents: Mapping[str, Sequence[str]] | None = None
+) -> Any:
     """One row per (query, document, source) to grade.
 
     Args:
@@ -48,6 +76,8 @@ def item_table(dataset: Any, query_ids: Sequence[str], runs: Mapping[str, Any] |
         query_ids: The queries (:func:`judged_queries`).
         runs: ``{name: Run}`` of the mixed corpus; their top ``top_k`` documents are added.
         top_k: How many of each run's top documents to add (0: none).
+        documents: ``{query: doc_ids}``: the judged documents to grade (:func:`judged_documents`;
+            default: every judged document of each query).
 
     Returns:
         A pandas DataFrame: ``query_id``, ``doc_id``, ``source``, ``origin`` (``qrels``, or
@@ -68,8 +98,9 @@ def item_table(dataset: Any, query_ids: Sequence[str], runs: Mapping[str, Any] |
         rows.extend((q, doc_id, s, origin, grade) for s in corpus.sources if corpus.position(doc_id, s) is not None)
 
     for q in query_ids:
-        for doc_id, grade in qrels.get(q, {}).items():
-            add(q, doc_id, "qrels", float(grade))
+        judged = qrels.get(q, {})
+        for doc_id in judged if documents is None else documents.get(q, ()):
+            add(q, doc_id, "qrels", float(judged[doc_id]))
         for name, run in (dict(runs or {}) if top_k else {}).items():
             for pos in run.positions.get(q, np.empty(0, dtype=np.int64))[:top_k].tolist():
                 add(q, corpus.doc_ids[pos], f"run:{name}", float("nan"))

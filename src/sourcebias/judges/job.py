@@ -7,6 +7,7 @@ output folder is written only at the end, atomically)."""
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -15,7 +16,7 @@ from typing import Any
 from sourcebias.core.errors import ConfigError
 from sourcebias.judges.analysis import analyse
 from sourcebias.judges.grading import JudgeSettings, ask
-from sourcebias.judges.items import item_table, judged_queries
+from sourcebias.judges.items import item_table, judged_documents, judged_queries
 from sourcebias.judges.plan import JudgePlan
 from sourcebias.judges.prompts import describe_prompts
 from sourcebias.judges.result import KIND, JudgeResult
@@ -53,12 +54,16 @@ def judge(
     plan = plan or JudgePlan()
     if queries is None:
         queries = judged_queries(dataset, max_queries=plan.max_queries, seed=settings.seed)
-    items = item_table(dataset, queries, runs or {}, plan.top_k)
+    documents = sampled_documents(dataset, queries, plan, settings.seed)
+    items = item_table(dataset, queries, runs or {}, plan.top_k, documents)
     grades, pairs, counts = ask(client, dataset, items, settings)
     analyses = analyse(grades, pairs, dataset.human_source, list(dataset.sources), confidence=plan.confidence, seed=settings.seed)
     protocol = _protocol(dataset, runs, grades, queries, settings, plan)
     described = client.describe()
     info, notes = dataset.describe(), judge_notes(analyses) + list(protocol.get("skipped", [])) + call_notes(described, "judge calls: ")
+    judged = _judged_counts(dataset, queries, documents)
+    if documents is not None:
+        notes.insert(0, sample_note(judged, plan.max_docs))
     grade, pair = settings.prompts()
     return JudgeResult(
         judge={"identity": client.identity(), **counts, "client": described},
@@ -67,7 +72,7 @@ def judge(
             **plan.describe(),
             "prompts": describe_prompts(grade, pair),
         },
-        dataset={**_dataset_entry(dataset, info), "queries": len(queries), "items": len(items), "runs": sorted(runs or {})},
+        dataset={**_dataset_entry(dataset, info), "queries": len(queries), **judged, "items": len(items), "runs": sorted(runs or {})},
         analyses=analyses,
         grades=grades,
         pairs=pairs,
@@ -82,8 +87,27 @@ def _protocol(dataset: Any, runs: dict[str, Any] | None, grades: Any, queries: S
 
     if not runs or "grade" not in settings.modes:
         return {}
-    variants = qrels_variants(dataset, grades, queries)
+    variants = qrels_variants(dataset, grades, queries, sampled_documents(dataset, queries, plan, settings.seed))
     return protocol_effect(dataset, runs, variants, measure=plan.measure, resamples=plan.resamples, confidence=plan.confidence, seed=settings.seed)
+
+
+def sampled_documents(dataset: Any, queries: Sequence[str], plan: JudgePlan, seed: int) -> dict[str, list[str]] | None:
+    """Each query's judged documents drawn for grading when ``plan.max_docs`` is set (``None``: every one)."""
+    return None if plan.max_docs is None else judged_documents(dataset, queries, max_docs=plan.max_docs, seed=seed)
+
+
+def _judged_counts(dataset: Any, queries: Sequence[str], documents: dict[str, list[str]] | None) -> dict[str, int]:
+    """How many (query, judged document) pairs were graded, of how many the queries have."""
+    available = sum(len(dataset.qrels.get(q, {})) for q in queries)
+    return {"judged_documents": available if documents is None else sum(map(len, documents.values())), "judged_documents_available": available}
+
+
+def sample_note(judged: dict[str, int], max_docs: int | None) -> str:
+    """The note that says a sample of each query's judged documents was graded."""
+    return (
+        f"graded a seeded sample of at most {max_docs:,} judged documents per query (--max-docs): {judged['judged_documents']:,} of the queries'"
+        f" {judged['judged_documents_available']:,} judged (query, document) pairs, every copy of each; the protocol's assessors' qrels are restricted to them"
+    )
 
 
 def _dataset_entry(dataset: Any, info: dict[str, Any]) -> dict[str, Any]:
@@ -237,7 +261,9 @@ def write_folder(
     from sourcebias.study import Study, write_study
 
     if "grade" in result.settings["modes"]:
-        result.notes += write_outputs(folder.staging, dataset, qrels_variants(dataset, result.grades, queries))
+        plan = JudgePlan(**{f.name: result.settings[f.name] for f in dataclasses.fields(JudgePlan)})
+        documents = sampled_documents(dataset, queries, plan, result.settings["seed"])
+        result.notes += write_outputs(folder.staging, dataset, qrels_variants(dataset, result.grades, queries, documents))
     parameters = {"judge": result.judge["spec"], **result.settings, "retrievers": list(retrievers), "runs": [str(p) for p in run_files]}
     study = Study(
         judge_report(result),

@@ -10,8 +10,9 @@ comparing Relative Δ under each shows whether that would hide or inflate a retr
 Documents whose answer was unparseable are left out of the judge's qrels (counted).
 
 Every variant is evaluated on the same rankings (retrieved once) over the judged queries; the
-assessors' qrels are restricted to those queries (``assessors``). System orderings are compared by
-the mean of the measure on target ``all`` (every copy relevant), with Kendall's τ, **on the
+assessors' qrels are restricted to those queries (``assessors``) and, when the judge graded a
+sample of each query's judged documents (``--max-docs``), to those documents. System orderings
+are compared by the mean of the measure on target ``all`` (every copy relevant), with Kendall's τ, **on the
 queries both qrels evaluate** (a judge's qrels can leave a query without a relevant document,
 and means over different query sets would order the systems by the queries as much as by the
 qrels); each ordering row says how many queries that is, of how many each side has.
@@ -39,10 +40,17 @@ def judge_qrels(grades: Any, source: str) -> dict[str, dict[str, int]]:
     return out
 
 
-def qrels_variants(dataset: Any, grades: Any, query_ids: Sequence[str]) -> dict[str, dict[str, dict[str, int]]]:
-    """``{variant: qrels}``: ``assessors`` (the split's, on the judged queries) and ``judge-<source>`` per source."""
+def qrels_variants(
+    dataset: Any, grades: Any, query_ids: Sequence[str], documents: Mapping[str, Sequence[str]] | None = None
+) -> dict[str, dict[str, dict[str, int]]]:
+    """``{variant: qrels}``: ``assessors`` (the split's, on the judged queries; with
+    ``documents``, a query's judged documents sampled for grading, only those) and
+    ``judge-<source>`` per source."""
     keep = set(query_ids)
     out = {ASSESSORS: {q: dict(dataset.qrels[q]) for q in dataset.qrels if q in keep}}
+    if documents is not None:
+        sampled = {q: set(docs) for q, docs in documents.items()}
+        out[ASSESSORS] = {q: {d: g for d, g in judged.items() if d in sampled.get(q, ())} for q, judged in out[ASSESSORS].items()}
     for s in dataset.sources:
         out[f"judge-{s}"] = judge_qrels(grades, s)
     return out
