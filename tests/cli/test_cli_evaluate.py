@@ -220,6 +220,12 @@ def test_missing_dataset_folder(tmp_path, capsys):
     assert code == 2 and "dataset folder not found" in err
 
 
+def test_a_dir_comma_split_argument_is_told_to_use_split(cocktail_dir, capsys):
+    """``judge`` reads ``DIR,split``; ``evaluate`` takes ``--split``: the error says so instead of "not found" alone."""
+    code, _, err = run_cli(["evaluate", f"{cocktail_dir},dev", "-r", "bm25"], capsys)
+    assert code == 2 and "reads as DIR,split; this command takes the split as an option (--split dev)" in err.replace("\n", "")
+
+
 def test_help_and_retrievers_listing(capsys):
     code, out, _ = run_cli(["evaluate", "--help"], capsys)
     assert code == 0 and "--retriever" in out and "Relative" in out

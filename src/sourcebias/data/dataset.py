@@ -377,6 +377,9 @@ def resolve_dataset(path: str | Path) -> tuple[Path, str | None]:
 
     found = resolve_name(str(path))
     if found is None:
+        head, split = dataset_path(path)
+        if split is not None and (head.expanduser().exists() or resolve_name(str(head)) is not None):
+            raise DataError(folder, f"dataset folder not found: '{path}' reads as DIR,split; this command takes the split as an option (--split {split})")
         raise DataError(folder, "dataset folder not found (datasets known by name: `sourcebias datasets`)")
     return found, str(path)
 
