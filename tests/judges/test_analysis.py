@@ -67,8 +67,11 @@ def test_agreement_and_parse_counts():
     a = {r["source"]: r for r in agreement(GRADES, ["human", "llm"])}
     # human: assessor (2, 1, 0) vs judge (2, 1, 0): binarised (1, 1, 0) both: kappa 1
     assert a["human"]["kappa_binary"] == pytest.approx(1.0) and a["human"]["items"] == 3
-    # llm: binarised assessor (1, 1, 0, 1) vs judge (1, 1, 1, 1): po = 3/4 = pe (the judge says 1 always): kappa 0
-    assert a["llm"]["kappa_binary"] == pytest.approx(0.0)
+    # llm: binarised assessor (1, 1, 0, 1) vs judge (1, 1, 1, 1): po = 3/4 = pe (the judge says 1 always): kappa 0 by
+    # construction, whatever the assessors say: refused, with the assessors' shares (0.25 not relevant, 0.75 relevant)
+    assert math.isnan(a["llm"]["kappa_binary"])
+    assert "binary κ not computed: the judge gives every one of the 4 items the label relevant" in a["llm"]["note"]
+    assert "the other side's shares: not relevant 0.25, relevant 0.75" in a["llm"]["note"]
     assert math.isnan(a["llm"]["kappa"]) and math.isnan(a["llm"]["kappa_quadratic"])
     assert "different scales" in a["llm"]["note"] and a["llm"]["scales"] == "assessors 0–2, judge 0–3"
     (p,) = parse_counts(GRADES, pd.DataFrame(columns=list(PAIR_COLUMNS)))
@@ -81,7 +84,8 @@ def test_agreement_on_one_scale_gives_graded_kappa():
     g.loc[(g["doc_id"] == "d1"), "assessor_grade"] = 3
     a = {r["source"]: r for r in agreement(g, ["human", "llm"])}
     # llm: assessor (3, 1, 0, 1) vs judge (3, 1, 2, 1): po = 3/4; marginals (1,2,0,1) and (0,2,1,1) of 4: pe = (0 + 4 + 0 + 1) / 16
-    assert a["llm"]["kappa"] == pytest.approx((0.75 - 5 / 16) / (1 - 5 / 16)) and a["llm"]["note"] == ""
+    assert a["llm"]["kappa"] == pytest.approx((0.75 - 5 / 16) / (1 - 5 / 16))
+    assert a["llm"]["note"].startswith("binary κ not computed: the judge gives")  # binarised, the judge says relevant always
     assert a["llm"]["scales"] == "assessors 0–3, judge 0–3"
 
 

@@ -82,6 +82,25 @@ def test_kappa_hand_worked():
     assert kappa([float("nan")], [1])["items"] == 0
 
 
+def test_kappa_is_refused_when_one_side_gives_one_label():
+    """NFCorpus's judgements hold relevant documents only: with the assessors' labels all relevant,
+    p_o = p_e = the judge's share relevant, so κ = 0 whatever the judge says (scikit-learn: 0).
+    It is refused, with the judge's shares given (here 2 of 4 relevant: 0.50 / 0.50)."""
+    from sklearn.metrics import cohen_kappa_score
+
+    assert cohen_kappa_score([1, 1, 1, 1], [0, 1, 1, 0]) == 0 == cohen_kappa_score([1, 1, 1, 1], [1, 1, 1, 0])  # what would print
+    r = kappa([1, 2, 1, 1], [0, 2, 3, 0], same_scale=False)
+    assert math.isnan(r["kappa_binary"]) and r["items"] == 4
+    assert r["note"].startswith(
+        "binary κ not computed: the assessors give every one of the 4 items the label relevant, so κ is 0 whatever the other side says;"
+        " the other side's shares: not relevant 0.50, relevant 0.50"
+    )
+    judge_constant = kappa([0, 1, 2, 0], [2, 2, 2, 2])
+    assert math.isnan(judge_constant["kappa_binary"]) and math.isnan(judge_constant["kappa"])
+    assert "the judge gives every one of the 4 items the label relevant" in judge_constant["note"]
+    assert "graded κ not computed: the judge gives every one of the 4 items the label 2" in judge_constant["note"]
+
+
 def test_kendall_hand_worked():
     # orderings (1,2,3) vs (1,3,2): 2 concordant, 1 discordant pair: τ = 1/3
     assert kendall([1, 2, 3], [1, 3, 2])["tau"] == pytest.approx(1 / 3)

@@ -113,7 +113,8 @@ def kappa(a: Sequence[float], b: Sequence[float], *, same_scale: bool = True) ->
     Returns:
         ``kappa_binary``, ``kappa``, ``kappa_quadratic`` (NaN when not on one scale), ``items``,
         ``note`` (why a κ is undefined or not computed: no item, a single label on both sides
-        where scikit-learn divides 0 by 0, or two scales).
+        where scikit-learn divides 0 by 0, a single label on one side where κ is 0 by
+        construction, or two scales).
     """
     from sklearn.metrics import cohen_kappa_score
 
@@ -127,19 +128,40 @@ def kappa(a: Sequence[float], b: Sequence[float], *, same_scale: bool = True) ->
         return out
     xb, yb = (x > 0).astype(int), (y > 0).astype(int)
     notes = []
-    if len(set(xb.tolist()) | set(yb.tolist())) < 2:
-        notes.append("binary κ undefined: one label on both sides (chance agreement 1)")
+    why = _single_label(xb, yb, "binary κ", {0: "not relevant", 1: "relevant"})
+    if why:
+        notes.append(why)
     else:
         out["kappa_binary"] = float(cohen_kappa_score(xb, yb))
     if not same_scale:
         notes.append("graded κ not computed: the two grade on different scales; binary κ at grade > 0 (relevant as the protocol counts it)")
-    elif len(set(x.tolist()) | set(y.tolist())) < 2:
-        notes.append("undefined: one label on both sides (chance agreement 1)")
+    elif why := _single_label(x, y, "graded κ", {}):
+        notes.append(why)
     else:
         out["kappa"] = float(cohen_kappa_score(x, y))
         out["kappa_quadratic"] = float(cohen_kappa_score(x, y, weights="quadratic"))
     out["note"] = "; ".join(notes)
     return out
+
+
+def _single_label(x: np.ndarray, y: np.ndarray, what: str, names: dict[int, str]) -> str:
+    """Why κ is not computed when a side gives one label only ('' when both give two or more).
+
+    With one label on both sides chance agreement is 1 and κ is 0/0. With one label on one side
+    only, chance agreement equals observed agreement, so κ is 0 whatever the other side says
+    (scikit-learn returns 0): a number that measures nothing, e.g. NFCorpus's judgements, which
+    hold relevant documents only. The other side's share of each label is given instead."""
+    one_x, one_y = len(set(x.tolist())) < 2, len(set(y.tolist())) < 2
+    if one_x and one_y:
+        return f"{what} undefined: one label on both sides (chance agreement 1)"
+    if not (one_x or one_y):
+        return ""
+    side, label, other = ("the assessors give", int(x[0]), y) if one_x else ("the judge gives", int(y[0]), x)
+    shares = ", ".join(f"{names.get(v, v)} {np.mean(other == v):.2f}" for v in sorted(set(other.tolist())))
+    return (
+        f"{what} not computed: {side} every one of the {len(x):,} items the label {names.get(label, label)},"
+        f" so κ is 0 whatever the other side says; the other side's shares: {shares}"
+    )
 
 
 def kendall(a: Sequence[float], b: Sequence[float]) -> dict[str, Any]:
