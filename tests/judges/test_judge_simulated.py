@@ -239,17 +239,23 @@ def test_top_k_of_a_run_is_graded_too(nq_utd, nq, tmp_path):
     assert extra["assessor_grade"].isna().all()
 
 
-def _judge_bm25(nq_utd, responder, tmp_path, *, queries: int, resamples: int):
-    """``run_judge`` with BM25's run on a seeded sample of ``queries``, against a simulated server."""
+def _judge_sim(nq_utd, responder, tmp_path, plan, *, settings=None, retrievers=("bm25",)):
+    """``run_judge`` with ``plan`` (and by default BM25's run) against a simulated server."""
     with SimulatedServer(responder) as url:
         return run_judge(
             str(nq_utd),
             f"openai:sim@{url}",
             tmp_path / "o",
-            retrievers=["bm25"],
-            plan=JudgePlan(max_queries=queries, resamples=resamples),
+            settings=settings,
+            retrievers=list(retrievers),
+            plan=plan,
             access=ModelAccess(cache_dir=tmp_path / "cache"),
         )
+
+
+def _judge_bm25(nq_utd, responder, tmp_path, *, queries: int, resamples: int):
+    """``run_judge`` with BM25's run on a seeded sample of ``queries``, against a simulated server."""
+    return _judge_sim(nq_utd, responder, tmp_path, JudgePlan(max_queries=queries, resamples=resamples))
 
 
 def test_qrels_with_nothing_relevant_are_reported_not_evaluated(nq_utd, nq, tmp_path):
@@ -304,15 +310,7 @@ def test_run_judge_draws_its_sample_once(nq_utd, tmp_path, monkeypatch):
     monkeypatch.setattr(job, "judged_queries", counting)
     nq = load_dataset(nq_utd)
     bj = BiasedJudge.from_corpus(nq.corpus, nq.human_source, delta=0.0)
-    with SimulatedServer(bj) as url:
-        result, _ = run_judge(
-            str(nq_utd),
-            f"openai:sim@{url}",
-            tmp_path / "j",
-            settings=JudgeSettings(seed=5),
-            plan=JudgePlan(max_queries=3),
-            access=ModelAccess(cache_dir=tmp_path / "cache"),
-        )
+    result, _ = _judge_sim(nq_utd, bj, tmp_path, JudgePlan(max_queries=3), settings=JudgeSettings(seed=5), retrievers=())
     assert len(drawn) == 1 and len(drawn[0]) == 3
     assert sorted(set(result.grades["query_id"])) == sorted(drawn[0])
 
@@ -324,16 +322,7 @@ def test_max_docs_grades_a_seeded_sample_of_each_querys_judged_documents(nq_utd,
     import zlib
 
     bj = BiasedJudge.from_corpus(nq.corpus, nq.human_source, delta=0.5)
-    with SimulatedServer(bj) as url:
-        result, path = run_judge(
-            str(nq_utd),
-            f"openai:sim@{url}",
-            tmp_path / "o",
-            settings=JudgeSettings(seed=5),
-            retrievers=["bm25"],
-            plan=JudgePlan(max_queries=6, max_docs=3, resamples=200),
-            access=ModelAccess(cache_dir=tmp_path / "cache"),
-        )
+    result, path = _judge_sim(nq_utd, bj, tmp_path, JudgePlan(max_queries=6, max_docs=3, resamples=200), settings=JudgeSettings(seed=5))
     queries = sorted(set(result.grades["query_id"]))
     expected = set()
     for q in queries:
