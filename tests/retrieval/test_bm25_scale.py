@@ -78,9 +78,9 @@ def test_run_from_sparse_blocks_equals_ranking_dense_rows(nq_utd, monkeypatch, b
 
 @pytest.mark.parametrize("block", [1, 7, 50])
 def test_posting_scores_by_blocks_of_terms_equal_one_block(monkeypatch, block):
-    """The postings' scores and denominators computed a block of terms at a time equal those
-    computed in one block, to the bit (blocks of one posting, of a few terms, a term alone larger
-    than a block), and so do the scores of queries (boosts 3 and 5 read the denominators)."""
+    """The postings' scores computed a block of terms at a time equal those computed in one
+    block, to the bit (blocks of one posting, of a few terms, a term alone larger than a block),
+    and so do the scores of queries (boosts 3 and 5 read the stored frequencies)."""
     from sourcebias.retrieval import lucene
 
     rng = np.random.default_rng(block)
@@ -90,6 +90,33 @@ def test_posting_scores_by_blocks_of_terms_equal_one_block(monkeypatch, block):
     whole = LuceneBM25().index(docs, 60)
     monkeypatch.setattr(lucene, "POSTING_BLOCK", block)
     blocks = LuceneBM25().index(docs, 60)
-    for a, b in ((whole._matrix, blocks._matrix), (whole._denom, blocks._denom)):
-        assert a.dtype == b.dtype and np.array_equal(a.data, b.data) and np.array_equal(a.indices, b.indices) and np.array_equal(a.indptr, b.indptr)
+    a, b = whole._matrix, blocks._matrix
+    assert a.dtype == b.dtype and np.array_equal(a.data, b.data) and np.array_equal(a.indices, b.indices) and np.array_equal(a.indptr, b.indptr)
+    assert whole._freqs.dtype == blocks._freqs.dtype and np.array_equal(whole._freqs, blocks._freqs)
     assert np.array_equal(whole.score_batch(queries), blocks.score_batch(queries))
+
+
+@pytest.mark.parametrize("top", [255, 256, 70000])
+def test_boosts_that_are_not_powers_of_two_score_from_the_stored_frequencies(top):
+    """A term repeated 3 or 5 times in a query is scored anew from each posting's frequency, kept in
+    the smallest integer type (uint8 to 255, uint16, uint32): the score is the module's formula
+    computed here per document in float32 (``weight = (float) n * idf``; ``weight - weight / (1 +
+    freq * cache[norm])``), to the bit, for frequencies at and past each type's limit."""
+    from sourcebias.retrieval.lucene import encode_lengths, norm_cache
+
+    rng = np.random.default_rng(top)
+    docs = [rng.integers(0, 30, size=int(n)).tolist() for n in rng.integers(1, 80, size=200)]
+    docs[3] = [4] * top + [5, 6]  # term 4 at the frequency under test
+    index = LuceneBM25().index(docs, 30)
+    assert index._freqs.dtype == (np.uint8 if top <= 255 else np.uint16 if top <= 65535 else np.uint32)
+    lengths = np.array([len(d) for d in docs])
+    cache = norm_cache(1.2, 0.75, np.float32(lengths.sum() / len(docs)))[encode_lengths(lengths)]
+    for n in (3, 5):
+        got = index.score_batch([[4] * n])[0]
+        weight = np.float32(n) * index.idf[4]
+        expected = np.zeros(len(docs), dtype=np.float32)
+        for i, d in enumerate(docs):
+            freq = np.float32(d.count(4))
+            if freq:
+                expected[i] = weight - weight / (np.float32(1.0) + freq * cache[i])
+        assert got.dtype == np.float32 and np.array_equal(got, expected)

@@ -103,6 +103,16 @@ def norm_cache(k1: float, b: float, avgdl: np.float32) -> np.ndarray:
 POSTING_BLOCK = 1 << 20
 
 
+def _compact_counts(counts: np.ndarray) -> np.ndarray:
+    """Whole counts held as float32 (exact below 2^24) in the smallest unsigned type that holds
+    the largest (uint8, uint16, uint32); converting back to float32 gives the same values."""
+    top = float(counts.max()) if len(counts) else 0.0
+    for dtype in (np.uint8, np.uint16, np.uint32):
+        if top <= np.iinfo(dtype).max:
+            return counts.astype(dtype)
+    return counts  # pragma: no cover - a term repeated 2^32 times in one document
+
+
 class LuceneBM25:
     """Lucene's BM25 over documents given as lists of term ids.
 
@@ -156,24 +166,28 @@ class LuceneBM25:
         self.idf = idf64.astype(np.float32)
         self.avgdl = np.float32(total / float(doc_count)) if doc_count else np.float32(0.0)
         rows = tf.indices  # documents of each posting, column by column
-        post, denom = self._posting_scores(tf.data, rows, tf.indptr, self._inverse_norms(lengths))
+        self._inverse = self._inverse_norms(lengths)
+        post = self._posting_scores(tf.data, rows, tf.indptr, self._inverse)
         # terms x documents, float64 so that sums over a query's terms are exact
         shape = (n_docs, tf.shape[1])
         self._matrix = csc_matrix((post, rows, tf.indptr), shape=shape).T.tocsr()
-        # each posting's 1 + freq * cache[norm], for boosts that are not powers of two
-        self._denom = csc_matrix((denom, rows, tf.indptr), shape=shape).T.tocsr()
+        del post
+        # each posting's frequency, aligned with the matrix's entries (the same structure gives the
+        # same order): in the smallest integer type that holds it (one byte a posting for passages,
+        # where a float32 denominator matrix with its own indices took 8), for the boosts that are
+        # not powers of two, scored anew from it (:meth:`_boosted_row`)
+        self._freqs = csc_matrix((_compact_counts(tf.data), rows, tf.indptr), shape=shape).T.tocsr().data
         return self
 
-    def _posting_scores(self, freqs: np.ndarray, rows: np.ndarray, indptr: np.ndarray, inverse: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _posting_scores(self, freqs: np.ndarray, rows: np.ndarray, indptr: np.ndarray, inverse: np.ndarray) -> np.ndarray:
         """Each posting's score in float32, in Lucene's order (``weight - weight / (1 + freq * inv)``),
-        stored as float64, and its denominator ``1 + freq * inv`` (float32), postings by term.
+        stored as float64, postings by term.
 
         Computed a block of terms at a time (about :data:`POSTING_BLOCK` postings): the whole
         corpus's temporaries (each posting's weight, its norm, the float32 score before its float64
         copy: 16 bytes a posting) were the peak of an evaluation at 300,000 documents.
         """
         post = np.empty(len(rows), dtype=np.float64)
-        denom = np.empty(len(rows), dtype=np.float32)
         n_terms = len(indptr) - 1
         # term boundaries about POSTING_BLOCK postings apart
         cuts = np.unique(np.concatenate(([0], np.searchsorted(indptr, np.arange(POSTING_BLOCK, indptr[-1], POSTING_BLOCK)), [n_terms])))
@@ -181,9 +195,8 @@ class LuceneBM25:
             start, end = int(indptr[t0]), int(indptr[t1])
             weight = np.repeat(self.idf[t0:t1], np.diff(indptr[t0 : t1 + 1]))
             d = np.float32(1.0) + freqs[start:end] * inverse[rows[start:end]]  # float32 frequencies
-            denom[start:end] = d
             post[start:end] = weight - weight / d
-        return post, denom
+        return post
 
     def _inverse_norms(self, lengths: np.ndarray) -> np.ndarray:
         """Per document, ``cache[norm]``: ``1 / (k1 * ((1 - b) + b * length / avgdl))`` in float32."""
@@ -198,10 +211,11 @@ class LuceneBM25:
     def _boosted_row(self, term: int, boost: int) -> tuple[np.ndarray, np.ndarray]:
         """``(documents, float32 scores)`` of one term under a query boost, in Lucene's order:
         ``weight = (float) boost * idf``, then ``weight - weight / (1 + freq * cache[norm])``."""
-        start, end = self._denom.indptr[term], self._denom.indptr[term + 1]
+        start, end = self._matrix.indptr[term], self._matrix.indptr[term + 1]
+        docs = self._matrix.indices[start:end]
         weight = np.float32(boost) * self.idf[term]
-        denom = self._denom.data[start:end]
-        return self._denom.indices[start:end], (weight - weight / denom).astype(np.float32)
+        denom = np.float32(1.0) + self._freqs[start:end].astype(np.float32) * self._inverse[docs]  # as _posting_scores: the same bits
+        return docs, (weight - weight / denom).astype(np.float32)
 
     def score_batch(self, query_term_ids: Sequence[Sequence[int]]) -> np.ndarray:
         """Scores of every document for each query (float32, ``(len(queries), n_docs)``).
