@@ -222,8 +222,8 @@ def _docno_rows(corpora: Sequence[Any]) -> Iterator[tuple[str, str, str]]:
     A corpus each of whose sources lists the same ids, in the same order, as a corpus already
     written (a sole corpus cut from the mixed one) adds nothing and is passed over with one list
     comparison a source; any other is checked document by document against the ids written per
-    source. (A dict of every ``(doc_id, source)`` key with its name was the evaluation's peak
-    memory at 100,000 documents.)"""
+    source. (It replaces a dict of every ``(doc_id, source)`` key with its name, filled run by
+    run while every run was held.)"""
     from sourcebias.retrieval.docnos import DocnoMap
 
     listed: dict[str, list[str]] = {}  # the ids written per source, in order, while each corpus is a new source's
