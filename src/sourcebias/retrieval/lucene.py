@@ -174,8 +174,8 @@ class LuceneBM25:
         del post
         # each posting's frequency, aligned with the matrix's entries (the same structure gives the
         # same order): in the smallest integer type that holds it (one byte a posting for passages,
-        # where a float32 denominator matrix with its own indices took 8), for the boosts that are
-        # not powers of two, scored anew from it (:meth:`_boosted_row`)
+        # where the float32 denominators took four; their matrix shared these indices), for the
+        # boosts that are not powers of two, scored anew from it (:meth:`_boosted_row`)
         self._freqs = csc_matrix((_compact_counts(tf.data), rows, tf.indptr), shape=shape).T.tocsr().data
         return self
 
