@@ -7,7 +7,6 @@ output folder is written only at the end, atomically)."""
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -54,11 +53,11 @@ def judge(
     plan = plan or JudgePlan()
     if queries is None:
         queries = judged_queries(dataset, max_queries=plan.max_queries, seed=settings.seed)
-    documents = sampled_documents(dataset, queries, plan, settings.seed)
+    documents = sampled_documents(dataset, queries, plan.max_docs, settings.seed)
     items = item_table(dataset, queries, runs or {}, plan.top_k, documents)
     grades, pairs, counts = ask(client, dataset, items, settings)
     analyses = analyse(grades, pairs, dataset.human_source, list(dataset.sources), confidence=plan.confidence, seed=settings.seed)
-    protocol = _protocol(dataset, runs, grades, queries, settings, plan)
+    protocol = _protocol(dataset, runs, grades, queries, documents, settings, plan)
     described = client.describe()
     info, notes = dataset.describe(), judge_notes(analyses) + list(protocol.get("skipped", [])) + call_notes(described, "judge calls: ")
     judged = _judged_counts(dataset, queries, documents)
@@ -81,19 +80,28 @@ def judge(
     )
 
 
-def _protocol(dataset: Any, runs: dict[str, Any] | None, grades: Any, queries: Sequence[str], settings: JudgeSettings, plan: JudgePlan) -> dict[str, Any]:
-    """The protocol under the assessors' and the judge's qrels, when runs were given and grades asked ({} otherwise)."""
+def _protocol(
+    dataset: Any,
+    runs: dict[str, Any] | None,
+    grades: Any,
+    queries: Sequence[str],
+    documents: dict[str, list[str]] | None,
+    settings: JudgeSettings,
+    plan: JudgePlan,
+) -> dict[str, Any]:
+    """The protocol under the assessors' and the judge's qrels (on ``documents``, the judged documents
+    graded, when sampled), when runs were given and grades asked ({} otherwise)."""
     from sourcebias.judges.protocol import protocol_effect, qrels_variants
 
     if not runs or "grade" not in settings.modes:
         return {}
-    variants = qrels_variants(dataset, grades, queries, sampled_documents(dataset, queries, plan, settings.seed))
+    variants = qrels_variants(dataset, grades, queries, documents)
     return protocol_effect(dataset, runs, variants, measure=plan.measure, resamples=plan.resamples, confidence=plan.confidence, seed=settings.seed)
 
 
-def sampled_documents(dataset: Any, queries: Sequence[str], plan: JudgePlan, seed: int) -> dict[str, list[str]] | None:
-    """Each query's judged documents drawn for grading when ``plan.max_docs`` is set (``None``: every one)."""
-    return None if plan.max_docs is None else judged_documents(dataset, queries, max_docs=plan.max_docs, seed=seed)
+def sampled_documents(dataset: Any, queries: Sequence[str], max_docs: int | None, seed: int) -> dict[str, list[str]] | None:
+    """Each query's judged documents drawn for grading when ``max_docs`` is set (``None``: every one)."""
+    return None if max_docs is None else judged_documents(dataset, queries, max_docs=max_docs, seed=seed)
 
 
 def _judged_counts(dataset: Any, queries: Sequence[str], documents: dict[str, list[str]] | None) -> dict[str, int]:
@@ -261,8 +269,7 @@ def write_folder(
     from sourcebias.study import Study, write_study
 
     if "grade" in result.settings["modes"]:
-        plan = JudgePlan(**{f.name: result.settings[f.name] for f in dataclasses.fields(JudgePlan)})
-        documents = sampled_documents(dataset, queries, plan, result.settings["seed"])
+        documents = sampled_documents(dataset, queries, result.settings["max_docs"], result.settings["seed"])
         result.notes += write_outputs(folder.staging, dataset, qrels_variants(dataset, result.grades, queries, documents))
     parameters = {"judge": result.judge["spec"], **result.settings, "retrievers": list(retrievers), "runs": [str(p) for p in run_files]}
     study = Study(
