@@ -487,3 +487,29 @@ def test_evaluate_draws_the_source_bias_figure_and_says_when_it_cannot(cocktail_
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # as if the analysis extra were not installed
     out = write_evaluation(result, tmp_path / "without")
     assert "not drawn: matplotlib is not installed" in (out / "figures" / "not-drawn.txt").read_text()
+
+
+def test_no_figure_leaves_the_figure_out_says_so_and_the_note_draws_it_later(cocktail_dir, tmp_path, capsys):
+    """``evaluate --no-figure`` draws nothing (matplotlib is the run's largest fixed cost), the folder
+    and the printed notes say so, and the note's recipe draws from the loaded folder the very figure
+    that a run with the figure writes (the same pixels)."""
+    import matplotlib.image
+
+    from sourcebias.evaluation import load_result
+    from sourcebias.study.figure import plot_source_bias
+
+    args = ["evaluate", str(cocktail_dir), "-r", "bm25", "--k", "1", "--k", "3", "--metric", "NDCG"]
+    code, _, _ = run_cli([*args, "-o", str(tmp_path / "drawn")], capsys)
+    assert code in (0, None)
+    code, out, err = run_cli([*args, "--no-figure", "-o", str(tmp_path / "skipped")], capsys)
+    assert code in (0, None)
+    assert not (tmp_path / "skipped" / "figures" / "source_bias.png").exists()
+    note = (tmp_path / "skipped" / "figures" / "not-drawn.txt").read_text()
+    assert "was not drawn: left out on request (--no-figure)" in note
+    assert "left out on request (--no-figure)" in " ".join((out + err).split())  # told, not only written
+    files = json.loads((tmp_path / "skipped" / "manifest.json").read_text())["outputs"]["files"]
+    assert "figures/not-drawn.txt" in files and "figures/source_bias.png" not in files
+    later = plot_source_bias(load_result(tmp_path / "skipped"), tmp_path / "later.png")
+    assert later is not None
+    drawn = matplotlib.image.imread(tmp_path / "drawn" / "figures" / "source_bias.png")
+    assert np.array_equal(matplotlib.image.imread(later), drawn)

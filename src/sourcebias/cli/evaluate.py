@@ -85,6 +85,7 @@ def evaluate(
     cache: options.UseCache = True,
     rerank_depth: options.RerankDepth = None,
     runs: options.WriteRuns = True,
+    figure: options.DrawFigure = True,
     format: options.Format = "csv",
     resamples: options.Resamples = 10_000,
     statistics: options.Statistics = None,
@@ -104,6 +105,7 @@ def evaluate(
         **_statistics(resamples, statistics, statistics_measure, bootstrap_resamples, confidence, correction, ndsr_k),
         format=format,
         write_runs=runs,
+        draw_figure=figure,
         retriever_options=_retriever_options(device, batch_size, max_length, cache_dir, cache, rerank_depth),
     )
     plan.check()  # the job checks it too; here so that a bad option is all that is printed

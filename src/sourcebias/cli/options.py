@@ -143,6 +143,14 @@ Output = Annotated[
 ]
 Overwrite = Annotated[bool, typer.Option(help="Replace the results of an earlier run in --output (never files sourcebias did not write).")]
 WriteRuns = Annotated[bool, typer.Option("--runs/--no-runs", help="Write the TREC runs to OUTPUT/runs.")]
+DrawFigure = Annotated[
+    bool,
+    typer.Option(
+        "--figure/--no-figure",
+        help="Draw OUTPUT/figures/source_bias.png (matplotlib's import and drawing: about 0.45 s and 20 MB a run); "
+        "without it OUTPUT/figures/not-drawn.txt says so and how to draw it later from the folder.",
+    ),
+]
 Format = Annotated[
     str,
     typer.Option(

@@ -54,6 +54,7 @@ class EvaluationPlan:
         bootstrap_resamples, confidence, correction, ndsr_k: The statistics' settings.
         format: File format of the per-query values (``csv`` or ``parquet``).
         write_runs: Write the runs into the output folder.
+        draw_figure: Draw the folder's figure (``False``: ``figures/not-drawn.txt`` says so).
         retriever_options: Command-wide settings of the retrievers (device, batch size, ...).
     """
 
@@ -78,6 +79,7 @@ class EvaluationPlan:
     ndsr_k: int = 10
     format: str = "csv"
     write_runs: bool = True
+    draw_figure: bool = True
     retriever_options: dict[str, Any] = field(default_factory=dict)
 
     @property

@@ -129,7 +129,7 @@ def _write(result: Any, report: Any, folder: Any, plan: EvaluationPlan, timings:
         return None
     from sourcebias.study.outputs import write_evaluation
 
-    return write_evaluation(result, folder, report=report, write_runs=plan.write_runs, timings=timings, format=plan.format)
+    return write_evaluation(result, folder, report=report, figure=plan.draw_figure, write_runs=plan.write_runs, timings=timings, format=plan.format)
 
 
 def _tell_figure_not_drawn(path: Path | None, emit: Emit) -> None:

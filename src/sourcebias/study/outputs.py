@@ -77,15 +77,25 @@ def write_figure(result: EvaluationResult, folder: str | Path) -> dict[str, Path
     try:
         import matplotlib  # noqa: F401
     except ModuleNotFoundError:
-        from sourcebias.core.atomic import atomic_write_text
-
-        note = "figures/source_bias.png was not drawn: matplotlib is not installed (pip install 'sourcebias[analysis]').\n"
-        (Path(folder) / FIGURE_FILE.parent).mkdir(parents=True, exist_ok=True)
-        return {"figure_note": atomic_write_text(Path(folder) / FIGURE_FILE.parent / "not-drawn.txt", note)}
+        return _figure_not_drawn(folder, "matplotlib is not installed (pip install 'sourcebias[analysis]')")
     from sourcebias.study.figure import plot_source_bias
 
     path = plot_source_bias(result, target)
     return {"figure": path} if path is not None else {}
+
+
+def _figure_not_drawn(folder: str | Path, why: str) -> dict[str, Path]:
+    """``figures/not-drawn.txt``: why the figure is missing and how to draw it from the folder."""
+    from sourcebias.core.atomic import atomic_write_text
+    from sourcebias.study.figure import FIGURE_FILE
+
+    note = (
+        f"{FIGURE_FILE.as_posix()} was not drawn: {why}. Draw it from this folder with "
+        "sourcebias.study.figure.plot_source_bias(sourcebias.evaluation.load_result(FOLDER), "
+        f"'FOLDER/{FIGURE_FILE.as_posix()}').\n"
+    )
+    (Path(folder) / FIGURE_FILE.parent).mkdir(parents=True, exist_ok=True)
+    return {"figure_note": atomic_write_text(Path(folder) / FIGURE_FILE.parent / "not-drawn.txt", note)}
 
 
 def write_evaluation(
@@ -94,6 +104,7 @@ def write_evaluation(
     *,
     overwrite: bool = False,
     report: Report | None = None,
+    figure: bool = True,
     **options: Unpack[WriteOptions],
 ) -> Path:
     """Write ``result`` and its report as an output folder, summary tables and figure included.
@@ -108,26 +119,30 @@ def write_evaluation(
         report: the report rendered into ``summary.md``/``summary.tex``/``statistics.csv``, e.g.
             :func:`~sourcebias.report.tables.result_report` with the dataset's qrels; by
             default the result's own.
+        figure: draw ``figures/source_bias.png`` (``False``: ``figures/not-drawn.txt`` says it
+            was left out on request and how to draw it from the folder).
         **options: see :class:`~sourcebias.evaluation.result_io.WriteOptions`.
 
     Returns:
         The folder's path.
     """
-    return result.save(out, overwrite=overwrite, render=summary_renderer(report), **options)
+    return result.save(out, overwrite=overwrite, render=summary_renderer(report, figure=figure), **options)
 
 
-def summary_renderer(report: Report | None = None) -> Callable[[EvaluationResult, Path], dict[str, Path]]:
+def summary_renderer(report: Report | None = None, *, figure: bool = True) -> Callable[[EvaluationResult, Path], dict[str, Path]]:
     """The ``render`` callback of :meth:`EvaluationResult.save` that writes the summaries and the figure.
 
     Args:
         report: The report rendered into ``summary.md``/``summary.tex``/``statistics.csv`` (by
             default the result's own papers' table).
+        figure: Draw the figure (``False``: write ``figures/not-drawn.txt`` instead, which says so).
 
     Returns:
         ``render(result, folder)``: :func:`write_summaries` and :func:`write_figure`.
     """
 
     def render(res: EvaluationResult, folder: Path) -> dict[str, Path]:
-        return write_summaries(res, folder, report) | write_figure(res, folder)
+        drawn = write_figure(res, folder) if figure else _figure_not_drawn(folder, "left out on request (--no-figure)")
+        return write_summaries(res, folder, report) | drawn
 
     return render
