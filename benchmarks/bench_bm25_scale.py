@@ -11,6 +11,9 @@ figure, a manifest).
 Sides (each run cold, in a fresh process under a fresh measuring parent, one after the other):
 
 * ``ours``: ``sourcebias evaluate DATASET -r bm25 --split test``;
+* ``ours-nofigure``: the same with ``--no-figure`` (matplotlib's import and drawing, a fixed cost
+  of about 0.45 s and 20 MB, are the one part of ``ours`` that no peer does and that a user may
+  leave out; reported in a table of its own, beside the first);
 * ``bm25s-numpy`` and ``bm25s-numba``: ``peer_bm25s.py`` (bm25s + pytrec_eval: the corpus tokenized
   once and sliced for the sole corpora, runs from the sorted top-k, one thread); the faster of
   the two per size is "bm25s at its best", and the table says which;
@@ -48,7 +51,7 @@ from pathlib import Path
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
-SIDES = ("ours", "bm25s-numpy", "bm25s-numba", "anserini")
+SIDES = ("ours", "ours-nofigure", "bm25s-numpy", "bm25s-numba", "anserini")
 PHASE_ORDER = ("load", "analyse", "index", "rank", "score", "statistics", "write")
 
 # The measuring parent: runs the command, samples the process tree's RSS, reports rusage.
@@ -121,8 +124,11 @@ def our_phases(out: Path, wall: float) -> dict[str, float]:
 def run_side(side: str, folder: Path, tmp: Path, args: argparse.Namespace) -> dict:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "1", "SOURCEBIAS_CACHE": tempfile.mkdtemp(dir=tmp)}
     out = tmp / side
-    if side == "ours":
-        res = measure([sys.executable, "-m", "sourcebias", "evaluate", str(folder), "-r", "bm25", "--split", "test", "--output", str(out), "--overwrite"], env)
+    if side.startswith("ours"):
+        flags = ["--no-figure"] if side == "ours-nofigure" else []
+        res = measure(
+            [sys.executable, "-m", "sourcebias", "evaluate", str(folder), "-r", "bm25", "--split", "test", "--output", str(out), "--overwrite", *flags], env
+        )
         res["phases"] = our_phases(out, res["wall_s"])
         return res
     if side.startswith("bm25s"):
@@ -212,6 +218,24 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def no_figure_table(rows: list[dict]) -> str:
+    """``ours`` with ``--no-figure`` against bm25s at its best, where it ran ("" when nowhere)."""
+    lines = [
+        "| documents | queries | ours --no-figure wall / CPU s | peak MB | CPU / bm25s | memory / bm25s | with the figure: CPU / bm25s, memory / bm25s |",
+        "|" + "---|" * 7,
+    ]
+    for r in rows:
+        n, b, o = r.get("ours-nofigure"), best_bm25s(r), r.get("ours")
+        if not n or not b:
+            continue
+        with_fig = f"{o['cpu_s'] / r[b]['cpu_s']:.2f}, {o['tree_peak_mb'] / r[b]['tree_peak_mb']:.2f}" if o else "–"
+        lines.append(
+            f"| {r['docs']:,} | {r['queries']:,} | {n['wall_s']:,.1f} / {n['cpu_s']:,.1f} | {n['tree_peak_mb']:,.0f} | "
+            f"{n['cpu_s'] / r[b]['cpu_s']:.2f} | {n['tree_peak_mb'] / r[b]['tree_peak_mb']:.2f} | {with_fig} |"
+        )
+    return "\n".join(lines) if len(lines) > 2 else ""
+
+
 def phases_table(rows: list[dict]) -> str:
     """Each side's phases (wall seconds), side by side, per size."""
     lines = ["| documents | queries | side | " + " | ".join(PHASE_ORDER) + " | other |", "|" + "---|" * (len(PHASE_ORDER) + 4)]
@@ -264,6 +288,9 @@ def figure(rows: list[dict], path: Path) -> None:
 def report(rows: list[dict], out: Path) -> None:
     print(table(rows))
     print()
+    if nofig := no_figure_table(rows):
+        print(nofig)
+        print()
     print(phases_table(rows))
     for queries in sorted({r["queries"] for r in rows}):
         sub = [r for r in rows if r["queries"] == queries]
