@@ -179,6 +179,15 @@ def compare_metrics(tmp: Path, sides: list[str]) -> dict[str, float]:
     return diffs
 
 
+def median_run(runs: list[dict]) -> dict:
+    """Of a side's repeated runs, the run of median CPU time (the upper median of an even count),
+    with every run's wall, CPU, peak and load under ``runs`` when there are several."""
+    chosen = dict(sorted(runs, key=lambda r: r["cpu_s"])[len(runs) // 2])
+    if len(runs) > 1:
+        chosen["runs"] = [{k: r[k] for k in ("wall_s", "cpu_s", "tree_peak_mb", "load")} for r in runs]
+    return chosen
+
+
 def best_bm25s(row: dict) -> str | None:
     """The bm25s backend with the lower CPU time at this size (the reference), if either ran."""
     ran = [s for s in ("bm25s-numpy", "bm25s-numba") if s in row]
@@ -299,6 +308,11 @@ def report(rows: list[dict], out: Path) -> None:
             if len(pts) > 1:
                 print(f"slope of log CPU time against log size, {queries:,} queries, {side}: {slope(*map(list, zip(*pts))):.2f}")
     for r in rows:
+        for side in SIDES:
+            if len(r.get(side, {}).get("runs", [])) > 1:
+                cpus = ", ".join(f"{m['cpu_s']:.2f}" for m in r[side]["runs"])
+                print(f"{r['docs']:,} documents, {r['queries']:,} queries, {side}: the median of {len(r[side]['runs'])} runs (CPU s: {cpus})")
+    for r in rows:
         if r.get("metrics_max_difference"):
             print(f"{r['docs']:,} documents, {r['queries']:,} queries: largest metric difference from ours: {r['metrics_max_difference']}")
     figure(rows, out / "scale.png")
@@ -314,6 +328,7 @@ def main() -> None:
     ap.add_argument("--anserini-jar", help="Anserini's fat jar (without it the Lucene side is skipped)")
     ap.add_argument("--heap", default="auto", help="the JVM's -Xmx for the Lucene side (default: 256 MB + 1 KB per document)")
     ap.add_argument("--table", action="store_true", help="only print the table of what scale.json holds")
+    ap.add_argument("--repeat", type=int, default=1, help="run each side this many times, interleaved, and keep the run of median CPU time")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     store = args.out / "scale.json"
@@ -329,18 +344,21 @@ def main() -> None:
         docs, queries = shape(folder)
         row = rows.setdefault(f"{docs}/{queries}", {"docs": docs, "queries": queries})
         todo = [s for s in sides if args.again or s not in row]
+        measured: dict[str, list[dict]] = {side: [] for side in todo}
         with tempfile.TemporaryDirectory(dir=args.out) as tmp:
-            for side in todo:
-                m = run_side(side, folder, Path(tmp), args)
-                m.update(commit=commit(), when=time.strftime("%Y-%m-%d %H:%M"))
-                m.pop("stdout", None)
-                row[side] = m
-                print(
-                    f"{docs:>9,} docs {queries:>5,} queries {side:>12}: {m['wall_s']:8.1f} s wall {m['cpu_s']:8.1f} s CPU {m['tree_peak_mb']:7,.0f} MB "
-                    f"(load {m['load']:.1f} -> {m['load_after']:.1f}) {m['phases']}",
-                    flush=True,
-                )
-                store.write_text(json.dumps(sorted(rows.values(), key=lambda r: (r["queries"], r["docs"])), indent=1))
+            for _ in range(args.repeat):  # interleaved: each repeat runs every side once, in order
+                for side in todo:
+                    m = run_side(side, folder, Path(tmp), args)
+                    m.update(commit=commit(), when=time.strftime("%Y-%m-%d %H:%M"))
+                    m.pop("stdout", None)
+                    measured[side].append(m)
+                    row[side] = median_run(measured[side])
+                    print(
+                        f"{docs:>9,} docs {queries:>5,} queries {side:>13}: {m['wall_s']:8.1f} s wall {m['cpu_s']:8.1f} s CPU {m['tree_peak_mb']:7,.0f} MB "
+                        f"(load {m['load']:.1f} -> {m['load_after']:.1f}) {m['phases']}",
+                        flush=True,
+                    )
+                    store.write_text(json.dumps(sorted(rows.values(), key=lambda r: (r["queries"], r["docs"])), indent=1))
             if len(todo) == len(sides) and "ours" in sides:
                 row["metrics_max_difference"] = compare_metrics(Path(tmp), sides)
         store.write_text(json.dumps(sorted(rows.values(), key=lambda r: (r["queries"], r["docs"])), indent=1))
