@@ -12,7 +12,7 @@ Sides (each run cold, in a fresh process under a fresh measuring parent, one aft
 
 * ``ours``: ``sourcebias evaluate DATASET -r bm25 --split test``;
 * ``ours-nofigure``: the same with ``--no-figure`` (matplotlib's import and drawing, a fixed cost
-  of about 0.45 s and 20 MB, are the one part of ``ours`` that no peer does and that a user may
+  of about 0.5 s and 20 MB, are the one part of ``ours`` that no peer does and that a user may
   leave out; reported in a table of its own, beside the first);
 * ``bm25s-numpy`` and ``bm25s-numba``: ``peer_bm25s.py`` (bm25s + pytrec_eval: the corpus tokenized
   once and sliced for the sole corpora, runs from the sorted top-k, one thread); the faster of

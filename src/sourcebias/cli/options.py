@@ -147,7 +147,7 @@ DrawFigure = Annotated[
     bool,
     typer.Option(
         "--figure/--no-figure",
-        help="Draw OUTPUT/figures/source_bias.png (matplotlib's import and drawing: about 0.45 s and 20 MB a run); "
+        help="Draw OUTPUT/figures/source_bias.png (matplotlib's import and drawing: about 0.5 s and 20 MB a run); "
         "without it OUTPUT/figures/not-drawn.txt says so and how to draw it later from the folder.",
     ),
 ]
