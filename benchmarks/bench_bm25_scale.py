@@ -330,6 +330,8 @@ def main() -> None:
     ap.add_argument("--table", action="store_true", help="only print the table of what scale.json holds")
     ap.add_argument("--repeat", type=int, default=1, help="run each side this many times, interleaved, and keep the run of median CPU time")
     args = ap.parse_args()
+    if args.repeat < 1:
+        ap.error(f"--repeat must be at least 1, got {args.repeat}")
     args.out.mkdir(parents=True, exist_ok=True)
     store = args.out / "scale.json"
     rows: dict[str, dict] = {f"{r['docs']}/{r['queries']}": r for r in (json.loads(store.read_text()) if store.is_file() else [])}
