@@ -300,3 +300,24 @@ def test_llm_yesno_grade_answers_score_the_expected_grade():
     assert out.scores["q"] == pytest.approx([1.85 / 0.95, 0.2 / 0.8])
     info = out.info["stages"][-1]
     assert info["choice_missing"] == 1 and info["answers"] == ["0", "1", "2", "3"] and info["no_expected_grade"] == {}
+
+
+def test_the_design_sentence_describes_the_windows_as_shown_not_the_nominal_window():
+    """Found on NFCorpus (2026-12-07): a query that BM25 ranks only 4 abstracts for was shown in 3
+    orders of its 4 passages, while the note said "3 orders of 20 passages" for every window."""
+    docs = [Document(f"a{j}", "human" if j % 2 == 0 else "llm", "", f"passage a {j}") for j in range(4)]
+    docs += [Document(f"b{j}", "human" if j % 2 == 0 else "llm", "", f"passage b {j}") for j in range(2)]
+    corpus = Corpus.from_documents(docs, source_order=["human", "llm"])
+    run = Run(corpus, "first", {"qa": np.arange(0, 4), "qb": np.arange(4, 6)}, {"qa": np.arange(4, 0, -1.0), "qb": np.arange(2, 0, -1.0)}, {})
+
+    def as_shown(messages, params):
+        return " > ".join(f"[{i + 1}]" for i in range(len(shown_passages(messages)))), None
+
+    with SimulatedServer(as_shown) as url:
+        stage = build_retriever(f"bm25>>rankgpt:openai:sim@{url},depth=4,window=4,orders=3,cache=false").stages[0]
+        out = stage.apply(run, {"qa": "query a", "qb": "query b"})
+    balance = out.info["stages"][-1]["position_source"]["balance"]
+    assert balance == (
+        "partial: 3 orders of 4 passages (each passage at 3 of the 4 positions, about 1.3 apart) in 1 window; "
+        "balanced: 2 orders of 2 passages, a cyclic Latin square (each passage at each position once) in 1 window"
+    )

@@ -96,6 +96,18 @@ def input_orders(n: int, orders: int) -> list[np.ndarray]:
     return cyclic_orders(n, min(orders, n)) if n else [np.arange(0)]
 
 
+def shown_balance(records: Sequence[dict[str, Any]], orders: int, nominal: int) -> str:
+    """The design's balance as the windows were shown: one sentence per window size, with how many
+    windows had it (a query that ranks fewer passages than the window is shown in ``min(orders, n)``
+    orders of its ``n``, which may be balanced where the full windows are partial). With no window
+    shown, the nominal window's sentence."""
+    sizes = Counter(n for _, _, n in {(r["query"], r["window"], r["n"]) for r in records})
+    if len(sizes) <= 1:
+        return order_balance(next(iter(sizes), nominal), orders)["text"]
+    parts = [f"{order_balance(n, orders)['text']} in {count} window{'s' if count > 1 else ''}" for n, count in sorted(sizes.items(), reverse=True)]
+    return "; ".join(parts)
+
+
 def borda(answers: Sequence[Sequence[int]], n: int) -> np.ndarray:
     """Borda points of ``n`` items over answers (each a best-first list of item indices)."""
     pts = np.zeros(n, dtype=np.float64)
@@ -212,7 +224,7 @@ class RankGPTReranker(Stage):
 
     def _info(self, run: Run, counts: Counter, records: list[dict[str, Any]], corpus: Any, seconds: float) -> dict[str, Any]:
         fit = position_source_fit(records, corpus.sources[0])
-        fit["balance"] = order_balance(min(self.window, self.depth), self.orders)["text"]
+        fit["balance"] = shown_balance(records, self.orders, min(self.window, self.depth))
         details = {
             "input_run": run.name,
             "depth": self.depth,
