@@ -142,3 +142,29 @@ def test_malformed_json_reads_right(cocktail_dir, capsys):
 def test_a_misspelt_retriever_suggests_the_name_meant(cocktail_dir, capsys, spec, meant):
     code, _, err = run_cli(["evaluate", str(cocktail_dir), "-r", spec, "--k", "1"], capsys)
     assert code == 2 and f"did you mean {meant}" in " ".join(err.split())
+
+
+def test_a_command_that_draws_no_help_does_not_import_typers_help_renderer():
+    """typer's help renderer (``typer.rich_utils``: rich's markdown, syntax and traceback modules,
+    0.1 s of CPU) is imported for a help page only; the stacked option panels still apply to
+    every help page (the tests above)."""
+    code = textwrap.dedent(
+        """
+        import sys
+        from sourcebias.cli.main import main
+        try:
+            main(["--version"])
+        except SystemExit:
+            pass
+        assert "typer.rich_utils" not in sys.modules, "imported at start-up"
+        try:
+            main(["evaluate", "--help"])
+        except SystemExit:
+            pass
+        from typer import rich_utils
+        assert rich_utils._print_options_panel.__module__ == "sourcebias.cli.common"
+        """
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env={**os.environ, "COLUMNS": "80"})
+    assert proc.returncode == 0, proc.stderr
+    assert "sourcebias" in proc.stdout and "--retriever" in proc.stdout

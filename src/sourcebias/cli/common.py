@@ -138,11 +138,32 @@ def tidy_typer_help() -> None:
         return name + ("..." if self.nargs != 1 else "")
 
     # setattr: replacing methods of typer's classes (a type checker refuses assigning to a method)
-    _stack_option_panels()
+    _stack_option_panels_when_drawn()
     setattr(TyperOption, "display_type_rich", option_type)  # noqa: B010
     setattr(TyperArgument, "display_type_rich", argument_type)  # noqa: B010
     setattr(TyperArgument, "_usage_display_name", argument_usage)  # noqa: B010
     setattr(TyperOption, "_sourcebias_tidy", True)  # noqa: B010
+
+
+def _stack_option_panels_when_drawn() -> None:
+    """:func:`_stack_option_panels` at the first help page drawn, not at start-up.
+
+    typer imports ``typer.rich_utils`` (rich's markdown, syntax and traceback modules: 0.1 s of CPU
+    on the 2-core development machine, about 5% of a whole ``evaluate -r bm25`` on 10,000
+    documents, ``benchmarks/bench_bm25_scale.py``) only to draw a help page or an error; replacing
+    its panel function at start-up imported it on every command. Both of typer's help drawers
+    (a command's, a group's) go through ``format_help``, so the replacement waits there.
+    """
+    from typer.core import TyperCommand, TyperGroup
+
+    for cls in (TyperCommand, TyperGroup):
+        drawn = cls.format_help
+
+        def format_help(self, ctx, formatter, _drawn=drawn):
+            _stack_option_panels()
+            return _drawn(self, ctx, formatter)
+
+        setattr(cls, "format_help", format_help)  # noqa: B010
 
 
 def _stack_option_panels() -> None:
@@ -154,6 +175,9 @@ def _stack_option_panels() -> None:
     option, names first, the help below it, long words folded rather than cut.
     """
     from typer import rich_utils
+
+    if getattr(rich_utils, "_sourcebias_stacked", False):
+        return
 
     def print_options_panel(*, name, params, ctx, markup_mode, console):
         from rich.console import Group
@@ -174,6 +198,7 @@ def _stack_option_panels() -> None:
             console.print(Panel(Group(*rows), border_style=rich_utils.STYLE_OPTIONS_PANEL_BORDER, title=name, title_align=rich_utils.ALIGN_OPTIONS_PANEL))
 
     rich_utils._print_options_panel = print_options_panel
+    setattr(rich_utils, "_sourcebias_stacked", True)  # noqa: B010
 
 
 def _option_head(param, ctx):
