@@ -106,3 +106,32 @@ def test_tally_bookkeeping():
     assert none.holds()
     none.add(0, 1, 0.5)  # an interval where there is no truth to cover
     assert not none.holds()
+
+
+def test_an_exact_fit_carries_no_interval_and_no_p():
+    """A listwise model that returns every window in the order shown (found with Qwen2.5-Coder-1.5B
+    on NQ-UTD): answered = shown exactly, so by hand the position slope is 1, the source 0, every
+    residual 0 and every standard error 0: an interval or a p would be rounding (the sandwich gave
+    "p = 0.117" for a source coefficient of 4e-16). One answer that departs restores them."""
+    ps = get_estimator("position_source")
+    n, queries = 20, 8
+    rows: dict[str, list] = {"query": [], "shown": [], "answered": [], "source": []}
+    for q in range(queries):
+        for shift in range(3):  # three rotations of the window, each answered as shown
+            for pos in range(n):
+                rows["query"].append(f"q{q}")
+                rows["shown"].append(pos / (n - 1))
+                rows["answered"].append(pos / (n - 1))
+                rows["source"].append("llm" if (pos + shift + q) % 2 else "human")
+    fit = ps.estimate(rows["query"], rows["shown"], rows["answered"], rows["source"], "human")
+    assert fit["interval_refused"].startswith("the fit is exact (all 480 rows on it; largest residual")
+    coef = fit["coefficients"]
+    assert coef["position"]["estimate"] == pytest.approx(1.0, abs=1e-12)
+    assert coef["source:llm"]["estimate"] == pytest.approx(0.0, abs=1e-12)
+    assert all(c["ci"] is None and c["p"] is None for c in coef.values())
+    # one window of one query answered in another order: residuals, so intervals and p again
+    first = rows["query"].index("q3")
+    rows["answered"][first : first + n] = rows["answered"][first : first + n][::-1]
+    fit = ps.estimate(rows["query"], rows["shown"], rows["answered"], rows["source"], "human")
+    assert "interval_refused" not in fit
+    assert all(c["ci"] is not None and 0 < c["p"] <= 1 for c in fit["coefficients"].values())

@@ -17,8 +17,10 @@ model, placed them (appending the missing passages in shown order would make a p
 1 out of answers that say nothing).
 
 **Refusals:** no row left (every answer repaired): no fit, with the count; too few queries
-(:func:`~sourcebias.clustered.base.interval_refusal`): coefficients without interval or p; a
-design whose source is collinear with position or constant: no fit, with what is collinear.
+(:func:`~sourcebias.clustered.base.interval_refusal`): coefficients without interval or p; an
+exact fit (every complete answer the shown order, say): coefficients without interval or p
+(:data:`~sourcebias.clustered.ols.EXACT_FIT`); a design whose source is collinear with position
+or constant: no fit, with what is collinear.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ class PositionSourceFit(Estimator):
     refusals = (
         "every answer repaired or without an identifier: no fit, the count said",
         "too few queries (interval_refusal): coefficients without interval or p",
+        "an exact fit (every residual zero up to rounding): coefficients without interval or p",
         "source collinear with position, or no variation: no fit, the terms named",
     )
 
