@@ -121,7 +121,7 @@ def clustered_ols(y: Any, design: np.ndarray, names: Sequence[str], groups: Any,
     # too few queries: the coefficients only (a clustered covariance on 1-4 queries can be degenerate, and is not reported)
     fit = sm.OLS(y, x).fit() if out.interval_refused else sm.OLS(y, x).fit(cov_type="cluster", cov_kwds={"groups": codes}, use_t=True)
     out.fit = fit
-    largest = float(np.max(np.abs(fit.resid))) if len(y) else 0.0
+    largest = float(np.max(np.abs(fit.resid)))  # len(y) > the number of terms: checked above
     scale = float(np.ptp(y)) or float(np.max(np.abs(y))) or 1.0  # the outcome's range; its size when it does not vary
     if not out.interval_refused and largest <= EXACT_FIT * scale:
         out.interval_refused = (
