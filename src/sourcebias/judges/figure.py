@@ -4,12 +4,20 @@ beside them), every effect with its CI, and, with runs, Relative Δ under each q
 from __future__ import annotations
 
 import math
+import textwrap
 from pathlib import Path
 from typing import Any
 
 from sourcebias.judges.result import JudgeResult
 
 GRADE_COLORS = ("#d9d9d9", "#9ecae1", "#4292c6", "#08519c")
+
+
+def wrapped(name: str, width: int) -> str:
+    """``name`` whole, broken over lines of about ``width`` characters (after a hyphen where it
+    can). A label never cuts a source short: "llama-2-7b-chat-tmp0.2" cut to 20 characters read
+    as another source ("tmp0"), and two sources that shared their first 12 became one column."""
+    return textwrap.fill(name, width, break_on_hyphens=True, break_long_words=True) or name
 
 
 def plot_judge(result: JudgeResult, path: str | Path) -> Path:
@@ -45,8 +53,7 @@ def _grades(ax: Any, result: JudgeResult) -> None:
         ax.bar(range(len(sources)), share, bottom=bottom, color=GRADE_COLORS[k], label=f"grade {k}")
         bottom = [b + v for b, v in zip(bottom, share)]
     bad = [int(((g["source"] == s) & g["grade"].isna()).sum()) for s in sources]
-    names = [s if len(s) < 18 else s[:16] + "…" for s in sources]
-    ax.set_xticks(range(len(sources)), [f"{n}\n{b:,} unparseable" for n, b in zip(names, bad)], fontsize=8)
+    ax.set_xticks(range(len(sources)), [f"{wrapped(s, 24)}\n{b:,} unparseable" for s, b in zip(sources, bad)], fontsize=8)
     ax.set_ylim(0, 1.0)
     ax.set_ylabel("share of parsed answers")
     ax.set_title("Grades given, per source of the passage", fontsize=10)
@@ -58,7 +65,7 @@ def _effects(ax: Any, result: JudgeResult) -> None:
     labels = []
     for i, r in enumerate(rows):
         v, lo, hi = r["estimate"], r["low"], r["high"]
-        labels.append(f"{r['quantity']}\n({r['llm_source'][:20]}; {r['missing']:,} left out)")
+        labels.append(f"{r['quantity']}\n({wrapped(r['llm_source'], 34)}; {r['missing']:,} left out)")
         if v is None or not math.isfinite(v):
             ax.annotate("undefined", (0, i), ha="center", fontsize=7)
             continue
@@ -77,11 +84,11 @@ def _effects(ax: Any, result: JudgeResult) -> None:
 def _protocol(ax: Any, result: JudgeResult) -> None:
     rows = result.protocol["rows"]
     variants = list(dict.fromkeys(r["qrels"] for r in rows))
-    runs = list(dict.fromkeys(f"{r['run']} / {r['llm_source'][:12]}" for r in rows))
+    runs = list(dict.fromkeys((r["run"], r["llm_source"]) for r in rows))
     width = 0.8 / max(1, len(variants))
     for j, variant in enumerate(variants):
         for r in (r for r in rows if r["qrels"] == variant):
-            i = runs.index(f"{r['run']} / {r['llm_source'][:12]}")
+            i = runs.index((r["run"], r["llm_source"]))
             v = r["rel_delta"]
             if v is None or not math.isfinite(v):
                 continue
@@ -92,8 +99,8 @@ def _protocol(ax: Any, result: JudgeResult) -> None:
                 ax.annotate(f"no CI ({r['queries']} queries)", (x, v), xytext=(0, 6), textcoords="offset points", ha="center", fontsize=7)
     ax.axhline(0, color="grey", linewidth=0.8)
     ax.margins(y=0.15)  # room for a "no CI" label above the highest point
-    ax.set_xticks(range(len(runs)), runs, fontsize=8)
+    ax.set_xticks(range(len(runs)), [f"{run}\n{wrapped(source, 24)}" for run, source in runs], fontsize=8)
     ax.set_ylabel(f"Relative Δ {rows[0]['measure'] if rows else ''} (%)")
     ax.set_title("Relative Δ under each qrels\n(< 0: LLM text ranked higher)", fontsize=10)
-    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=1, frameon=False)
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=1, frameon=False)
     ax.grid(axis="y", alpha=0.3)
