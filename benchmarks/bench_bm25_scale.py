@@ -284,6 +284,12 @@ def figure(rows: list[dict], path: Path) -> None:
                     ax.plot(xs, ys, marker=marker, color=colour, linestyle=dash, label=f"{name}, {queries:,} queries{fit}")
         ax.set_xscale("log")
         ax.set_yscale("log")
+        low, high = ax.get_ylim()
+        if high < 10 * low:  # less than a decade: plain numbers, not 4 x 10^0 on every tick
+            from matplotlib.ticker import FormatStrFormatter
+
+            for axis in (ax.yaxis.set_major_formatter, ax.yaxis.set_minor_formatter):
+                axis(FormatStrFormatter("%.4g"))
         ax.set_xlabel("documents in the mixed corpus")
         ax.set_ylabel(label)
         ax.grid(True, which="both", alpha=0.3)
