@@ -118,8 +118,9 @@ def _visible(text: str | None, echo_of: Prompt) -> tuple[str, int, list[tuple[in
 
 
 # -- grades --------------------------------------------------------------------------------------
-#: a grade digit: not part of a longer number ("10", "2024") or a decimal ("2.5")
-_G = r"([0-3])(?!\.?\d)"
+#: a grade digit: not part of a longer number ("10", "2024"), a decimal ("2.5") or a negative
+#: number ("-1", "−1": UMBRELA reads grade 1)
+_G = r"(?<![-\u2212\d])([0-3])(?!\.?\d)"
 #: castorini/umbrela's ``parse_fewshot_response`` patterns (Apache-2.0), in its order, each with
 #: the same meaning; written with word boundaries where its own would read a grade out of any word
 #: ("o\s*…" reads "to 3" and "into 2"; "[a-z]+ is N" reads "there is 1 mention"), its
@@ -180,7 +181,7 @@ def parse_umbrela_grade(text: str | None, echo_of: Prompt = None) -> tuple[int |
     where UMBRELA returns grade 0 (with a flag); UMBRELA's catch-all ``\\n*(0|1|2|3)`` (the last
     digit 0–3 anywhere: "10/10" is grade 0, "from 2023" grade 3, "Rating: 2 out of 3" grade 3) is
     not used, nor its patterns' reading of a grade out of any word ending in "o" or any "X is N";
-    a digit that is part of a number ("10", "2.5") is not a grade; an echoed prompt is not read.
+    a digit that is part of a number ("10", "2.5", "-1") is not a grade; an echoed prompt is not read.
 
     Returns:
         ``(grade, character offset of its digit in text)``, or ``(None, None)``.
