@@ -396,6 +396,8 @@ def test_citations_alce_reads_are_read_alike(answer):
     ("answer", "k", "cited", "alce", "why"),
     [
         ("Both say so [1, 2].", 5, (1, 2), [1], "a list counts whole; ALCE reads its first number"),
+        ("Both say so [1-3].", 5, (1, 2, 3), [1], "a range counts whole (it was no citation at all); ALCE reads its first number"),
+        ("Both say so [2\u20134].", 5, (2, 3, 4), [2], "with an en dash too"),
         ("Texas won [2", 5, (), [2], "an unclosed bracket (a cut) is no citation"),
         ("Document [3](Title: x): copied text", 5, (), [3], "a repeated passage header"),
         ("When citing several search results, use [1][2][3].", 5, (), [1, 2, 3], "the instruction, echoed"),
@@ -410,6 +412,9 @@ def test_where_we_differ_from_alce_on_purpose(answer, k, cited, alce, why):
 def test_citations_only_out_of_range_cite_no_passage():
     p = parse_citations("It happened in 2023 [7][9].", 5)
     assert (p.cited, p.out_of_range, p.status) == ((), (7, 9), "out_of_range")
+    # a range's numbers past the passages: its ends, not every number between them
+    p = parse_citations("In [2020-2021] and [4-9].", 5)
+    assert (p.cited, p.out_of_range, p.status) == ((4, 5), (9, 2020, 2021), "out_of_range")
     assert parse_citations("<think>[1]", 5).status == "empty"  # only reasoning, cut
 
 

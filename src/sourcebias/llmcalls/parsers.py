@@ -295,8 +295,23 @@ def parse_permutation(text: str | None, n: int, echo_of: Prompt = None) -> tuple
 
 # -- ALCE citations ------------------------------------------------------------------------------
 STATUSES = ("cited", "out_of_range", "no_citation", "empty")
-_BRACKET = re.compile(r"\[\s*(\d+(?:\s*[,;]\s*\d+)*)\s*\]")
+_BRACKET = re.compile(r"\[\s*(\d+(?:\s*[,;\-\u2013]\s*\d+)*)\s*\]")
+#: a range inside a bracket: "[1-3]", "[2–4]" (hyphen or en dash)
+_RANGE = re.compile(r"(\d+)\s*[\-\u2013]\s*(\d+)")
 _HEADER = re.compile(r"Document\s*\[\s*\d+\s*\]\s*\(\s*Title:")
+
+
+def _bracket_numbers(inner: str, k: int) -> list[int]:
+    """The numbers a bracket's inside names: each listed one, and every one of a range (either way
+    round) that names a passage (1..k), with the range's ends that do not (``[2020-2021]``: two
+    numbers out of range, not two thousand)."""
+    out: list[int] = []
+    for m in _RANGE.finditer(inner):
+        a, b = sorted((int(m.group(1)), int(m.group(2))))
+        out.extend(range(max(a, 1), min(b, k) + 1))
+        out.extend(n for n in (a, b) if not 1 <= n <= k)
+    out.extend(int(n) for n in re.findall(r"\d+", _RANGE.sub(" ", inner)))
+    return out
 
 
 @dataclass(frozen=True)
@@ -314,7 +329,8 @@ class ParsedAnswer:
 def parse_citations(text: str | None, k: int, echo_of: Prompt = None) -> ParsedAnswer:
     """The passages an answer to ALCE's prompt cites.
 
-    A citation is a bracketed number, ``[1]``, ``[1][3]``, ``[1, 3]`` or ``[1; 3]``, read after the
+    A citation is a bracketed number, ``[1]``, ``[1][3]``, ``[1, 3]``, ``[1; 3]`` or a range
+    ``[1-3]`` (every number from the first to the last, as ``[1][2][3]``), read after the
     reasoning, outside the echoes of the prompt (module) and outside repeated passage headers
     (``Document [6](Title: …)``: a model continuing the prompt's list of documents). Status:
     ``empty`` (no text, or only reasoning); ``no_citation``; ``out_of_range`` (a number outside
@@ -322,9 +338,10 @@ def parse_citations(text: str | None, k: int, echo_of: Prompt = None) -> ParsedA
     passage); ``cited``. A passage is cited when its number appears at least once.
 
     ALCE (``eval.py``: ``re.findall(r"\\[\\d+", sentence)``) reads ``[1][3]`` alike; it reads only
-    the first number of ``[1, 3]`` and an unclosed ``[2`` at a cut, and reads echoed headers and
-    reasoning as citations; here the list form counts whole, an unclosed bracket does not, and an
-    echo or reasoning is not read.
+    the first number of ``[1, 3]`` and of ``[1-3]`` and an unclosed ``[2`` at a cut, and reads echoed
+    headers and reasoning as citations; here the list and the range count whole, an unclosed
+    bracket does not, and an echo or reasoning is not read. (Without the range, ``[1-3]`` would be
+    no citation at all.)
     """
     if text is None or not text.strip():
         return ParsedAnswer((), (), "empty")
@@ -335,7 +352,7 @@ def parse_citations(text: str | None, k: int, echo_of: Prompt = None) -> ParsedA
     found = [(m.start(), m.group(1)) for m in _BRACKET.finditer(body)]
     kept = [inner for at, inner in found if not _inside(at, spans)]
     echoed = headers > 0 or len(kept) < len(found)  # counted where the echo held a citation, not for every quote of a passage
-    numbers = [int(n) for inner in kept for n in re.findall(r"\d+", inner)]
+    numbers = [n for inner in kept for n in _bracket_numbers(inner, k)]
     if not numbers:
         return ParsedAnswer((), (), "no_citation", echoed)
     inside = tuple(sorted({n for n in numbers if 1 <= n <= k}))
