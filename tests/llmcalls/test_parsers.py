@@ -313,6 +313,16 @@ PAIR = pair_messages("who won", "The Texas Rangers won the 2023 World Series.", 
         ("<think>Passage A is the one", None),
         ("", None),
         ("Passage A: The Texas Rangers won the 2023 World Series.", None),  # the prompt's passage A, echoed
+        # a sentence that says no: never read backwards as a pick of the letter it names
+        ("A is less relevant than B", None),
+        ("B is not more relevant than A.", None),
+        ("Passage B is not relevant to the query.", None),
+        ("Passage B is off-topic.", None),
+        ("I would not choose A", None),
+        ("A: no. B: yes.", None),
+        ("A. Passage B is off-topic.", "A"),  # the pick's own sentence says yes
+        ("Passage A is more relevant. Passage B is not.", "A"),
+        ("B, since it names the winner", "B"),
     ],
 )
 def test_parse_pick(answer, pick):

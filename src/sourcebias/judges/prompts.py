@@ -55,7 +55,8 @@ GRADE_RULE = (
 )
 PICK_RULE = (
     "the leading letter A/B (not the article), else the letter stated ('the answer is B', 'passage A is more relevant'), else the passage "
-    "named; 'A or B' / 'A and B', echoes of the prompt and disagreeing letters unparseable"
+    "named; 'A or B' / 'A and B', echoes of the prompt, disagreeing letters and a letter in a sentence that says no "
+    "('A is less relevant than B', 'passage B is not relevant') unparseable"
 )
 
 

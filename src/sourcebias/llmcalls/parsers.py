@@ -225,6 +225,18 @@ _STATED = tuple(
     )
 )
 _MENTION = re.compile(r"(?i:\b(?:passage|document|option))\s+([AB])\b")
+#: words that turn a sentence's letter from a pick into a rejection or a comparison against it
+#: ("A is less relevant than B", "Passage B is not relevant", "I would not choose A")
+_NEGATED = re.compile(r"(?i)\b(?:not|never|no|neither|nor|less|least|worse|worst|irrelevant|unrelated|off-topic)\b|n't\b")
+_SENTENCE_END = re.compile(r"[.!?;\n]")
+
+
+def _negated(body: str, at: int) -> bool:
+    """Whether the sentence around ``body[at]`` says no to something (:data:`_NEGATED`)."""
+    ends = [m.start() for m in _SENTENCE_END.finditer(body)]
+    start = max([e + 1 for e in ends if e < at], default=0)
+    end = min([e for e in ends if e > at], default=len(body))
+    return bool(_NEGATED.search(body, start, end))
 
 
 def parse_pick(text: str | None, echo_of: Prompt = None) -> str | None:
@@ -236,16 +248,20 @@ def parse_pick(text: str | None, echo_of: Prompt = None) -> str | None:
     "**A**", "Passage B", "b"; not the article "A" of "A passage about…"); else the letters it
     states ("the answer is B", "I choose A", "passage B is more relevant"); else the passages it
     names ("Passage A. It answers…"). Letters stated or named that disagree make the answer
-    unparseable: a pick is never guessed.
+    unparseable, and so does a letter read from a sentence that says no ("A is less relevant
+    than B", "Passage B is not relevant", "I would not choose A": :data:`_NEGATED`): a pick is
+    never guessed, nor read backwards.
     """
     body, _start, spans = _visible(text, echo_of)
     body = _masked(body, spans)
     body = _BOTH.sub(lambda m: "\0" * len(m.group()), body)
     lead = _LEADING_PICK.match(body)
     if lead and not _ARTICLE.match(body[lead.start(1) :]):
-        return lead.group(1).upper()
-    for found in ([m.group(1) for p in _STATED for m in p.finditer(body)], _MENTION.findall(body)):
-        letters = {x.upper() for x in found}
+        return None if _negated(body, lead.start(1)) else lead.group(1).upper()
+    for found in ([m for p in _STATED for m in p.finditer(body)], list(_MENTION.finditer(body))):
+        letters = {m.group(1).upper() for m in found}
+        if any(_negated(body, m.start(1)) for m in found):
+            return None
         if len(letters) == 1:
             return letters.pop()
         if letters:
