@@ -105,6 +105,72 @@ def test_a_stopped_study_leaves_no_lock_or_staging_and_the_rerun_asks_each_call_
     assert counting.calls == n and len(set(counting.prompts)) == n
 
 
+class HangsAfter:
+    """A responder that answers its first ``after`` calls and keeps every later one waiting until
+    ``release`` is set (a server that accepts a request and never answers)."""
+
+    def __init__(self, inner, after: int):
+        self.inner, self.after, self.lock, self.release = inner, after, threading.Lock(), threading.Event()
+        self.prompts: list[str] = []
+        self.hung = 0
+
+    def __call__(self, messages, params):
+        with self.lock:
+            n = len(self.prompts)
+            self.prompts.append(messages[-1]["content"])
+            if n >= self.after:
+                self.hung += 1
+        if n >= self.after:
+            self.release.wait(600)
+        return self.inner(messages, params)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "Ctrl-C"])
+def test_a_second_stop_abandons_the_calls_a_hung_server_never_answers(tmp_path, capsys, sig):
+    """The first signal awaits the calls in flight; the second ends the job at once (it waited out
+    the timeout and every retry: with --timeout 600, up to 90 minutes), keeping what is stored."""
+    from sourcebias.citations import load_citations
+    from sourcebias.citations.simulated import responder_for
+    from sourcebias.data import load_dataset
+    from sourcebias.llmcalls.simulated import SimulatedServer
+
+    ds = load_dataset("nq-utd")
+    hangs = HangsAfter(responder_for(ds.corpus, ds.human_source, (0.6, 0.0, -0.4), 1.0), after=5)
+    out, cache, n = tmp_path / "cite", tmp_path / "cache", 12
+    with SimulatedServer(hangs) as url:
+        args = ["cite", "nq-utd", "-r", "bm25", "--generator", f"openai:sim@{url}", "-k", "3", "--max-queries", str(n), "--concurrency", "2"]
+        args += ["--timeout", "600", "--cache-dir", str(cache), "-o", str(out)]
+        proc = _start_command(args)
+        try:
+            deadline = time.monotonic() + 300
+            while hangs.hung < 2 and proc.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.02)
+            assert proc.poll() is None and hangs.hung == 2, "both workers should be waiting on the hung server"
+            proc.send_signal(sig)
+            time.sleep(1.5)
+            assert proc.poll() is None  # the first signal awaits the calls in flight
+            proc.send_signal(sig)
+            t0 = time.monotonic()
+            _, err = proc.communicate(timeout=60)
+            ended_in = time.monotonic() - t0
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            hangs.release.set()
+        said = "Interrupted." if sig == signal.SIGINT else f"Stopped ({signal.Signals(sig).name})."
+        assert proc.returncode == 128 + sig, err
+        assert said in err and "Traceback" not in err and "Exception in thread" not in err, err
+        assert ended_in < 20, f"the second signal took {ended_in:.1f} s to end the job"
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["cache"]  # no lock file, no staging folder
+        with pytest.raises(SystemExit) as info:
+            main(args)
+        assert info.value.code == 0, capsys.readouterr().err
+    result = load_citations(out)
+    # the five answers stored before the stop were read back; the two abandoned calls were sent again
+    assert len(result.answers) == n and int(result.answers["cached"].sum()) == 5
+    assert len(hangs.prompts) == n + 2 and len(set(hangs.prompts)) == n
+
+
 def test_a_stopped_rewrite_records_its_run_and_writes_the_documents_in_flight(nq_utd, tmp_path, capsys):
     from sourcebias.llmcalls.simulated import SimulatedServer
 
@@ -125,6 +191,43 @@ def test_a_stopped_rewrite_records_its_run_and_writes_the_documents_in_flight(nq
         assert info.value.code in (0, None), capsys.readouterr().err
     ids = [r["_id"] for r in read_twin(twin)]
     assert sorted(ids) == sorted(human_ids(ds)) and counting.calls == 8  # each document asked once
+
+
+def test_a_second_stop_abandons_the_rewrites_a_hung_server_never_answers(nq_utd, tmp_path, capsys):
+    from sourcebias.llmcalls.simulated import SimulatedServer
+
+    ds = copy_nq_subset(nq_utd, tmp_path / "ds", 8)
+    twin = ds / "corpus" / "sim.jsonl"
+    hangs = HangsAfter(lambda messages, params: ("A rewritten passage about the same event, in other words.", None), after=3)
+    with SimulatedServer(hangs) as url:
+        args = ["generate", str(ds), "--name", "sim", "--model", f"openai:sim@{url}", "--concurrency", "2", "--timeout", "600"]
+        proc = _start_command(args)
+        try:
+            deadline = time.monotonic() + 300
+            while hangs.hung < 2 and proc.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.02)
+            assert proc.poll() is None and hangs.hung == 2, "both workers should be waiting on the hung server"
+            proc.send_signal(signal.SIGTERM)
+            time.sleep(1.5)
+            assert proc.poll() is None  # the first signal awaits the documents in flight
+            proc.send_signal(signal.SIGTERM)
+            t0 = time.monotonic()
+            _, err = proc.communicate(timeout=60)
+            ended_in = time.monotonic() - t0
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            hangs.release.set()
+        assert proc.returncode == 143 and "Traceback" not in err and "Exception in thread" not in err, err
+        assert ended_in < 20, f"the second signal took {ended_in:.1f} s to end the job"
+        assert len(read_twin(twin)) == 3  # the three answered documents are kept
+        runs = json.loads((ds / "corpus" / "sim.manifest.json").read_text())["runs"]
+        assert [(r["finished"], r["interrupted"]) for r in runs] == [(True, True)]
+        with pytest.raises(SystemExit) as info:
+            main(args)
+        assert info.value.code in (0, None), capsys.readouterr().err
+    ids = [r["_id"] for r in read_twin(twin)]
+    assert sorted(ids) == sorted(human_ids(ds)) and len(hangs.prompts) == 8 + 2  # the two abandoned asked again
 
 
 #: run in a process of its own, not in the test runner's: there the signal meets whatever earlier

@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from sourcebias.core import progress
+from sourcebias.core.threads import AbandonablePool
 from sourcebias.data.corpus import Corpus
 from sourcebias.data.jsonl import JsonlAppender
 from sourcebias.data.readers import read_corpus
@@ -204,10 +205,12 @@ class _Workers:
 
     def run(self, todo: list[int]) -> None:
         """Rewrite the documents at ``todo``; on Ctrl-C, write what is already running (a second
-        Ctrl-C abandons it) and re-raise."""
+        Ctrl-C abandons it: the process does not wait for it to end) and re-raise."""
         pending: dict[cf.Future, Any] = {}
         queue = iter(todo)
-        pool = cf.ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="rewrite")
+        # daemon workers (AbandonablePool): concurrent.futures joins its workers at exit, so a
+        # second Ctrl-C still waited out a hung request's timeout and retries
+        pool = AbandonablePool(self.workers, "rewrite")
         try:
             while True:
                 self._fill(pool, pending, queue)
@@ -230,7 +233,7 @@ class _Workers:
         finally:
             pool.shutdown(wait=not self.state.interrupted, cancel_futures=True)
 
-    def _fill(self, pool: cf.ThreadPoolExecutor, pending: dict[cf.Future, Any], queue: Any) -> None:
+    def _fill(self, pool: AbandonablePool, pending: dict[cf.Future, Any], queue: Any) -> None:
         """Submit documents until two per worker are pending (or too many failed in a row); a
         document outside the length filter is written at once, flagged, with its human text."""
         settings = self.settings

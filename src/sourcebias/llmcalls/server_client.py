@@ -23,11 +23,12 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
-from concurrent.futures import Future, ThreadPoolExecutor, as_completed, wait
+from concurrent.futures import Future, as_completed, wait
 from pathlib import Path
 from typing import Any
 
 from sourcebias.core.errors import ConfigError
+from sourcebias.core.threads import AbandonablePool
 from sourcebias.llmcalls.backends.base import GenerationError, GenerationRequest, redact_url_credentials
 from sourcebias.llmcalls.base import Answer, Call, call_key, choices_from_top, top_dicts, usage_of
 from sourcebias.llmcalls.cache import AnswerStore, LegacyStoreError, store_path
@@ -220,14 +221,18 @@ class ServerClient(CachingClient):
         storing each answer as it arrives. At the first call that fails after its retries, or at an
         interruption (Ctrl-C; SIGTERM and SIGHUP under the command line), the calls not sent yet are
         cancelled and the answers of those in flight are awaited and stored (a second interruption
-        abandons them); then the error is raised. A rerun sends only the rest, and an interrupted
-        job ends in the time of one call (the client says what is stored: :meth:`CachingClient.answer`)."""
-        pool = ThreadPoolExecutor(max_workers=self.backend.concurrency, thread_name_prefix="llmcalls")
+        abandons them: the process does not wait for them to end); then the error is raised. A rerun
+        sends only the rest, and an interrupted job ends in the time of one call (the client says
+        what is stored: :meth:`CachingClient.answer`)."""
+        # daemon workers (AbandonablePool): concurrent.futures joins its workers at exit, so a
+        # second interruption still waited out a hung call's timeout and retries
+        pool = AbandonablePool(self.backend.concurrency, "llmcalls")
         # Each answer is delivered (stored) by the thread that received it, before that thread sends
         # the next call: a job killed with -9 loses at most the `concurrency` calls at the servers
         # (delivered from this thread, the answers waiting for it under load were lost too).
         futures: dict[Future, int] = {pool.submit(self._deliver, calls[j], j, on_answer): j for j in prefix_order(calls)}
         failed: BaseException | None = None
+        interrupted = False
         try:
             # as_completed waits on every future once (a wait(FIRST_COMPLETED) loop re-arms a waiter
             # on every pending future per answer: quadratic in the calls of a batch)
@@ -240,10 +245,11 @@ class ServerClient(CachingClient):
                     for g in futures:
                         g.cancel()
         except KeyboardInterrupt:
-            self._finish_in_flight(futures)
+            interrupted = True
+            self._finish_in_flight(futures)  # a second KeyboardInterrupt leaves from here, abandoning them
             raise
         finally:
-            pool.shutdown(wait=True, cancel_futures=True)
+            pool.shutdown(wait=not interrupted, cancel_futures=True)
         if failed is not None:
             raise failed
 
