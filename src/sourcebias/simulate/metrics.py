@@ -46,7 +46,8 @@ def round_metrics(run: Run, qrels: Any, query_ids: Sequence[str], *, k: int, hum
     ms = [parse_measure(f"NDCG@{k}"), parse_measure(f"Share@{k}"), parse_measure(f"NDSR@{k}")]
     values = score_run(run, qrels, query_ids, ms, [human_source])
     sources = list(run.corpus.sources)
-    gen = [s for s in sources if s in set(generated)]
+    wanted = set(generated)
+    gen = [s for s in sources if s in wanted]
     share = {s: values[(s, f"Share@{k}")] for s in sources}
     ndsr = {s: values[(s, f"NDSR@{k}")] for s in sources}
     gen_share = np.sum([share[s] for s in gen], axis=0) if gen else np.zeros(len(query_ids))
