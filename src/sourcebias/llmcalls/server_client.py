@@ -226,7 +226,7 @@ class ServerClient(CachingClient):
         what is stored: :meth:`CachingClient.answer`)."""
         # daemon workers (AbandonablePool): concurrent.futures joins its workers at exit, so a
         # second interruption still waited out a hung call's timeout and retries
-        pool = AbandonablePool(self.backend.concurrency, "llmcalls")
+        pool = AbandonablePool(max(1, min(self.backend.concurrency, len(calls))), "llmcalls")
         # Each answer is delivered (stored) by the thread that received it, before that thread sends
         # the next call: a job killed with -9 loses at most the `concurrency` calls at the servers
         # (delivered from this thread, the answers waiting for it under load were lost too).
