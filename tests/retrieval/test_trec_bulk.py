@@ -75,7 +75,7 @@ FLOATS = [
     lambda rng: str(np.float32(rng.uniform(0, 30))),
     lambda rng: f"{rng.uniform(0, 1):.3e}",
     lambda rng: rng.choice(
-        ["1", "0", "-0", "5.", ".5", "1e300", "1e400", "4.9e-324", "1e-400", "nan", "inf", "-inf", "Infinity", "0.1000000000000000055511151231257827"]
+        ["1", "0", "-0", "5.", ".5", "1e300", "1e400", "4.9e-324", "1e-400", "inf", "-inf", "Infinity", "0.1000000000000000055511151231257827"]
     ),
     lambda rng: f"{rng.randrange(-(10**6), 10**6)}",
 ]
@@ -106,6 +106,13 @@ FAULTS = {
     "two spaces": "q1 Q0 {a} 1 2.0  t\n",
     "leading space": " q1 Q0 {a} 1 2.0 t\n",
     "trailing space": "q1 Q0 {a} 1 2.0 t \n",
+    "no tag, a trailing space": "q1 Q0 {a} 1 2.0 \n",
+    "no Q0, two spaces": "q1  {a} 1 2.0 t\n",
+    "no query id, a leading space": " Q0 {a} 1 2.0 t\n",
+    "no document, two spaces": "q1 Q0  1 2.0 t\n",
+    "no rank, two spaces": "q1 Q0 {a}  2.0 t\n",
+    "no score, two spaces": "q1 Q0 {a} 1  t\n",
+    "a tab line in a space file": "q1\tQ0\t{a}\t1\t2.0\tt\n",
     "blank line of spaces": "q1 Q0 {a} 1 2.0 t\n   \nq1 Q0 {b} 2 1.0 t\n",
     "tab and space": "q1\tQ0 {a} 1 2.0 t\n",
     "vertical tab": "q1 Q0 {a} 1 2.0 t\x0bx\n",
@@ -121,6 +128,8 @@ FAULTS = {
     "score with a comma": "q1 Q0 {a} 1 1,5 t\n",
     "score with an underscore": "q1 Q0 {a} 1 1_5 t\n",
     "score NA": "q1 Q0 {a} 1 NA t\n",
+    "score nan (read line by line)": "q1 Q0 {a} 1 nan t\n",
+    "score nan(1)": "q1 Q0 {a} 1 nan(1) t\n",
     "rank with a plus": "q1 Q0 {a} +1 2.0 t\n",
     "rank not an integer": "q1 Q0 {a} 1.0 2.0 t\n",
     "rank in Arabic digits": "q1 Q0 {a} \u0661 2.0 t\n",
@@ -150,6 +159,17 @@ def test_a_fault_or_a_doubt_is_given_up_or_read_the_same(corpus, tmp_path, fault
             with pytest.raises(DataError) as info:
                 formats.read_trec(path, corpus, docnos=docnos, order=order)
         assert str(info.value) == ref
+
+
+@pytest.mark.parametrize("line", ["q1\tQ0\t{a}\t1\t2.0\t\n", "q1\t\t{a}\t1\t2.0\tt\n", "\tQ0\t{a}\t1\t2.0\tt\n", "q1\tQ0\t{a}\t1\t2.0\tt\t\n"])
+def test_an_empty_field_of_a_tab_file_is_given_up(corpus, tmp_path, line):
+    docnos, names = _names(corpus)
+    head = "".join(x.replace(" ", "\t") + "\n" for x in _random_run(names[2:], seed=3, n_queries=5, depth=4))
+    path = tmp_path / "run.trec"
+    path.write_text(head + line.format(a=names[0]))
+    assert _bulk(path, docnos, "score") is None  # the line-by-line reader refuses it, or (a trailing tab) reads it
+    path.write_text(head)
+    assert _bulk(path, docnos, "score") is not None  # the same file without that line is read in bulk
 
 
 def test_bytes_that_are_not_utf8_and_a_cut_gz_are_named_by_the_line_reader(corpus, tmp_path, monkeypatch):
@@ -196,6 +216,7 @@ def test_every_score_and_rank_pyarrow_reads_python_reads_the_same():
     alphabet = "0123456789" * 3 + ".eE+-_naifINFtyx"
     texts = ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, 8))) for _ in range(3000)]
     texts += ["nan", "NaN", "inf", "-inf", "Infinity", "-Infinity", "infinity", "1e308", "2e308", "1e-324", "0x10", "1.", ".", "-", "e1", "1e", "00", "-0"]
+    texts += ["-nan", "+nan", "NAN", "INF", "+inf", "-INF", "iNfInItY", "nan(1)", "infinit", "1e+5", "1E-5", "0001.5", "1.5e0001", "9" * 400]
     converted = {"r": 0, "s": 0}
     for text in texts:
         for col, convert, line in (("r", int, f"q1 Q0 d1 {text} 1.0 t\n"), ("s", float, f"q1 Q0 d1 1 {text} t\n")):
@@ -213,3 +234,56 @@ def test_every_score_and_rank_pyarrow_reads_python_reads_the_same():
                 assert got == expected, text
             converted[col] += 1
     assert min(converted.values()) > 300, converted  # the test saw numbers, not only refusals
+
+
+def test_random_damage_is_given_up_or_read_the_same(corpus, tmp_path):
+    """A clean file with a few characters inserted, deleted or replaced at random (whitespace of
+    every kind, signs, letters, digits, quotes): the bulk reader either gives up or agrees with
+    the line-by-line reader, for 400 damaged files."""
+    docnos, names = _names(corpus)
+    rng = random.Random(5)
+    clean = "".join(line + "\n" for line in _random_run(names, seed=2, n_queries=4, depth=5))
+    pieces = [
+        " ",
+        "  ",
+        "\t",
+        "\r",
+        "\r\n",
+        "\n",
+        "\x0b",
+        "\x0c",
+        "\x1f",
+        "\u00a0",
+        "\u3000",
+        "\x85",
+        "",
+        "-",
+        "+",
+        "e",
+        "x",
+        "0",
+        "7",
+        ".",
+        '"',
+        "#",
+        "\ufeff",
+        "nan",
+    ]
+    agreed = given_up = 0
+    for i in range(400):
+        text = clean
+        for _ in range(rng.randint(1, 3)):
+            at = rng.randrange(len(text))
+            cut = rng.choice([0, 0, 1])
+            text = text[:at] + rng.choice(pieces) + text[at + cut :]
+        path = tmp_path / f"d{i}.trec"
+        path.write_bytes(text.encode())
+        for order in ("score", "rank"):
+            ref, bulk = _line_reader(path, docnos, order), _bulk(path, docnos, order)
+            if bulk is None:
+                given_up += 1
+                continue
+            assert not isinstance(ref, str), f"bulk read what the line reader refuses ({ref}): {text!r}"
+            assert _same(bulk, ref), text
+            agreed += 1
+    assert agreed > 50 and given_up > 50  # both ways were exercised

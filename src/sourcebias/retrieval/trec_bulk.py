@@ -8,15 +8,17 @@ at anything it cannot vouch for, and the line-by-line reader then reads the file
 fault's line. It accepts only files that reader accepts, and returns the same values:
 
 * fields split on single spaces, or single tabs in a file without spaces: a line of other than six
-  fields so split is given up (several spaces in a row, a space at the start or end of a line), as
-  is a carriage return that does not end a line, a query id, ``Q0`` or tag that holds any
-  whitespace (``str.split`` splits on tabs, vertical tabs, form feeds, 0x1c-0x1f and non-ASCII
-  spaces), and a document name no document has (names never hold whitespace:
-  :class:`~sourcebias.retrieval.docnos.DocnoMap`); a rank or score holding one does not convert;
+  fields so split, or with an empty field, is given up (several spaces in a row, a space at the
+  start or end of a line), as is a carriage return that does not end a line, a query id, ``Q0``
+  or tag that holds any whitespace (``str.split`` splits on tabs, vertical tabs, form feeds,
+  0x1c-0x1f and non-ASCII spaces), and a document name no document has (names never hold
+  whitespace: :class:`~sourcebias.retrieval.docnos.DocnoMap`); a rank or score holding one does
+  not convert;
 * a rank or score that pyarrow does not read as an integer or a float. pyarrow reads decimal
   floats correctly rounded, as Python's ``float`` does, so a score reads back to the same value;
-  its "nan", "inf" and "-Infinity" are Python's too; what Python reads and pyarrow does not
-  ("1_0", "+1", non-ASCII digits) goes to the line-by-line reader;
+  its "inf" and "-Infinity" are Python's too; a NaN score (pyarrow reads "nan(1)", Python does
+  not) and what Python reads and pyarrow does not ("1_0", "+1", non-ASCII digits) go to the
+  line-by-line reader;
 * a document listed twice for a query, or (``order="rank"``) a rank used twice;
 * bytes that are not UTF-8, a cut-off ``.gz``.
 
@@ -68,8 +70,8 @@ def read_trec_bulk(path: Path, docnos: DocnoMap, order: str) -> tuple[PerQuery, 
     del data  # the table holds its own copy: the file's bytes are not kept beside it
     if table is None or table.num_rows == 0:
         return None
-    for col in ("z", "t"):  # Q0 and the tag: a few distinct texts
-        if any(WHITESPACE.search(u) for u in pc.unique(table[col]).to_pylist()):
+    for col in ("z", "t"):  # Q0 and the tag: a few distinct texts; empty where two delimiters meet
+        if any(u == "" or WHITESPACE.search(u) for u in pc.unique(table[col]).to_pylist()):
             return None
     q, qids = _codes(table["q"])
     if q is None or any(WHITESPACE.search(u) for u in qids):
@@ -120,6 +122,8 @@ def _parse(data: bytes, delimiter: bytes) -> Any:
             ),
         )
     except (pa.ArrowInvalid, pa.ArrowException):
+        return None
+    if pc.any(pc.is_nan(table["s"])).as_py():  # pyarrow reads "nan(1)" too, Python's float does not: NaN goes line by line
         return None
     ranks = table["r"]
     if not pc.all(pc.ascii_is_decimal(ranks)).as_py():  # ASCII digits, which Python's int reads too ("-1", "+1", "1_0", "٣" go line by line)
