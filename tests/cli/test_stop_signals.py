@@ -125,6 +125,28 @@ class HangsAfter:
         return self.inner(messages, params)
 
 
+def _stop_twice(proc: subprocess.Popen, hangs: HangsAfter, sig: int) -> str:
+    """Once both workers wait on the hung server: ``sig``, which leaves the job awaiting them, then
+    ``sig`` again, which must end it (the server never answers: waiting would never end). The
+    child's stderr; its exit code must be 128 + ``sig``."""
+    try:
+        deadline = time.monotonic() + 300
+        while hangs.hung < 2 and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert proc.poll() is None and hangs.hung == 2, "both workers should be waiting on the hung server"
+        proc.send_signal(sig)
+        time.sleep(1.5)
+        assert proc.poll() is None  # the first signal awaits the calls in flight
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=120)  # a hang detector, not a timing: the old code never ended
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        hangs.release.set()
+    assert proc.returncode == 128 + sig, err
+    return err
+
+
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "Ctrl-C"])
 def test_a_second_stop_abandons_the_calls_a_hung_server_never_answers(tmp_path, capsys, sig):
     """The first signal awaits the calls in flight; the second ends the job at once (it waited out
@@ -140,27 +162,9 @@ def test_a_second_stop_abandons_the_calls_a_hung_server_never_answers(tmp_path, 
     with SimulatedServer(hangs) as url:
         args = ["cite", "nq-utd", "-r", "bm25", "--generator", f"openai:sim@{url}", "-k", "3", "--max-queries", str(n), "--concurrency", "2"]
         args += ["--timeout", "600", "--cache-dir", str(cache), "-o", str(out)]
-        proc = _start_command(args)
-        try:
-            deadline = time.monotonic() + 300
-            while hangs.hung < 2 and proc.poll() is None and time.monotonic() < deadline:
-                time.sleep(0.02)
-            assert proc.poll() is None and hangs.hung == 2, "both workers should be waiting on the hung server"
-            proc.send_signal(sig)
-            time.sleep(1.5)
-            assert proc.poll() is None  # the first signal awaits the calls in flight
-            proc.send_signal(sig)
-            t0 = time.monotonic()
-            _, err = proc.communicate(timeout=60)
-            ended_in = time.monotonic() - t0
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-            hangs.release.set()
+        err = _stop_twice(_start_command(args), hangs, sig)
         said = "Interrupted." if sig == signal.SIGINT else f"Stopped ({signal.Signals(sig).name})."
-        assert proc.returncode == 128 + sig, err
         assert said in err and "Traceback" not in err and "Exception in thread" not in err, err
-        assert ended_in < 20, f"the second signal took {ended_in:.1f} s to end the job"
         assert sorted(p.name for p in tmp_path.iterdir()) == ["cache"]  # no lock file, no staging folder
         with pytest.raises(SystemExit) as info:
             main(args)
@@ -202,24 +206,8 @@ def test_a_second_stop_abandons_the_rewrites_a_hung_server_never_answers(nq_utd,
     with SimulatedServer(hangs) as url:
         args = ["generate", str(ds), "--name", "sim", "--model", f"openai:sim@{url}", "--concurrency", "2", "--timeout", "600"]
         proc = _start_command(args)
-        try:
-            deadline = time.monotonic() + 300
-            while hangs.hung < 2 and proc.poll() is None and time.monotonic() < deadline:
-                time.sleep(0.02)
-            assert proc.poll() is None and hangs.hung == 2, "both workers should be waiting on the hung server"
-            proc.send_signal(signal.SIGTERM)
-            time.sleep(1.5)
-            assert proc.poll() is None  # the first signal awaits the documents in flight
-            proc.send_signal(signal.SIGTERM)
-            t0 = time.monotonic()
-            _, err = proc.communicate(timeout=60)
-            ended_in = time.monotonic() - t0
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-            hangs.release.set()
+        err = _stop_twice(proc, hangs, signal.SIGTERM)
         assert proc.returncode == 143 and "Traceback" not in err and "Exception in thread" not in err, err
-        assert ended_in < 20, f"the second signal took {ended_in:.1f} s to end the job"
         assert len(read_twin(twin)) == 3  # the three answered documents are kept
         runs = json.loads((ds / "corpus" / "sim.manifest.json").read_text())["runs"]
         assert [(r["finished"], r["interrupted"]) for r in runs] == [(True, True)]
