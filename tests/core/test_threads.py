@@ -41,8 +41,8 @@ def _exit_time(pool_import: str, pool: str, limit: float) -> float | None:
 
 
 def test_an_abandoned_call_does_not_hold_up_the_exit():
-    ours = _exit_time("Future", "__import__('sourcebias.core.threads', fromlist=['x']).AbandonablePool(2, 't')", limit=60)
-    assert ours is not None and ours < 30
+    # a hang detector, not a timing: the abandoned call sleeps 120 s
+    assert _exit_time("Future", "__import__('sourcebias.core.threads', fromlist=['x']).AbandonablePool(2, 't')", limit=90) is not None
     # the standard executor, told the same, waits for the call: why the pool exists
     assert _exit_time("ThreadPoolExecutor", "ThreadPoolExecutor(2)", limit=5) is None
 
