@@ -6,6 +6,11 @@ rich progress bars (rate and ETA included) on a terminal; when the console is no
 (logs in CI, ``nohup``, a pipe) it writes plain lines to stderr instead (:class:`PlainProgress`):
 one every ``SOURCEBIAS_PROGRESS_SECONDS`` (default 30) while a step runs and one when a step so
 reported ends (a shorter step prints nothing) — no ANSI codes.
+
+Work a resumed job finds already done (answers in a store, documents rewritten by an earlier run)
+is reported with ``skip``, not ``advance``: it counts towards the bar but not towards the rate, so
+the rate and the time left are those of the work this run does. (Counted in, 690 stored answers
+read in 26 s made a judge that asks three calls a minute print "26 calls/s, ETA 0:00:17".)
 """
 
 from __future__ import annotations
@@ -25,11 +30,16 @@ DEFAULT_PROGRESS_SECONDS = 30.0
 class TaskHandle(Protocol):
     def advance(self, n: float = 1) -> None: ...
 
+    def skip(self, n: float) -> None: ...
+
     def update(self, *, description: str | None = None, total: float | None = None) -> None: ...
 
 
 class _NullTask:
     def advance(self, n: float = 1) -> None:
+        pass
+
+    def skip(self, n: float) -> None:
         pass
 
     def update(self, *, description: str | None = None, total: float | None = None) -> None:
@@ -84,17 +94,49 @@ def _clock(seconds: float) -> str:
     return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}"
 
 
-class _PlainTask:
+def _rate_text(rate: float, unit: str) -> str:
+    """``rate`` (units a second) per second, minute or hour, whichever reads at least 1."""
+    if rate >= 1:
+        return f"{rate:,.1f} {unit}/s"
+    if rate * 60 >= 1:
+        return f"{rate * 60:,.1f} {unit}/min"
+    return f"{rate * 3600:,.1f} {unit}/h"
+
+
+class _Counts:
+    """What a step did, kept apart from what an earlier run had done (``skip``): the rate and the
+    time left are computed from this run's work only, averaged since the step started."""
+
+    def __init__(self) -> None:
+        self.started = time.monotonic()
+        self.completed = 0.0
+        self.skipped = 0.0
+
+    def rate(self, now: float) -> float:
+        elapsed = now - self.started
+        return (self.completed - self.skipped) / elapsed if elapsed > 0 else 0.0
+
+    def remaining(self, total: float | None, now: float) -> float | None:
+        rate = self.rate(now)
+        if not total or rate <= 0 or self.completed >= total:
+            return None
+        return (total - self.completed) / rate
+
+
+class _PlainTask(_Counts):
     """One step's counts, read by the reporter's timer thread."""
 
     def __init__(self, description: str, total: float | None, unit: str):
+        super().__init__()
         self.description, self.total, self.unit = description, total, unit
-        self.completed = 0.0
-        self.started = time.monotonic()
         self.reported = False
 
     def advance(self, n: float = 1) -> None:
         self.completed += n
+
+    def skip(self, n: float) -> None:
+        self.completed += n
+        self.skipped += n
 
     def update(self, *, description: str | None = None, total: float | None = None) -> None:
         if description is not None:
@@ -108,12 +150,15 @@ class _PlainTask:
         parts = [f"{self.description}: {done}/{self.total:,.0f} {self.unit}" if self.total else f"{self.description}: {done} {self.unit}"]
         if self.total:
             parts.append(f"{100 * self.completed / self.total:.0f}%")
-        rate = self.completed / elapsed if elapsed > 0 else 0.0
+        if self.skipped:
+            parts.append(f"{self.skipped:,.0f} done before")
+        rate = self.rate(now)
         if rate > 0:
-            parts.append(f"{rate:,.1f} {self.unit}/s")
+            parts.append(_rate_text(rate, self.unit))
         parts.append(f"elapsed {_clock(elapsed)}")
-        if self.total and rate > 0 and self.completed < self.total:
-            parts.append(f"ETA {_clock((self.total - self.completed) / rate)}")
+        left = self.remaining(self.total, now)
+        if left is not None:
+            parts.append(f"ETA {_clock(left)}")
         return ", ".join(parts)
 
 
@@ -182,7 +227,6 @@ class RichProgress:
             TaskProgressColumn,
             TextColumn,
             TimeElapsedColumn,
-            TimeRemainingColumn,
         )
 
         self._progress = Progress(
@@ -192,8 +236,7 @@ class RichProgress:
             TaskProgressColumn(),
             TextColumn("{task.fields[rate]}"),
             TimeElapsedColumn(),
-            TextColumn("ETA"),
-            TimeRemainingColumn(),
+            TextColumn("ETA {task.fields[eta]}"),
             console=console,
             transient=transient,
         )
@@ -211,7 +254,7 @@ class RichProgress:
             with self._plain.task(description, total, unit) as handle:
                 yield handle
             return
-        task_id = self._progress.add_task(description, total=total, rate="")
+        task_id = self._progress.add_task(description, total=total, rate="", eta="-:--:--")
         handle = _RateTask(self._progress, task_id, unit)
         try:
             yield handle
@@ -222,16 +265,36 @@ class RichProgress:
 
 
 class _RateTask(_RichTask):
+    """A rich bar whose rate and time left are ours (:class:`_Counts`): rich's own speed would
+    count the work skipped."""
+
     def __init__(self, progress, task_id, unit: str):
         super().__init__(progress, task_id)
         self._unit = unit
+        self._counts = _Counts()
 
     def advance(self, n: float = 1) -> None:
+        self._counts.completed += n
         self._p.advance(self._id, n)
+        self._show()
+
+    def skip(self, n: float) -> None:
+        self._counts.completed += n
+        self._counts.skipped += n
+        self._p.advance(self._id, n)
+        self._show()
+
+    def _show(self) -> None:
         task = next(t for t in self._p.tasks if t.id == self._id)  # ids are not positions once a finished task is removed
-        speed = task.speed
-        if speed:
-            self._p.update(self._id, rate=f"{speed:,.1f} {self._unit}/s")
+        now = time.monotonic()
+        rate = self._counts.rate(now)
+        left = self._counts.remaining(task.total, now)
+        before = f"{self._counts.skipped:,.0f} done before; " if self._counts.skipped else ""
+        self._p.update(
+            self._id,
+            rate=before + (_rate_text(rate, self._unit) if rate > 0 else ""),
+            eta="-:--:--" if left is None else _clock(left),
+        )
 
 
 _current: NullProgress | RichProgress | PlainProgress = NullProgress()

@@ -123,7 +123,9 @@ class LLMClient(Protocol):
 
     def answer(self, calls: Sequence[Call], *, task: Any = None) -> list[Answer]:
         """One answer per call, in order; cached ones are read, the rest computed (concurrently
-        against servers) and stored as each arrives. ``task`` advances by one per call."""
+        against servers) and stored as each arrives. ``task`` (a progress handle) advances by one
+        per call answered now; the calls the store answers are ``skip``ped (on the bar, not in the
+        rate or the time left)."""
         ...
 
     def describe(self) -> dict[str, Any]:

@@ -127,7 +127,7 @@ class CachingClient:
         todo = self._look_up(keys, out)
         cached = len(calls) - sum(len(v) for v in todo.values())
         if task is not None and cached:
-            task.advance(cached)
+            task.skip(cached)  # found in the store: on the bar, not in the rate
         unique = list(todo)
         late: set[str] = set()  # stored by another process while this batch ran (read, not computed)
         store = self.store
