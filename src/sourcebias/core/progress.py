@@ -7,7 +7,8 @@ rich progress bars (rate and ETA included) on a terminal; when the console is no
 one every ``SOURCEBIAS_PROGRESS_SECONDS`` (default 30) while a step runs and one when a step so
 reported ends (a shorter step prints nothing) — no ANSI codes.
 
-Work a resumed job finds already done (answers in a store, documents rewritten by an earlier run)
+Work a resumed job finds already done (answers an LLM client reads from its store; the jobs that
+resume by leaving out what is done, such as rewriting or encoding, count only the rest)
 is reported with ``skip``, not ``advance``: it counts towards the bar but not towards the rate, so
 the rate and the time left are those of the work this run does. (Counted in, 690 stored answers
 read in 26 s made a judge that asks three calls a minute print "26 calls/s, ETA 0:00:17".)
