@@ -113,6 +113,13 @@ class _Counts:
         self.completed = 0.0
         self.skipped = 0.0
 
+    def advance(self, n: float = 1) -> None:
+        self.completed += n
+
+    def skip(self, n: float) -> None:
+        self.completed += n
+        self.skipped += n
+
     def rate(self, now: float) -> float:
         elapsed = now - self.started
         return (self.completed - self.skipped) / elapsed if elapsed > 0 else 0.0
@@ -131,13 +138,6 @@ class _PlainTask(_Counts):
         super().__init__()
         self.description, self.total, self.unit = description, total, unit
         self.reported = False
-
-    def advance(self, n: float = 1) -> None:
-        self.completed += n
-
-    def skip(self, n: float) -> None:
-        self.completed += n
-        self.skipped += n
 
     def update(self, *, description: str | None = None, total: float | None = None) -> None:
         if description is not None:
@@ -275,13 +275,12 @@ class _RateTask(_RichTask):
         self._counts = _Counts()
 
     def advance(self, n: float = 1) -> None:
-        self._counts.completed += n
+        self._counts.advance(n)
         self._p.advance(self._id, n)
         self._show()
 
     def skip(self, n: float) -> None:
-        self._counts.completed += n
-        self._counts.skipped += n
+        self._counts.skip(n)
         self._p.advance(self._id, n)
         self._show()
 
